@@ -1,0 +1,26 @@
+// The command registry: each cli/<command>.cc registers a function that adds its subcommand
+// to the root CLI11 app, so main.cc never lists the commands.
+//
+// A subcommand's callback reports bad input by throwing zerodp::UsageError (exit 2) and a
+// failed run by throwing zerodp::Error (exit 1); main.cc turns both into one line on stderr.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace zerodp::cli {
+
+struct CommandRegistration {
+  int order;  // position in `zerodp --help`
+  std::function<void(CLI::App& root)> add;
+};
+
+std::vector<CommandRegistration>& command_registry();
+
+// Usage, at namespace scope in a command's file:
+//   const bool registered = zerodp::cli::register_command(10, add_plan_command);
+bool register_command(int order, std::function<void(CLI::App& root)> add);
+
+}  // namespace zerodp::cli

@@ -1,0 +1,39 @@
+// Errors of zerodp, and what the command line makes of them.
+//
+// Two kinds, because a user must react to them differently:
+//  - UsageError: the input is wrong (a flag, a value, a combination). The message is one
+//    line that names the flag and the accepted form; the command line exits with status 2.
+//  - Error: the input was fine but the run failed (a collective timed out, a file is
+//    corrupt, a peer rank died). The message names the cause; the command line exits with 1.
+// Broken internal invariants are not errors of either kind: ZERODP_CHECK aborts loudly.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace zerodp {
+
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+};
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+[[noreturn]] void check_failed(const char* condition, const char* file, int line,
+                               const std::string& detail);
+
+}  // namespace zerodp
+
+// An invariant of the code, not of the input: failing it is a bug in zerodp.
+#define ZERODP_CHECK(cond)                                              \
+  do {                                                                  \
+    if (!(cond)) ::zerodp::check_failed(#cond, __FILE__, __LINE__, {}); \
+  } while (0)
+#define ZERODP_CHECK_MSG(cond, detail)                                      \
+  do {                                                                      \
+    if (!(cond)) ::zerodp::check_failed(#cond, __FILE__, __LINE__, detail); \
+  } while (0)

@@ -1,0 +1,203 @@
+#include "zerodp/units.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include "zerodp/error.h"
+
+namespace zerodp::units {
+namespace {
+
+using u128 = unsigned __int128;
+
+// A decimal number split into its digits and a power of ten: value = mantissa * 10^exponent.
+// Only the plain form is accepted: digits, an optional fraction, an optional e-exponent.
+struct Decimal {
+  u128 mantissa = 0;
+  int exponent = 0;
+  std::string_view suffix;  // whatever follows the number
+};
+
+std::optional<Decimal> split_decimal(std::string_view text) {
+  Decimal d;
+  std::size_t i = 0;
+  int digits = 0;
+  auto push_digit = [&](char c) {
+    // Beyond 36 significant digits the value cannot be a meaningful 64-bit count anyway;
+    // keep the magnitude, drop the precision, and let the range check reject it.
+    if (d.mantissa < (u128(1) << 120)) {
+      d.mantissa = d.mantissa * 10 + static_cast<unsigned>(c - '0');
+    } else {
+      ++d.exponent;
+    }
+  };
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') push_digit(text[i++]), ++digits;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      push_digit(text[i++]);
+      --d.exponent;
+      ++digits;
+    }
+  }
+  if (digits == 0) return std::nullopt;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E') && i + 1 < text.size()) {
+    std::size_t j = i + 1;
+    bool negative = false;
+    if (text[j] == '+' || text[j] == '-') negative = text[j++] == '-';
+    int e = 0, e_digits = 0;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
+      if (e < 10000) e = e * 10 + (text[j] - '0');
+      ++j, ++e_digits;
+    }
+    if (e_digits > 0) {
+      d.exponent += negative ? -e : e;
+      i = j;
+    }
+  }
+  d.suffix = text.substr(i);
+  return d;
+}
+
+struct Multiplier {
+  std::string_view suffix;
+  int power_of_ten;
+  int power_of_two;
+};
+
+// value * 10^p10 * 2^p2 as an exact integer, or nullopt when it is not whole or exceeds 64 bits.
+std::optional<std::uint64_t> exact_value(const Decimal& d, int p10, int p2) {
+  constexpr u128 kLimit = std::numeric_limits<std::uint64_t>::max();
+  u128 value = d.mantissa;
+  int e = d.exponent + p10;
+  for (int k = 0; k < p2; ++k) {
+    value <<= 1;
+    if (value > (kLimit << 40)) return std::nullopt;
+  }
+  for (; e > 0; --e) {
+    if (value == 0) break;
+    value *= 10;
+    if (value > (kLimit << 40)) return std::nullopt;
+  }
+  for (; e < 0; ++e) {
+    if (value % 10 != 0) return std::nullopt;
+    value /= 10;
+  }
+  if (value > kLimit) return std::nullopt;
+  return static_cast<std::uint64_t>(value);
+}
+
+std::string quoted(std::string_view text) {
+  return "'" + std::string(text) + "'";
+}
+
+[[noreturn]] void reject(std::string_view flag, std::string_view expected, std::string_view text,
+                         std::string_view why = {}) {
+  std::string message =
+      std::string(flag) + ": expected " + std::string(expected) + ", got " + quoted(text);
+  if (!why.empty()) message += " (" + std::string(why) + ")";
+  throw UsageError(message);
+}
+
+std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, Zero zero,
+                                  std::string_view expected,
+                                  std::initializer_list<Multiplier> multipliers) {
+  auto d = split_decimal(text);
+  if (!d) reject(flag, expected, text);
+  for (const Multiplier& m : multipliers) {
+    if (d->suffix != m.suffix) continue;
+    auto value = exact_value(*d, m.power_of_ten, m.power_of_two);
+    if (!value) {
+      // Tell apart "too large" from "not whole": the user fixes them differently.
+      Decimal whole = *d;
+      while (whole.exponent < 0) whole.mantissa /= 10, ++whole.exponent;
+      if (!exact_value(whole, m.power_of_ten, m.power_of_two)) {
+        reject(flag, expected, text, "does not fit in 64 bits");
+      }
+      reject(flag, expected, text, "not a whole number");
+    }
+    if (*value == 0 && zero == Zero::rejected) reject(flag, expected, text, "must be positive");
+    return *value;
+  }
+  reject(flag, expected, text, d->suffix.empty() ? "missing unit" : "unknown unit");
+}
+
+double parse_real(std::string_view text, std::string_view flag, std::string_view expected,
+                  std::initializer_list<std::pair<std::string_view, double>> units) {
+  auto d = split_decimal(text);
+  if (!d) reject(flag, expected, text);
+  for (const auto& [suffix, scale] : units) {
+    if (d->suffix != suffix) continue;
+    std::string number(text.substr(0, text.size() - suffix.size()));
+    double value = std::strtod(number.c_str(), nullptr) * scale;
+    if (!std::isfinite(value)) reject(flag, expected, text, "out of range");
+    if (value <= 0) reject(flag, expected, text, "must be positive");
+    return value;
+  }
+  reject(flag, expected, text, d->suffix.empty() ? "missing unit" : "unknown unit");
+}
+
+}  // namespace
+
+std::uint64_t parse_count(std::string_view text, std::string_view flag, Zero zero) {
+  return parse_with_suffixes(
+      text, flag, zero, "a count such as 1e9, 7.5B, 175B or 50M",
+      {{"", 0, 0}, {"K", 3, 0}, {"k", 3, 0}, {"M", 6, 0}, {"B", 9, 0}, {"G", 9, 0}, {"T", 12, 0}});
+}
+
+std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zero) {
+  const std::string_view expected = "a whole number such as 4";
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
+    reject(flag, expected, text);
+  }
+  return parse_with_suffixes(text, flag, zero, expected, {{"", 0, 0}});
+}
+
+std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero) {
+  return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB",
+                             {{"B", 0, 0},
+                              {"KB", 3, 0},
+                              {"kB", 3, 0},
+                              {"MB", 6, 0},
+                              {"GB", 9, 0},
+                              {"TB", 12, 0},
+                              {"PB", 15, 0},
+                              {"KiB", 0, 10},
+                              {"MiB", 0, 20},
+                              {"GiB", 0, 30},
+                              {"TiB", 0, 40},
+                              {"PiB", 0, 50}});
+}
+
+double parse_seconds(std::string_view text, std::string_view flag) {
+  return parse_real(
+      text, flag, "a duration such as 10s, 250ms or 2min",
+      {{"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"min", 60.0}, {"h", 3600.0}});
+}
+
+double parse_bandwidth(std::string_view text, std::string_view flag) {
+  return parse_real(text, flag, "a bandwidth such as 300GB/s or 25GiB/s",
+                    {{"B/s", 1.0},
+                     {"KB/s", 1e3},
+                     {"MB/s", 1e6},
+                     {"GB/s", 1e9},
+                     {"TB/s", 1e12},
+                     {"KiB/s", 1024.0},
+                     {"MiB/s", 1048576.0},
+                     {"GiB/s", 1073741824.0},
+                     {"TiB/s", 1099511627776.0}});
+}
+
+double parse_fraction(std::string_view text, std::string_view flag) {
+  const std::string_view expected = "a fraction from 0 to 1 such as 0.6 or 60%";
+  auto d = split_decimal(text);
+  if (!d || !(d->suffix.empty() || d->suffix == "%")) reject(flag, expected, text);
+  std::string number(text.substr(0, text.size() - d->suffix.size()));
+  double value = std::strtod(number.c_str(), nullptr) / (d->suffix == "%" ? 100.0 : 1.0);
+  if (!(value >= 0.0 && value <= 1.0)) reject(flag, expected, text, "outside [0, 1]");
+  return value;
+}
+
+}  // namespace zerodp::units

@@ -1,0 +1,102 @@
+#include "zerodp/units.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "zerodp/error.h"
+
+namespace zerodp::units {
+namespace {
+
+TEST(ParseCount, AcceptsTheFormsPeopleWrite) {
+  EXPECT_EQ(parse_count("1e9", "--params"), 1'000'000'000u);
+  EXPECT_EQ(parse_count("1B", "--params"), 1'000'000'000u);
+  EXPECT_EQ(parse_count("7.5B", "--params"), 7'500'000'000u);
+  EXPECT_EQ(parse_count("175B", "--params"), 175'000'000'000u);
+  EXPECT_EQ(parse_count("50M", "--params"), 50'000'000u);
+  EXPECT_EQ(parse_count("5e7", "--params"), 50'000'000u);
+  EXPECT_EQ(parse_count("1.75e11", "--params"), 175'000'000'000u);
+  EXPECT_EQ(parse_count("3257856", "--params"), 3'257'856u);
+  EXPECT_EQ(parse_count("10K", "--params"), 10'000u);
+}
+
+TEST(ParseCount, RejectsWhatIsNotACount) {
+  for (const char* bad : {"", "abc", "-5", "nan", "inf", "1.5", "0", "1X", "1e", "B", "1e30",
+                          "18446744073709551616", "1..5", " 5"}) {
+    EXPECT_THROW(parse_count(bad, "--params"), UsageError) << bad;
+  }
+}
+
+TEST(ParseCount, ErrorNamesTheFlagAndTheForm) {
+  try {
+    parse_count("12Q", "--params");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--params: expected a count such as 1e9, 7.5B, 175B or 50M, got '12Q' "
+                 "(unknown unit)");
+  }
+}
+
+TEST(ParseCount, LargestValueFitsAndOneMoreDoesNot) {
+  EXPECT_EQ(parse_count("18446744073709551615", "--params"), UINT64_MAX);
+  EXPECT_THROW(parse_count("18446744073709551616", "--params"), UsageError);
+  EXPECT_THROW(parse_count("18.5e18", "--params"), UsageError);
+}
+
+TEST(ParseBytes, DecimalAndBinaryUnitsAreExact) {
+  EXPECT_EQ(parse_bytes("80GB", "--gpu-memory"), 80'000'000'000u);
+  EXPECT_EQ(parse_bytes("24GiB", "--gpu-memory"), 24ull << 30);
+  EXPECT_EQ(parse_bytes("512MB", "--gpu-memory"), 512'000'000u);
+  EXPECT_EQ(parse_bytes("2.06TB", "--comm-bytes"), 2'060'000'000'000u);
+  EXPECT_EQ(parse_bytes("0.5KiB", "--x"), 512u);
+  EXPECT_EQ(parse_bytes("0GB", "--activations", Zero::allowed), 0u);
+}
+
+TEST(ParseBytes, RejectsMissingUnitsFractionsOfABytesAndZero) {
+  EXPECT_THROW(parse_bytes("80", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_bytes("1.5B", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_bytes("0GB", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_bytes("80gb", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_bytes("20000PB", "--gpu-memory"), UsageError);  // > 2^64 bytes
+}
+
+TEST(ParseWhole, OnlyDigits) {
+  EXPECT_EQ(parse_whole("47", "--gpus"), 47u);
+  EXPECT_THROW(parse_whole("4.5", "--gpus"), UsageError);
+  EXPECT_THROW(parse_whole("4.0", "--gpus"), UsageError);
+  EXPECT_THROW(parse_whole("0", "--gpus"), UsageError);
+  EXPECT_THROW(parse_whole("-1", "--gpus"), UsageError);
+  EXPECT_EQ(parse_whole("0", "--x", Zero::allowed), 0u);
+}
+
+TEST(ParseSeconds, UnitsScale) {
+  EXPECT_DOUBLE_EQ(parse_seconds("10s", "--compute-time"), 10.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("250ms", "--compute-time"), 0.25);
+  EXPECT_DOUBLE_EQ(parse_seconds("10", "--compute-time"), 10.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("2min", "--compute-time"), 120.0);
+  EXPECT_THROW(parse_seconds("0s", "--compute-time"), UsageError);
+  EXPECT_THROW(parse_seconds("10parsecs", "--compute-time"), UsageError);
+  EXPECT_THROW(parse_seconds("1e999s", "--compute-time"), UsageError);
+}
+
+TEST(ParseBandwidth, BytesPerSecond) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth("300GB/s", "--bandwidth"), 300e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1GiB/s", "--bandwidth"), 1073741824.0);
+  EXPECT_THROW(parse_bandwidth("300GB", "--bandwidth"), UsageError);
+  EXPECT_THROW(parse_bandwidth("0GB/s", "--bandwidth"), UsageError);
+}
+
+TEST(ParseFraction, ClosedUnitInterval) {
+  EXPECT_DOUBLE_EQ(parse_fraction("0.6", "--overlap"), 0.6);
+  EXPECT_DOUBLE_EQ(parse_fraction("60%", "--overlap"), 0.6);
+  EXPECT_DOUBLE_EQ(parse_fraction("0", "--overlap"), 0.0);
+  EXPECT_DOUBLE_EQ(parse_fraction("1", "--overlap"), 1.0);
+  EXPECT_THROW(parse_fraction("1.01", "--overlap"), UsageError);
+  EXPECT_THROW(parse_fraction("-0.1", "--overlap"), UsageError);
+  EXPECT_THROW(parse_fraction("nan", "--overlap"), UsageError);
+}
+
+}  // namespace
+}  // namespace zerodp::units
