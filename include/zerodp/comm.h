@@ -1,0 +1,145 @@
+// Communicator: the collectives ZeRO is made of, for one rank of a group of N.
+//
+// Contract (every backend keeps it; tests hold each backend to it):
+//  - Collectives are issued in the same order, with the same count and dtype, on every rank
+//    (as with NCCL or MPI). A rank that issues a different collective, count, dtype or root
+//    than its peers at the same position gets zerodp::Error naming both calls and the ranks,
+//    never corrupted data.
+//  - Element counts need not be divisible by N. Full buffers are never padded: the chunk of
+//    rank r is shard_of(count, N, r) (zerodp/shard.h) — contiguous, ceil(count/N) elements
+//    except for short trailing chunks, which may be empty.
+//  - Reduction is a sum. Every result element is ((x_0 + x_1) + x_2) + ... in rank order,
+//    accumulated in fp32 for every dtype and rounded once to the dtype at the end. So results
+//    are bitwise identical from run to run, across backends, and between all_reduce and
+//    reduce_scatter followed by all_gather: a ZeRO stage never changes the bits of a sum.
+//  - *_async returns a Handle at once; the collective makes progress in the background (on a
+//    progress thread of the backend) while the caller computes. Buffers must stay valid and
+//    untouched until wait() returns. Collectives of one communicator complete in issue order.
+//    The synchronous forms are the async form followed by wait().
+//  - Failure never hangs: a collective that has not completed within the timeout (default
+//    300 s) throws zerodp::Error on every rank naming the collective, its call number and the
+//    ranks that did not arrive. abort() — called by a rank that fails — marks the group
+//    failed; every pending and later collective on every rank then throws Error carrying that
+//    rank's reason. Once failed, a communicator stays failed.
+//  - Accounting (stats()): per kind of collective, calls, bytes this rank sent, and seconds
+//    this rank spent blocked in wait(). Bytes are those of a ring algorithm: reduce_scatter
+//    and all_gather send the (N-1) chunks that are not the receiver's own, all_reduce twice
+//    that, broadcast (N-1)/N of the buffer per rank on a scatter+all-gather broadcast; the
+//    threads backend counts them where it copies, the MPI backend counts what a ring would
+//    send (MPI's own wire traffic is not visible).
+//  - Thread-safety: one communicator belongs to one rank's thread. Handles may be waited on
+//    from that thread only.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "zerodp/dtype.h"
+
+namespace zerodp::comm {
+
+enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier };
+inline constexpr int kCollectiveCount = 5;
+std::string_view collective_name(Collective c);
+
+struct CollectiveStats {
+  std::uint64_t calls = 0;
+  std::uint64_t bytes_sent = 0;
+  double wait_seconds = 0.0;  // time blocked in wait(), i.e. communication not hidden
+};
+
+struct Stats {
+  std::array<CollectiveStats, kCollectiveCount> by_collective{};
+  const CollectiveStats& operator[](Collective c) const {
+    return by_collective[static_cast<int>(c)];
+  }
+  std::uint64_t bytes_sent() const;
+  double wait_seconds() const;
+};
+
+struct Options {
+  // A collective not complete after this long fails on every rank instead of hanging.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+};
+
+// A collective in flight. Default-constructed: already complete.
+class Handle {
+ public:
+  class State {
+   public:
+    virtual ~State() = default;
+    virtual void wait() = 0;       // blocks until complete or failed; throws Error on failure
+    virtual bool completed() = 0;  // true once complete or failed; never blocks
+  };
+  Handle() = default;
+  explicit Handle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  // Blocks until the collective completes; throws zerodp::Error if it failed. Idempotent.
+  void wait();
+  bool completed() const { return !state_ || state_->completed(); }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In place: data holds count elements on every rank; on completion every rank holds the sum.
+  virtual Handle all_reduce_async(void* data, std::size_t count, DType dtype) = 0;
+  // in holds count elements; out receives this rank's chunk of the sum,
+  // shard_of(count, N, rank).size elements. out may alias in + chunk offset.
+  virtual Handle reduce_scatter_async(const void* in, void* out, std::size_t count,
+                                      DType dtype) = 0;
+  // in holds this rank's chunk (shard_of(count, N, rank).size elements); out receives all
+  // count elements, chunks in rank order. in may alias out + chunk offset (in-place gather).
+  virtual Handle all_gather_async(const void* in, void* out, std::size_t count, DType dtype) = 0;
+  // data holds count elements; on completion every rank holds root's.
+  virtual Handle broadcast_async(void* data, std::size_t count, DType dtype, int root) = 0;
+  virtual void barrier() = 0;
+
+  void all_reduce(void* data, std::size_t count, DType dtype) {
+    all_reduce_async(data, count, dtype).wait();
+  }
+  void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype) {
+    reduce_scatter_async(in, out, count, dtype).wait();
+  }
+  void all_gather(const void* in, void* out, std::size_t count, DType dtype) {
+    all_gather_async(in, out, count, dtype).wait();
+  }
+  void broadcast(void* data, std::size_t count, DType dtype, int root) {
+    broadcast_async(data, count, dtype, root).wait();
+  }
+
+  // Marks the group failed with this rank's reason (see the contract). Never throws.
+  virtual void abort(const std::string& reason) noexcept = 0;
+  virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
+
+  virtual Stats stats() const = 0;
+  virtual void reset_stats() = 0;
+  // Bytes of staging buffers the backend holds for this rank (0 if it copies in place).
+  virtual std::size_t buffer_bytes() const = 0;
+  virtual std::string_view backend_name() const = 0;
+};
+
+// The threads backend: runs fn(communicator) for ranks 0..ranks-1, each on its own thread of
+// this process, and returns when all have returned. If any rank throws, the group is aborted
+// with that rank's message, so the others fail fast, and the first failure is rethrown here.
+void run_thread_ranks(int ranks, const Options& options,
+                      const std::function<void(Communicator&)>& fn);
+
+#if defined(ZERODP_HAVE_MPI)
+// The MPI backend, for a process started by mpirun: one rank per process, MPI_COMM_WORLD.
+// Initialises MPI on first use (and finalises it at exit); throws Error if MPI fails.
+std::unique_ptr<Communicator> make_mpi_communicator(const Options& options);
+#endif
+
+}  // namespace zerodp::comm
