@@ -1,0 +1,84 @@
+// Model: what the ZeRO engine trains, seen as an ordered list of units over one flat layout.
+//
+// A unit is a layer or a block: a contiguous slice of the flat parameter layout with a
+// forward and a backward. The engine never looks inside a unit; the model never knows it is
+// sharded. Contract between them:
+//  - Layout: units()[u] covers params [param_offset, param_offset + param_count) of the flat
+//    layout; units are in forward order and tile the layout without gaps. Tensor names and
+//    shapes inside a unit are for export and tests only.
+//  - Parameters arrive as fp32 views (the engine converts from the 16-bit stored params and,
+//    at stage 3, gathers them first). A unit may also read the parameters of EARLIER units it
+//    lists in `reads` (tied weights, e.g. a GPT's LM head reading the token embedding).
+//  - Steps: begin_micro_batch() picks the samples; forward(u) is called for u = 0..U-1, then
+//    backward(u) for u = U-1..0. backward(u) ADDS the gradients of the loss into the fp32
+//    views it is given (its own, and those of the units it reads), scaled by grad_scale, so
+//    the engine can fold loss scaling and the 1/(ranks*micro-steps) mean into one factor.
+//    A unit's gradients are complete after its own backward (every reader comes later in
+//    forward order, hence earlier in backward order).
+//  - Data: sample i of the model's sample stream is a pure function of (seed, i); rank r of
+//    N at global micro-batch g takes samples [(g*N + r)*B, (g*N + r + 1)*B). So N ranks x
+//    batch B see exactly the samples of 1 rank x batch N*B.
+//  - Determinism: the same parameters and samples give the same bits, every call.
+//  - Activations are the model's own memory; activation_bytes() reports what it holds.
+//  - Thread-safety: one Model object per rank; methods are called from that rank's thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace zerodp::model {
+
+struct TensorInfo {
+  std::string name;                // e.g. "h.0.attn.c_attn.weight"
+  std::vector<std::size_t> shape;  // row-major
+  std::size_t offset = 0;          // first element, relative to the unit's param_offset
+};
+
+struct UnitInfo {
+  std::string name;
+  std::size_t param_offset = 0;
+  std::size_t param_count = 0;
+  std::vector<TensorInfo> tensors;
+  std::vector<int> reads;  // earlier units whose params this unit also reads
+};
+
+// fp32 views handed to a unit: index 0 is the unit itself, index i is UnitInfo::reads[i-1].
+struct UnitViews {
+  std::vector<std::span<const float>> params;
+  std::vector<std::span<float>> grads;  // only in backward; gradients are added into these
+};
+
+struct MicroBatch {
+  std::uint64_t first_sample = 0;  // index in the model's sample stream
+  std::size_t samples = 0;         // B
+  float grad_scale = 1.0f;         // d(objective)/d(mean loss of this micro-batch)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual const std::vector<UnitInfo>& units() const = 0;
+  std::size_t param_count() const {
+    const auto& u = units();
+    return u.empty() ? 0 : u.back().param_offset + u.back().param_count;
+  }
+
+  // Fills one unit's parameters deterministically from seed, independent of ranks and stage.
+  virtual void init_unit(int unit, std::span<float> params, std::uint64_t seed) const = 0;
+
+  virtual void begin_micro_batch(const MicroBatch& batch) = 0;
+  virtual void forward(int unit, const UnitViews& views) = 0;
+  // Mean loss of the current micro-batch; valid after the last unit's forward.
+  virtual float loss() const = 0;
+  virtual void backward(int unit, const UnitViews& views) = 0;
+
+  // Bytes of activations and workspace the model holds for forward and backward.
+  virtual std::size_t activation_bytes() const = 0;
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace zerodp::model

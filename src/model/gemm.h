@@ -1,0 +1,22 @@
+// Matrix products for the models, through OpenBLAS. Row-major, fp32.
+//
+// C[m x n] = alpha * op(A) * op(B) + beta * C, where op(X) is X or its transpose. Shapes are
+// the shapes of op(A) [m x k] and op(B) [k x n]; leading dimensions are those of the stored,
+// untransposed row-major matrices. beta = 1 accumulates, which is how backward adds gradients.
+#pragma once
+
+#include <cstddef>
+
+namespace zerodp::model {
+
+enum class Trans { no, yes };
+
+void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          const float* a, const float* b, float beta, float* c);
+
+// OpenBLAS threads, process-wide. With several ranks as threads of one process, set 1:
+// two thread pools on two cores spin against each other, and concurrent calls queue.
+void set_blas_threads(int threads);
+int blas_threads();
+
+}  // namespace zerodp::model
