@@ -22,11 +22,16 @@
 //    failed; every pending and later collective on every rank then throws Error carrying that
 //    rank's reason. Once failed, a communicator stays failed.
 //  - Accounting (stats()): per kind of collective, calls, bytes this rank sent, and seconds
-//    this rank spent blocked in wait(). Bytes are those of a ring algorithm: reduce_scatter
-//    and all_gather send the (N-1) chunks that are not the receiver's own, all_reduce twice
-//    that, broadcast (N-1)/N of the buffer per rank on a scatter+all-gather broadcast; the
-//    threads backend counts them where it copies, the MPI backend counts what a ring would
-//    send (MPI's own wire traffic is not visible).
+//    this rank spent blocked in wait(). Bytes are those of the ring algorithms, exactly, with
+//    chunks c_0..c_{N-1} from shard_of() and rank r sending to rank r+1 (mod N):
+//      reduce_scatter: step s = 0..N-2 sends chunk (r-1-s) mod N, so every chunk but c_r:
+//                      bytes = (count - |c_r|) * dtype size
+//      all_gather:     step s = 0..N-2 sends chunk (r-s) mod N, so every chunk but c_{r+1}:
+//                      bytes = (count - |c_{(r+1) mod N}|) * dtype size
+//      all_reduce:     reduce_scatter + all_gather (twice (N-1)/N of the buffer on average)
+//    Summed over ranks each phase moves (N-1) * count elements; with equal chunks every rank
+//    sends (N-1)/N of the buffer per phase. The threads backend counts bytes where it copies
+//    them, the MPI backend counts these figures (MPI's own wire traffic is not visible).
 //  - Thread-safety: one communicator belongs to one rank's thread. Handles may be waited on
 //    from that thread only.
 #pragma once
