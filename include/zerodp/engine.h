@@ -1,0 +1,100 @@
+// The ZeRO engine: trains a Model on one rank of a Communicator's group with stage 0, 1, 2
+// or 3, mixed precision (16-bit params and grads, fp32 master and Adam m, v) and a sharded
+// AdamW. See docs/engine.md for one step of each stage.
+//
+// What each rank holds (Φ parameters, N ranks; 2 + 2 + 12 bytes per parameter):
+//   stage 0: everything                         16Φ
+//   stage 1: master, m, v sharded                4Φ + 12Φ/N
+//   stage 2: + grads sharded                     2Φ + 14Φ/N
+//   stage 3: + 16-bit params sharded            16Φ/N
+// measured by the Ledger, with gathered params, buckets, scratch and activations apart.
+//
+// Contract:
+//  - Every rank constructs an Engine with the same options and a Model of the same config,
+//    and calls the same methods in the same order (they issue collectives).
+//  - Determinism: with the same seed and data, stages 0-3 end with bitwise-identical master
+//    weights when grad_accum = 1 (every stage sums the same 16-bit gradients in the same
+//    order and updates the same fp32 elements). With grad_accum > 1, stages 0 and 1 sum the
+//    micro-steps locally and reduce once; stages 2 and 3 hold no full gradient, so they reduce
+//    every micro-step and accumulate the reduced shard: 0 == 1 and 2 == 3 bitwise, 0 vs 2 to
+//    16-bit rounding.
+//  - Failures of the communicator surface as zerodp::Error from step(); the engine is then
+//    unusable.
+//  - Thread-safety: one engine per rank, used from that rank's thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "zerodp/comm.h"
+#include "zerodp/dtype.h"
+#include "zerodp/ledger.h"
+#include "zerodp/model.h"
+#include "zerodp/optim.h"
+
+namespace zerodp {
+
+struct EngineOptions {
+  int stage = 0;                       // --stage: 0 (DP), 1, 2 or 3
+  DType precision = DType::bf16;       // --precision: bf16 (no loss scaling) or fp16 (dynamic)
+  std::size_t bucket_bytes = 8 << 20;  // --bucket-bytes: 16-bit bytes one collective moves;
+                                       // smaller overlaps sooner, larger pays less latency
+  bool prefetch = true;                // stage 3: gather the next unit while this one computes
+  bool overlap = true;                 // reduce grads during backward, gather params during
+                                       // the next forward; off: every collective is waited at once
+  int grad_accum = 1;                  // --grad-accum: micro-steps per optimizer step
+  std::size_t micro_batch = 1;         // samples per rank per micro-step
+  float clip_norm = 0.0f;              // --clip: global gradient-norm clip; 0 disables
+  optim::AdamWConfig adamw;
+  optim::LossScaleConfig loss_scale;  // fp16 only
+  std::uint64_t seed = 1;             // parameter initialisation
+
+  // Throws UsageError naming the flag when a value is out of range.
+  void validate() const;
+};
+
+struct StepResult {
+  std::int64_t step = 0;              // 1-based optimizer step just taken (or skipped)
+  float loss = 0.0f;                  // mean over ranks and micro-steps
+  float grad_norm = 0.0f;             // global norm of the unscaled gradient, before clipping
+  bool skipped = false;               // fp16 overflow: no update on any rank
+  float loss_scale = 1.0f;            // the scale used for this step
+  std::uint64_t comm_bytes = 0;       // bytes this rank sent in ZeRO collectives this step
+  std::uint64_t scalar_bytes = 0;     // bytes sent for the loss/norm/overflow scalars
+  double seconds = 0.0;               // wall clock of the step
+  double exposed_comm_seconds = 0.0;  // blocked waiting for collectives
+  double compute_seconds = 0.0;       // seconds - exposed_comm_seconds
+};
+
+class Engine {
+ public:
+  Engine(model::Model& model, comm::Communicator& comm, const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // One optimizer step: grad_accum micro-batches forward and backward, then the update.
+  StepResult step(float lr);
+
+  // Mean loss over ranks of forward passes on the given micro-batch (no gradients); every
+  // rank passes its own batch. Collective at stage 3 (params are gathered).
+  float evaluate(const model::MicroBatch& batch);
+
+  // Completes collectives still in flight (param gathers overlapped into the next step).
+  void flush();
+
+  // The full fp32 master weights, on every rank (collective). For hashes and export.
+  std::vector<float> gather_master();
+
+  std::int64_t steps_done() const;
+  const Ledger& ledger() const;
+  const EngineOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zerodp

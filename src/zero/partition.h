@@ -1,0 +1,43 @@
+// How the flat layout is cut for communication and sharding.
+//
+// Each unit is cut into pieces of at most `bucket_elems` elements; a piece is what one
+// collective moves (a DDP/ZeRO "bucket"), and it is sharded over the ranks with shard_of().
+// The partition depends on the units, the bucket size and N only — never on the stage — so
+// every stage reduces, clips and updates the same elements in the same order, which is what
+// makes stages 0-3 bitwise identical.
+//
+// A rank's shard of the whole model is the concatenation of its chunks of every piece, in
+// piece order: piece p's chunk sits at local index `local` of the rank's shard buffers.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "zerodp/model.h"
+#include "zerodp/shard.h"
+
+namespace zerodp::zero {
+
+struct Piece {
+  int unit = 0;
+  std::size_t offset = 0;  // first element in the flat layout
+  std::size_t count = 0;
+  Shard shard;            // this rank's chunk, relative to offset
+  std::size_t local = 0;  // where the chunk sits in this rank's shard buffers
+};
+
+struct Partition {
+  std::vector<Piece> pieces;
+  std::vector<std::vector<int>> unit_pieces;  // piece indices of each unit, in order
+  std::size_t total = 0;                      // elements in the flat layout
+  std::size_t local_total = 0;                // elements of this rank's shard
+  std::size_t max_unit = 0;                   // elements of the largest unit
+  std::size_t max_piece = 0;
+  std::size_t max_chunk = 0;  // largest chunk of any piece (capacity)
+};
+
+// Requires bucket_elems >= 1.
+Partition make_partition(const std::vector<model::UnitInfo>& units, std::size_t bucket_elems,
+                         int ranks, int rank);
+
+}  // namespace zerodp::zero
