@@ -1,0 +1,55 @@
+// A multi-layer perceptron on synthetic data: the engine's smallest real model.
+//
+// Units are layers: y = GELU(x W^T + b) with W [width x width], so every unit has
+// width^2 + width parameters. The loss is the mean squared error against a target that is a
+// fixed smooth function of the input (learnable, so the loss falls). Sample i is drawn from
+// (seed, i) alone, as the Model contract requires.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "zerodp/model.h"
+
+namespace zerodp::model {
+
+struct MlpConfig {
+  std::size_t width = 64;
+  int depth = 4;
+  std::uint64_t data_seed = 1234;
+
+  // The config whose parameter count is closest to `params`: the widest power of two that
+  // still gives at least 4 layers, then the depth that comes closest. Any params >= 1 works.
+  static MlpConfig for_params(std::uint64_t params);
+  std::uint64_t param_count() const { return std::uint64_t(depth) * (width * width + width); }
+};
+
+class Mlp : public Model {
+ public:
+  explicit Mlp(const MlpConfig& config);
+
+  const std::vector<UnitInfo>& units() const override { return units_; }
+  void init_unit(int unit, std::span<float> params, std::uint64_t seed) const override;
+  void begin_micro_batch(const MicroBatch& batch) override;
+  void forward(int unit, const UnitViews& views) override;
+  float loss() const override { return loss_; }
+  void backward(int unit, const UnitViews& views) override;
+  std::size_t activation_bytes() const override;
+  std::string describe() const override;
+
+ private:
+  void ensure_batch_capacity(std::size_t samples);
+
+  MlpConfig config_;
+  std::vector<UnitInfo> units_;
+  MicroBatch batch_;
+  std::size_t capacity_ = 0;
+  // Per micro-batch, allocated once for the largest batch seen: unit inputs (depth + 1
+  // buffers, the last being the output), pre-activations, targets, and a gradient buffer.
+  std::vector<std::vector<float>> acts_;  // [depth + 1][B * width]
+  std::vector<std::vector<float>> pre_;   // [depth][B * width]
+  std::vector<float> target_, dact_, dpre_;
+  float loss_ = 0.0f;
+};
+
+}  // namespace zerodp::model

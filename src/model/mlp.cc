@@ -1,0 +1,144 @@
+#include "zerodp/mlp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/rng.h"
+#include "model/gemm.h"
+#include "zerodp/error.h"
+
+namespace zerodp::model {
+namespace {
+
+// GELU, tanh approximation, as GPT-2.
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+inline float gelu(float x) {
+  return 0.5f * x * (1.0f + std::tanh(kGeluScale * (x + 0.044715f * x * x * x)));
+}
+inline float gelu_grad(float x) {
+  const float inner = kGeluScale * (x + 0.044715f * x * x * x);
+  const float th = std::tanh(inner);
+  const float sech2 = 1.0f - th * th;
+  return 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+}  // namespace
+
+MlpConfig MlpConfig::for_params(std::uint64_t params) {
+  MlpConfig c;
+  c.width = 1;
+  for (std::size_t w = 4096; w >= 1; w /= 2) {
+    if (4 * (w * w + w) <= params) {
+      c.width = w;
+      break;
+    }
+  }
+  const std::uint64_t per_layer = c.width * c.width + c.width;
+  c.depth = static_cast<int>(std::max<std::uint64_t>(1, (params + per_layer / 2) / per_layer));
+  return c;
+}
+
+Mlp::Mlp(const MlpConfig& config) : config_(config) {
+  if (config_.width < 1) throw UsageError("--width: expected a whole number >= 1");
+  if (config_.depth < 1) throw UsageError("--depth: expected a whole number >= 1");
+  const std::size_t W = config_.width;
+  for (int l = 0; l < config_.depth; ++l) {
+    UnitInfo u;
+    u.name = "layer" + std::to_string(l);
+    u.param_offset = std::size_t(l) * (W * W + W);
+    u.param_count = W * W + W;
+    u.tensors = {{u.name + ".weight", {W, W}, 0}, {u.name + ".bias", {W}, W * W}};
+    units_.push_back(std::move(u));
+  }
+}
+
+void Mlp::init_unit(int unit, std::span<float> params, std::uint64_t seed) const {
+  const std::size_t W = config_.width;
+  const float std_dev = std::sqrt(2.0f / float(W));  // He: keeps GELU activations in range
+  for (std::size_t i = 0; i < W * W; ++i) params[i] = std_dev * counter_normal(seed, unit, i);
+  std::fill(params.begin() + W * W, params.end(), 0.0f);
+}
+
+void Mlp::ensure_batch_capacity(std::size_t samples) {
+  if (samples <= capacity_) return;
+  const std::size_t n = samples * config_.width;
+  acts_.assign(config_.depth + 1, std::vector<float>(n));
+  pre_.assign(config_.depth, std::vector<float>(n));
+  target_.assign(n, 0.0f);
+  dact_.assign(n, 0.0f);
+  dpre_.assign(n, 0.0f);
+  capacity_ = samples;
+}
+
+void Mlp::begin_micro_batch(const MicroBatch& batch) {
+  ensure_batch_capacity(batch.samples);
+  batch_ = batch;
+  const std::size_t W = config_.width;
+  for (std::size_t b = 0; b < batch.samples; ++b) {
+    const std::uint64_t sample = batch.first_sample + b;
+    float* x = acts_[0].data() + b * W;
+    for (std::size_t j = 0; j < W; ++j) x[j] = counter_normal(config_.data_seed, sample, j);
+    float* y = target_.data() + b * W;
+    for (std::size_t j = 0; j < W; ++j) {
+      y[j] = 0.5f * std::sin(2.0f * x[j]) + 0.25f * std::fabs(x[(j + 1) % W]);
+    }
+  }
+}
+
+void Mlp::forward(int unit, const UnitViews& views) {
+  const std::size_t W = config_.width, B = batch_.samples;
+  const float* weight = views.params[0].data();  // [W out, W in]
+  const float* bias = weight + W * W;            // [W]
+  float* pre = pre_[unit].data();                // [B, W]
+  for (std::size_t b = 0; b < B; ++b) std::copy(bias, bias + W, pre + b * W);
+  gemm(Trans::no, Trans::yes, B, W, W, 1.0f, acts_[unit].data(), weight, 1.0f, pre);
+  float* out = acts_[unit + 1].data();
+  for (std::size_t i = 0; i < B * W; ++i) out[i] = gelu(pre[i]);
+  if (unit + 1 == config_.depth) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < B * W; ++i) {
+      const double d = double(out[i]) - double(target_[i]);
+      sum += d * d;
+    }
+    loss_ = float(sum / double(B * W));
+  }
+}
+
+void Mlp::backward(int unit, const UnitViews& views) {
+  const std::size_t W = config_.width, B = batch_.samples, n = B * W;
+  if (unit + 1 == config_.depth) {
+    // d(mean squared error)/d(out), times the engine's scale.
+    const float k = 2.0f * batch_.grad_scale / float(n);
+    const float* out = acts_[unit + 1].data();
+    for (std::size_t i = 0; i < n; ++i) dact_[i] = k * (out[i] - target_[i]);
+  }
+  const float* pre = pre_[unit].data();
+  for (std::size_t i = 0; i < n; ++i) dpre_[i] = dact_[i] * gelu_grad(pre[i]);
+  float* dweight = views.grads[0].data();
+  float* dbias = dweight + W * W;
+  // dW [W out, W in] += dpre^T [W out, B] x [B, W in]
+  gemm(Trans::yes, Trans::no, W, W, B, 1.0f, dpre_.data(), acts_[unit].data(), 1.0f, dweight);
+  for (std::size_t b = 0; b < B; ++b) {
+    const float* row = dpre_.data() + b * W;
+    for (std::size_t j = 0; j < W; ++j) dbias[j] += row[j];
+  }
+  if (unit > 0) {
+    // dx [B, W in] = dpre [B, W out] W [W out, W in]
+    gemm(Trans::no, Trans::no, B, W, W, 1.0f, dpre_.data(), views.params[0].data(), 0.0f,
+         dact_.data());
+  }
+}
+
+std::size_t Mlp::activation_bytes() const {
+  const std::size_t n = capacity_ * config_.width;
+  return sizeof(float) * n * (std::size_t(config_.depth) * 2 + 1 + 3);
+}
+
+std::string Mlp::describe() const {
+  return "MLP " + std::to_string(config_.depth) + " x (" + std::to_string(config_.width) + "x" +
+         std::to_string(config_.width) + " Linear + GELU), " +
+         std::to_string(config_.param_count()) + " parameters";
+}
+
+}  // namespace zerodp::model

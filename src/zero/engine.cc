@@ -1,0 +1,378 @@
+#include "zerodp/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "common/convert.h"
+#include "zero/grad_reducer.h"
+#include "zero/param_gatherer.h"
+#include "zero/partition.h"
+#include "zerodp/error.h"
+
+namespace zerodp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+void EngineOptions::validate() const {
+  if (stage < 0 || stage > 3) {
+    throw UsageError("--stage: expected 0, 1, 2 or 3, got " + std::to_string(stage));
+  }
+  if (precision == DType::f32) {
+    throw UsageError("--precision: expected bf16 or fp16 (the engine stores 16-bit params)");
+  }
+  if (bucket_bytes < 2) {
+    throw UsageError("--bucket-bytes: expected a size of at least 2B (one 16-bit element)");
+  }
+  if (grad_accum < 1) {
+    throw UsageError("--grad-accum: expected a whole number >= 1, got " +
+                     std::to_string(grad_accum));
+  }
+  if (micro_batch < 1) throw UsageError("--micro-batch: expected a whole number >= 1");
+  if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm)) {
+    throw UsageError("--clip: expected a norm >= 0 (0 disables clipping)");
+  }
+}
+
+struct Engine::Impl {
+  Impl(model::Model& m, comm::Communicator& c, const EngineOptions& o);
+
+  // Where this rank keeps the model state (see the table in engine.h).
+  bool full_params() const { return opt.stage <= 2; }
+  bool full_grads() const { return opt.stage <= 1; }
+  bool full_optimizer() const { return opt.stage == 0; }
+
+  void init_weights();
+  void wait_param_gathers(int unit);
+  // The 16-bit params of a unit, ready for compute (stage 3: gathered beforehand).
+  const std::uint16_t* params16_of(int unit) const;
+  // fp32 views of a unit's params (and of the units it reads), and in backward of the
+  // gradients they accumulate into.
+  model::UnitViews views(int unit, bool with_grads);
+  void forward_pass();
+  void backward_pass(bool first_micro, bool last_micro);
+  // Returns {sum of squares, non-finite count} of this rank's own reduced gradient chunk.
+  std::pair<double, double> local_grad_stats() const;
+  void update(float lr, float grad_mul);
+
+  model::Model& model;
+  comm::Communicator& comm;
+  EngineOptions opt;
+  const std::vector<model::UnitInfo>& units;
+  int ranks, rank;
+  zero::Partition part;
+  Ledger ledger;
+
+  Buffer<std::uint16_t> params16, grads16;
+  Buffer<float> master, adam_m, adam_v;
+  Buffer<float> param32, grad32;
+  std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
+  std::vector<bool> is_read;
+
+  std::optional<zero::ParamGatherer> gatherer;  // stage 3
+  std::optional<zero::GradReducer> reducer;
+  std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight
+
+  optim::LossScaler scaler;
+  std::int64_t t = 0;
+  std::uint64_t micro_batches_done = 0;
+};
+
+}  // namespace zerodp
+
+namespace zerodp {
+
+Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const EngineOptions& o)
+    : model(m),
+      comm(c),
+      opt(o),
+      units(m.units()),
+      ranks(c.size()),
+      rank(c.rank()),
+      part(zero::make_partition(units, std::max<std::size_t>(1, o.bucket_bytes / 2), ranks, rank)),
+      scaler(o.loss_scale, o.precision == DType::f16) {
+  opt.validate();
+  params16 = Buffer<std::uint16_t>(ledger, Category::params16,
+                                   full_params() ? part.total : part.local_total);
+  grads16 = Buffer<std::uint16_t>(ledger, Category::grads16,
+                                  full_grads() ? part.total : part.local_total);
+  const std::size_t optimizer_elems = full_optimizer() ? part.total : part.local_total;
+  master = Buffer<float>(ledger, Category::master32, optimizer_elems);
+  adam_m = Buffer<float>(ledger, Category::adam_m, optimizer_elems);
+  adam_v = Buffer<float>(ledger, Category::adam_v, optimizer_elems);
+
+  is_read.assign(units.size(), false);
+  std::size_t max_view = 0;
+  for (const auto& u : units) {
+    std::size_t view = u.param_count;
+    for (int r : u.reads) {
+      ZERODP_CHECK_MSG(r >= 0 && static_cast<std::size_t>(r) < units.size() &&
+                           units[r].param_offset < u.param_offset,
+                       "a unit may read only earlier units");
+      is_read[r] = true;
+      view += units[r].param_count;
+    }
+    max_view = std::max(max_view, view);
+  }
+  param32 = Buffer<float>(ledger, Category::scratch32, max_view);
+  grad32 = Buffer<float>(ledger, Category::scratch32, part.max_unit);
+  read_grad32.resize(units.size());
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    if (is_read[u])
+      read_grad32[u] = Buffer<float>(ledger, Category::scratch32, units[u].param_count);
+  }
+
+  if (opt.stage == 3) gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch);
+  reducer.emplace(opt.stage, units, part, comm, ledger, opt.precision, opt.overlap, grads16.data());
+  param_gathers.resize(units.size());
+  init_weights();
+  ledger.set(Category::comm_buffers, comm.buffer_bytes());
+}
+
+void Engine::Impl::init_weights() {
+  // Every rank initialises every unit in full from the seed, then keeps what it owns: the
+  // weights are the same whatever N and the stage.
+  std::vector<float> unit32(part.max_unit);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const std::size_t base = units[u].param_offset;
+    std::span<float> w(unit32.data(), units[u].param_count);
+    model.init_unit(static_cast<int>(u), w, opt.seed);
+    if (full_optimizer()) std::copy(w.begin(), w.end(), master.data() + base);
+    if (full_params()) float_to_half(opt.precision, w.data(), params16.data() + base, w.size());
+    for (int p : part.unit_pieces[u]) {
+      const zero::Piece& piece = part.pieces[p];
+      const float* own = w.data() + (piece.offset - base) + piece.shard.offset;
+      if (!full_optimizer()) std::copy(own, own + piece.shard.size, master.data() + piece.local);
+      if (!full_params()) {
+        float_to_half(opt.precision, own, params16.data() + piece.local, piece.shard.size);
+      }
+    }
+  }
+}
+
+const std::uint16_t* Engine::Impl::params16_of(int unit) const {
+  if (gatherer) return gatherer->data(unit);
+  return params16.data() + units[unit].param_offset;
+}
+
+void Engine::Impl::wait_param_gathers(int unit) {
+  for (comm::Handle& h : param_gathers[unit]) h.wait();
+  param_gathers[unit].clear();
+}
+
+model::UnitViews Engine::Impl::views(int unit, bool with_grads) {
+  model::UnitViews v;
+  std::vector<int> list = {unit};
+  list.insert(list.end(), units[unit].reads.begin(), units[unit].reads.end());
+  std::size_t at = 0;
+  for (int u : list) {
+    const std::size_t n = units[u].param_count;
+    wait_param_gathers(u);
+    half_to_float(opt.precision, params16_of(u), param32.data() + at, n);
+    v.params.emplace_back(param32.data() + at, n);
+    at += n;
+    if (with_grads) {
+      float* g = is_read[u] ? read_grad32[u].data() : grad32.data();
+      v.grads.emplace_back(g, n);
+    }
+  }
+  return v;
+}
+
+void Engine::Impl::forward_pass() {
+  std::vector<int> order(units.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  if (gatherer) gatherer->begin_pass(order, params16.data());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (gatherer) gatherer->acquire(i);
+    model.forward(order[i], views(order[i], false));
+    if (gatherer) gatherer->release(i);
+  }
+}
+
+void Engine::Impl::backward_pass(bool first_micro, bool last_micro) {
+  std::vector<int> order(units.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(units.size() - 1 - i);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    if (is_read[u]) std::fill_n(read_grad32.data()[u].data(), units[u].param_count, 0.0f);
+  }
+  if (gatherer) gatherer->begin_pass(order, params16.data());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const int unit = order[i];
+    if (gatherer) gatherer->acquire(i);
+    if (!is_read[unit]) std::fill_n(grad32.data(), units[unit].param_count, 0.0f);
+    model.backward(unit, views(unit, true));
+    if (gatherer) gatherer->release(i);
+    const float* g = is_read[unit] ? read_grad32[unit].data() : grad32.data();
+    reducer->unit_done(unit, {g, units[unit].param_count}, first_micro, last_micro);
+  }
+}
+
+std::pair<double, double> Engine::Impl::local_grad_stats() const {
+  // Over this rank's own chunk of every piece, in piece order, whatever the stage: the
+  // partial sums, hence the global norm, are then the same bits at every stage.
+  double sum_sq = 0.0, non_finite = 0.0;
+  float block[1024];
+  for (const zero::Piece& piece : part.pieces) {
+    const std::uint16_t* g = full_grads() ? grads16.data() + piece.offset + piece.shard.offset
+                                          : grads16.data() + piece.local;
+    for (std::size_t done = 0; done < piece.shard.size; done += 1024) {
+      const std::size_t len = std::min<std::size_t>(1024, piece.shard.size - done);
+      half_to_float(opt.precision, g + done, block, len);
+      for (std::size_t i = 0; i < len; ++i) {
+        if (!std::isfinite(block[i])) {
+          non_finite += 1.0;
+        } else {
+          sum_sq += double(block[i]) * double(block[i]);
+        }
+      }
+    }
+  }
+  return {sum_sq, non_finite};
+}
+
+void Engine::Impl::update(float lr, float grad_mul) {
+  ++t;
+  float block[1024];
+  // Stage 0 updates every element on every rank; the others update their own chunks.
+  for (const zero::Piece& piece : part.pieces) {
+    const std::size_t first = full_optimizer() ? piece.offset : piece.local;
+    const std::size_t count = full_optimizer() ? piece.count : piece.shard.size;
+    const std::uint16_t* g =
+        full_grads()
+            ? grads16.data() + (full_optimizer() ? piece.offset : piece.offset + piece.shard.offset)
+            : grads16.data() + piece.local;
+    for (std::size_t done = 0; done < count; done += 1024) {
+      const std::size_t len = std::min<std::size_t>(1024, count - done);
+      half_to_float(opt.precision, g + done, block, len);
+      optim::adamw_update({master.data() + first + done, len}, {block, len}, grad_mul,
+                          {adam_m.data() + first + done, len}, {adam_v.data() + first + done, len},
+                          lr, t, opt.adamw);
+    }
+  }
+  // New 16-bit params: stage 0 converts all; stages 1-2 convert their chunk and all-gather it
+  // in place; stage 3 keeps only its shard.
+  if (opt.stage == 0) {
+    float_to_half(opt.precision, master.data(), params16.data(), part.total);
+    return;
+  }
+  for (const zero::Piece& piece : part.pieces) {
+    const float* own = master.data() + piece.local;
+    if (opt.stage == 3) {
+      float_to_half(opt.precision, own, params16.data() + piece.local, piece.shard.size);
+      continue;
+    }
+    std::uint16_t* full = params16.data() + piece.offset;
+    float_to_half(opt.precision, own, full + piece.shard.offset, piece.shard.size);
+    comm::Handle h =
+        comm.all_gather_async(full + piece.shard.offset, full, piece.count, opt.precision);
+    if (opt.overlap) {
+      param_gathers[piece.unit].push_back(std::move(h));
+    } else {
+      h.wait();
+    }
+  }
+}
+
+Engine::Engine(model::Model& model, comm::Communicator& comm, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(model, comm, options)) {}
+
+Engine::~Engine() = default;
+
+StepResult Engine::step(float lr) {
+  Impl& e = *impl_;
+  const auto t0 = Clock::now();
+  const comm::Stats before = e.comm.stats();
+  StepResult result;
+  result.loss_scale = e.scaler.scale();
+
+  double loss_sum = 0.0;
+  const int K = e.opt.grad_accum;
+  for (int k = 0; k < K; ++k) {
+    const std::uint64_t g = e.micro_batches_done++;
+    model::MicroBatch batch;
+    batch.samples = e.opt.micro_batch;
+    batch.first_sample = (g * std::uint64_t(e.ranks) + std::uint64_t(e.rank)) * batch.samples;
+    batch.grad_scale = e.scaler.scale() / float(e.ranks * K);
+    e.model.begin_micro_batch(batch);
+    e.forward_pass();
+    loss_sum += e.model.loss();
+    e.ledger.set(Category::activations, e.model.activation_bytes());
+    e.backward_pass(k == 0, k == K - 1);
+  }
+  e.reducer->finish();
+
+  // One small all-reduce carries the loss, the squared norm and the overflow count. It runs
+  // when no ZeRO collective is in flight, so its bytes can be told apart exactly.
+  auto [sum_sq, non_finite] = e.local_grad_stats();
+  float scalars[3] = {float(loss_sum / K), float(sum_sq), float(non_finite)};
+  const std::uint64_t bytes_before_scalars = e.comm.stats().bytes_sent();
+  e.comm.all_reduce(scalars, 3, DType::f32);
+  result.scalar_bytes = e.comm.stats().bytes_sent() - bytes_before_scalars;
+
+  result.loss = scalars[0] / float(e.ranks);
+  const float inv_scale = 1.0f / e.scaler.scale();
+  result.grad_norm = std::sqrt(scalars[1]) * inv_scale;
+  const bool overflow = scalars[2] > 0.0f || !std::isfinite(result.grad_norm);
+  result.skipped = e.scaler.update(overflow);
+  if (!result.skipped) {
+    float clip = 1.0f;
+    if (e.opt.clip_norm > 0.0f && result.grad_norm > e.opt.clip_norm) {
+      clip = e.opt.clip_norm / (result.grad_norm + 1e-6f);
+    }
+    e.update(lr, inv_scale * clip);
+  }
+  result.step = e.t;
+
+  const comm::Stats after = e.comm.stats();
+  result.comm_bytes = after.bytes_sent() - before.bytes_sent() - result.scalar_bytes;
+  result.seconds = seconds_since(t0);
+  result.exposed_comm_seconds = after.wait_seconds() - before.wait_seconds();
+  result.compute_seconds = result.seconds - result.exposed_comm_seconds;
+  return result;
+}
+
+float Engine::evaluate(const model::MicroBatch& batch) {
+  Impl& e = *impl_;
+  e.model.begin_micro_batch(batch);
+  e.forward_pass();
+  float loss = e.model.loss();
+  e.comm.all_reduce(&loss, 1, DType::f32);
+  return loss / float(e.ranks);
+}
+
+void Engine::flush() {
+  for (std::size_t u = 0; u < impl_->units.size(); ++u) impl_->wait_param_gathers(int(u));
+}
+
+std::vector<float> Engine::gather_master() {
+  Impl& e = *impl_;
+  flush();
+  if (e.full_optimizer()) return {e.master.data(), e.master.data() + e.part.total};
+  std::vector<float> full(e.part.total);
+  for (const zero::Piece& piece : e.part.pieces) {
+    e.comm.all_gather(e.master.data() + piece.local, full.data() + piece.offset, piece.count,
+                      DType::f32);
+  }
+  return full;
+}
+
+std::int64_t Engine::steps_done() const {
+  return impl_->t;
+}
+const Ledger& Engine::ledger() const {
+  return impl_->ledger;
+}
+const EngineOptions& Engine::options() const {
+  return impl_->opt;
+}
+
+}  // namespace zerodp

@@ -1,0 +1,88 @@
+#include "zero/param_gatherer.h"
+
+#include <algorithm>
+
+#include "zerodp/error.h"
+
+namespace zerodp::zero {
+
+ParamGatherer::ParamGatherer(const std::vector<model::UnitInfo>& units, const Partition& partition,
+                             comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch)
+    : units_(units),
+      partition_(partition),
+      comm_(comm),
+      ledger_(ledger),
+      dtype_(dtype),
+      prefetch_(prefetch),
+      state_(units.size(), State::sharded),
+      slot_of_(units.size(), -1),
+      pending_(units.size()) {}
+
+std::vector<int> ParamGatherer::needs(std::size_t step) const {
+  const int unit = order_[step];
+  std::vector<int> units = {unit};
+  for (int r : units_[unit].reads) units.push_back(r);
+  return units;
+}
+
+void ParamGatherer::begin_pass(const std::vector<int>& order, const std::uint16_t* shard16) {
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    ZERODP_CHECK_MSG(state_[u] == State::sharded, "a pass began with a unit still gathered");
+  }
+  order_ = order;
+  shard16_ = shard16;
+  last_use_.assign(units_.size(), 0);
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    for (int u : needs(i)) last_use_[u] = i;
+  }
+}
+
+void ParamGatherer::issue(int unit) {
+  if (state_[unit] != State::sharded) return;
+  if (free_slots_.empty()) {
+    slots_.emplace_back(ledger_, Category::gathered_params, partition_.max_unit);
+    free_slots_.push_back(static_cast<int>(slots_.size()) - 1);
+  }
+  const int slot = free_slots_.back();
+  free_slots_.pop_back();
+  slot_of_[unit] = slot;
+  state_[unit] = State::gathering;
+  std::uint16_t* out = slots_[slot].data();
+  for (int p : partition_.unit_pieces[unit]) {
+    const Piece& piece = partition_.pieces[p];
+    pending_[unit].push_back(comm_.all_gather_async(
+        shard16_ + piece.local, out + (piece.offset - units_[unit].param_offset), piece.count,
+        dtype_));
+  }
+}
+
+void ParamGatherer::acquire(std::size_t step) {
+  const std::vector<int> now = needs(step);
+  for (int u : now) issue(u);
+  if (prefetch_ && step + 1 < order_.size()) {
+    for (int u : needs(step + 1)) issue(u);
+  }
+  for (int u : now) {
+    if (state_[u] != State::gathering) continue;
+    for (comm::Handle& h : pending_[u]) h.wait();
+    pending_[u].clear();
+    state_[u] = State::gathered;
+  }
+}
+
+const std::uint16_t* ParamGatherer::data(int unit) const {
+  ZERODP_CHECK(state_[unit] == State::gathered);
+  return slots_[slot_of_[unit]].data();
+}
+
+void ParamGatherer::release(std::size_t step) {
+  for (int u : needs(step)) {
+    if (last_use_[u] != step || state_[u] == State::sharded) continue;
+    ZERODP_CHECK(state_[u] == State::gathered);
+    free_slots_.push_back(slot_of_[u]);
+    slot_of_[u] = -1;
+    state_[u] = State::sharded;
+  }
+}
+
+}  // namespace zerodp::zero

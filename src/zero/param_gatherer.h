@@ -1,0 +1,60 @@
+// Stage 3's parameters on demand: a unit's 16-bit params are all-gathered just before it
+// computes and released right after its last use in the pass; with prefetch, the next unit's
+// gather is issued before the current unit computes, so it travels while this one computes.
+//
+// A pass is the order in which units compute (forward: 0..U-1, backward: U-1..0). A unit
+// that later units read (a tied embedding) stays gathered from its first use to its last
+// use within the pass, so every parameter is gathered exactly once per pass: twice a step.
+//
+// Gathered units live in slots of max_unit elements, allocated when first needed and reused
+// (sharding state per unit: sharded -> gathering -> gathered -> sharded).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "zero/partition.h"
+#include "zerodp/comm.h"
+#include "zerodp/ledger.h"
+
+namespace zerodp::zero {
+
+class ParamGatherer {
+ public:
+  ParamGatherer(const std::vector<model::UnitInfo>& units, const Partition& partition,
+                comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch);
+
+  // Starts a pass. shard16 is this rank's 16-bit param shard (partition-local layout).
+  void begin_pass(const std::vector<int>& order, const std::uint16_t* shard16);
+  // Makes the units of step i (its unit and the units it reads) gathered, and issues the
+  // prefetch of step i+1. Returns after the gathers of step i completed.
+  void acquire(std::size_t step);
+  // The gathered 16-bit params of a unit acquired for the current step.
+  const std::uint16_t* data(int unit) const;
+  // Releases the units whose last use in the pass is step i.
+  void release(std::size_t step);
+
+ private:
+  enum class State : std::uint8_t { sharded, gathering, gathered };
+  void issue(int unit);
+  std::vector<int> needs(std::size_t step) const;
+
+  const std::vector<model::UnitInfo>& units_;
+  const Partition& partition_;
+  comm::Communicator& comm_;
+  Ledger& ledger_;
+  DType dtype_;
+  bool prefetch_;
+
+  std::vector<int> order_;
+  std::vector<std::size_t> last_use_;  // per unit: last step of the pass that needs it
+  const std::uint16_t* shard16_ = nullptr;
+
+  std::vector<State> state_;
+  std::vector<int> slot_of_;  // per unit, -1 when sharded
+  std::vector<std::vector<comm::Handle>> pending_;
+  std::vector<Buffer<std::uint16_t>> slots_;
+  std::vector<int> free_slots_;
+};
+
+}  // namespace zerodp::zero
