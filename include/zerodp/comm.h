@@ -9,29 +9,48 @@
 //    rank r is shard_of(count, N, r) (zerodp/shard.h) — contiguous, ceil(count/N) elements
 //    except for short trailing chunks, which may be empty.
 //  - Reduction is a sum. Every result element is ((x_0 + x_1) + x_2) + ... in rank order,
-//    accumulated in fp32 for every dtype and rounded once to the dtype at the end. So results
+//    accumulated in fp32 for every dtype and rounded once to the dtype at the end (dtype.h
+//    rounding; a NaN comes out as dtype.h converts it, payloads are not kept). So results
 //    are bitwise identical from run to run, across backends, and between all_reduce and
 //    reduce_scatter followed by all_gather: a ZeRO stage never changes the bits of a sum.
+//    With N = 1 every collective is a copy (a sum of one term is that term).
+//  - Buffers: count elements of dtype, any alignment. reduce_scatter's out may alias
+//    in + its chunk offset, all_gather's in may alias out + its chunk offset; otherwise in
+//    and out are apart. Under the threads backend the ranks' buffers must be apart too (each
+//    rank its own memory); a violation is reported like a mismatch, before any data moves.
 //  - *_async returns a Handle at once; the collective makes progress in the background (on a
 //    progress thread of the backend) while the caller computes. Buffers must stay valid and
 //    untouched until wait() returns. Collectives of one communicator complete in issue order.
 //    The synchronous forms are the async form followed by wait().
 //  - Failure never hangs: a collective that has not completed within the timeout (default
-//    300 s) throws zerodp::Error on every rank naming the collective, its call number and the
-//    ranks that did not arrive. abort() — called by a rank that fails — marks the group
-//    failed; every pending and later collective on every rank then throws Error carrying that
-//    rank's reason. Once failed, a communicator stays failed.
+//    300 s, counted from when the progress thread starts it) throws zerodp::Error on every
+//    rank naming the collective, its call number ("all_reduce #7 (1000 x fp32) timed out
+//    after 2000 ms: rank 3 did not arrive (its last collective was #6)") and the ranks that
+//    did not arrive. Under run_thread_ranks a rank whose function returns without issuing a
+//    collective its peers wait in fails them at once ("rank 3 left the group"). abort() —
+//    called by a rank that fails — marks the group failed; every pending and later collective
+//    on every rank then throws Error carrying that rank's reason ("rank 1 aborted: <reason>").
+//    Once failed, a communicator stays failed. Error messages of a failed collective read
+//    "<collective #k (count x dtype)> failed on rank r: <reason>".
 //  - Accounting (stats()): per kind of collective, calls, bytes this rank sent, and seconds
-//    this rank spent blocked in wait(). Bytes are those of the ring algorithms, exactly, with
-//    chunks c_0..c_{N-1} from shard_of() and rank r sending to rank r+1 (mod N):
+//    this rank spent blocked in wait(). Calls and bytes are counted when a collective is
+//    issued. Bytes are those of the ring algorithms, exactly, with chunks c_0..c_{N-1} from
+//    shard_of() and rank r sending to rank r+1 (mod N):
 //      reduce_scatter: step s = 0..N-2 sends chunk (r-1-s) mod N, so every chunk but c_r:
 //                      bytes = (count - |c_r|) * dtype size
 //      all_gather:     step s = 0..N-2 sends chunk (r-s) mod N, so every chunk but c_{r+1}:
 //                      bytes = (count - |c_{(r+1) mod N}|) * dtype size
 //      all_reduce:     reduce_scatter + all_gather (twice (N-1)/N of the buffer on average)
+//      broadcast:      a pipelined chain from the root: every rank forwards the whole buffer
+//                      to rank r+1 except the one whose successor is the root:
+//                      bytes = count * dtype size, or 0 if (r+1) mod N == root (or N == 1)
+//      barrier:        0
 //    Summed over ranks each phase moves (N-1) * count elements; with equal chunks every rank
-//    sends (N-1)/N of the buffer per phase. The threads backend counts bytes where it copies
-//    them, the MPI backend counts these figures (MPI's own wire traffic is not visible).
+//    sends (N-1)/N of the buffer per phase. Both backends report these figures. The threads
+//    backend's copies move the same totals ((N-1) * count elements per reduce-scatter,
+//    all-gather or broadcast, over all ranks) but not in ring order (each rank reads its
+//    peers' buffers directly); MPI's own wire traffic is not visible, so the MPI backend
+//    counts what a ring would send.
 //  - Thread-safety: one communicator belongs to one rank's thread. Handles may be waited on
 //    from that thread only.
 #pragma once
@@ -69,8 +88,14 @@ struct Stats {
 };
 
 struct Options {
-  // A collective not complete after this long fails on every rank instead of hanging.
+  // A collective not complete after this long fails on every rank instead of hanging. Long
+  // enough for the slowest rank's compute between collectives; short, to learn of a lost
+  // rank sooner.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // MPI backend: reduce-scatter moves chunks in segments of at most this many bytes per peer,
+  // double-buffered, so it holds 2 * (N-1) segments of staging (buffer_bytes()) and sums one
+  // segment while the next arrives. Larger: fewer messages; smaller: less memory.
+  std::size_t mpi_segment_bytes = std::size_t{4} << 20;
 };
 
 // A collective in flight. Default-constructed: already complete.

@@ -1,0 +1,37 @@
+#include "zerodp/comm.h"
+
+namespace zerodp::comm {
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::broadcast:
+      return "broadcast";
+    case Collective::barrier:
+      return "barrier";
+  }
+  return "unknown collective";
+}
+
+std::uint64_t Stats::bytes_sent() const {
+  std::uint64_t total = 0;
+  for (const auto& c : by_collective) total += c.bytes_sent;
+  return total;
+}
+
+double Stats::wait_seconds() const {
+  double total = 0;
+  for (const auto& c : by_collective) total += c.wait_seconds;
+  return total;
+}
+
+void Handle::wait() {
+  if (state_) state_->wait();
+}
+
+}  // namespace zerodp::comm

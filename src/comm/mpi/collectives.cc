@@ -1,0 +1,135 @@
+// The data stage of the MPI backend's collectives: point-to-point messages between every pair
+// of ranks, all nonblocking, then local work. Chunks are c_0..c_{N-1} = shard_of(count, N, r).
+//
+//   reduce_scatter  rank r receives c_r of every peer's input and sums in rank order with its
+//                   own c_r (sum_in_rank_order, as the threads backend: the same bits). The
+//                   chunk goes in segments of at most Options::mpi_segment_bytes per peer,
+//                   double-buffered in staging kept by the communicator: segment s+1 is on
+//                   its way while segment s is summed, and staging stays 2 (N-1) segments.
+//   all_gather      rank r sends c_r of its input to every peer, and receives each peer's
+//                   chunk straight into its place in out.
+//   all_reduce      reduce_scatter into data's own chunk, then all_gather in place.
+//   broadcast       the root sends the buffer to every peer.
+//   barrier         nothing: the handshake was the barrier.
+//
+// Messages between two ranks on one tag arrive in the order sent, and both sides post them in
+// the same order, so segments and phases match without sequence numbers. No data moves before
+// the handshake, so data messages are never left half-matched by a rank that did not arrive.
+//
+// 16-bit data is summed here, in fp32, after the transfer; no MPI reduction operation (user
+// defined or not) is involved.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "comm/mpi/communicator.h"
+#include "comm/sum.h"
+#include "zerodp/shard.h"
+
+namespace zerodp::comm::mpi {
+namespace {
+
+std::size_t segment_length(const Shard& chunk, std::size_t segment, std::size_t elements) {
+  const std::size_t begin = segment * elements;
+  if (begin >= chunk.size) return 0;
+  return std::min(elements, chunk.size - begin);
+}
+
+}  // namespace
+
+void MpiCommunicator::collective(const Call& call) {
+  const int n = size_;
+  const int r = rank_;
+  const DType dtype = call.dtype;
+  const std::size_t elem = dtype_size(dtype);
+  auto chunk = [&](int j) { return shard_of(call.count, n, j); };
+  auto byte_at = [&](const void* p, std::size_t elements) {
+    return static_cast<const unsigned char*>(p) + elements * elem;
+  };
+  auto mutable_at = [&](void* p, std::size_t elements) {
+    return static_cast<unsigned char*>(p) + elements * elem;
+  };
+
+  auto reduce_scatter = [&](const void* in, void* out) {
+    const Shard mine = chunk(r);
+    const std::size_t capacity = mine.capacity;
+    if (capacity == 0) return;
+    const std::size_t seg = std::min(std::max<std::size_t>(segment_bytes_ / elem, 1), capacity);
+    const std::size_t segments = (capacity + seg - 1) / seg;
+    const std::size_t slot_bytes = seg * elem;
+    unsigned char* stage = n > 1 ? staging(2 * (n - 1) * slot_bytes) : nullptr;
+    // Peer j's slot in staging buffer b: peers in ring order after this rank.
+    auto slot = [&](std::size_t b, int j) {
+      const int k = (j - r - 1 + n) % n;  // 0 .. n-2
+      return stage + (b * (n - 1) + k) * slot_bytes;
+    };
+    auto post = [&](std::size_t s) {
+      for (int step = 1; step < n; ++step) {
+        const int j = (r + step) % n;
+        if (const std::size_t len = segment_length(mine, s, seg); len > 0) {
+          post_recv(slot(s % 2, j), len * elem, j);
+        }
+        const Shard theirs = chunk(j);
+        if (const std::size_t len = segment_length(theirs, s, seg); len > 0) {
+          post_send(byte_at(in, theirs.offset + s * seg), len * elem, j);
+        }
+      }
+    };
+    std::vector<const void*> inputs(n);
+    post(0);
+    for (std::size_t s = 0; s < segments; ++s) {
+      wait_posted(call, "data");
+      if (s + 1 < segments) post(s + 1);
+      const std::size_t len = segment_length(mine, s, seg);
+      if (len == 0) continue;
+      for (int j = 0; j < n; ++j) {
+        inputs[j] = j == r ? byte_at(in, mine.offset + s * seg) : slot(s % 2, j);
+      }
+      void* dst = mutable_at(out, s * seg);
+      sum_in_rank_order(dtype, inputs.data(), n, &dst, 1, len);
+    }
+  };
+
+  auto all_gather = [&](const void* in, void* out) {
+    const Shard mine = chunk(r);
+    for (int step = 1; step < n; ++step) {
+      const int j = (r + step) % n;
+      const Shard theirs = chunk(j);
+      if (theirs.size > 0) post_recv(mutable_at(out, theirs.offset), theirs.size * elem, j);
+      if (mine.size > 0) post_send(in, mine.size * elem, j);
+    }
+    unsigned char* own = mutable_at(out, mine.offset);
+    if (mine.size > 0 && own != in) std::memcpy(own, in, mine.size * elem);
+    wait_posted(call, "data");
+  };
+
+  switch (call.kind) {
+    case Collective::reduce_scatter:
+      reduce_scatter(call.in, call.out);
+      break;
+    case Collective::all_gather:
+      all_gather(call.in, call.out);
+      break;
+    case Collective::all_reduce: {
+      void* own = mutable_at(call.out, chunk(r).offset);
+      reduce_scatter(call.out, own);
+      all_gather(own, call.out);
+      break;
+    }
+    case Collective::broadcast:
+      if (call.count == 0) break;
+      if (r == call.root) {
+        for (int j = 0; j < n; ++j) {
+          if (j != r) post_send(call.out, call.count * elem, j);
+        }
+      } else {
+        post_recv(call.out, call.count * elem, call.root);
+      }
+      wait_posted(call, "data");
+      break;
+    case Collective::barrier:
+      break;
+  }
+}
+
+}  // namespace zerodp::comm::mpi

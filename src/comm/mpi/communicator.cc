@@ -1,0 +1,383 @@
+#include "comm/mpi/communicator.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <climits>
+#include <thread>
+
+#include "comm/mpi/runtime.h"
+#include "zerodp/error.h"
+
+namespace zerodp::comm::mpi {
+namespace {
+
+constexpr int kTagCall = 1;    // handshake: the Call
+constexpr int kTagData = 2;    // the data of a collective
+constexpr int kTagNotice = 3;  // control channel: why a rank gave up
+// MPI counts are ints: larger transfers go as several messages of at most this many bytes.
+constexpr std::size_t kMaxMessage = std::size_t{1} << 30;
+
+WireCall to_wire(const Call& c) {
+  WireCall w{};
+  w.seq = c.seq;
+  w.count = c.count;
+  w.root = c.root;
+  w.kind = static_cast<std::uint8_t>(c.kind);
+  w.dtype = static_cast<std::uint8_t>(c.dtype);
+  return w;
+}
+
+Call from_wire(const WireCall& w) {
+  Call c;
+  c.seq = w.seq;
+  c.count = w.count;
+  c.root = w.root;
+  c.kind = static_cast<Collective>(w.kind);
+  c.dtype = static_cast<DType>(w.dtype);
+  return c;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    s += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw Error(std::string(what) + " failed: " + std::string(text, len));
+  }
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(const Options& options)
+    : timeout_ms_(options.timeout.count()),
+      segment_bytes_(std::max<std::size_t>(options.mpi_segment_bytes, 1)) {
+  if (options.timeout.count() <= 0) {
+    throw UsageError("the collective timeout must be positive, got " +
+                     std::to_string(options.timeout.count()) + " ms");
+  }
+  Runtime& runtime = Runtime::get();
+  runtime.progress().run([&] {
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    // Duplicates keep our messages apart from the program's; idup, so that a rank that never
+    // comes is a timeout, not a hang.
+    MPI_Request r[2];
+    check(MPI_Comm_idup(MPI_COMM_WORLD, &data_, &r[0]), "MPI_Comm_idup");
+    check(MPI_Comm_idup(MPI_COMM_WORLD, &control_, &r[1]), "MPI_Comm_idup");
+    const auto deadline = Clock::now() + options.timeout;
+    for (int done = 0; !done;) {
+      MPI_Testall(2, r, &done, MPI_STATUSES_IGNORE);
+      if (!done && Clock::now() > deadline) {
+        throw Error("creating the MPI communicator timed out after " +
+                    std::to_string(options.timeout.count()) +
+                    " ms: not every rank of MPI_COMM_WORLD created one");
+      }
+      if (!done) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+    check(MPI_Irecv(notice_, kNoticeBytes, MPI_CHAR, MPI_ANY_SOURCE, kTagNotice, control_,
+                    &notice_request_),
+          "MPI_Irecv");
+  });
+  runtime.add_wake_hook(this, [this] { poll_control(); });
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  Runtime& runtime = Runtime::get();
+  runtime.progress().drain();
+  runtime.remove_wake_hook(this);
+  runtime.progress().run([this] {
+    poll_control();  // a notice this rank still owes its peers
+    if (notice_request_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&notice_request_);
+      MPI_Request_free(&notice_request_);
+    }
+    MPI_Comm_free(&data_);
+    MPI_Comm_free(&control_);
+  });
+}
+
+Handle MpiCommunicator::issue(const Call& proto) {
+  Call call = proto;
+  call.seq = ++seq_;
+  CollectiveStats& s = stats_->by_collective[static_cast<int>(call.kind)];
+  s.calls += 1;
+  s.bytes_sent += ring_bytes_sent(call, size_, rank_);
+  auto work = std::make_shared<Work>(
+      call, std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed)),
+      static_cast<Executor*>(this), stats_);
+  Runtime::get().progress().submit(work);
+  return Handle(std::move(work));
+}
+
+Handle MpiCommunicator::all_reduce_async(void* data, std::size_t count, DType dtype) {
+  return issue(
+      {.kind = Collective::all_reduce, .dtype = dtype, .count = count, .in = data, .out = data});
+}
+
+Handle MpiCommunicator::reduce_scatter_async(const void* in, void* out, std::size_t count,
+                                             DType dtype) {
+  return issue(
+      {.kind = Collective::reduce_scatter, .dtype = dtype, .count = count, .in = in, .out = out});
+}
+
+Handle MpiCommunicator::all_gather_async(const void* in, void* out, std::size_t count,
+                                         DType dtype) {
+  return issue(
+      {.kind = Collective::all_gather, .dtype = dtype, .count = count, .in = in, .out = out});
+}
+
+Handle MpiCommunicator::broadcast_async(void* data, std::size_t count, DType dtype, int root) {
+  if (root < 0 || root >= size_) {
+    throw UsageError("broadcast root " + std::to_string(root) + " is not a rank of a group of " +
+                     std::to_string(size_));
+  }
+  return issue({.kind = Collective::broadcast,
+                .dtype = dtype,
+                .root = root,
+                .count = count,
+                .in = data,
+                .out = data});
+}
+
+void MpiCommunicator::barrier() {
+  issue({.kind = Collective::barrier}).wait();
+}
+
+void MpiCommunicator::abort(const std::string& reason) noexcept {
+  try {
+    fail("rank " + std::to_string(rank_) + " aborted: " + reason, true);
+  } catch (...) {
+    fail("a rank aborted", true);
+  }
+  Runtime::get().progress().poke();
+}
+
+void MpiCommunicator::set_timeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) {
+    throw UsageError("the collective timeout must be positive, got " +
+                     std::to_string(timeout.count()) + " ms");
+  }
+  timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
+}
+
+void MpiCommunicator::fail(const std::string& reason, bool tell_peers) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_.load(std::memory_order_relaxed)) return;
+    try {
+      reason_ = reason;
+    } catch (...) {
+    }
+    failed_.store(true, std::memory_order_release);
+  }
+  if (tell_peers) notice_pending_.store(true, std::memory_order_release);
+}
+
+std::string MpiCommunicator::reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reason_;
+}
+
+void MpiCommunicator::send_notice() {
+  // Sent once, to every peer; small enough to go eagerly, so the requests are let go.
+  const std::string text = reason().substr(0, kNoticeBytes - 1);
+  static_assert(kNoticeBytes > 1);
+  outgoing_notice_ = text;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    MPI_Request r;
+    if (MPI_Isend(outgoing_notice_.data(), static_cast<int>(outgoing_notice_.size()), MPI_CHAR,
+                  peer, kTagNotice, control_, &r) == MPI_SUCCESS) {
+      MPI_Request_free(&r);
+    }
+  }
+  notice_sent_ = true;
+}
+
+void MpiCommunicator::poll_control() {
+  if (notice_pending_.load(std::memory_order_acquire) && !notice_sent_) send_notice();
+  if (notice_request_ == MPI_REQUEST_NULL) return;
+  int arrived = 0;
+  MPI_Status status;
+  MPI_Test(&notice_request_, &arrived, &status);
+  if (!arrived) return;
+  int len = 0;
+  MPI_Get_count(&status, MPI_CHAR, &len);
+  fail(std::string(notice_, static_cast<std::size_t>(std::max(len, 0))), false);
+  notice_request_ = MPI_REQUEST_NULL;  // once failed, always failed: no more notices needed
+}
+
+void MpiCommunicator::post_send(const void* data, std::size_t bytes, int peer) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t done = 0; done < bytes; done += kMaxMessage) {
+    const int n = static_cast<int>(std::min(kMaxMessage, bytes - done));
+    requests_.push_back(MPI_REQUEST_NULL);
+    check(MPI_Isend(p + done, n, MPI_BYTE, peer, kTagData, data_, &requests_.back()), "MPI_Isend");
+    request_peer_.push_back(peer);
+    request_is_recv_.push_back(false);
+  }
+}
+
+void MpiCommunicator::post_recv(void* data, std::size_t bytes, int peer) {
+  auto* p = static_cast<unsigned char*>(data);
+  for (std::size_t done = 0; done < bytes; done += kMaxMessage) {
+    const int n = static_cast<int>(std::min(kMaxMessage, bytes - done));
+    requests_.push_back(MPI_REQUEST_NULL);
+    check(MPI_Irecv(p + done, n, MPI_BYTE, peer, kTagData, data_, &requests_.back()), "MPI_Irecv");
+    request_peer_.push_back(peer);
+    request_is_recv_.push_back(true);
+  }
+}
+
+void MpiCommunicator::cancel_posted() noexcept {
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (requests_[i] == MPI_REQUEST_NULL) continue;
+    if (request_is_recv_[i]) MPI_Cancel(&requests_[i]);
+    MPI_Request_free(&requests_[i]);
+  }
+  requests_.clear();
+  request_peer_.clear();
+  request_is_recv_.clear();
+}
+
+void MpiCommunicator::give_up(const Call& call, const std::string& why) {
+  cancel_posted();
+  fail(why, true);
+  poll_control();  // sends the notice now
+  throw Error(reason());
+}
+
+void MpiCommunicator::wait_posted(const Call& call, const char* stage) {
+  // Polling is how MPI makes progress (a single-copy receive is done inside the poll), so
+  // poll hard at first; then yield, then sleep a little, so as not to take the core from
+  // the computation this collective overlaps.
+  const auto start = Clock::now();
+  std::vector<int> done_index(requests_.size());
+  int active = static_cast<int>(requests_.size());
+  for (long polls = 0;; ++polls) {
+    int completed = 0;
+    if (active > 0) {
+      check(MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &completed,
+                         done_index.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
+      if (completed == MPI_UNDEFINED) completed = active;
+      active -= completed;
+    }
+    if (active == 0) {
+      requests_.clear();
+      request_peer_.clear();
+      request_is_recv_.clear();
+      return;
+    }
+    poll_control();
+    if (failed()) give_up(call, reason());
+    const auto now = Clock::now();
+    if (now >= deadline_) {
+      // Who is late: the peers whose messages have not come; failing that, whose receives
+      // of ours have not completed.
+      std::vector<int> late;
+      for (bool recv : {true, false}) {
+        for (std::size_t i = 0; i < requests_.size(); ++i) {
+          if (requests_[i] != MPI_REQUEST_NULL && request_is_recv_[i] == recv &&
+              std::find(late.begin(), late.end(), request_peer_[i]) == late.end()) {
+            late.push_back(request_peer_[i]);
+          }
+        }
+        if (!late.empty()) break;
+      }
+      std::sort(late.begin(), late.end());
+      const std::string after = " timed out after " +
+                                std::to_string(timeout_ms_.load(std::memory_order_relaxed)) +
+                                " ms: ";
+      give_up(call, describe(call) + after + rank_list(late) +
+                        (std::string(stage) == "arrive" ? " did not arrive"
+                                                        : " did not complete the transfer"));
+    }
+    if (completed > 0) continue;
+    const auto waited = now - start;
+    if (waited < std::chrono::microseconds(50)) continue;
+    if (waited < std::chrono::milliseconds(2)) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+unsigned char* MpiCommunicator::staging(std::size_t bytes) {
+  if (staging_.size() < bytes) {
+    staging_.assign(bytes, 0);  // touched once, here
+    staging_bytes_.store(bytes, std::memory_order_relaxed);
+  }
+  return staging_.data();
+}
+
+void MpiCommunicator::handshake(const Call& call) {
+  calls_.assign(size_, WireCall{});
+  calls_[rank_] = to_wire(call);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    requests_.push_back(MPI_REQUEST_NULL);
+    check(MPI_Irecv(&calls_[peer], sizeof(WireCall), MPI_BYTE, peer, kTagCall, data_,
+                    &requests_.back()),
+          "MPI_Irecv");
+    request_peer_.push_back(peer);
+    request_is_recv_.push_back(true);
+  }
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    requests_.push_back(MPI_REQUEST_NULL);
+    check(MPI_Isend(&calls_[rank_], sizeof(WireCall), MPI_BYTE, peer, kTagCall, data_,
+                    &requests_.back()),
+          "MPI_Isend");
+    // A send that cannot complete says nothing of who is missing: blame the receives.
+    request_peer_.push_back(peer);
+    request_is_recv_.push_back(false);
+  }
+  wait_posted(call, "arrive");
+  std::vector<Call> calls(size_);
+  for (int r = 0; r < size_; ++r) calls[r] = from_wire(calls_[r]);
+  for (int r = 1; r < size_; ++r) {
+    if (!same_collective(calls[0], calls[r])) {
+      // Every rank holds the same N calls, so every rank reaches this verdict.
+      fail(mismatch_message(calls.data(), size_), false);
+      throw Error(reason());
+    }
+  }
+}
+
+void MpiCommunicator::execute(Work& work) {
+  const Call& call = work.call();
+  try {
+    poll_control();
+    if (failed()) throw Error(reason());
+    deadline_ = Clock::now() + work.timeout();
+    handshake(call);
+    collective(call);
+    work.complete();
+  } catch (const Error& e) {
+    cancel_posted();
+    work.fail(describe(call) + " failed on rank " + std::to_string(rank_) + ": " + e.what());
+  }
+}
+
+}  // namespace zerodp::comm::mpi
+
+namespace zerodp::comm {
+
+std::unique_ptr<Communicator> make_mpi_communicator(const Options& options) {
+  return std::make_unique<mpi::MpiCommunicator>(options);
+}
+
+}  // namespace zerodp::comm

@@ -1,0 +1,114 @@
+// The MPI backend: one rank per process, over duplicates of MPI_COMM_WORLD.
+//
+// Every collective runs on the process's MPI progress thread (runtime.h) in two stages:
+//  1. a handshake: each rank sends its Call to every peer and receives theirs. It is the
+//     barrier, the mismatch check (every rank holds all N calls, so all reach one verdict)
+//     and the point where a missing rank is noticed: receives still open at the deadline
+//     name the ranks that did not arrive. Until it completes no data moves, and its
+//     receives can be cancelled.
+//  2. the data: point-to-point messages, see collectives.cc.
+// Waiting polls MPI with a backoff (spin, then yield, then short sleeps) and, between polls,
+// the control channel: a second communicator on which a rank that aborts or times out sends
+// its reason to every peer, so that theirs fail at once with it.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/work.h"
+#include "zerodp/comm.h"
+
+namespace zerodp::comm::mpi {
+
+// A Call as it travels in the handshake.
+struct WireCall {
+  std::uint64_t seq;
+  std::uint64_t count;
+  std::int32_t root;
+  std::uint8_t kind;
+  std::uint8_t dtype;
+  std::uint8_t pad[2];
+};
+
+class MpiCommunicator final : public Communicator, private Executor {
+ public:
+  explicit MpiCommunicator(const Options& options);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Handle all_reduce_async(void* data, std::size_t count, DType dtype) override;
+  Handle reduce_scatter_async(const void* in, void* out, std::size_t count, DType dtype) override;
+  Handle all_gather_async(const void* in, void* out, std::size_t count, DType dtype) override;
+  Handle broadcast_async(void* data, std::size_t count, DType dtype, int root) override;
+  void barrier() override;
+  void abort(const std::string& reason) noexcept override;
+  void set_timeout(std::chrono::milliseconds timeout) override;
+  Stats stats() const override { return *stats_; }
+  void reset_stats() override { *stats_ = Stats{}; }
+  std::size_t buffer_bytes() const override {
+    return staging_bytes_.load(std::memory_order_relaxed);
+  }
+  std::string_view backend_name() const override { return "mpi"; }
+
+  // --- Used by the algorithms (collectives.cc), on the progress thread. ---
+
+  // Nonblocking point-to-point of any size (split into messages MPI's int counts can hold).
+  void post_send(const void* data, std::size_t bytes, int peer);
+  void post_recv(void* data, std::size_t bytes, int peer);
+  // Waits for every posted message; throws Error on deadline, abort or a peer's notice.
+  void wait_posted(const Call& call, const char* stage);
+  // Staging for at least bytes, allocated once and kept (first touches are costly here).
+  unsigned char* staging(std::size_t bytes);
+  std::size_t segment_bytes() const { return segment_bytes_; }
+
+ private:
+  Handle issue(const Call& call);
+  void execute(Work& work) override;
+  void handshake(const Call& call);
+  void collective(const Call& call);  // collectives.cc
+
+  // Failure state of this rank's view of the group; the first reason is kept.
+  void fail(const std::string& reason, bool tell_peers) noexcept;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  std::string reason() const;
+  // Progress thread: notices from peers, and this rank's own notice to send.
+  void poll_control();
+  void send_notice();
+  [[noreturn]] void give_up(const Call& call, const std::string& why);
+  void cancel_posted() noexcept;
+
+  int rank_ = 0, size_ = 1;
+  MPI_Comm data_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  std::atomic<std::int64_t> timeout_ms_;
+  const std::size_t segment_bytes_;
+  std::shared_ptr<Stats> stats_ = std::make_shared<Stats>();
+  std::uint64_t seq_ = 0;  // rank thread
+
+  // Progress thread only.
+  Clock::time_point deadline_{};
+  std::vector<MPI_Request> requests_;
+  std::vector<int> request_peer_;
+  std::vector<bool> request_is_recv_;
+  std::vector<WireCall> calls_;
+  std::vector<unsigned char> staging_;
+  std::atomic<std::size_t> staging_bytes_{0};
+  static constexpr int kNoticeBytes = 1024;
+  char notice_[kNoticeBytes] = {};
+  MPI_Request notice_request_ = MPI_REQUEST_NULL;
+  std::string outgoing_notice_;  // kept until the process ends: its sends are let go
+  bool notice_sent_ = false;
+
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> notice_pending_{false};  // this rank has a reason to tell its peers
+  mutable std::mutex mu_;
+  std::string reason_;  // guarded by mu_
+};
+
+}  // namespace zerodp::comm::mpi

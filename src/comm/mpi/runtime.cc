@@ -1,0 +1,103 @@
+#include "comm/mpi/runtime.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "zerodp/error.h"
+
+namespace zerodp::comm::mpi {
+namespace {
+
+// How long MPI_Finalize may take at exit before the process gives up on it: it waits for
+// peers, and a peer that is gone would hold it forever.
+constexpr std::chrono::seconds kFinalizeGrace{30};
+
+std::string thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    default:
+      return "MPI_THREAD_MULTIPLE";
+  }
+}
+
+}  // namespace
+
+Runtime& Runtime::get() {
+  static Runtime runtime;
+  return runtime;
+}
+
+Runtime::Runtime() {
+  ProgressThread::Hooks hooks;
+  hooks.on_wake = [this] { on_wake(); };
+  hooks.on_stop = [this] {
+    if (finalize_) MPI_Finalize();
+  };
+  progress_ = std::make_unique<ProgressThread>(std::move(hooks));
+  progress_->run([this] {
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    int provided = MPI_THREAD_SINGLE;
+    if (initialised) {
+      MPI_Query_thread(&provided);
+    } else {
+      // MULTIPLE lets the program make MPI calls of its own while ours are in flight.
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        throw Error("MPI_Init_thread failed");
+      }
+      finalize_ = true;
+    }
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw Error("MPI provides " + thread_level_name(provided) +
+                  "; the MPI backend needs MPI_THREAD_SERIALIZED or more, since it makes its "
+                  "calls from a progress thread");
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  });
+}
+
+Runtime::~Runtime() {
+  // Finalising waits for the peers; if one is gone, report it and exit rather than hang.
+  std::atomic<bool> done{false};
+  Bell bell;
+  std::thread watchdog([&] {
+    if (!bell.wait_until([&] { return done.load(); }, Clock::now() + kFinalizeGrace)) {
+      std::fprintf(stderr,
+                   "zerodp: MPI_Finalize did not complete within %lld s (a peer rank may be "
+                   "gone); exiting\n",
+                   static_cast<long long>(kFinalizeGrace.count()));
+      std::_Exit(1);
+    }
+  });
+  progress_.reset();
+  done.store(true);
+  bell.ring();
+  watchdog.join();
+}
+
+void Runtime::add_wake_hook(const void* owner, std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hooks_.emplace_back(owner, std::move(hook));
+}
+
+void Runtime::remove_wake_hook(const void* owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(hooks_, [&](const auto& h) { return h.first == owner; });
+}
+
+void Runtime::on_wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& h : hooks_) h.second();
+}
+
+}  // namespace zerodp::comm::mpi

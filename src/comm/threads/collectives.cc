@@ -1,0 +1,194 @@
+// Shared-memory collectives: every rank reads its peers' buffers directly.
+//
+// Chunks are c_0..c_{N-1} = shard_of(count, N, r). Once every rank has published its call
+// (the arrival phase), rank r works on its own chunk c_r only:
+//
+//   reduce_scatter  out_r = sum over j in rank order of in_j[c_r]
+//   all_gather      out_r[c_j] = in_j for every j (a copy of each peer's chunk)
+//   all_reduce      s = sum over j in rank order of data_j[c_r], written to data_j[c_r] for
+//                   every j: one pass that reads each input once and writes each output once.
+//                   Rank r alone reads and writes c_r of any buffer, so no rank races another,
+//                   and the result has the bits of reduce_scatter followed by all_gather.
+//   broadcast       data_r = data_root on every other rank
+//   barrier         nothing: the arrival phase is the barrier
+//
+// The sums run through sum_in_rank_order() in cache-sized blocks. A collective that reads a
+// peer's buffer closes with a departure phase, so that no rank returns (and lets its caller
+// reuse the buffer) while a peer may still read or write it.
+//
+// Bytes: the copies here move (N-1) * count elements per reduce-scatter or all-gather summed
+// over ranks, as a ring does, though not in ring order; stats report the ring figures.
+#include "comm/threads/collectives.h"
+
+#include <cstring>
+#include <vector>
+
+#include "comm/sum.h"
+#include "zerodp/shard.h"
+
+namespace zerodp::comm::threads {
+namespace {
+
+constexpr int kMaxInline = 16;  // ranks whose pointers fit on the stack
+
+char* at(void* p, std::size_t elements, DType dtype) {
+  return static_cast<char*>(p) + bytes_of(elements, dtype);
+}
+const char* at(const void* p, std::size_t elements, DType dtype) {
+  return static_cast<const char*>(p) + bytes_of(elements, dtype);
+}
+
+// Pointer arrays of N entries without a heap allocation for the usual N.
+template <class T>
+class Pointers {
+ public:
+  explicit Pointers(int n) {
+    if (n > kMaxInline) heap_.resize(n);
+  }
+  T* data() { return heap_.empty() ? inline_ : heap_.data(); }
+  T& operator[](int i) { return data()[i]; }
+
+ private:
+  T inline_[kMaxInline] = {};
+  std::vector<T> heap_;
+};
+
+void reduce_scatter(const Group& g, int rank, std::uint64_t seq) {
+  const Call& call = g.call(rank, seq);
+  const int n = g.size();
+  const Shard c = shard_of(call.count, n, rank);
+  if (c.size == 0) return;
+  Pointers<const void*> inputs(n);
+  for (int j = 0; j < n; ++j) inputs[j] = at(g.call(j, seq).in, c.offset, call.dtype);
+  void* out = call.out;
+  sum_in_rank_order(call.dtype, inputs.data(), n, &out, 1, c.size);
+}
+
+void all_reduce(const Group& g, int rank, std::uint64_t seq) {
+  const Call& call = g.call(rank, seq);
+  const int n = g.size();
+  const Shard c = shard_of(call.count, n, rank);
+  if (c.size == 0) return;
+  Pointers<const void*> inputs(n);
+  Pointers<void*> outputs(n);
+  // Own buffer first among the outputs: the copies to peers then read a block just written.
+  for (int j = 0; j < n; ++j) {
+    inputs[j] = at(g.call(j, seq).out, c.offset, call.dtype);
+    outputs[j] = at(g.call((rank + j) % n, seq).out, c.offset, call.dtype);
+  }
+  sum_in_rank_order(call.dtype, inputs.data(), n, outputs.data(), n, c.size);
+}
+
+void all_gather(const Group& g, int rank, std::uint64_t seq) {
+  const Call& call = g.call(rank, seq);
+  const int n = g.size();
+  // Peers in ring order from this rank, so that ranks start on different sources.
+  for (int s = 0; s < n; ++s) {
+    const int j = (rank + s) % n;
+    const Shard c = shard_of(call.count, n, j);
+    void* dst = at(call.out, c.offset, call.dtype);
+    const void* src = g.call(j, seq).in;
+    if (c.size > 0 && dst != src) std::memcpy(dst, src, bytes_of(c.size, call.dtype));
+  }
+}
+
+void broadcast(const Group& g, int rank, std::uint64_t seq) {
+  const Call& call = g.call(rank, seq);
+  if (rank == call.root || call.count == 0) return;
+  std::memcpy(call.out, g.call(call.root, seq).out, bytes_of(call.count, call.dtype));
+}
+
+// A byte range one rank touches in a collective.
+struct Range {
+  const char* begin;
+  const char* end;
+  bool written;
+};
+
+bool overlap(const Range& a, const Range& b) {
+  return a.begin < b.end && b.begin < a.end;
+}
+
+std::vector<Range> ranges_of(const Group& g, int rank, std::uint64_t seq) {
+  const Call& call = g.call(rank, seq);
+  const Shard c = shard_of(call.count, g.size(), rank);
+  const std::size_t full = bytes_of(call.count, call.dtype);
+  const std::size_t own = bytes_of(c.size, call.dtype);
+  auto range = [](const void* p, std::size_t bytes, bool written) {
+    const char* b = static_cast<const char*>(p);
+    return Range{b, b + bytes, written};
+  };
+  switch (call.kind) {
+    case Collective::all_reduce:
+      return {range(call.out, full, true)};
+    case Collective::reduce_scatter:
+      return {range(call.in, full, false), range(call.out, own, true)};
+    case Collective::all_gather:
+      return {range(call.in, own, false), range(call.out, full, true)};
+    case Collective::broadcast:
+      return {range(call.out, full, rank != call.root)};
+    case Collective::barrier:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string check_buffers(const Group& g, std::uint64_t seq) {
+  const int n = g.size();
+  std::vector<std::vector<Range>> ranges(n);
+  for (int r = 0; r < n; ++r) ranges[r] = ranges_of(g, r, seq);
+  for (int r = 0; r < n; ++r) {
+    const Call& call = g.call(r, seq);
+    const Shard c = shard_of(call.count, n, r);
+    // Within a rank: out may be exactly in + chunk offset (reduce_scatter), in exactly out +
+    // chunk offset (all_gather), or apart.
+    if (call.kind == Collective::reduce_scatter || call.kind == Collective::all_gather) {
+      const Range& in = ranges[r][0];
+      const Range& out = ranges[r][1];
+      const bool aliased = call.kind == Collective::reduce_scatter
+                               ? out.begin == in.begin + bytes_of(c.offset, call.dtype)
+                               : in.begin == out.begin + bytes_of(c.offset, call.dtype);
+      if (in.begin != in.end && out.begin != out.end && overlap(in, out) && !aliased) {
+        return "rank " + std::to_string(r) + " passed overlapping in and out buffers to " +
+               describe(call) + " (out may only alias in + its chunk offset, or be apart)";
+      }
+    }
+    // Across ranks: nothing one rank writes may be touched by another.
+    for (int q = r + 1; q < n; ++q) {
+      for (const Range& a : ranges[r]) {
+        for (const Range& b : ranges[q]) {
+          if ((a.written || b.written) && a.begin != a.end && b.begin != b.end && overlap(a, b)) {
+            return "ranks " + std::to_string(r) + " and " + std::to_string(q) +
+                   " passed overlapping buffers to " + describe(call) +
+                   " (each rank needs buffers of its own)";
+          }
+        }
+      }
+    }
+  }
+  return {};
+}
+
+bool run_collective(const Group& g, int rank, std::uint64_t seq) {
+  switch (g.call(rank, seq).kind) {
+    case Collective::all_reduce:
+      all_reduce(g, rank, seq);
+      return true;
+    case Collective::reduce_scatter:
+      reduce_scatter(g, rank, seq);
+      return true;
+    case Collective::all_gather:
+      all_gather(g, rank, seq);
+      return true;
+    case Collective::broadcast:
+      broadcast(g, rank, seq);
+      return true;
+    case Collective::barrier:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace zerodp::comm::threads

@@ -1,0 +1,108 @@
+#include "comm/threads/group.h"
+
+#include <thread>
+
+#include "zerodp/error.h"
+
+namespace zerodp::comm::threads {
+
+namespace {
+
+// Spinning helps only when every rank's progress thread can have a core of its own; with more
+// ranks than cores a spinning waiter takes the core the awaited rank needs.
+int spin_for(int ranks) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 || static_cast<unsigned>(ranks) <= cores ? Bell::kDefaultSpin : 20;
+}
+
+}  // namespace
+
+Group::Group(int ranks) : ranks_(ranks), spin_(spin_for(ranks)), state_(ranks) {}
+
+void Group::arrive(int rank, std::uint64_t phase, std::uint64_t seq) {
+  state_[rank].seq.store(seq, std::memory_order_relaxed);
+  state_[rank].phase.store(phase, std::memory_order_relaxed);
+  // acq_rel: this rank's writes (its Call, its data) happen before whatever a peer does
+  // after seeing the phase complete.
+  const std::uint64_t total = arrivals_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (total == phase * static_cast<std::uint64_t>(ranks_)) bell_.ring();
+}
+
+void Group::await(std::uint64_t phase, const Call& call, std::chrono::milliseconds timeout,
+                  Clock::time_point deadline) {
+  const std::uint64_t target = phase * static_cast<std::uint64_t>(ranks_);
+  bool someone_left = false;
+  auto done = [&] {
+    if (arrivals_.load(std::memory_order_acquire) >= target) return true;
+    if (failed()) return true;
+    for (int r = 0; r < ranks_; ++r) {
+      if (state_[r].left.load(std::memory_order_acquire) &&
+          state_[r].phase.load(std::memory_order_relaxed) < phase) {
+        someone_left = true;
+        return true;
+      }
+    }
+    return false;
+  };
+  const bool in_time = bell_.wait_until(done, deadline, spin_);
+  if (arrivals_.load(std::memory_order_acquire) >= target) return;
+  if (!failed()) {
+    bool any_left = false;
+    const std::string who = missing_ranks(phase, call, &any_left);
+    if (someone_left || any_left) {
+      fail(describe(call) + " cannot complete: " + who);
+    } else if (!in_time) {
+      fail(describe(call) + " timed out after " + std::to_string(timeout.count()) + " ms: " + who);
+    }
+  }
+  throw Error(reason());
+}
+
+std::string Group::missing_ranks(std::uint64_t phase, const Call& call, bool* any_left) const {
+  // Ranks that left are the cause when there are any: the others may yet arrive.
+  std::string missing, left;
+  for (int r = 0; r < ranks_; ++r) {
+    const RankState& s = state_[r];
+    if (s.phase.load(std::memory_order_relaxed) >= phase) continue;
+    const std::uint64_t seq = s.seq.load(std::memory_order_relaxed);
+    const std::string who = "rank " + std::to_string(r);
+    if (s.left.load(std::memory_order_acquire)) {
+      left += (left.empty() ? "" : ", ") + who + " left the group (its function returned)";
+    } else if (seq == call.seq) {
+      missing += (missing.empty() ? "" : ", ") + who + " did not finish it";
+    } else {
+      missing +=
+          (missing.empty() ? "" : ", ") + who +
+          (seq == 0 ? " did not arrive (it has issued no collective yet)"
+                    : " did not arrive (its last collective was #" + std::to_string(seq) + ")");
+    }
+  }
+  *any_left = !left.empty();
+  if (!left.empty()) return left;
+  return missing.empty() ? "every rank arrived" : missing;
+}
+
+void Group::fail(const std::string& reason) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_.load(std::memory_order_relaxed)) return;
+    try {
+      reason_ = reason;
+    } catch (...) {
+    }
+    failed_.store(true, std::memory_order_release);
+  }
+  bell_.ring();
+}
+
+std::string Group::reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reason_;
+}
+
+void Group::leave(int rank) noexcept {
+  state_[rank].left.store(true, std::memory_order_release);
+  bell_.ring();
+}
+
+}  // namespace zerodp::comm::threads

@@ -1,0 +1,72 @@
+// Group: the state N thread ranks share — what each rank called, how far each has got, and
+// whether the group has failed.
+//
+// Ranks move through the same sequence of phases (every collective opens with an arrival
+// phase and most close with a departure phase; see collectives.cc). Phase p is complete once
+// every rank has arrived at it; a single counter of arrivals tells, and the rank whose arrival
+// completes a phase rings the bell. Each rank's published Call (its buffers included) is
+// written before it arrives and read by peers only between the arrival and the next phase,
+// so two slots, by call parity, are enough.
+//
+// Thread-safety: every member may be used from every rank's progress thread; fail() and
+// leave() also from the ranks' own threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/bell.h"
+#include "comm/call.h"
+
+namespace zerodp::comm::threads {
+
+class Group {
+ public:
+  explicit Group(int ranks);
+  int size() const { return ranks_; }
+
+  // The slot rank publishes its call number seq in, and where peers read it.
+  Call& slot(int rank, std::uint64_t seq) { return state_[rank].calls[seq % 2]; }
+  const Call& call(int rank, std::uint64_t seq) const { return state_[rank].calls[seq % 2]; }
+
+  // rank reached phase (1, 2, ... in order) while executing call seq.
+  void arrive(int rank, std::uint64_t phase, std::uint64_t seq);
+  // Blocks until every rank has arrived at phase. Throws Error (after failing the group) if
+  // the deadline passes, or at once if a missing rank has left or the group has failed.
+  void await(std::uint64_t phase, const Call& call, std::chrono::milliseconds timeout,
+             Clock::time_point deadline);
+
+  // Marks the group failed; the first reason is kept. Wakes every waiter.
+  void fail(const std::string& reason) noexcept;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  std::string reason() const;
+
+  // rank will issue no more collectives (its function returned).
+  void leave(int rank) noexcept;
+
+ private:
+  struct alignas(64) RankState {
+    Call calls[2];
+    std::atomic<std::uint64_t> phase{0};
+    std::atomic<std::uint64_t> seq{0};
+    std::atomic<bool> left{false};
+  };
+
+  std::string missing_ranks(std::uint64_t phase, const Call& call, bool* any_left) const;
+
+  const int ranks_;
+  const int spin_;
+  std::vector<RankState> state_;
+  alignas(64) std::atomic<std::uint64_t> arrivals_{0};
+  Bell bell_;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mu_;
+  std::string reason_;  // guarded by mu_
+};
+
+}  // namespace zerodp::comm::threads

@@ -1,0 +1,107 @@
+// Work and ProgressThread: how a collective is issued by a rank's thread, carried out on a
+// progress thread, and waited for — the machinery under every backend's Handle.
+//
+// A Work is created by Communicator::*_async on the rank's thread, queued, executed by the
+// progress thread (which must leave it complete or failed, never pending), and waited on by
+// the rank's thread through its Handle. Its stats block is the communicator's, shared so that
+// a handle may outlive the communicator.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "comm/bell.h"
+#include "comm/call.h"
+#include "zerodp/comm.h"
+
+namespace zerodp::comm {
+
+class Work;
+
+// Carries out Works on a progress thread; implemented by each backend.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Leaves work complete or failed; may throw, which fails the work with the message.
+  virtual void execute(Work& work) = 0;
+};
+
+class Work final : public Handle::State {
+ public:
+  Work(const Call& call, std::chrono::milliseconds timeout, Executor* executor,
+       std::shared_ptr<Stats> stats)
+      : call_(call), timeout_(timeout), executor_(executor), stats_(std::move(stats)) {}
+
+  const Call& call() const { return call_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  Executor* executor() const { return executor_; }
+
+  // Progress thread: the outcome, once. Wakes the waiter.
+  void complete() noexcept;
+  void fail(const std::string& message) noexcept;
+  bool pending() const { return status_.load(std::memory_order_acquire) == kPending; }
+
+  // Rank thread.
+  void wait() override;
+  bool completed() override { return !pending(); }
+
+ private:
+  static constexpr std::uint32_t kPending = 0, kDone = 1, kFailed = 2;
+  const Call call_;
+  const std::chrono::milliseconds timeout_;
+  Executor* const executor_;
+  std::shared_ptr<Stats> stats_;
+  std::string error_;  // written before status_ turns kFailed
+  std::atomic<std::uint32_t> status_{kPending};
+  Bell bell_;
+  bool waited_ = false;  // wait time is counted once
+};
+
+// One thread that executes queued Works in order. hooks.on_start / on_stop run on the thread
+// before the first and after the last work (MPI initialises and finalises there);
+// hooks.on_wake runs whenever the thread wakes, between works.
+class ProgressThread {
+ public:
+  struct Hooks {
+    std::function<void()> on_start, on_wake, on_stop;
+  };
+  explicit ProgressThread(Hooks hooks = {});
+  // Executes what is queued, then stops.
+  ~ProgressThread();
+  ProgressThread(const ProgressThread&) = delete;
+  ProgressThread& operator=(const ProgressThread&) = delete;
+
+  void submit(std::shared_ptr<Work> work);
+  // Blocks until every submitted work has been executed.
+  void drain();
+  // Runs fn on the progress thread, after the works queued before it, and returns when it
+  // has; rethrows what fn throws. Must not be called from the progress thread itself.
+  void run(const std::function<void()>& fn);
+  // Wakes the thread so that it runs hooks.on_wake.
+  void poke() noexcept {
+    poked_.store(true, std::memory_order_seq_cst);
+    wake_.ring();
+  }
+
+ private:
+  void loop();
+
+  Hooks hooks_;
+  std::mutex mu_;
+  std::deque<std::shared_ptr<Work>> queue_;  // guarded by mu_
+  std::atomic<std::uint64_t> submitted_{0}, executed_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> poked_{false};
+  Bell wake_;  // rung on submit, poke and stop
+  Bell done_;  // rung after each executed work
+  std::thread thread_;
+};
+
+}  // namespace zerodp::comm
