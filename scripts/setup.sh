@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
+  libssl-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-dev
 )
