@@ -14,6 +14,12 @@ enum class Trans { no, yes };
 void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
           const float* a, const float* b, float beta, float* c);
 
+// The same with explicit leading dimensions (row strides, in elements) of the stored A, B and
+// C: for sub-matrices of a wider row, e.g. one attention head's columns of [T, 3C].
+void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+          std::size_t ldc);
+
 // OpenBLAS threads, process-wide. With several ranks as threads of one process, set 1:
 // two thread pools on two cores spin against each other, and concurrent calls queue.
 void set_blas_threads(int threads);
