@@ -1,0 +1,122 @@
+// GptModel: a byte-level GPT-2, forward and backward written by hand, as a Model of the engine.
+//
+// Architecture (GPT-2's, at byte level): vocabulary 256, learned position embeddings, L
+// pre-LayerNorm blocks  x += attn(ln_1(x)); x += mlp(ln_2(x))  with causal multi-head
+// self-attention and an MLP of width 4C with GELU (tanh approximation), a final LayerNorm
+// and an LM head tied to the token embedding. LayerNorm eps 1e-5. fp32 compute.
+//
+// Units over the flat layout (see docs/gpt.md for the tensor table):
+//   unit 0        "embeddings"  wte.weight [256, C], wpe.weight [T, C]
+//   unit 1..L     "h.{i}"       the block's 12 tensors, named as Hugging Face names them
+//   unit L+1      "final"       ln_f.weight, ln_f.bias; reads unit 0 (wte) for the LM head
+// The matmul weights are stored [out, in] (as torch.nn.Linear); Hugging Face's GPT-2 stores
+// them [in, out] (Conv1D), and the safetensors export transposes them.
+//
+// Data: set_data() picks the sample stream (a TextData split and a seed); sample i is window
+// i of that split, a pure function of (seed, i). begin_windows() bypasses the stream with the
+// caller's bytes (sampling, tests).
+//
+// Memory: activations and backward scratch are allocated once, when a micro-batch larger than
+// any before arrives, and reused; forward and backward allocate nothing. activation_bytes()
+// is exactly GptConfig::activation_bytes(largest micro-batch seen).
+//
+// Thread-safety: one GptModel per rank thread (Model's rule); a shared TextData is read-only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zerodp/model.h"
+#include "zerodp/text_data.h"
+
+namespace zerodp::model {
+
+struct GptConfig {
+  int layers = 4;     // --layers: transformer blocks L, >= 1
+  int heads = 4;      // --heads: attention heads NH; must divide hidden
+  int hidden = 256;   // --hidden: channels C
+  int seq_len = 128;  // --seq-len: context T, also the number of learned positions
+  int vocab = 256;    // bytes: fixed at 256
+  // --checkpoint-activations: keep only each block's input and recompute the block inside
+  // backward. Activations drop from L sets of block internals to one, for about one more
+  // forward of the blocks per step; gradients are bitwise the same.
+  bool checkpoint_activations = false;
+
+  // Throws UsageError naming the flag (--layers, --heads, --hidden, --seq-len) and the
+  // accepted values.
+  void validate() const;
+
+  // V C + T C + L (12 C^2 + 13 C) + 2 C.
+  std::size_t param_count() const;
+
+  // Bytes GptModel holds for a micro-batch of B samples (see docs/gpt.md), with BT = B T and
+  // S = 1 with checkpointing, L without:
+  //   4 * ( BT [ (L+1) C  +  S (17 C + 4 + NH T)  +  (C + 2 V + 3)  +  (14 C + V) ]  +  T T )
+  //   + 2 BT
+  std::size_t activation_bytes(std::size_t micro_batch) const;
+
+  // "GPT-2 (byte-level): 4 layers, 4 heads, hidden 256, context 128, vocab 256"
+  std::string describe() const;
+};
+
+// The unit table of a config: names, offsets, tensors (as GptModel::units() returns it).
+// Requires a valid config.
+std::vector<UnitInfo> gpt_units(const GptConfig& config);
+
+class GptModel final : public Model {
+ public:
+  // Validates the config (UsageError).
+  explicit GptModel(const GptConfig& config);
+  ~GptModel() override;
+  GptModel(const GptModel&) = delete;
+  GptModel& operator=(const GptModel&) = delete;
+
+  const GptConfig& config() const;
+
+  // The sample stream of begin_micro_batch(): window i of `split`, for `seed`. data's seq_len
+  // must equal the config's.
+  void set_data(std::shared_ptr<const io::TextData> data, io::Split split, std::uint64_t seed);
+
+  // Like begin_micro_batch, with the windows given: `windows` holds `batch` windows of
+  // seq_len + 1 bytes each (inputs, then the byte after the last as the last target).
+  void begin_windows(std::span<const std::uint8_t> windows, std::size_t batch,
+                     float grad_scale = 1.0f);
+
+  // After the final unit's forward: logits [B, T, 256] and per-position losses [B, T] of the
+  // current micro-batch. (A prompt shorter than T can be padded with any bytes: position t
+  // sees positions <= t only.)
+  std::span<const float> logits() const;
+  std::span<const float> losses() const;
+  // Inputs [B, T] of the current micro-batch.
+  std::span<const std::uint8_t> tokens() const;
+
+  // Model.
+  const std::vector<UnitInfo>& units() const override;
+  void init_unit(int unit, std::span<float> params, std::uint64_t seed) const override;
+  void begin_micro_batch(const MicroBatch& batch) override;
+  void forward(int unit, const UnitViews& views) override;
+  float loss() const override;
+  void backward(int unit, const UnitViews& views) override;
+  std::size_t activation_bytes() const override;
+  std::string describe() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Helpers that run a Model over one consolidated fp32 flat buffer of all its parameters, as a
+// one-rank engine would (eval, sampling, export checks, tests).
+// init_all: every unit's init_unit into its slice of params.
+void init_all(const Model& model, std::span<float> params, std::uint64_t seed);
+// forward_all: forward of every unit in order; returns loss(). The micro-batch must have begun.
+float forward_all(Model& model, std::span<const float> params);
+// forward_all, then backward of every unit in reverse order, ADDING gradients into grads
+// (same layout as params).
+float forward_backward_all(Model& model, std::span<const float> params, std::span<float> grads);
+
+}  // namespace zerodp::model

@@ -1,0 +1,53 @@
+// A one-rank engine in a few lines: every unit over one consolidated flat buffer.
+#include "zerodp/error.h"
+#include "zerodp/gpt.h"
+
+namespace zerodp::model {
+
+namespace {
+
+UnitViews views_of(const Model& model, std::size_t u, std::span<const float> params,
+                   std::span<float> grads) {
+  const auto& units = model.units();
+  auto slice = [&](auto span, std::size_t unit) {
+    return span.subspan(units[unit].param_offset, units[unit].param_count);
+  };
+  UnitViews views;
+  views.params.push_back(slice(params, u));
+  for (int r : units[u].reads) views.params.push_back(slice(params, static_cast<std::size_t>(r)));
+  if (!grads.empty()) {
+    views.grads.push_back(slice(grads, u));
+    for (int r : units[u].reads) views.grads.push_back(slice(grads, static_cast<std::size_t>(r)));
+  }
+  return views;
+}
+
+}  // namespace
+
+void init_all(const Model& model, std::span<float> params, std::uint64_t seed) {
+  ZERODP_CHECK(params.size() == model.param_count());
+  const auto& units = model.units();
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    model.init_unit(static_cast<int>(u),
+                    params.subspan(units[u].param_offset, units[u].param_count), seed);
+  }
+}
+
+float forward_all(Model& model, std::span<const float> params) {
+  ZERODP_CHECK(params.size() == model.param_count());
+  for (std::size_t u = 0; u < model.units().size(); ++u) {
+    model.forward(static_cast<int>(u), views_of(model, u, params, {}));
+  }
+  return model.loss();
+}
+
+float forward_backward_all(Model& model, std::span<const float> params, std::span<float> grads) {
+  ZERODP_CHECK(grads.size() == model.param_count());
+  const float loss = forward_all(model, params);
+  for (std::size_t u = model.units().size(); u-- > 0;) {
+    model.backward(static_cast<int>(u), views_of(model, u, params, grads));
+  }
+  return loss;
+}
+
+}  // namespace zerodp::model

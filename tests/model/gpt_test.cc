@@ -1,0 +1,422 @@
+// The GPT as a Model: layout, initialisation, the whole gradient against finite differences,
+// training, activation checkpointing, the data contract across ranks.
+#include "zerodp/gpt.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/finite_difference.h"
+#include "zerodp/error.h"
+#include "zerodp/text_data.h"
+
+namespace zerodp::model {
+namespace {
+
+using testing::fd_check;
+using testing::random_vector;
+
+GptConfig tiny_config() {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.hidden = 8;
+  c.seq_len = 4;
+  return c;
+}
+
+// B windows of T + 1 pseudo-random bytes.
+std::vector<std::uint8_t> random_windows(std::size_t B, std::size_t T, std::uint64_t seed) {
+  std::vector<std::uint8_t> w(B * (T + 1));
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    w[i] = static_cast<std::uint8_t>(counter_hash(seed, 7, i) >> 56);
+  }
+  return w;
+}
+
+std::vector<std::uint8_t> text_bytes(const std::string& s, int repeat) {
+  std::vector<std::uint8_t> out;
+  for (int r = 0; r < repeat; ++r) out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+std::string usage_error_of(const GptConfig& c) {
+  try {
+    c.validate();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GptConfig, ValidateNamesTheFlag) {
+  EXPECT_EQ(usage_error_of(GptConfig{}), "");
+  GptConfig c;
+  c.layers = 0;
+  EXPECT_NE(usage_error_of(c).find("--layers"), std::string::npos);
+  c = {};
+  c.heads = 0;
+  EXPECT_NE(usage_error_of(c).find("--heads"), std::string::npos);
+  c = {};
+  c.hidden = -3;
+  EXPECT_NE(usage_error_of(c).find("--hidden"), std::string::npos);
+  c = {};
+  c.seq_len = 0;
+  EXPECT_NE(usage_error_of(c).find("--seq-len"), std::string::npos);
+  c = {};
+  c.hidden = 10;
+  c.heads = 4;
+  const std::string divisible = usage_error_of(c);
+  EXPECT_NE(divisible.find("--hidden must be divisible by --heads"), std::string::npos)
+      << divisible;
+  c = {};
+  c.vocab = 512;
+  EXPECT_NE(usage_error_of(c).find("vocab"), std::string::npos);
+  c = {};
+  c.layers = 0;
+  EXPECT_THROW(GptModel{c}, UsageError);
+}
+
+TEST(GptConfig, ParamCountOfTheBenchmarkConfiguration) {
+  const GptConfig c;  // 4 layers, 4 heads, hidden 256, context 128: the figure
+  EXPECT_EQ(c.param_count(), 3257856u);
+  GptModel model(c);
+  EXPECT_EQ(model.param_count(), 3257856u);
+}
+
+TEST(GptModel, UnitsTileTheLayoutWithHuggingFaceNames) {
+  const GptConfig c = tiny_config();
+  GptModel model(c);
+  const auto& units = model.units();
+  ASSERT_EQ(units.size(), 4u);  // embeddings, h.0, h.1, final
+  std::size_t next = 0;
+  for (const auto& u : units) {
+    EXPECT_EQ(u.param_offset, next) << u.name;
+    std::size_t tensor_next = 0;
+    for (const auto& t : u.tensors) {
+      EXPECT_EQ(t.offset, tensor_next) << t.name;
+      std::size_t n = 1;
+      for (auto d : t.shape) n *= d;
+      tensor_next += n;
+    }
+    EXPECT_EQ(tensor_next, u.param_count) << u.name;
+    next += u.param_count;
+  }
+  EXPECT_EQ(next, c.param_count());
+  EXPECT_EQ(units[0].tensors[0].name, "wte.weight");
+  EXPECT_EQ(units[0].tensors[0].shape, (std::vector<std::size_t>{256, 8}));
+  EXPECT_EQ(units[0].tensors[1].name, "wpe.weight");
+  EXPECT_EQ(units[0].tensors[1].shape, (std::vector<std::size_t>{4, 8}));
+  const std::vector<std::string> block = {
+      "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
+      "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
+      "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+  for (int l = 0; l < 2; ++l) {
+    const auto& u = units[1 + l];
+    EXPECT_EQ(u.name, "h." + std::to_string(l));
+    ASSERT_EQ(u.tensors.size(), block.size());
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      EXPECT_EQ(u.tensors[i].name, "h." + std::to_string(l) + "." + block[i]);
+    }
+    EXPECT_TRUE(u.reads.empty());
+  }
+  EXPECT_EQ(units[1].tensors[2].shape, (std::vector<std::size_t>{24, 8}));  // [out, in]
+  EXPECT_EQ(units[1].tensors[10].shape, (std::vector<std::size_t>{8, 32}));
+  EXPECT_EQ(units[3].name, "final");
+  EXPECT_EQ(units[3].reads, (std::vector<int>{0}));  // the tied LM head
+  EXPECT_EQ(units[3].tensors[0].name, "ln_f.weight");
+  EXPECT_EQ(units[3].tensors[1].name, "ln_f.bias");
+}
+
+TEST(GptModel, InitIsGpt2sAndAPureFunctionOfSeedAndUnit) {
+  GptConfig c;
+  c.layers = 3;
+  c.heads = 2;
+  c.hidden = 64;
+  c.seq_len = 16;
+  GptModel model(c);
+  std::vector<float> a(model.param_count()), b(model.param_count());
+  init_all(model, a, 42);
+  // Units drawn alone, in reverse order, into a fresh buffer: the same bits.
+  const auto& units = model.units();
+  for (std::size_t u = units.size(); u-- > 0;) {
+    model.init_unit(static_cast<int>(u),
+                    std::span(b).subspan(units[u].param_offset, units[u].param_count), 42);
+  }
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  init_all(model, b, 43);
+  EXPECT_NE(a[0], b[0]);
+
+  auto stats = [&](const UnitInfo& u, std::size_t t) {
+    const std::size_t begin = u.param_offset + u.tensors[t].offset;
+    const std::size_t end =
+        u.param_offset + (t + 1 < u.tensors.size() ? u.tensors[t + 1].offset : u.param_count);
+    double s = 0, s2 = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+      s += a[i];
+      s2 += double{a[i]} * a[i];
+    }
+    const double n = static_cast<double>(end - begin), mean = s / n;
+    return std::pair{mean, std::sqrt(s2 / n - mean * mean)};
+  };
+  const double residual_std = 0.02 / std::sqrt(2.0 * 3);
+  auto [wte_mean, wte_std] = stats(units[0], 0);
+  EXPECT_NEAR(wte_mean, 0.0, 1e-3);
+  EXPECT_NEAR(wte_std, 0.02, 1e-3);
+  auto [fc_mean, fc_std] = stats(units[2], 8);  // mlp.c_fc.weight
+  EXPECT_NEAR(fc_std, 0.02, 1e-3);
+  auto [proj_mean, proj_std] = stats(units[2], 10);  // mlp.c_proj.weight
+  EXPECT_NEAR(proj_std, residual_std, 5e-4);
+  auto [attn_proj_mean, attn_proj_std] = stats(units[1], 4);  // attn.c_proj.weight
+  EXPECT_NEAR(attn_proj_std, residual_std, 1e-3);
+  for (std::size_t t : {0u, 6u}) {  // ln_1.weight, ln_2.weight
+    EXPECT_EQ(stats(units[1], t), (std::pair{1.0, 0.0}));
+  }
+  for (std::size_t t : {1u, 3u, 5u, 7u, 9u, 11u})
+    EXPECT_EQ(stats(units[3], t), (std::pair{0.0, 0.0}));
+  EXPECT_EQ(stats(units[4], 0), (std::pair{1.0, 0.0}));  // ln_f
+  EXPECT_EQ(stats(units[4], 1), (std::pair{0.0, 0.0}));
+}
+
+TEST(GptModel, LossAtInitIsLn256) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.hidden = 32;
+  c.seq_len = 16;
+  GptModel model(c);
+  std::vector<float> params(model.param_count());
+  init_all(model, params, 1);
+  model.begin_windows(random_windows(4, 16, 3), 4);
+  const float loss = forward_all(model, params);
+  std::printf("  loss at init %.4f, ln 256 = %.4f\n", loss, std::log(256.0));
+  EXPECT_NEAR(loss, std::log(256.0), 0.02);
+}
+
+// The whole model's gradient against central differences of its loss, at a few coordinates
+// of every tensor. The parameters are GPT-2's init plus noise, so every path carries a
+// gradient above the fp32 noise of the loss; the noise also curves the loss, hence
+// Richardson's extrapolation at h = 2e-2. The loss's fp32 noise puts about 1e-5 of absolute
+// error on every numeric derivative, so differences are taken relative to at least 10 % of the
+// tensor's largest gradient.
+TEST(GptModel, GradientMatchesFiniteDifferences) {
+  const GptConfig c = tiny_config();
+  GptModel model(c);
+  std::vector<float> params(model.param_count());
+  init_all(model, params, 5);
+  const auto noise = random_vector(params.size(), 6, 0.3);
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
+  const std::size_t B = 2;
+  model.begin_windows(random_windows(B, c.seq_len, 9), B);
+  std::vector<float> grads(params.size(), 0.0f);
+  forward_backward_all(model, params, grads);
+  auto objective = [&] {  // the mean loss, summed in double
+    forward_all(model, params);
+    double sum = 0;
+    for (float l : model.losses()) sum += l;
+    return sum / static_cast<double>(model.losses().size());
+  };
+
+  double worst = 0;
+  for (const auto& u : model.units()) {
+    for (std::size_t t = 0; t < u.tensors.size(); ++t) {
+      const std::size_t begin = u.param_offset + u.tensors[t].offset;
+      const std::size_t end =
+          u.param_offset + (t + 1 < u.tensors.size() ? u.tensors[t + 1].offset : u.param_count);
+      // Five coordinates spread over the tensor, and the tensor's largest gradient.
+      std::vector<std::size_t> which;
+      std::size_t largest = 0;
+      for (std::size_t i = 0; i < end - begin; ++i) {
+        if (std::fabs(grads[begin + i]) > std::fabs(grads[begin + largest])) largest = i;
+      }
+      which.push_back(largest);
+      for (std::size_t k = 0; k < 5; ++k) which.push_back((k * 7919 + t) % (end - begin));
+      const auto r =
+          fd_check(u.tensors[t].name, std::span(params).subspan(begin, end - begin),
+                   std::span<const float>(grads).subspan(begin, end - begin), objective,
+                   {.h = 2e-2f, .richardson = true, .floor_fraction = 0.1, .which = which});
+      worst = std::max(worst, r.worst);
+    }
+  }
+  std::printf("  whole model: worst relative difference %.2e\n", worst);
+  EXPECT_LT(worst, 1e-2);
+}
+
+TEST(GptModel, BackwardAddsAndScalesByGradScale) {
+  const GptConfig c = tiny_config();
+  GptModel model(c);
+  std::vector<float> params(model.param_count());
+  init_all(model, params, 5);
+  const auto windows = random_windows(3, c.seq_len, 10);
+  std::vector<float> once(params.size(), 0.0f), twice(params.size(), 0.0f),
+      scaled(params.size(), 0.0f);
+  model.begin_windows(windows, 3);
+  const float loss1 = forward_backward_all(model, params, once);
+  model.begin_windows(windows, 3);
+  forward_backward_all(model, params, twice);
+  const float loss2 = forward_backward_all(model, params, twice);
+  model.begin_windows(windows, 3, 2.0f);
+  forward_backward_all(model, params, scaled);
+  EXPECT_EQ(loss1, loss2);  // deterministic
+  std::vector<float> again(params.size(), 0.0f);
+  model.begin_windows(windows, 3);
+  forward_backward_all(model, params, again);
+  EXPECT_EQ(std::memcmp(once.data(), again.data(), once.size() * sizeof(float)), 0);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    // grad_scale 2 doubles every term of every sum: exactly twice the bits.
+    ASSERT_EQ(scaled[i], 2.0f * once[i]) << i;
+    // Added into what was there: (g + a) + b rounds differently from 2 (a + b), so not the
+    // same bits, but the same value.
+    ASSERT_NEAR(twice[i], 2.0f * once[i], 1e-5f * std::fabs(once[i]) + 1e-10f) << i;
+  }
+}
+
+TEST(GptModel, LaterTokensDoNotChangeEarlierLogits) {
+  const GptConfig c = tiny_config();
+  GptModel model(c);
+  std::vector<float> params(model.param_count());
+  init_all(model, params, 5);
+  auto windows = random_windows(1, c.seq_len, 11);
+  model.begin_windows(windows, 1);
+  forward_all(model, params);
+  const std::vector<float> before(model.logits().begin(), model.logits().end());
+  windows[c.seq_len - 1] ^= 0x55;  // the last input token
+  model.begin_windows(windows, 1);
+  forward_all(model, params);
+  const std::size_t V = 256;
+  for (std::size_t i = 0; i < (c.seq_len - 1) * V; ++i) ASSERT_EQ(model.logits()[i], before[i]);
+  bool last_changed = false;
+  for (std::size_t i = (c.seq_len - 1) * V; i < c.seq_len * V; ++i) {
+    last_changed |= model.logits()[i] != before[i];
+  }
+  EXPECT_TRUE(last_changed);
+}
+
+TEST(GptModel, CheckpointingGivesBitwiseIdenticalGradientsWithLessMemory) {
+  GptConfig plain;
+  plain.layers = 3;
+  plain.heads = 2;
+  plain.hidden = 16;
+  plain.seq_len = 8;
+  GptConfig checkpointed = plain;
+  checkpointed.checkpoint_activations = true;
+  GptModel a(plain), b(checkpointed);
+  std::vector<float> params(a.param_count());
+  init_all(a, params, 7);
+  const auto noise = random_vector(params.size(), 8, 0.1);
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
+  const auto windows = random_windows(3, 8, 12);
+  std::vector<float> ga(params.size(), 0.0f), gb(params.size(), 0.0f);
+  a.begin_windows(windows, 3);
+  b.begin_windows(windows, 3);
+  const float la = forward_backward_all(a, params, ga);
+  const float lb = forward_backward_all(b, params, gb);
+  EXPECT_EQ(la, lb);
+  EXPECT_EQ(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)), 0);
+  std::printf("  activation bytes: %zu without checkpointing, %zu with\n", a.activation_bytes(),
+              b.activation_bytes());
+  EXPECT_LT(b.activation_bytes(), a.activation_bytes());
+  EXPECT_EQ(a.activation_bytes(), plain.activation_bytes(3));
+  EXPECT_EQ(b.activation_bytes(), checkpointed.activation_bytes(3));
+}
+
+TEST(GptModel, ActivationBytesFollowTheFormulaAndTheLargestMicroBatch) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.hidden = 8;
+  c.seq_len = 4;
+  // By hand, B = 3: BT = 12; per token (L+1) C = 24, L (17 C + 4 + NH T) = 2 * 148 = 296,
+  // C + 2V + 3 = 523, 14 C + V = 368; floats = 12 * 1211 + T^2 16 = 14548; bytes 4 * 14548
+  // + 2 * 12 = 58216.
+  EXPECT_EQ(c.activation_bytes(3), 58216u);
+  c.checkpoint_activations = true;  // one set of internals: 296 -> 148 per token
+  EXPECT_EQ(c.activation_bytes(3), 58216u - 4 * 12 * 148);
+  c.checkpoint_activations = false;
+  GptModel model(c);
+  EXPECT_EQ(model.activation_bytes(), 0u);
+  model.begin_windows(random_windows(3, 4, 1), 3);
+  EXPECT_EQ(model.activation_bytes(), 58216u);
+  model.begin_windows(random_windows(2, 4, 1), 2);  // smaller: the buffers stay
+  EXPECT_EQ(model.activation_bytes(), 58216u);
+  model.begin_windows(random_windows(5, 4, 1), 5);
+  EXPECT_EQ(model.activation_bytes(), c.activation_bytes(5));
+}
+
+TEST(GptModel, RankRGetsItsSliceOfTheGlobalBatch) {
+  const GptConfig c = tiny_config();
+  auto data = std::make_shared<io::TextData>(
+      text_bytes("It was the best of times, it was the worst of times. ", 10), c.seq_len);
+  const std::size_t N = 4, B = 2;
+  const std::uint64_t g = 3;  // global micro-batch
+  GptModel whole(c);
+  whole.set_data(data, io::Split::train, 99);
+  whole.begin_micro_batch({.first_sample = g * N * B, .samples = N * B});
+  const std::vector<std::uint8_t> all(whole.tokens().begin(), whole.tokens().end());
+  std::vector<float> params(whole.param_count());
+  init_all(whole, params, 3);
+  std::vector<float> whole_grads(params.size(), 0.0f);
+  const float whole_loss = forward_backward_all(whole, params, whole_grads);
+
+  double rank_loss_sum = 0;
+  std::vector<float> rank_grads(params.size(), 0.0f);
+  for (std::size_t r = 0; r < N; ++r) {
+    GptModel rank(c);
+    rank.set_data(data, io::Split::train, 99);
+    rank.begin_micro_batch({.first_sample = (g * N + r) * B, .samples = B, .grad_scale = 1.0f / N});
+    ASSERT_EQ(rank.tokens().size(), B * c.seq_len);
+    for (std::size_t i = 0; i < B * c.seq_len; ++i) {
+      ASSERT_EQ(rank.tokens()[i], all[r * B * c.seq_len + i]) << "rank " << r;
+    }
+    rank_loss_sum += forward_backward_all(rank, params, rank_grads);
+  }
+  EXPECT_NEAR(rank_loss_sum / N, whole_loss, 1e-6);
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    worst = std::max(worst, double{std::fabs(rank_grads[i] - whole_grads[i])});
+    largest = std::max(largest, double{std::fabs(whole_grads[i])});
+  }
+  EXPECT_LT(worst, 1e-5 * largest);  // the same sum in another order
+}
+
+TEST(GptModel, BeginMicroBatchWithoutDataIsAnError) {
+  GptModel model(tiny_config());
+  EXPECT_THROW(model.begin_micro_batch({.first_sample = 0, .samples = 1}), Error);
+}
+
+// Plain SGD steps on a tiny repetitive corpus: the loss must fall well below ln 256 (by 1.5
+// nats: about to the corpus's byte frequencies, a unigram model, and then some).
+TEST(GptModel, SgdStepsReduceTheLoss) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.hidden = 32;
+  c.seq_len = 16;
+  auto data = std::make_shared<io::TextData>(
+      text_bytes("the quick brown fox jumps over the lazy dog. ", 30), c.seq_len);
+  GptModel model(c);
+  model.set_data(data, io::Split::train, 1);
+  std::vector<float> params(model.param_count()), grads(params.size());
+  init_all(model, params, 1);
+  const std::size_t B = 8;
+  const float lr = 0.3f;
+  float first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    model.begin_micro_batch({.first_sample = step * B, .samples = B});
+    const float loss = forward_backward_all(model, params, grads);
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
+    if (step == 0) first = loss;
+    last = loss;
+  }
+  std::printf("  SGD: loss %.3f -> %.3f in 40 steps\n", first, last);
+  EXPECT_NEAR(first, std::log(256.0), 0.05);
+  EXPECT_LT(last, first - 1.5f);
+}
+
+}  // namespace
+}  // namespace zerodp::model
