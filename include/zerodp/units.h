@@ -37,4 +37,33 @@ double parse_bandwidth(std::string_view text, std::string_view flag);
 // A fraction in [0, 1]: "0.6" or "60%".
 double parse_fraction(std::string_view text, std::string_view flag);
 
+// Formatting, the other direction: numbers as the planner's tables and figures print them.
+// Decimal units by default (1 GB = 10^9 bytes, as in the seed); binary (GiB) on request.
+
+struct ByteUnit {
+  std::string_view name;  // "GB", "GiB", "B", ...
+  double bytes;           // bytes in one unit
+};
+
+// The unit a column of values is printed in: the largest unit not above `largest` (so the
+// largest value shows at least 1), "B" for values below 1 KB. A column shares one unit so
+// its values can be compared by eye: the seed prints 0.34 TB beside 1.03 TB.
+ByteUnit byte_unit_for(std::uint64_t largest, bool binary);
+
+// `bytes` in `unit` with `decimals` digits after the point: "5.50 GB".
+std::string format_bytes_in(std::uint64_t bytes, ByteUnit unit, int decimals = 2);
+
+// `bytes` in the unit that suits it, three significant digits: "59.6 GB", "800 MB", "0 B".
+std::string format_bytes(std::uint64_t bytes, bool binary = false);
+
+// A count as parse_count() reads it: exact when a suffix divides it ("175B", "50M", "1B"),
+// otherwise three significant digits ("3.26M").
+std::string format_count(std::uint64_t count);
+
+// Seconds with a unit that keeps two decimals meaningful: "6.87 s", "250.00 ms", "40.00 us".
+std::string format_seconds(double seconds);
+
+// A fraction as a percentage: format_percent(0.0547, 1) is "5.5 %".
+std::string format_percent(double fraction, int decimals = 1);
+
 }  // namespace zerodp::units

@@ -1,6 +1,7 @@
 #include "zerodp/units.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -198,6 +199,75 @@ double parse_fraction(std::string_view text, std::string_view flag) {
   double value = std::strtod(number.c_str(), nullptr) / (d->suffix == "%" ? 100.0 : 1.0);
   if (!(value >= 0.0 && value <= 1.0)) reject(flag, expected, text, "outside [0, 1]");
   return value;
+}
+
+ByteUnit byte_unit_for(std::uint64_t largest, bool binary) {
+  static constexpr ByteUnit kDecimal[] = {
+      {"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}};
+  static constexpr ByteUnit kBinary[] = {{"PiB", 1125899906842624.0},
+                                         {"TiB", 1099511627776.0},
+                                         {"GiB", 1073741824.0},
+                                         {"MiB", 1048576.0},
+                                         {"KiB", 1024.0}};
+  for (const ByteUnit& unit : binary ? kBinary : kDecimal) {
+    if (static_cast<double>(largest) >= unit.bytes) return unit;
+  }
+  return {"B", 1.0};
+}
+
+std::string format_bytes_in(std::uint64_t bytes, ByteUnit unit, int decimals) {
+  if (unit.bytes == 1.0) decimals = 0;  // a byte count is whole
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f %.*s", decimals, static_cast<double>(bytes) / unit.bytes,
+                static_cast<int>(unit.name.size()), unit.name.data());
+  return text;
+}
+
+std::string format_bytes(std::uint64_t bytes, bool binary) {
+  const ByteUnit unit = byte_unit_for(bytes, binary);
+  const double value = static_cast<double>(bytes) / unit.bytes;
+  // Three significant digits; 999.7 GB rounds to "1000 GB" rather than changing unit.
+  const int decimals = unit.bytes == 1.0 ? 0 : value < 10 ? 2 : value < 100 ? 1 : 0;
+  return format_bytes_in(bytes, unit, decimals);
+}
+
+std::string format_count(std::uint64_t count) {
+  static constexpr std::pair<std::uint64_t, char> kSuffixes[] = {
+      {1'000'000'000'000ull, 'T'}, {1'000'000'000ull, 'B'}, {1'000'000ull, 'M'}, {1'000ull, 'K'}};
+  for (const auto& [scale, suffix] : kSuffixes) {
+    if (count < scale) continue;
+    const double value = static_cast<double>(count) / static_cast<double>(scale);
+    // Exact with up to two decimals when the count allows it ("7.5B"), else three digits.
+    int decimals = value < 10 ? 2 : value < 100 ? 1 : 0;
+    for (int d = 0, step = 1; d <= 2; ++d, step *= 10) {
+      if (count % (scale / step) == 0) {
+        decimals = d;
+        break;
+      }
+    }
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f%c", decimals, value, suffix);
+    return text;
+  }
+  return std::to_string(count);
+}
+
+std::string format_seconds(double seconds) {
+  char text[64];
+  if (seconds >= 1.0 || seconds == 0.0) {
+    std::snprintf(text, sizeof text, "%.2f s", seconds);
+  } else if (seconds >= 1e-3) {
+    std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.2f us", seconds * 1e6);
+  }
+  return text;
+}
+
+std::string format_percent(double fraction, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f %%", decimals, fraction * 100.0);
+  return text;
 }
 
 }  // namespace zerodp::units
