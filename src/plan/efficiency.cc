@@ -1,0 +1,24 @@
+#include "zerodp/plan_efficiency.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "zerodp/error.h"
+
+namespace zerodp::plan {
+
+StepTime step_time(double compute_seconds, std::uint64_t comm_bytes,
+                   double bandwidth_bytes_per_second, double overlap) {
+  ZERODP_CHECK(std::isfinite(compute_seconds) && compute_seconds > 0);
+  ZERODP_CHECK(std::isfinite(bandwidth_bytes_per_second) && bandwidth_bytes_per_second > 0);
+  ZERODP_CHECK(overlap >= 0 && overlap <= 1);
+  StepTime t;
+  t.compute_seconds = compute_seconds;
+  t.comm_seconds = static_cast<double>(comm_bytes) / bandwidth_bytes_per_second;
+  t.hidden_seconds = std::min(overlap * t.comm_seconds, compute_seconds);
+  t.exposed_seconds = t.comm_seconds - t.hidden_seconds;
+  t.efficiency = compute_seconds / (compute_seconds + t.exposed_seconds);
+  return t;
+}
+
+}  // namespace zerodp::plan
