@@ -1,0 +1,102 @@
+// The plan: every cell (A-H) of the seed's scenario matrix that the given inputs determine,
+// for the four stages, as one value that prints as a table for people or as JSON for tools.
+//
+// Contract:
+//  - make_plan() answers what the inputs ask and leaves the rest undetermined (nullopt,
+//    null in JSON); it never guesses a missing input. It throws UsageError, with one line
+//    naming the command-line flag of the offending input and its accepted form, when a
+//    question is asked without the inputs it needs, or when the inputs contradict each other
+//    or overflow 64-bit bytes. Otherwise it does not fail.
+//  - Byte figures are exact integers (see plan_memory.h and plan_comm.h for the conventions);
+//    seconds and fractions are doubles.
+//  - plan_json() is a contract other tools read; see docs/planner.md. Its keys: "inputs",
+//    "bytes_per_param", "activation_bytes", "budget_bytes", "stages" (four objects with
+//    "stage", "name", "model_state_bytes", "total_bytes", "floor_bytes", "savings_vs_dp",
+//    "fits", "min_gpus", "max_params", "comm_bytes_per_gpu" {"seed", "ring"},
+//    "comm_seconds", "exposed_seconds", "efficiency"), "cheapest_fitting_stage",
+//    "comm_ratio_zero3_to_dp" {"seed", "ring"}, "activations_dominate", "notes". Bytes,
+//    seconds and fractions are plain numbers; null where the inputs do not determine a value.
+//  - Pure: no I/O; the caller prints.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zerodp/plan_comm.h"
+#include "zerodp/plan_efficiency.h"
+#include "zerodp/plan_memory.h"
+
+namespace zerodp::plan {
+
+// Which communication column the step time is computed from (unless comm_bytes is given).
+enum class CommConvention { seed, ring };
+
+// The answers asked for are those whose inputs are present. Flags named in the comments are
+// those the errors of make_plan() name.
+struct PlanInputs {
+  std::optional<std::uint64_t> params;      // --params: Φ
+  std::optional<int> gpus;                  // --gpus: N
+  std::optional<std::uint64_t> gpu_memory;  // --gpu-memory: bytes per GPU
+
+  BytesPerParam bpp;  // from --precision/--optimizer or --bytes-per-param
+  std::string bpp_source = "mixed fp16, Adam";
+
+  // Activations per GPU: given (--activations) or derived from a transformer shape.
+  std::uint64_t activation_bytes = 0;
+  bool activations_given = false;
+  std::string activations_flag = "--activations";  // the flag(s) they came from
+  std::string activations_source;                  // how they were obtained, for people
+
+  std::optional<std::uint64_t> round_to;         // --round-to: node size for min N
+  Directions seed_directions = Directions::one;  // --count-both-directions
+
+  std::optional<double> compute_seconds;          // --compute-time
+  std::optional<double> bandwidth;                // --bandwidth, bytes/s per GPU
+  std::optional<double> overlap;                  // --overlap, in [0, 1]
+  std::optional<std::uint64_t> comm_bytes;        // --comm-bytes: volume of every stage
+  std::optional<CommConvention> time_convention;  // --comm-convention; default ring
+};
+
+struct StageReport {
+  Stage stage = Stage::dp;
+  std::optional<std::uint64_t> model_state_bytes;  // at N
+  std::optional<std::uint64_t> total_bytes;        // model state + activations, at N
+  std::optional<std::uint64_t> floor_bytes;        // as N → ∞
+  std::optional<double> savings_vs_dp;             // (total_DP − total) / total_DP, at N
+  std::optional<bool> fits;                        // total <= GPU memory, at N
+  std::optional<std::uint64_t> min_gpus;           // least N that fits (rounded to a node)
+  bool min_gpus_asked = false;                     // a budget and Φ were given
+  std::optional<std::uint64_t> max_params;         // largest Φ at N (inverse mode)
+  std::optional<std::uint64_t> comm_seed;          // seed column, bytes per GPU per step
+  std::optional<std::uint64_t> comm_ring;          // ring column, busiest rank
+  std::optional<StepTime> time;                    // given compute inputs
+  std::optional<std::uint64_t> time_comm_bytes;    // the volume the time was computed from
+};
+
+struct PlanReport {
+  PlanInputs inputs;
+  std::optional<std::uint64_t> budget;  // GPU memory − activations: room for model state
+  std::array<StageReport, 4> stages;
+  std::optional<int> cheapest_fitting_stage;  // at N; nullopt when none fits or undetermined
+  std::optional<double> comm_ratio_seed;      // ZeRO-3 / DP, at N > 1
+  std::optional<double> comm_ratio_ring;
+  std::optional<bool> activations_dominate;  // activations > DP's model state
+};
+
+PlanReport make_plan(const PlanInputs& inputs);
+
+// Plain-language conclusions (verdicts of cells B, D, E, H and the comm ratio of F), one
+// sentence each, in the order a reader needs them. Units as in the table.
+std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false);
+
+nlohmann::ordered_json plan_json(const PlanReport& report);
+
+// One aligned table with a header naming the inputs and a footer naming the conventions.
+// Decimal units (GB, TB) unless `binary` (GiB, TiB).
+std::string plan_table(const PlanReport& report, bool binary = false);
+
+}  // namespace zerodp::plan

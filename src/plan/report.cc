@@ -1,0 +1,127 @@
+// make_plan(): checks that each question asked has its inputs, then fills every cell the
+// inputs determine.
+#include <limits>
+
+#include "zerodp/error.h"
+#include "zerodp/plan_feasibility.h"
+#include "zerodp/plan_report.h"
+#include "zerodp/units.h"
+
+namespace zerodp::plan {
+namespace {
+
+using u128 = unsigned __int128;
+
+void require(bool present, const std::string& message) {
+  if (!present) throw UsageError(message);
+}
+
+void validate(const PlanInputs& in) {
+  const bool compute = in.compute_seconds.has_value(), bandwidth = in.bandwidth.has_value();
+  const bool inverse = in.gpus && in.gpu_memory;
+  const bool efficiency_only = in.comm_bytes && compute && bandwidth;
+  require(in.params || inverse || efficiency_only,
+          "--params: required, a count such as 1e9, 7.5B, 175B or 50M (without it, give --gpus "
+          "and --gpu-memory for the largest model, or --comm-bytes, --bandwidth and "
+          "--compute-time for the efficiency)");
+  require(compute || !bandwidth,
+          "--compute-time: required with --bandwidth, a duration such "
+          "as 10s or 250ms");
+  require(bandwidth || !compute,
+          "--bandwidth: required with --compute-time, a bandwidth such "
+          "as 300GB/s");
+  require(compute || !in.overlap, "--overlap: needs --compute-time and --bandwidth");
+  require(compute || !in.comm_bytes, "--comm-bytes: needs --compute-time and --bandwidth");
+  require(compute || !in.time_convention,
+          "--comm-convention: needs --compute-time and --bandwidth");
+  require(!(in.comm_bytes && in.time_convention),
+          "--comm-convention: not with --comm-bytes, which gives the volume itself");
+  if (compute && !in.comm_bytes) {
+    require(in.params.has_value(),
+            "--params: required to compute the communication time "
+            "(or give the volume with --comm-bytes such as 2.06TB)");
+    require(in.gpus.has_value(),
+            "--gpus: required to compute the communication time, a whole "
+            "number such as 8 (or give the volume with --comm-bytes)");
+  }
+  require(in.gpu_memory || !in.round_to, "--round-to: needs --gpu-memory, the budget to fit");
+  if (in.gpu_memory && in.activation_bytes >= *in.gpu_memory) {
+    throw UsageError(in.activations_flag + ": expected activations below --gpu-memory (" +
+                     units::format_bytes(*in.gpu_memory) + "), got " +
+                     units::format_bytes(in.activation_bytes) + " (" +
+                     std::to_string(in.activation_bytes) + " bytes)");
+  }
+  if (in.params) {
+    check_fits_in_64_bits(*in.params, in.bpp);
+    const u128 total = u128(*in.params) * in.bpp.total() + in.activation_bytes;
+    if (total > std::numeric_limits<std::uint64_t>::max()) {
+      throw UsageError(in.activations_flag + ": expected activations whose sum with the " +
+                       "model state fits in 64 bits, got " + std::to_string(in.activation_bytes) +
+                       " bytes");
+    }
+  }
+}
+
+StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
+  return step_time(*in.compute_seconds, bytes, *in.bandwidth, in.overlap.value_or(0.0));
+}
+
+}  // namespace
+
+PlanReport make_plan(const PlanInputs& in) {
+  validate(in);
+  PlanReport report;
+  report.inputs = in;
+  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes;
+
+  for (Stage stage : kStages) {
+    StageReport& s = report.stages[static_cast<int>(stage)];
+    s.stage = stage;
+    if (in.params) {
+      s.floor_bytes = floor_bytes(*in.params, stage, in.bpp);
+      if (in.gpus) {
+        s.model_state_bytes = model_state_bytes(*in.params, *in.gpus, stage, in.bpp);
+        s.total_bytes = *s.model_state_bytes + in.activation_bytes;
+        s.comm_seed = seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
+        s.comm_ring = ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
+        if (report.budget) s.fits = *s.model_state_bytes <= *report.budget;
+      }
+      if (report.budget) {
+        s.min_gpus_asked = true;
+        s.min_gpus = min_gpus(*in.params, stage, in.bpp, *report.budget, in.round_to.value_or(1));
+      }
+    } else if (in.gpus && report.budget) {
+      s.max_params = max_params(*in.gpus, stage, in.bpp, *report.budget);
+    }
+    if (in.compute_seconds) {
+      if (in.comm_bytes) {
+        s.time_comm_bytes = *in.comm_bytes;
+      } else {
+        s.time_comm_bytes = in.time_convention == CommConvention::seed ? s.comm_seed : s.comm_ring;
+      }
+      s.time = time_of(in, *s.time_comm_bytes);
+    }
+  }
+
+  const StageReport& dp = report.stages[0];
+  for (StageReport& s : report.stages) {
+    if (s.total_bytes && *dp.total_bytes > 0) {
+      s.savings_vs_dp = static_cast<double>(*dp.total_bytes - *s.total_bytes) /
+                        static_cast<double>(*dp.total_bytes);
+    }
+    if (s.fits && *s.fits && !report.cheapest_fitting_stage) {
+      report.cheapest_fitting_stage = static_cast<int>(s.stage);
+    }
+  }
+  const StageReport& z3 = report.stages[3];
+  if (in.gpus && *in.gpus > 1 && dp.comm_seed && *dp.comm_seed > 0) {
+    report.comm_ratio_seed = static_cast<double>(*z3.comm_seed) / *dp.comm_seed;
+    report.comm_ratio_ring = static_cast<double>(*z3.comm_ring) / *dp.comm_ring;
+  }
+  if (in.params && in.activations_given) {
+    report.activations_dominate = in.activation_bytes > *dp.floor_bytes;
+  }
+  return report;
+}
+
+}  // namespace zerodp::plan

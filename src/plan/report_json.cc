@@ -1,0 +1,85 @@
+// plan_json(): the machine-readable plan. Keys are a contract (plan_report.h, docs/planner.md):
+// add keys freely, never rename or remove one.
+#include "zerodp/plan_report.h"
+
+namespace zerodp::plan {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+template <typename T>
+json or_null(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+const char* convention_name(const PlanInputs& in) {
+  if (!in.compute_seconds) return nullptr;
+  if (in.comm_bytes) return "given";
+  return in.time_convention == CommConvention::seed ? "seed" : "ring";
+}
+
+json stage_json(const StageReport& s) {
+  json j;
+  j["stage"] = static_cast<int>(s.stage);
+  j["name"] = std::string(stage_name(s.stage));
+  j["model_state_bytes"] = or_null(s.model_state_bytes);
+  j["total_bytes"] = or_null(s.total_bytes);
+  j["floor_bytes"] = or_null(s.floor_bytes);
+  j["savings_vs_dp"] = or_null(s.savings_vs_dp);
+  j["fits"] = or_null(s.fits);
+  j["min_gpus"] = or_null(s.min_gpus);
+  j["max_params"] = or_null(s.max_params);
+  j["comm_bytes_per_gpu"] = {{"seed", or_null(s.comm_seed)}, {"ring", or_null(s.comm_ring)}};
+  j["comm_seconds"] = s.time ? json(s.time->comm_seconds) : json(nullptr);
+  j["hidden_seconds"] = s.time ? json(s.time->hidden_seconds) : json(nullptr);
+  j["exposed_seconds"] = s.time ? json(s.time->exposed_seconds) : json(nullptr);
+  j["efficiency"] = s.time ? json(s.time->efficiency) : json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json plan_json(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  json j;
+  const char* convention = convention_name(in);
+  j["inputs"] = {
+      {"params", or_null(in.params)},
+      {"gpus", or_null(in.gpus)},
+      {"gpu_memory_bytes", or_null(in.gpu_memory)},
+      {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},
+      {"round_to", or_null(in.round_to)},
+      {"count_both_directions", in.seed_directions == Directions::both},
+      {"compute_seconds", or_null(in.compute_seconds)},
+      {"bandwidth_bytes_per_second", or_null(in.bandwidth)},
+      {"overlap", in.compute_seconds ? json(in.overlap.value_or(0.0)) : json(nullptr)},
+      {"comm_bytes", or_null(in.comm_bytes)},
+      {"time_from", convention ? json(convention) : json(nullptr)},
+  };
+  j["bytes_per_param"] = {{"params", in.bpp.params},
+                          {"grads", in.bpp.grads},
+                          {"optimizer", in.bpp.optimizer},
+                          {"total", in.bpp.total()},
+                          {"source", in.bpp_source}};
+  j["activation_bytes"] = in.activation_bytes;
+  j["activations_source"] = in.activations_given ? json(in.activations_source) : json(nullptr);
+  j["budget_bytes"] = or_null(report.budget);
+  j["stages"] = json::array();
+  for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s));
+  j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);
+  j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},
+                                 {"ring", or_null(report.comm_ratio_ring)}};
+  j["activations_dominate"] = or_null(report.activations_dominate);
+  j["notes"] = plan_notes(report);
+  j["conventions"] = {
+      {"seed", in.seed_directions == Directions::both
+                   ? "the seed's count, sent and received: 2*G*phi*(N-1)/N for DP, ZeRO-1, "
+                     "ZeRO-2; 2*(2P+G)*phi*(N-1)/N for ZeRO-3"
+                   : "the seed's count, one direction: G*phi*(N-1)/N for DP, ZeRO-1, ZeRO-2; "
+                     "(2P+G)*phi*(N-1)/N for ZeRO-3"},
+      {"ring", "bytes the busiest rank sends with ring collectives over shard_of() chunks"},
+      {"units", "bytes, seconds, fractions; 1 GB = 1e9 bytes"}};
+  return j;
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,92 @@
+// plan_notes(): the sentences under the table, each the plain answer to one cell.
+#include <cstdio>
+#include <string>
+
+#include "zerodp/plan_report.h"
+#include "zerodp/units.h"
+
+namespace zerodp::plan {
+namespace {
+
+std::string ratio(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
+std::string least_n_list(const PlanReport& report) {
+  std::string list;
+  for (const StageReport& s : report.stages) {
+    if (!list.empty()) list += ", ";
+    list += std::string(stage_name(s.stage)) + " " +
+            (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none"));
+  }
+  return list;
+}
+
+}  // namespace
+
+std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
+  std::vector<std::string> notes;
+  const StageReport& dp = report.stages[0];
+  const StageReport& z3 = report.stages[3];
+
+  // Cell B: one GPU.
+  if (in.params && in.gpus && *in.gpus == 1) {
+    notes.push_back("At N = 1 every stage holds the same " + bytes(*dp.model_state_bytes) + " (" +
+                    std::to_string(in.bpp.total()) +
+                    " bytes x params): ZeRO only partitions the model state, so it saves "
+                    "nothing without N > 1.");
+  }
+
+  // Cell D: activations dominate.
+  if (report.activations_dominate.value_or(false)) {
+    std::string note = "Activations (" + bytes(in.activation_bytes) +
+                       ") dominate the model state (" + bytes(*dp.floor_bytes) + " under DP)";
+    if (z3.savings_vs_dp && report.comm_ratio_ring) {
+      note += ": at N = " + std::to_string(*in.gpus) + " ZeRO-3 saves only " +
+              units::format_percent(*z3.savings_vs_dp) + " of the memory while sending " +
+              ratio(*report.comm_ratio_ring) + "x DP's bytes on a ring (" +
+              ratio(*report.comm_ratio_seed) + "x by the seed's count)";
+    }
+    note +=
+        ". ZeRO is not worth it here; reach for activation checkpointing or gradient "
+        "accumulation instead.";
+    notes.push_back(note);
+  }
+
+  // Cells E and H: what fits.
+  if (report.budget && in.params) {
+    const std::string budget = bytes(*report.budget);
+    const std::string rounded = in.round_to && *in.round_to > 1 ? ", rounded up to a multiple of " +
+                                                                      std::to_string(*in.round_to)
+                                                                : std::string();
+    const std::string least = "Least N per stage (model-state budget " + budget + " per GPU" +
+                              rounded + "; none: the floor exceeds it): " + least_n_list(report) +
+                              ".";
+    if (in.gpus) {
+      if (report.cheapest_fitting_stage) {
+        const StageReport& s = report.stages[*report.cheapest_fitting_stage];
+        notes.push_back("Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
+                        std::string(stage_name(s.stage)) + " (model state " +
+                        bytes(*s.model_state_bytes) + " <= budget " + budget + ").");
+      } else {
+        notes.push_back("No stage fits at N = " + std::to_string(*in.gpus) + ". " + least);
+      }
+    } else {
+      notes.push_back(least);
+    }
+  }
+
+  // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
+  if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {
+    notes.push_back("ZeRO-3 sends " + ratio(*report.comm_ratio_seed) +
+                    "x DP's bytes by the seed's count and " + ratio(*report.comm_ratio_ring) +
+                    "x on a ring.");
+  }
+  return notes;
+}
+
+}  // namespace zerodp::plan
