@@ -1,0 +1,163 @@
+// `zerodp plan`: every cell of the seed's scenario matrix that the given flags determine, as
+// one table (or JSON with --json). The arithmetic is the planner library's; this file only
+// turns flags into PlanInputs, naming the flag in every error.
+#include <climits>
+#include <cstdio>
+#include <memory>
+
+#include "command.h"
+#include "plan_options.h"
+#include "zerodp/error.h"
+#include "zerodp/plan_activations.h"
+#include "zerodp/plan_report.h"
+#include "zerodp/units.h"
+
+namespace zerodp::cli {
+namespace {
+
+struct PlanFlags {
+  std::string params, gpus, gpu_memory, activations, round_to;
+  std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
+  std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
+  ModelFlags model;
+  bool both_directions = false, binary = false, json = false;
+};
+
+constexpr const char* kShapeFlags = "--layers, --hidden, --heads, --seq-len, --micro-batch";
+
+// Activations: given in bytes, or from a transformer shape (all five flags), or none.
+void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
+  const std::pair<const char*, const std::string*> shape_flags[] = {
+      {"--layers", &f.layers},
+      {"--hidden", &f.hidden},
+      {"--heads", &f.heads},
+      {"--seq-len", &f.seq_len},
+      {"--micro-batch", &f.micro_batch}};
+  bool any_shape = false;
+  for (const auto& [flag, text] : shape_flags) any_shape |= !text->empty();
+  if (!any_shape) {
+    if (!f.checkpointing.empty()) {
+      throw UsageError(std::string("--checkpointing: needs the transformer shape (") + kShapeFlags +
+                       ")");
+    }
+    if (f.activations.empty()) return;
+    in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
+    in.activations_given = true;
+    in.activations_source = "given";
+    return;
+  }
+  if (!f.activations.empty()) {
+    throw UsageError(std::string("--activations: not with the transformer shape (") + kShapeFlags +
+                     "), from which they are computed");
+  }
+  std::uint64_t value[5];
+  for (int i = 0; i < 5; ++i) {
+    const auto& [flag, text] = shape_flags[i];
+    if (text->empty()) {
+      throw UsageError(std::string(flag) + ": required with the other transformer shape flags (" +
+                       kShapeFlags + "), a whole number");
+    }
+    value[i] = units::parse_whole(*text, flag);
+  }
+  const plan::TransformerShape shape{value[0], value[1], value[2], value[3], value[4]};
+  if (shape.hidden % shape.heads != 0) {
+    throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
+                     "), got '" + f.heads + "'");
+  }
+  plan::Checkpointing checkpointing = plan::Checkpointing::none;
+  if (f.checkpointing == "full") {
+    checkpointing = plan::Checkpointing::full;
+  } else if (f.checkpointing == "selective") {
+    checkpointing = plan::Checkpointing::selective;
+  } else if (!f.checkpointing.empty() && f.checkpointing != "none") {
+    throw UsageError("--checkpointing: expected none, selective or full, got '" + f.checkpointing +
+                     "'");
+  }
+  const auto bytes = plan::activation_bytes(shape, checkpointing);
+  if (!bytes) {
+    throw UsageError(std::string(kShapeFlags) +
+                     ": expected a shape whose activation bytes fit in 64 bits");
+  }
+  in.activation_bytes = *bytes;
+  in.activations_given = true;
+  in.activations_flag = kShapeFlags;
+  in.activations_source = "Korthikanti et al. 2022: L=" + f.layers + " h=" + f.hidden +
+                          " a=" + f.heads + " s=" + f.seq_len + " b=" + f.micro_batch +
+                          ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
+}
+
+plan::PlanInputs read_inputs(const PlanFlags& f) {
+  plan::PlanInputs in;
+  const ModelBytes model = parse_model_flags(f.model);
+  in.bpp = model.bpp;
+  in.bpp_source = model.source;
+  if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
+  if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
+  if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_bytes(f.gpu_memory, "--gpu-memory");
+  read_activations(f, in);
+  if (!f.round_to.empty()) in.round_to = units::parse_whole(f.round_to, "--round-to");
+  if (f.both_directions) in.seed_directions = plan::Directions::both;
+  if (!f.compute_time.empty()) {
+    in.compute_seconds = units::parse_seconds(f.compute_time, "--compute-time");
+  }
+  if (!f.bandwidth.empty()) in.bandwidth = units::parse_bandwidth(f.bandwidth, "--bandwidth");
+  if (!f.overlap.empty()) in.overlap = units::parse_fraction(f.overlap, "--overlap");
+  if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
+  if (f.comm_convention == "seed") {
+    in.time_convention = plan::CommConvention::seed;
+  } else if (f.comm_convention == "ring") {
+    in.time_convention = plan::CommConvention::ring;
+  } else if (!f.comm_convention.empty()) {
+    throw UsageError("--comm-convention: expected seed or ring, got '" + f.comm_convention + "'");
+  }
+  return in;
+}
+
+void add_plan_command(CLI::App& root) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd = root.add_subcommand(
+      "plan",
+      "Memory and communication per GPU of DP and ZeRO-1/2/3: totals, floors, least N for a "
+      "GPU, largest model, step efficiency, cheapest stage that fits (see docs/planner.md)");
+  auto opt = [&](const char* name, std::string& into, const char* help, const char* type) {
+    cmd->add_option(name, into, help)->type_name(type);
+  };
+  PlanFlags& f = *flags;
+  opt("--params", f.params, "parameters: 1e9, 7.5B, 175B, 50M", "COUNT");
+  opt("--gpus", f.gpus, "data-parallel GPUs N (ranks)", "N");
+  opt("--gpu-memory", f.gpu_memory, "memory per GPU: 80GB, 24GiB", "BYTES");
+  opt("--activations", f.activations, "activation memory per GPU: 12GB", "BYTES");
+  opt("--layers", f.layers, "transformer layers L (activations from the shape)", "N");
+  opt("--hidden", f.hidden, "hidden size h", "N");
+  opt("--heads", f.heads, "attention heads a", "N");
+  opt("--seq-len", f.seq_len, "sequence length s", "N");
+  opt("--micro-batch", f.micro_batch, "micro-batch size b per GPU", "N");
+  opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
+  add_model_flags(*cmd, f.model);
+  opt("--round-to", f.round_to, "round the least N up to a multiple of this node size", "K");
+  cmd->add_flag("--count-both-directions", f.both_directions,
+                "seed column: count bytes sent and received (doubles it)");
+  opt("--compute-time", f.compute_time, "compute time per step: 10s, 250ms", "TIME");
+  opt("--bandwidth", f.bandwidth, "bandwidth per GPU: 300GB/s", "RATE");
+  opt("--overlap", f.overlap, "fraction of communication hidden behind compute: 0.6 or 60%",
+      "FRACTION");
+  opt("--comm-bytes", f.comm_bytes, "communication volume per step for every stage: 2.06TB",
+      "BYTES");
+  opt("--comm-convention", f.comm_convention,
+      "column the communication time is computed from: ring (default) or seed", "NAME");
+  cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
+  cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
+  cmd->callback([flags] {
+    const plan::PlanReport report = plan::make_plan(read_inputs(*flags));
+    if (flags->json) {
+      std::printf("%s\n", plan::plan_json(report).dump(2).c_str());
+    } else {
+      std::fputs(plan::plan_table(report, flags->binary).c_str(), stdout);
+    }
+  });
+}
+
+const bool registered = register_command(10, add_plan_command);
+
+}  // namespace
+}  // namespace zerodp::cli

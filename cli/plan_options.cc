@@ -1,0 +1,95 @@
+#include "plan_options.h"
+
+#include <climits>
+
+#include "zerodp/error.h"
+#include "zerodp/units.h"
+
+namespace zerodp::cli {
+
+void add_model_flags(CLI::App& command, ModelFlags& flags) {
+  command
+      .add_option("--precision", flags.precision,
+                  "fp16 or bf16 (mixed precision with an fp32 master copy), or fp32; "
+                  "default fp16")
+      ->type_name("NAME");
+  command
+      .add_option("--optimizer", flags.optimizer,
+                  "adam (or adamw), sgd-momentum or sgd; "
+                  "default adam")
+      ->type_name("NAME");
+  command
+      .add_option("--bytes-per-param", flags.bytes_per_param,
+                  "P,G,K: bytes per parameter of params, grads and optimizer state, e.g. "
+                  "2,2,12 (replaces --precision and --optimizer)")
+      ->type_name("P,G,K");
+}
+
+ModelBytes parse_model_flags(const ModelFlags& flags) {
+  if (!flags.bytes_per_param.empty()) {
+    if (!flags.precision.empty() || !flags.optimizer.empty()) {
+      throw UsageError(
+          "--bytes-per-param: not with --precision or --optimizer, whose bytes it replaces");
+    }
+    const std::string& text = flags.bytes_per_param;
+    const std::string expected =
+        "--bytes-per-param: expected P,G,K bytes such as 2,2,12 (P, G from 1 to 64, K from 0 "
+        "to 64), got '" +
+        text + "'";
+    std::uint64_t part[3];
+    std::size_t start = 0;
+    for (int i = 0; i < 3; ++i) {
+      const std::size_t comma = text.find(',', start);
+      if ((i < 2) != (comma != std::string::npos)) throw UsageError(expected);
+      const std::string piece =
+          text.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (piece.empty() || piece.find_first_not_of("0123456789") != std::string::npos ||
+          piece.size() > 3) {
+        throw UsageError(expected);
+      }
+      part[i] = std::stoull(piece);
+      if (part[i] > 64 || (i < 2 && part[i] == 0)) throw UsageError(expected);
+      start = comma + 1;
+    }
+    plan::BytesPerParam bpp{static_cast<std::uint32_t>(part[0]),
+                            static_cast<std::uint32_t>(part[1]),
+                            static_cast<std::uint32_t>(part[2])};
+    return {bpp, "--bytes-per-param " + text};
+  }
+  plan::Precision precision = plan::Precision::fp16;
+  if (flags.precision == "bf16") {
+    precision = plan::Precision::bf16;
+  } else if (flags.precision == "fp32") {
+    precision = plan::Precision::fp32;
+  } else if (!flags.precision.empty() && flags.precision != "fp16") {
+    throw UsageError("--precision: expected fp16, bf16 or fp32, got '" + flags.precision + "'");
+  }
+  plan::Optimizer optimizer = plan::Optimizer::adam;
+  if (flags.optimizer == "sgd-momentum") {
+    optimizer = plan::Optimizer::sgd_momentum;
+  } else if (flags.optimizer == "sgd") {
+    optimizer = plan::Optimizer::sgd;
+  } else if (!flags.optimizer.empty() && flags.optimizer != "adam" && flags.optimizer != "adamw") {
+    throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got '" +
+                     flags.optimizer + "'");
+  }
+  return {plan::bytes_per_param(precision, optimizer),
+          std::string(plan::precision_name(precision)) + ", " +
+              std::string(plan::optimizer_name(optimizer))};
+}
+
+int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,
+                    std::uint64_t max) {
+  const std::string range =
+      "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  std::uint64_t n = 0;
+  try {
+    n = units::parse_whole(text, flag);
+  } catch (const UsageError&) {
+    throw UsageError(flag + ": expected " + range + ", got '" + text + "'");
+  }
+  if (n < min || n > max) throw UsageError(flag + ": expected " + range + ", got '" + text + "'");
+  return static_cast<int>(n);
+}
+
+}  // namespace zerodp::cli

@@ -1,0 +1,275 @@
+// `zerodp plan` and `zerodp plot` as a user runs them: the real executable, its table, its
+// JSON contract, its exit codes and its one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `zerodp <args>` through the shell (args are shell words, quoted by the caller).
+Result zerodp(const std::string& args) {
+  // ctest runs tests as parallel processes: each gets files of its own.
+  const std::string stem = testing::TempDir() + "/plan_cli_" + std::to_string(getpid());
+  const std::string out = stem + ".out", err = stem + ".err";
+  const std::string command =
+      std::string("'") + ZERODP_BIN + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int raw = std::system(command.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+nlohmann::json plan_json(const std::string& args) {
+  const Result r = zerodp("plan " + args + " --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+TEST(PlanCli, Example1TableShowsTheSeedFigures) {
+  const Result r = zerodp("plan --params 1e9 --gpus 8");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* text : {"DP         16.00 GB", "ZeRO-1      5.50 GB", "ZeRO-2      3.75 GB",
+                           "ZeRO-3      2.00 GB", "comm seed", "comm ring", "one direction",
+                           "3.00x DP's bytes by the seed's count and 1.50x on a ring"}) {
+    EXPECT_TRUE(has(r.out, text)) << text << "\n" << r.out;
+  }
+}
+
+TEST(PlanCli, JsonContract) {
+  const auto j = plan_json("--params 1e9 --gpus 8");
+  ASSERT_TRUE(j["stages"].is_array());
+  ASSERT_EQ(j["stages"].size(), 4u);
+  const std::uint64_t state[] = {16'000'000'000, 5'500'000'000, 3'750'000'000, 2'000'000'000};
+  const std::uint64_t floors[] = {16'000'000'000, 4'000'000'000, 2'000'000'000, 0};
+  for (int s = 0; s < 4; ++s) {
+    const auto& st = j["stages"][s];
+    EXPECT_EQ(st["stage"].get<int>(), s);
+    EXPECT_EQ(st["model_state_bytes"].get<std::uint64_t>(), state[s]);
+    EXPECT_EQ(st["total_bytes"].get<std::uint64_t>(), state[s]);
+    EXPECT_EQ(st["floor_bytes"].get<std::uint64_t>(), floors[s]);
+    EXPECT_TRUE(st["fits"].is_null());      // no budget given
+    EXPECT_TRUE(st["min_gpus"].is_null());  // no budget given
+    EXPECT_TRUE(st["max_params"].is_null());
+    EXPECT_TRUE(st["comm_bytes_per_gpu"]["seed"].is_number_unsigned());
+    EXPECT_TRUE(st["comm_bytes_per_gpu"]["ring"].is_number_unsigned());
+    EXPECT_TRUE(st["comm_seconds"].is_null());
+    EXPECT_TRUE(st["exposed_seconds"].is_null());
+    EXPECT_TRUE(st["efficiency"].is_null());
+  }
+  EXPECT_EQ(j["stages"][0]["comm_bytes_per_gpu"]["seed"].get<std::uint64_t>(), 1'750'000'000u);
+  EXPECT_EQ(j["stages"][0]["comm_bytes_per_gpu"]["ring"].get<std::uint64_t>(), 3'500'000'000u);
+  EXPECT_EQ(j["stages"][3]["comm_bytes_per_gpu"]["ring"].get<std::uint64_t>(), 5'250'000'000u);
+  EXPECT_TRUE(j["cheapest_fitting_stage"].is_null());
+  EXPECT_EQ(j["bytes_per_param"]["total"].get<int>(), 16);
+}
+
+TEST(PlanCli, Example4ActivationsDominate) {
+  const auto j = plan_json("--params 50M --gpus 8 --activations 12GB");
+  EXPECT_EQ(j["stages"][0]["total_bytes"].get<std::uint64_t>(), 12'800'000'000u);
+  EXPECT_EQ(j["stages"][3]["total_bytes"].get<std::uint64_t>(), 12'100'000'000u);
+  EXPECT_NEAR(j["stages"][3]["savings_vs_dp"].get<double>(), 0.055, 0.0005);
+  EXPECT_TRUE(j["activations_dominate"].get<bool>());
+  const Result r = zerodp("plan --params 50M --gpus 8 --activations 12GB");
+  EXPECT_TRUE(has(r.out, "12.80 GB")) << r.out;
+  EXPECT_TRUE(has(r.out, "12.10 GB"));
+  EXPECT_TRUE(has(r.out, "saves only 5.5 %"));
+  EXPECT_TRUE(has(r.out, "activation checkpointing or gradient accumulation"));
+}
+
+TEST(PlanCli, Example5LeastNIsFortySeven) {
+  const auto j = plan_json("--params 175B --gpu-memory 80GB --activations 20GB");
+  EXPECT_EQ(j["budget_bytes"].get<std::uint64_t>(), 60'000'000'000u);
+  EXPECT_TRUE(j["stages"][0]["min_gpus"].is_null());
+  EXPECT_TRUE(j["stages"][1]["min_gpus"].is_null());
+  EXPECT_TRUE(j["stages"][2]["min_gpus"].is_null());
+  EXPECT_EQ(j["stages"][3]["min_gpus"].get<std::uint64_t>(), 47u);
+  EXPECT_EQ(plan_json("--params 175B --gpu-memory 80GB --activations 20GB --round-to 8")
+                ["stages"][3]["min_gpus"]
+                    .get<std::uint64_t>(),
+            48u);
+  const auto at47 = plan_json("--params 175B --gpus 47 --gpu-memory 80GB --activations 20GB");
+  EXPECT_TRUE(at47["stages"][3]["fits"].get<bool>());
+  EXPECT_EQ(at47["cheapest_fitting_stage"].get<int>(), 3);
+  const auto at46 = plan_json("--params 175B --gpus 46 --gpu-memory 80GB --activations 20GB");
+  EXPECT_FALSE(at46["stages"][3]["fits"].get<bool>());
+  EXPECT_TRUE(at46["cheapest_fitting_stage"].is_null());
+  const Result r = zerodp("plan --params 175B --gpus 47 --gpu-memory 80GB --activations 20GB");
+  EXPECT_TRUE(has(r.out, "59.57 GB")) << r.out;
+  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 47: ZeRO-3"));
+}
+
+TEST(PlanCli, Example6CommunicationInBothConventions) {
+  const auto j = plan_json("--params 175B --gpus 64");
+  EXPECT_NEAR(j["stages"][0]["comm_bytes_per_gpu"]["seed"].get<double>() / 1e12, 0.34, 0.005);
+  EXPECT_NEAR(j["stages"][3]["comm_bytes_per_gpu"]["seed"].get<double>() / 1e12, 1.03, 0.005);
+  EXPECT_DOUBLE_EQ(j["comm_ratio_zero3_to_dp"]["seed"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["comm_ratio_zero3_to_dp"]["ring"].get<double>(), 1.5);
+  const auto both = plan_json("--params 175B --gpus 64 --count-both-directions");
+  EXPECT_NEAR(both["stages"][3]["comm_bytes_per_gpu"]["seed"].get<double>() / 1e12, 2.06, 0.01);
+  const Result r = zerodp("plan --params 175B --gpus 64");
+  EXPECT_TRUE(has(r.out, "0.34 TB")) << r.out;
+  EXPECT_TRUE(has(r.out, "1.03 TB"));
+}
+
+TEST(PlanCli, Example7Efficiency) {
+  const std::string given = "--comm-bytes 2.06TB --bandwidth 300GB/s --compute-time 10s";
+  const auto none = plan_json(given);
+  EXPECT_NEAR(none["stages"][3]["comm_seconds"].get<double>(), 6.87, 0.005);
+  EXPECT_NEAR(none["stages"][3]["efficiency"].get<double>(), 0.593, 0.0005);
+  const auto overlapped = plan_json(given + " --overlap 0.6");
+  EXPECT_NEAR(overlapped["stages"][3]["exposed_seconds"].get<double>(), 2.75, 0.005);
+  EXPECT_NEAR(overlapped["stages"][3]["efficiency"].get<double>(), 0.784, 0.001);
+  EXPECT_TRUE(overlapped["stages"][3]["model_state_bytes"].is_null());  // no Φ given
+  const Result r = zerodp("plan " + given + " --overlap 60%");
+  EXPECT_TRUE(has(r.out, "6.87 s")) << r.out;
+  EXPECT_TRUE(has(r.out, "2.75 s"));
+}
+
+TEST(PlanCli, Example8NothingFitsAtFourGpus) {
+  const auto j = plan_json("--params 1e10 --gpus 4 --gpu-memory 24GB --activations 6GB");
+  const std::uint64_t gb[] = {160, 70, 55, 40};
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(j["stages"][s]["model_state_bytes"].get<std::uint64_t>(), gb[s] * 1'000'000'000);
+    EXPECT_FALSE(j["stages"][s]["fits"].get<bool>());
+  }
+  EXPECT_TRUE(j["cheapest_fitting_stage"].is_null());
+  EXPECT_EQ(j["stages"][3]["min_gpus"].get<std::uint64_t>(), 9u);
+  const Result r = zerodp("plan --params 1e10 --gpus 4 --gpu-memory 24GB --activations 6GB");
+  EXPECT_TRUE(has(r.out, "No stage fits at N = 4")) << r.out;
+  EXPECT_TRUE(has(r.out, "ZeRO-3 9"));
+}
+
+TEST(PlanCli, SelfTestOneGpu) {
+  const auto j = plan_json("--params 1e9 --gpus 1");
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(j["stages"][s]["model_state_bytes"].get<std::uint64_t>(), 16'000'000'000u);
+  }
+  EXPECT_TRUE(has(zerodp("plan --params 1e9 --gpus 1").out, "saves nothing without N > 1"));
+}
+
+TEST(PlanCli, InverseAndShapeAndOptions) {
+  const auto inverse = plan_json("--gpus 8 --gpu-memory 80GB");
+  EXPECT_EQ(inverse["stages"][0]["max_params"].get<std::uint64_t>(), 5'000'000'000u);
+  EXPECT_EQ(inverse["stages"][3]["max_params"].get<std::uint64_t>(), 40'000'000'000u);
+  const auto shape = plan_json(
+      "--params 1e9 --layers 2 --hidden 64 --heads 4 --seq-len 8 --micro-batch 1 "
+      "--checkpointing full");
+  EXPECT_EQ(shape["activation_bytes"].get<std::uint64_t>(), 2u * 2 * 8 * 64);
+  EXPECT_EQ(plan_json("--params 1e9 --precision fp32")["bytes_per_param"]["total"].get<int>(), 16);
+  EXPECT_EQ(plan_json("--params 1e9 --optimizer sgd")["bytes_per_param"]["optimizer"].get<int>(),
+            4);
+  EXPECT_EQ(
+      plan_json("--params 1e9 --bytes-per-param 2,2,6")["bytes_per_param"]["total"].get<int>(), 10);
+  EXPECT_TRUE(has(zerodp("plan --params 1e9 --gpus 8 --binary").out, "14.90 GiB"));
+}
+
+struct BadInput {
+  const char* args;
+  const char* message_start;  // what stderr starts with after "zerodp: "
+};
+
+TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
+  const BadInput cases[] = {
+      {"plan", "--params: required"},
+      {"plan --gpus 8", "--params: required"},
+      {"plan --params 0", "--params: expected a count"},
+      {"plan --params -5", "--params: expected a count"},
+      {"plan --params=-5", "--params: expected a count"},
+      {"plan --params nan", "--params: expected a count"},
+      {"plan --params inf", "--params: expected a count"},
+      {"plan --params abc", "--params: expected a count"},
+      {"plan --params 5Q", "--params: expected a count"},
+      {"plan --params 1e9 --gpus 4.5", "--gpus: expected a whole number"},
+      {"plan --params 1e9 --gpus 0", "--gpus: expected a whole number"},
+      {"plan --params 1e9 --gpus -8", "--gpus: expected a whole number"},
+      {"plan --params 1e9 --gpu-memory 80XB", "--gpu-memory: expected a size"},
+      {"plan --params 1e9 --gpu-memory 80", "--gpu-memory: expected a size"},
+      {"plan --params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s --overlap 1.5",
+       "--overlap: expected a fraction"},
+      {"plan --params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s --overlap -0.1",
+       "--overlap: expected a fraction"},
+      {"plan --params 1e9 --gpus 8 --compute-time nan --bandwidth 300GB/s",
+       "--compute-time: expected a duration"},
+      {"plan --params 1e9 --gpus 8 --compute-time 10s --bandwidth inf",
+       "--bandwidth: expected a bandwidth"},
+      {"plan --params 1e9 --gpu-memory 24GB --activations 24GB",
+       "--activations: expected activations below --gpu-memory"},
+      {"plan --params 1e9 --gpu-memory 24GB --activations 30GB",
+       "--activations: expected activations below --gpu-memory"},
+      {"plan --params 2e18", "--params: expected a count whose bytes fit in 64 bits"},
+      {"plan --params 1e9 --gpus 8 --compute-time 10s", "--bandwidth: required"},
+      {"plan --params 1e9 --round-to 8", "--round-to: needs --gpu-memory"},
+      {"plan --params 1e9 --precision fp8", "--precision: expected fp16, bf16 or fp32"},
+      {"plan --params 1e9 --bytes-per-param 2,2", "--bytes-per-param: expected P,G,K"},
+      {"plan --params 1e9 --layers 2 --hidden 64", "--heads: required"},
+      {"plan --params 1e9 --comm-convention both --compute-time 1s --bandwidth 1GB/s --gpus 2",
+       "--comm-convention: expected seed or ring"},
+      {"plot --max-gpus 64 --out x.svg", "--params: required"},
+      {"plot --params 1e9", "--out: required"},
+      {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},
+      {"plot --params 1e9 --max-gpus 8.5 --out x.svg", "--max-gpus: expected a whole number"},
+      {"plot --params 1e9 --log-x --linear-x --out x.svg", "--linear-x: not with --log-x"},
+  };
+  for (const BadInput& c : cases) {
+    const Result r = zerodp(c.args);
+    EXPECT_EQ(r.status, 2) << c.args;
+    EXPECT_EQ(r.out, "") << c.args;
+    EXPECT_EQ(r.err.rfind(std::string("zerodp: ") + c.message_start, 0), 0u)
+        << c.args << "\n  got: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+  }
+}
+
+TEST(PlotCli, WritesTheFigure) {
+  const std::string path =
+      testing::TempDir() + "/plan_cli_memory_" + std::to_string(getpid()) + ".svg";
+  std::remove(path.c_str());
+  const Result r = zerodp("plot --params 1e9 --max-gpus 64 --out '" + path + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "wrote ")) << r.out;
+  const std::string svg = slurp(path);
+  EXPECT_TRUE(has(svg, "<svg")) << svg.substr(0, 200);
+  EXPECT_TRUE(has(svg, "</svg>"));
+  EXPECT_GT(std::count(svg.begin(), svg.end(), '\n'), 20);
+  const Result linear = zerodp("plot --params 175B --max-gpus 100 --linear-x --out '" + path + "'");
+  ASSERT_EQ(linear.status, 0) << linear.err;
+  EXPECT_TRUE(has(slurp(path), "linear scale"));
+  std::remove(path.c_str());
+}
+
+TEST(PlotCli, UnwritablePathIsARuntimeError) {
+  const Result r = zerodp("plot --params 1e9 --out /nonexistent-dir/memory.svg");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.rfind("zerodp: error: cannot write", 0), 0u) << r.err;
+}
+
+}  // namespace
