@@ -1,0 +1,194 @@
+#include "zerodp/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "zerodp/error.h"
+
+namespace zerodp::io {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; this writer copies floats as they are");
+
+namespace {
+
+using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+// The official loader refuses headers above 100 MB; so do we, before allocating.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::size_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
+  return 0;
+}
+
+void write_all(std::FILE* file, const void* data, std::size_t n, const std::string& path) {
+  if (n > 0 && std::fwrite(data, 1, n, file) != n) {
+    throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+std::size_t TensorSpec::elements() const {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  return n;
+}
+
+void write_safetensors(const std::string& path, std::span<const TensorSpec> tensors,
+                       const TensorFill& fill, const std::map<std::string, std::string>& metadata) {
+  // Header, in the order given (ordered_json keeps insertion order).
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> names;
+  std::size_t offset = 0, largest = 0;
+  for (const auto& t : tensors) {
+    ZERODP_CHECK_MSG(!t.name.empty() && t.name != "__metadata__" && names.insert(t.name).second,
+                     "tensor names must be unique and not empty: '" + t.name + "'");
+    const std::size_t bytes = t.elements() * sizeof(float);
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    largest = std::max(largest, t.elements());
+  }
+  std::string json = header.dump();
+  json.append((8 - (8 + json.size()) % 8) % 8, ' ');  // the data starts 8-byte aligned
+  std::uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(json.size() >> (8 * i));
+
+  // Into "<path>.tmp", removed again if anything fails (I/O or the fill callback), so a
+  // half-written file never sits at path.
+  const std::string tmp = path + ".tmp";
+  try {
+    File file(std::fopen(tmp.c_str(), "wb"), &std::fclose);
+    if (!file) throw Error("cannot create '" + tmp + "': " + std::strerror(errno));
+    write_all(file.get(), length, 8, tmp);
+    write_all(file.get(), json.data(), json.size(), tmp);
+    std::vector<float> buffer(largest);  // one tensor at a time
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::span<float> out(buffer.data(), tensors[i].elements());
+      fill(i, out);
+      write_all(file.get(), out.data(), out.size_bytes(), tmp);
+    }
+    if (std::fflush(file.get()) != 0 || std::ferror(file.get())) {
+      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+    }
+    if (std::fclose(file.release()) != 0) {
+      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+    }
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  }
+}
+
+std::vector<float> SafetensorsTensor::f32() const {
+  if (dtype != "F32") throw Error("tensor '" + name + "' is " + dtype + ", not F32");
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
+  for (const auto& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  File file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  auto bad = [&path](const std::string& why) {
+    return Error("'" + path + "' is not a valid safetensors file: " + why);
+  };
+  std::fseek(file.get(), 0, SEEK_END);
+  const long end = std::ftell(file.get());
+  std::fseek(file.get(), 0, SEEK_SET);
+  if (end < 8) throw bad("shorter than the 8-byte header length");
+  const auto file_bytes = static_cast<std::uint64_t>(end);
+
+  std::uint8_t length[8];
+  if (std::fread(length, 1, 8, file.get()) != 8) throw bad("cannot read the header length");
+  SafetensorsFile result;
+  for (int i = 7; i >= 0; --i) result.header_bytes = (result.header_bytes << 8) | length[i];
+  if (result.header_bytes > kMaxHeaderBytes || result.header_bytes > file_bytes - 8) {
+    throw bad("header length " + std::to_string(result.header_bytes) + " exceeds the file");
+  }
+  std::string json(result.header_bytes, '\0');
+  if (std::fread(json.data(), 1, json.size(), file.get()) != json.size()) {
+    throw bad("cannot read the header");
+  }
+  const std::uint64_t data_bytes = file_bytes - 8 - result.header_bytes;
+
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("header is not JSON (") + e.what() + ")");
+  }
+  if (!header.is_object()) throw bad("header is not a JSON object");
+  try {
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        for (const auto& [key, value] : entry.items()) {
+          result.metadata[key] = value.get<std::string>();
+        }
+        continue;
+      }
+      SafetensorsTensor t;
+      t.name = name;
+      t.dtype = entry.at("dtype").get<std::string>();
+      t.shape = entry.at("shape").get<std::vector<std::size_t>>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
+      const std::size_t element_bytes = dtype_bytes(t.dtype);
+      if (element_bytes == 0) throw bad("tensor '" + name + "' has unknown dtype " + t.dtype);
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes) {
+        throw bad("tensor '" + name + "' has data_offsets outside the data");
+      }
+      std::size_t elements = 1;
+      for (std::size_t d : t.shape) elements *= d;
+      if (offsets[1] - offsets[0] != elements * element_bytes) {
+        throw bad("tensor '" + name + "' holds " + std::to_string(offsets[1] - offsets[0]) +
+                  " bytes, its shape and dtype need " + std::to_string(elements * element_bytes));
+      }
+      t.data_begin = offsets[0];
+      t.bytes.resize(offsets[1] - offsets[0]);
+      result.tensors.push_back(std::move(t));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("malformed header entry (") + e.what() + ")");
+  }
+  std::sort(result.tensors.begin(), result.tensors.end(),
+            [](const auto& a, const auto& b) { return a.data_begin < b.data_begin; });
+  std::uint64_t next = 0;
+  for (auto& t : result.tensors) {
+    if (t.data_begin != next)
+      throw bad("tensor data has a gap or an overlap at byte " + std::to_string(next));
+    const long at = static_cast<long>(8 + result.header_bytes + t.data_begin);
+    if (std::fseek(file.get(), at, SEEK_SET) != 0 ||
+        std::fread(t.bytes.data(), 1, t.bytes.size(), file.get()) != t.bytes.size()) {
+      throw bad("cannot read tensor '" + t.name + "'");
+    }
+    next += t.bytes.size();
+  }
+  if (next != data_bytes)
+    throw bad("data section has " + std::to_string(data_bytes - next) +
+              " bytes that belong to no tensor");
+  return result;
+}
+
+}  // namespace zerodp::io
