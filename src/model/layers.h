@@ -11,7 +11,8 @@
 //
 // Sizes: B batch, T time (sequence), C channels, OC output channels, V vocabulary, NH heads.
 // Weights of matmuls are stored [OC, C] (as torch.nn.Linear), so out = inp @ weight^T + bias.
-// No layer allocates; attention_backward takes its scratch from the caller.
+// No layer allocates; attention_backward takes its scratch from the caller. No output of a
+// call may overlap another of its arguments.
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,8 @@
 // without -ffast-math, and so that their result is the same bits on every call and every
 // machine that compiles the same code (no libm, no reassociation left to the compiler):
 //  - lane_sum / lane_max reduce with kLanes independent partial results in a fixed order;
+//  - select() picks by a bit mask: GCC does not if-convert a ternary on a float comparison
+//    under its default -ftrapping-math, which leaves any loop that clamps unvectorised;
 //  - exp_approx is Cephes' expf (range reduction + degree-6 polynomial, about 1 ulp);
 //  - sigmoid_approx is 1 / (1 + exp(-x)): relative error about 2e-7 everywhere.
 #pragma once
@@ -13,6 +15,13 @@
 namespace zerodp::model {
 
 inline constexpr std::size_t kLanes = 8;
+
+// condition ? a : b, without a branch.
+inline float select(bool condition, float a, float b) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(condition);
+  return std::bit_cast<float>((std::bit_cast<std::uint32_t>(a) & mask) |
+                              (std::bit_cast<std::uint32_t>(b) & ~mask));
+}
 
 // Sum of term(0) + ... + term(n-1), as kLanes partial sums combined at the end.
 template <class Term>
@@ -34,9 +43,9 @@ inline float lane_max(std::size_t n, const float* x) {
   for (std::size_t j = 0; j < kLanes; ++j) acc[j] = x[0];
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (std::size_t j = 0; j < kLanes; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+    for (std::size_t j = 0; j < kLanes; ++j) acc[j] = select(x[i + j] > acc[j], x[i + j], acc[j]);
   }
-  for (std::size_t j = 0; i + j < n; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  for (std::size_t j = 0; i + j < n; ++j) acc[j] = select(x[i + j] > acc[j], x[i + j], acc[j]);
   float m = acc[0];
   for (std::size_t j = 1; j < kLanes; ++j) m = acc[j] > m ? acc[j] : m;
   return m;
@@ -45,7 +54,7 @@ inline float lane_max(std::size_t n, const float* x) {
 // e^x for float x; 0 below -87.3 (where e^x leaves the normal range); x is clamped at 88
 // above (e^88 = 1.7e38), so the result is never +inf.
 inline float exp_approx(float x) {
-  const float clamped = x > 88.0f ? 88.0f : (x < -87.3f ? -87.3f : x);
+  const float clamped = select(x > 88.0f, 88.0f, select(x < -87.3f, -87.3f, x));
   // n = round(x / ln 2) by the 1.5 * 2^23 trick (exact for |n| < 2^22).
   const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   // r = x - n ln 2, with ln 2 split in two so that n * 0.693359375 is exact.
@@ -60,7 +69,7 @@ inline float exp_approx(float x) {
   const float er = (p * r2 + r) + 1.0f;
   const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
   const float y = er * std::bit_cast<float>(bits);
-  return x < -87.3f ? 0.0f : y;
+  return select(x < -87.3f, 0.0f, y);
 }
 
 inline float sigmoid_approx(float x) {

@@ -1,0 +1,194 @@
+// Time of the GPT's forward + backward on one rank, whole and layer by layer, on the issue's
+// benchmark configuration (4 layers, 4 heads, hidden 256, context 128, micro-batch 8).
+// Measures and prints; not a pass/fail test.
+//
+//   build/bench/bench_gpt_layers [--layers L --heads H --hidden C --seq-len T
+//                                 --micro-batch B --steps N --threads K --checkpoint]
+//
+// OpenBLAS threads default to OpenBLAS's own choice; --threads sets them.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/rng.h"
+#include "model/gemm.h"
+#include "model/layers.h"
+#include "zerodp/gpt.h"
+
+using namespace zerodp::model;
+
+namespace {
+
+double seconds_of(const std::function<void()>& f, int repeat) {
+  f();  // warm-up: page faults, BLAS buffers
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < repeat; ++i) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / repeat;
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = zerodp::counter_normal(seed, 0, i) * 0.5f;
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  GptConfig c;
+  std::size_t B = 8;
+  int steps = 20, threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
+    if (a == "--layers")
+      c.layers = next();
+    else if (a == "--heads")
+      c.heads = next();
+    else if (a == "--hidden")
+      c.hidden = next();
+    else if (a == "--seq-len")
+      c.seq_len = next();
+    else if (a == "--micro-batch")
+      B = static_cast<std::size_t>(next());
+    else if (a == "--steps")
+      steps = next();
+    else if (a == "--threads")
+      threads = next();
+    else if (a == "--checkpoint")
+      c.checkpoint_activations = true;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  c.validate();
+  if (threads > 0) set_blas_threads(threads);
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("%s, micro-batch %zu; BLAS threads %d, OPENBLAS_CORETYPE=%s\n",
+              GptModel(c).describe().c_str(), B, blas_threads(), coretype ? coretype : "(unset)");
+
+  // The whole model.
+  GptModel model(c);
+  std::vector<float> params(model.param_count()), grads(params.size());
+  init_all(model, params, 1);
+  std::vector<std::uint8_t> windows(B * (c.seq_len + 1));
+  for (std::size_t i = 0; i < windows.size(); ++i) windows[i] = static_cast<std::uint8_t>(i * 31);
+  const double step = seconds_of(
+      [&] {
+        model.begin_windows(windows, B);
+        forward_backward_all(model, params, grads);
+      },
+      steps);
+  const double tokens = static_cast<double>(B) * c.seq_len;
+  const double flops = 6.0 * static_cast<double>(c.param_count()) * tokens +
+                       12.0 * c.layers * tokens * c.seq_len * c.hidden;  // attention, full T^2
+  std::printf(
+      "forward+backward: %.2f ms/micro-batch, %.0f tokens/s, %.1f GFLOP/s "
+      "(6 N tokens + attention), activations %.1f MB\n",
+      step * 1e3, tokens / step, flops / step * 1e-9, model.activation_bytes() * 1e-6);
+
+  // Layer by layer, at one block's shapes (times are per micro-batch, all L blocks).
+  const std::size_t BT = B * c.seq_len, C = c.hidden, T = c.seq_len, NH = c.heads;
+  const std::size_t V = 256, L = c.layers;
+  auto x = random_floats(BT * 4 * C, 1), y = random_floats(BT * 4 * C, 2);
+  auto w = random_floats(4 * C * C, 3), dw = random_floats(4 * C * C, 4);
+  auto bias = random_floats(4 * C, 5), dbias = random_floats(4 * C, 6);
+  auto dx = random_floats(BT * 4 * C, 7), qkv = random_floats(BT * 3 * C, 8);
+  std::vector<float> att(B * NH * T * T), scratch(T * T), stats(2 * BT);
+  std::vector<std::uint8_t> targets(BT, 7);
+  const int r = 5;
+  struct Row {
+    const char* name;
+    double fwd, bwd;
+    bool gemm;
+  };
+  std::vector<Row> rows;
+  auto matmul = [&](const char* name, std::size_t in, std::size_t out) {
+    rows.push_back(
+        {name,
+         L * seconds_of(
+                 [&] { matmul_forward(y.data(), x.data(), w.data(), bias.data(), BT, in, out); },
+                 r),
+         L * seconds_of(
+                 [&] {
+                   matmul_backward(dx.data(), dw.data(), dbias.data(), y.data(), x.data(), w.data(),
+                                   BT, in, out);
+                 },
+                 r),
+         true});
+  };
+  matmul("matmul c_attn (C -> 3C)", C, 3 * C);
+  matmul("matmul attn c_proj (C -> C)", C, C);
+  matmul("matmul c_fc (C -> 4C)", C, 4 * C);
+  matmul("matmul mlp c_proj (4C -> C)", 4 * C, C);
+  rows.push_back(
+      {"attention",
+       L * seconds_of([&] { attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH); }, r),
+       L * seconds_of(
+               [&] {
+                 attention_backward(dx.data(), scratch.data(), y.data(), qkv.data(), att.data(), B,
+                                    T, C, NH);
+               },
+               r),
+       true});
+  rows.push_back({"layernorm x2",
+                  2 * L *
+                      seconds_of(
+                          [&] {
+                            layernorm_forward(y.data(), stats.data(), stats.data() + BT, x.data(),
+                                              w.data(), bias.data(), BT, C);
+                          },
+                          r),
+                  2 * L *
+                      seconds_of(
+                          [&] {
+                            layernorm_backward(dx.data(), dw.data(), dbias.data(), y.data(),
+                                               x.data(), w.data(), stats.data(), stats.data() + BT,
+                                               BT, C);
+                          },
+                          r),
+                  false});
+  rows.push_back(
+      {"gelu", L * seconds_of([&] { gelu_forward(y.data(), x.data(), BT * 4 * C); }, r),
+       L * seconds_of([&] { gelu_backward(dx.data(), x.data(), y.data(), BT * 4 * C); }, r),
+       false});
+  rows.push_back(
+      {"residual x2",
+       2 * L * seconds_of([&] { residual_forward(y.data(), x.data(), dx.data(), BT * C); }, r), 0,
+       false});
+  rows.push_back(
+      {"lm head matmul (C -> 256)",
+       seconds_of([&] { matmul_forward(y.data(), x.data(), w.data(), nullptr, BT, C, V); }, r),
+       seconds_of(
+           [&] {
+             matmul_backward(dx.data(), dw.data(), nullptr, y.data(), x.data(), w.data(), BT, C, V);
+           },
+           r),
+       true});
+  rows.push_back(
+      {"softmax + cross-entropy",
+       seconds_of(
+           [&] {
+             crossentropy_softmax_forward(y.data(), dx.data(), x.data(), targets.data(), BT, V);
+           },
+           r),
+       seconds_of(
+           [&] { crossentropy_softmax_backward(dx.data(), y.data(), targets.data(), 1.0f, BT, V); },
+           r),
+       false});
+  double total = 0, gemm = 0;
+  std::printf("\n%-30s %10s %10s\n", "layer (all blocks)", "fwd ms", "bwd ms");
+  for (const auto& row : rows) {
+    std::printf("%-30s %10.3f %10.3f\n", row.name, row.fwd * 1e3, row.bwd * 1e3);
+    total += row.fwd + row.bwd;
+    if (row.gemm) gemm += row.fwd + row.bwd;
+  }
+  std::printf("%-30s %10.3f ms (whole step measured: %.3f ms); GEMM-based layers %.0f %%\n",
+              "sum of layers", total * 1e3, step * 1e3, 100 * gemm / total);
+  return 0;
+}
