@@ -142,6 +142,20 @@ struct GptModel::Impl {
     grad_scale = scale;
   }
 
+  // The engine's views: the unit's own slice, then one per unit it reads, each the size of
+  // that unit; grads likewise in backward.
+  void check_views(std::size_t u, const UnitViews& views, bool with_grads) const {
+    ZERODP_CHECK(u < units.size());
+    const auto& reads = units[u].reads;
+    ZERODP_CHECK(views.params.size() == 1 + reads.size());
+    ZERODP_CHECK(!with_grads || views.grads.size() == views.params.size());
+    for (std::size_t i = 0; i < views.params.size(); ++i) {
+      const std::size_t n = units[i == 0 ? u : static_cast<std::size_t>(reads[i - 1])].param_count;
+      ZERODP_CHECK(views.params[i].size() == n);
+      ZERODP_CHECK(!with_grads || views.grads[i].size() == n);
+    }
+  }
+
   BlockActs& acts(std::size_t l) { return blocks[cfg.checkpoint_activations ? 0 : l]; }
 
   // Block l (0-based) from x[l] into x[l + 1].
@@ -267,8 +281,7 @@ void GptModel::forward(int unit, const UnitViews& views) {
   Impl& m = *impl_;
   ZERODP_CHECK_MSG(m.B > 0, "forward before begin_micro_batch");
   const auto u = static_cast<std::size_t>(unit);
-  ZERODP_CHECK(u < m.units.size() && views.params.size() == 1 + m.units[u].reads.size());
-  ZERODP_CHECK(views.params[0].size() == m.units[u].param_count);
+  m.check_views(u, views, false);
   const float* p = views.params[0].data();
   if (u == 0) {
     encoder_forward(m.x[0], m.tokens.data(), p + m.units[0].tensors[kWte].offset,
@@ -283,9 +296,8 @@ void GptModel::forward(int unit, const UnitViews& views) {
 void GptModel::backward(int unit, const UnitViews& views) {
   Impl& m = *impl_;
   const auto u = static_cast<std::size_t>(unit);
-  ZERODP_CHECK(u < m.units.size() && views.params.size() == 1 + m.units[u].reads.size());
-  ZERODP_CHECK(views.grads.size() == views.params.size());
-  ZERODP_CHECK(views.grads[0].size() == m.units[u].param_count);
+  ZERODP_CHECK_MSG(m.B > 0, "backward before begin_micro_batch");
+  m.check_views(u, views, true);
   const float* p = views.params[0].data();
   float* g = views.grads[0].data();
   if (u == 0) {
