@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <thread>
 
+#include "model/gemm.h"
 #include "zerodp/error.h"
 #include "zerodp/units.h"
 
@@ -83,6 +86,17 @@ Launch launch_options(const EngineFlags& f) {
   const double timeout = units::parse_seconds(f.timeout, "--timeout");
   l.options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout * 1e3)));
   return l;
+}
+
+void configure_blas_threads(const Launch& launch) {
+  int ranks_here = launch.ranks;
+  if (launch.backend == "mpi") {
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    ranks_here = local ? std::atoi(local) : 1;
+  }
+  if (ranks_here <= 1) return;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  model::set_blas_threads(std::max(1, cores / ranks_here));
 }
 
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn) {

@@ -42,6 +42,10 @@ struct Launch {
   comm::Options options;
 };
 Launch launch_options(const EngineFlags& flags);
+// One OpenBLAS thread per rank when ranks share the cores: as threads of this process, or as
+// MPI processes on one host (OMPI_COMM_WORLD_LOCAL_SIZE). Two thread pools per core spin
+// against each other.
+void configure_blas_threads(const Launch& launch);
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn);
 
 }  // namespace zerodp::cli

@@ -9,7 +9,6 @@
 #include "command.h"
 #include "common/sha256.h"
 #include "engine_flags.h"
-#include "model/gemm.h"
 #include "zerodp/error.h"
 #include "zerodp/mlp.h"
 #include "zerodp/optim.h"
@@ -48,7 +47,7 @@ void run_train(const TrainFlags& f) {
       static_cast<std::int64_t>(units::parse_whole(f.warmup, "--warmup", units::Zero::allowed));
   const auto log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
   const float lr = parse_lr(f.lr);
-  if (launch.backend == "threads" && launch.ranks > 1) model::set_blas_threads(1);
+  configure_blas_threads(launch);
 
   nlohmann::json summary;
   std::mutex mu;

@@ -1,0 +1,189 @@
+// zerodp measure: runs a few steps of each stage and prints what every rank holds and sends,
+// beside the planner's prediction for the same Φ and N.
+#include <malloc.h>
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "engine_flags.h"
+#include "measure_report.h"
+#include "zerodp/error.h"
+#include "zerodp/mlp.h"
+#include "zerodp/plan_comm.h"
+#include "zerodp/plan_memory.h"
+#include "zerodp/units.h"
+
+namespace zerodp::cli {
+namespace {
+
+struct MeasureFlags {
+  EngineFlags engine;
+  std::string params = "10M";
+  std::string steps = "3";
+  bool all_stages = false;
+  bool per_rank = false;
+  bool json = false;
+};
+
+// The kernel's figures for this process: resident now and its peak (VmHWM). Writing 5 to
+// clear_refs resets the peak, so each stage measured in one process gets its own.
+std::uint64_t proc_status_kib(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::string(key).size())) * 1024;
+  }
+  return 0;
+}
+void reset_peak_rss() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty()      ? 0.0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct Timing {
+  double step = 0, exposed = 0;
+};
+
+// A few steps of one configuration: one warm-up step (first touches, buffer growth), then
+// `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
+Timing run_steps(comm::Communicator& comm, const model::MlpConfig& config,
+                 const EngineOptions& options, int steps, RankMeasure* out) {
+  model::Mlp mlp(config);
+  Engine engine(mlp, comm, options);
+  engine.step(1e-4f);
+  engine.flush();  // the warm-up's gathers must not land in the measured window
+  const std::uint64_t sent_before = comm.stats().bytes_sent();
+  std::uint64_t scalar = 0;
+  std::vector<double> step_s, exposed_s;
+  for (int s = 0; s < steps; ++s) {
+    StepResult r = engine.step(1e-4f);
+    step_s.push_back(r.seconds);
+    exposed_s.push_back(r.exposed_comm_seconds);
+    scalar += r.scalar_bytes;
+  }
+  engine.flush();
+  if (out) {
+    const Ledger& ledger = engine.ledger();
+    for (int c = 0; c < kCategoryCount; ++c) {
+      out->live[c] = ledger.live(static_cast<Category>(c));
+      out->peak[c] = ledger.peak(static_cast<Category>(c));
+    }
+    out->model_state = ledger.model_state_bytes();
+    out->peak_total = ledger.peak_total();
+    out->comm_per_step = (comm.stats().bytes_sent() - sent_before - scalar) / steps;
+    out->scalar_per_step = scalar / steps;
+  }
+  return {median(step_s), median(exposed_s)};
+}
+
+// Every rank's words, on every rank. all_gather copies bits without arithmetic, so 64-bit
+// words travel as four 16-bit elements.
+std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasure& mine) {
+  const std::vector<std::uint64_t> words = mine.to_words();
+  const std::size_t per_rank = words.size() * 4;  // 16-bit elements
+  std::vector<std::uint64_t> all(words.size() * comm.size());
+  comm.all_gather(words.data(), all.data(), per_rank * comm.size(), DType::bf16);
+  std::vector<RankMeasure> ranks;
+  for (int r = 0; r < comm.size(); ++r) {
+    ranks.push_back(RankMeasure::from_words(all.data() + r * words.size()));
+  }
+  return ranks;
+}
+
+void run_measure(const MeasureFlags& f) {
+  const Launch launch = launch_options(f.engine);
+  EngineOptions base = engine_options(f.engine, 8);
+  const std::uint64_t wanted = units::parse_count(f.params, "--params");
+  const model::MlpConfig config = model::MlpConfig::for_params(wanted);
+  const int steps = static_cast<int>(units::parse_whole(f.steps, "--steps"));
+  std::vector<int> stages = {base.stage};
+  if (f.all_stages) stages = {0, 1, 2, 3};
+  configure_blas_threads(launch);
+
+  MeasureSetup setup;
+  setup.params = config.param_count();
+  setup.model = model::Mlp(config).describe();
+  setup.steps = steps;
+  setup.micro_batch = base.micro_batch;
+  setup.precision = std::string(dtype_name(base.precision));
+  setup.backend = launch.backend;
+  setup.rss_per_process = launch.backend == "mpi";
+  const plan::BytesPerParam bpp{2, 2, 12};
+
+  std::vector<StageMeasure> results;
+  std::mutex mu;
+  for (int stage : stages) {
+    StageMeasure measured{stage, {}};
+    // Give the previous stage's freed memory back to the OS, so this stage's baseline and
+    // peak are its own.
+    malloc_trim(0);
+    reset_peak_rss();
+    run_ranks(launch, [&](comm::Communicator& comm) {
+      RankMeasure m;
+      m.rss_baseline = proc_status_kib("VmRSS:");
+      EngineOptions o = base;
+      o.stage = stage;
+      const Timing overlapped = run_steps(comm, config, o, steps, &m);
+      m.rss_peak = proc_status_kib("VmHWM:");
+      o.overlap = false;
+      o.prefetch = false;
+      const Timing sync = run_steps(comm, config, o, steps, nullptr);
+      m.step_seconds = overlapped.step;
+      m.exposed_seconds = overlapped.exposed;
+      m.step_seconds_sync = sync.step;
+      m.exposed_seconds_sync = sync.exposed;
+      const auto plan_stage = static_cast<plan::Stage>(stage);
+      m.predicted_state = plan::model_state_bytes(setup.params, comm.size(), plan_stage, bpp);
+      m.predicted_comm =
+          plan::ring_step_bytes(plan_stage, setup.params, bpp, comm.size(), comm.rank());
+      std::vector<RankMeasure> all = gather_ranks(comm, m);
+      if (comm.rank() != 0) return;
+      std::lock_guard<std::mutex> lock(mu);
+      setup.ranks = comm.size();
+      setup.backend = std::string(comm.backend_name());
+      measured.ranks = std::move(all);
+    });
+    if (!measured.ranks.empty()) results.push_back(std::move(measured));
+  }
+  if (results.empty()) return;  // an MPI rank other than 0
+  if (!f.json) {
+    print_measure_table(setup, results, f.per_rank || !f.all_stages);
+    return;
+  }
+  if (results.size() == 1) {
+    std::printf("%s\n", measure_json(setup, results[0]).dump(2).c_str());
+    return;
+  }
+  nlohmann::json all = {{"stages", nlohmann::json::array()}};
+  for (const StageMeasure& s : results) all["stages"].push_back(measure_json(setup, s));
+  std::printf("%s\n", all.dump(2).c_str());
+}
+
+void add_measure_command(CLI::App& root) {
+  auto flags = std::make_shared<MeasureFlags>();
+  CLI::App* app = root.add_subcommand(
+      "measure", "Run a few steps and print what each rank holds and sends, beside the plan");
+  app->add_option("--params", flags->params, "MLP size in parameters, e.g. 10M [10M]");
+  app->add_option("--steps", flags->steps, "measured steps after one warm-up [3]");
+  app->add_flag("--all-stages", flags->all_stages, "measure stages 0-3 side by side");
+  app->add_flag("--per-rank", flags->per_rank, "print every rank, not only rank 0");
+  app->add_flag("--json", flags->json, "print JSON instead of tables");
+  add_engine_flags(app, flags->engine);
+  app->callback([flags] { run_measure(*flags); });
+}
+
+const bool registered = register_command(20, add_measure_command);
+
+}  // namespace
+}  // namespace zerodp::cli

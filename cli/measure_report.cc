@@ -1,0 +1,267 @@
+#include "measure_report.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+
+#include "zerodp/units.h"
+
+namespace zerodp::cli {
+namespace {
+
+constexpr const char* kStageNames[4] = {"DP (0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+constexpr const char* kFormulas[4] = {"16Φ", "4Φ + 12Φ/N", "2Φ + 14Φ/N", "16Φ/N"};
+
+// Display width of a UTF-8 string (Φ is two bytes, one column).
+std::size_t columns(const std::string& s) {
+  return std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; });
+}
+
+// A table of text cells: first column left-aligned, the others right-aligned.
+struct Table {
+  std::vector<std::vector<std::string>> rows;
+  void row(std::vector<std::string> cells) { rows.push_back(std::move(cells)); }
+  void print() const {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows) {
+      if (r.size() > width.size()) width.resize(r.size(), 0);
+      for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], columns(r[i]));
+    }
+    for (const auto& r : rows) {
+      std::string line;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const std::string pad(width[i] - columns(r[i]), ' ');
+        line += i == 0 ? "  " + r[i] + pad : "   " + pad + r[i];
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      std::printf("%s\n", line.c_str());
+    }
+  }
+};
+
+std::string bytes(std::uint64_t b) {
+  return units::format_bytes(b);
+}
+std::string signed_bytes(std::int64_t d) {
+  if (d == 0) return "0";
+  return (d > 0 ? "+" : "-") + std::to_string(d > 0 ? d : -d) + " B";
+}
+std::string ms(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  return buf;
+}
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+std::string percent(double v) {
+  return units::format_percent(v, 1);
+}
+
+std::uint64_t temporary(const RankMeasure& m, Category c) {
+  return m.peak[static_cast<int>(c)];
+}
+
+}  // namespace
+
+std::size_t RankMeasure::word_count() {
+  return 2 * kCategoryCount + 12;
+}
+
+std::vector<std::uint64_t> RankMeasure::to_words() const {
+  std::vector<std::uint64_t> w(live.begin(), live.end());
+  w.insert(w.end(), peak.begin(), peak.end());
+  for (std::uint64_t v : {model_state, peak_total, comm_per_step, scalar_per_step, rss_baseline,
+                          rss_peak, predicted_state, predicted_comm}) {
+    w.push_back(v);
+  }
+  for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {
+    w.push_back(std::bit_cast<std::uint64_t>(d));
+  }
+  return w;
+}
+
+RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
+  RankMeasure m;
+  std::copy(w, w + kCategoryCount, m.live.begin());
+  std::copy(w + kCategoryCount, w + 2 * kCategoryCount, m.peak.begin());
+  const std::uint64_t* p = w + 2 * kCategoryCount;
+  m.model_state = p[0], m.peak_total = p[1], m.comm_per_step = p[2], m.scalar_per_step = p[3];
+  m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
+  m.step_seconds = std::bit_cast<double>(p[8]);
+  m.exposed_seconds = std::bit_cast<double>(p[9]);
+  m.step_seconds_sync = std::bit_cast<double>(p[10]);
+  m.exposed_seconds_sync = std::bit_cast<double>(p[11]);
+  return m;
+}
+
+void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>& stages,
+                         bool per_rank) {
+  std::printf("zerodp measure: %s\n", s.model.c_str());
+  std::printf(
+      "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
+      "m, v: 2 + 2 + 12 bytes/param\n",
+      units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str());
+  std::printf(
+      "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
+      "0's unless said.\n\n",
+      s.steps, s.micro_batch);
+
+  Table t;
+  std::vector<std::string> header = {"Model state per rank"};
+  for (const auto& st : stages) header.push_back(kStageNames[st.stage]);
+  t.row(header);
+  auto add = [&](const std::string& label, auto cell) {
+    std::vector<std::string> r = {label};
+    for (const auto& st : stages) r.push_back(cell(st));
+    t.row(r);
+  };
+  add("formula", [](const StageMeasure& st) { return std::string(kFormulas[st.stage]); });
+  add("predicted (planner)",
+      [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
+  add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });
+  for (int c = 0; c < kCategoryCount; ++c) {
+    if (!is_model_state(static_cast<Category>(c))) continue;
+    add("  " + std::string(category_name(static_cast<Category>(c))),
+        [c](const StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
+  }
+  add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    std::int64_t worst = 0;
+    for (const auto& r : st.ranks) {
+      const std::int64_t d = std::int64_t(r.model_state) - std::int64_t(r.predicted_state);
+      if (std::llabs(d) > std::llabs(worst)) worst = d;
+    }
+    return signed_bytes(worst);
+  });
+  add("bytes per parameter", [&](const StageMeasure& st) {
+    return fixed(double(st.ranks[0].model_state) / double(s.params), 3);
+  });
+  t.row({""});
+  t.row({"Outside the formula (peak)"});
+  for (Category c : {Category::gathered_params, Category::buckets, Category::scratch32,
+                     Category::comm_buffers, Category::activations}) {
+    add("  " + std::string(category_name(c)),
+        [c](const StageMeasure& st) { return bytes(temporary(st.ranks[0], c)); });
+  }
+  add("peak total (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].peak_total); });
+  if (s.rss_per_process) {
+    add("process peak RSS (OS)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
+    add("  runtime before the engine",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
+  } else {
+    add("process peak RSS, all ranks (OS)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
+    add("  runtime before the engine",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
+  }
+  t.row({""});
+  t.row({"Communication per rank per step"});
+  add("predicted (ring)", [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
+  add("measured (bytes sent)",
+      [](const StageMeasure& st) { return bytes(st.ranks[0].comm_per_step); });
+  add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    std::int64_t worst = 0;
+    for (const auto& r : st.ranks) {
+      const std::int64_t d = std::int64_t(r.comm_per_step) - std::int64_t(r.predicted_comm);
+      if (std::llabs(d) > std::llabs(worst)) worst = d;
+    }
+    return signed_bytes(worst);
+  });
+  const StageMeasure* dp = nullptr;
+  for (const auto& st : stages) {
+    if (st.stage == 0) dp = &st;
+  }
+  if (dp) {
+    add("measured / DP", [dp](const StageMeasure& st) {
+      return fixed(double(st.ranks[0].comm_per_step) / double(dp->ranks[0].comm_per_step), 3);
+    });
+  }
+  add("loss/norm scalars (apart)",
+      [](const StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
+  t.row({""});
+  t.row({"Time per step (median)"});
+  add("step, overlap + prefetch",
+      [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
+  add("  exposed comm", [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
+  add("  compute", [](const StageMeasure& st) {
+    return ms(st.ranks[0].step_seconds - st.ranks[0].exposed_seconds);
+  });
+  add("  efficiency", [](const StageMeasure& st) {
+    const auto& r = st.ranks[0];
+    return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
+  });
+  add("step, no overlap", [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
+  add("  exposed comm (= comm time)",
+      [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
+  add("  efficiency", [](const StageMeasure& st) {
+    const auto& r = st.ranks[0];
+    return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
+  });
+  t.print();
+
+  if (per_rank) {
+    for (const auto& st : stages) {
+      std::printf("\n%s, every rank\n", kStageNames[st.stage]);
+      Table r;
+      r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "sent/step", "predicted",
+             "diff"});
+      for (std::size_t i = 0; i < st.ranks.size(); ++i) {
+        const RankMeasure& m = st.ranks[i];
+        r.row({std::to_string(i), bytes(m.model_state), bytes(m.predicted_state),
+               signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
+               bytes(m.peak_total), bytes(m.comm_per_step), bytes(m.predicted_comm),
+               signed_bytes(std::int64_t(m.comm_per_step) - std::int64_t(m.predicted_comm))});
+      }
+      r.print();
+    }
+  }
+  std::printf(
+      "\nA difference from the prediction is chunk rounding: the engine cuts each unit into "
+      "buckets of --bucket-bytes and gives every rank ceil(count/N) elements of each (trailing "
+      "ranks fewer); the planner rounds once over all Φ. Exposed comm is time blocked waiting "
+      "for a collective; with no overlap it is the whole communication time.\n");
+}
+
+nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
+  nlohmann::json j;
+  j["stage"] = st.stage;
+  j["ranks"] = s.ranks;
+  j["params"] = s.params;
+  j["backend"] = s.backend;
+  j["model"] = s.model;
+  j["steps"] = s.steps;
+  const RankMeasure& r0 = st.ranks[0];
+  j["predicted"] = {{"model_state_bytes", r0.predicted_state},
+                    {"comm_bytes_per_gpu", r0.predicted_comm},
+                    {"comm_convention", "ring"}};
+  j["per_rank"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < st.ranks.size(); ++i) {
+    const RankMeasure& m = st.ranks[i];
+    nlohmann::json categories, peaks;
+    for (int c = 0; c < kCategoryCount; ++c) {
+      categories[std::string(category_name(static_cast<Category>(c)))] = m.live[c];
+      peaks[std::string(category_name(static_cast<Category>(c)))] = m.peak[c];
+    }
+    j["per_rank"].push_back({{"rank", i},
+                             {"model_state_bytes", m.model_state},
+                             {"predicted_model_state_bytes", m.predicted_state},
+                             {"peak_bytes", m.peak_total},
+                             {"comm_sent_bytes", m.comm_per_step},
+                             {"predicted_comm_bytes", m.predicted_comm},
+                             {"scalar_comm_bytes", m.scalar_per_step},
+                             {"bytes", categories},
+                             {"peak_bytes_by_category", peaks},
+                             {"rss_peak_bytes", m.rss_peak},
+                             {"rss_baseline_bytes", m.rss_baseline},
+                             {"step_seconds", m.step_seconds},
+                             {"exposed_comm_seconds", m.exposed_seconds},
+                             {"step_seconds_no_overlap", m.step_seconds_sync},
+                             {"exposed_comm_seconds_no_overlap", m.exposed_seconds_sync}});
+  }
+  return j;
+}
+
+}  // namespace zerodp::cli

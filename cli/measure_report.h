@@ -1,0 +1,57 @@
+// What `zerodp measure` measured, and how it prints: a table beside the planner's prediction
+// for people, or the JSON contract for tools (keys in docs/engine.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "zerodp/ledger.h"
+
+namespace zerodp::cli {
+
+// One rank's figures for one stage. Kept as plain integers and doubles so MPI ranks can send
+// them to rank 0 as words.
+struct RankMeasure {
+  std::array<std::uint64_t, kCategoryCount> live{};
+  std::array<std::uint64_t, kCategoryCount> peak{};
+  std::uint64_t model_state = 0;
+  std::uint64_t peak_total = 0;
+  std::uint64_t comm_per_step = 0;                         // ZeRO collectives, bytes sent per step
+  std::uint64_t scalar_per_step = 0;                       // loss, norm and overflow scalars
+  std::uint64_t rss_baseline = 0;                          // this process before the engine, bytes
+  std::uint64_t rss_peak = 0;                              // this process's peak while measuring
+  double step_seconds = 0, exposed_seconds = 0;            // medians, overlap and prefetch on
+  double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
+  // Predictions for this rank.
+  std::uint64_t predicted_state = 0;
+  std::uint64_t predicted_comm = 0;
+
+  std::vector<std::uint64_t> to_words() const;
+  static RankMeasure from_words(const std::uint64_t* words);
+  static std::size_t word_count();
+};
+
+struct StageMeasure {
+  int stage = 0;
+  std::vector<RankMeasure> ranks;
+};
+
+struct MeasureSetup {
+  std::string model;
+  std::uint64_t params = 0;
+  int ranks = 1;
+  std::string backend;
+  bool rss_per_process = false;  // true under MPI: one process per rank
+  int steps = 0;
+  std::size_t micro_batch = 0;
+  std::string precision;
+};
+
+void print_measure_table(const MeasureSetup& setup, const std::vector<StageMeasure>& stages,
+                         bool per_rank);
+nlohmann::json measure_json(const MeasureSetup& setup, const StageMeasure& stage);
+
+}  // namespace zerodp::cli

@@ -1,0 +1,86 @@
+// `zerodp train` and `zerodp measure` as a user runs them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_testing.h"
+
+namespace zerodp {
+namespace {
+
+using testing::run_zerodp;
+
+TEST(MeasureCli, AllStagesShowTheSeedsPictureMeasured) {
+  // 4 layers of 32x32: Φ = 4224, divisible by N = 4, so measured equals predicted exactly.
+  const auto r = run_zerodp("measure --all-stages --ranks 4 --params 4224 --steps 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* text :
+       {"16Φ", "4Φ + 12Φ/N", "2Φ + 14Φ/N", "16Φ/N", "predicted (ring)", "exposed comm"}) {
+    EXPECT_TRUE(r.has(text)) << text << "\n" << r.out;
+  }
+  // Bytes per parameter at N = 4: 16, 4 + 3, 2 + 3.5, 4; communication ratio 1.5.
+  std::string squeezed;
+  for (char c : r.out) {
+    if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
+  }
+  EXPECT_NE(squeezed.find("bytes per parameter 16.000 7.000 5.500 4.000"), std::string::npos)
+      << r.out;
+  EXPECT_NE(squeezed.find("measured / DP 1.000 1.000 1.000 1.500"), std::string::npos) << r.out;
+  EXPECT_NE(squeezed.find("measured - predicted, worst rank 0 0 0 0"), std::string::npos) << r.out;
+}
+
+TEST(MeasureCli, JsonContract) {
+  const auto r = run_zerodp("measure --stage 2 --ranks 3 --params 4224 --steps 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stage"], 2);
+  EXPECT_EQ(j["ranks"], 3);
+  EXPECT_EQ(j["params"], 4224);
+  EXPECT_EQ(j["predicted"]["model_state_bytes"], 2 * 4224 + 14 * 1408);
+  ASSERT_EQ(j["per_rank"].size(), 3u);
+  for (const auto& rank : j["per_rank"]) {
+    EXPECT_EQ(rank["model_state_bytes"], rank["predicted_model_state_bytes"]);
+    EXPECT_EQ(rank["comm_sent_bytes"], rank["predicted_comm_bytes"]);
+    EXPECT_GT(rank["peak_bytes"].get<std::uint64_t>(),
+              rank["model_state_bytes"].get<std::uint64_t>());
+  }
+}
+
+TEST(TrainCli, EveryStageEndsWithTheSameWeights) {
+  std::string hash;
+  for (int stage = 0; stage <= 3; ++stage) {
+    const auto r = run_zerodp("train --params 20K --ranks 3 --steps 4 --json --stage " +
+                              std::to_string(stage));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(std::isfinite(j["final_loss"].get<double>()));
+    if (stage == 0) hash = j["weights_sha256"];
+    EXPECT_EQ(j["weights_sha256"], hash) << "stage " << stage;
+    EXPECT_EQ(hash.size(), 64u);
+  }
+}
+
+TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"train --stage 4", "--stage: expected 0, 1, 2 or 3"},
+      {"train --ranks 0", "--ranks: expected a whole number"},
+      {"train --ranks 2.5", "--ranks: expected a whole number"},
+      {"train --bucket-bytes 0B", "--bucket-bytes"},
+      {"train --precision fp8", "--precision: expected bf16 or fp16"},
+      {"train --backend nccl", "--backend: expected threads or mpi"},
+      {"train --lr -1", "--lr: expected a positive learning rate"},
+      {"train --clip nan", "--clip: expected a norm >= 0"},
+      {"measure --params 0", "--params"},
+      {"measure --steps 0", "--steps"},
+      {"train --grad-accum 0", "--grad-accum"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_zerodp(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace zerodp
