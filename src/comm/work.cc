@@ -25,11 +25,13 @@ void Work::fail(const std::string& message) noexcept {
 void Work::wait() {
   if (pending()) {
     const auto start = Clock::now();
-    // No deadline here: the progress thread bounds every wait of its own by the timeout, so
-    // the work always ends complete or failed.
-    bell_.wait_until([this] { return !pending(); }, Clock::time_point::max());
+    if (queue_ == nullptr || !queue_->run_inline(*this)) {
+      // No deadline here: whoever executes the work bounds every wait of its own by the
+      // timeout, so the work always ends complete or failed.
+      bell_.wait_until([this] { return !pending(); }, Clock::time_point::max(), kWaitSpin);
+    }
     if (!waited_) {
-      (*stats_).by_collective[static_cast<int>(call_.kind)].wait_seconds +=
+      stats_->by_collective[static_cast<int>(call_.kind)].wait_seconds +=
           std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
@@ -48,9 +50,15 @@ ProgressThread::~ProgressThread() {
 }
 
 void ProgressThread::submit(std::shared_ptr<Work> work) {
+  if (hooks_.run_inline) work->queue_ = this;
+  enqueue(std::move(work));
+}
+
+void ProgressThread::enqueue(std::shared_ptr<Work> work) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(work));
+    ready_.store(!running_, std::memory_order_seq_cst);
   }
   submitted_.fetch_add(1, std::memory_order_seq_cst);
   wake_.ring();
@@ -62,36 +70,68 @@ void ProgressThread::drain() {
                    Clock::time_point::max());
 }
 
-namespace {
+std::shared_ptr<Work> ProgressThread::take(const Work* only) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_ || queue_.empty()) return nullptr;
+  if (only != nullptr && queue_.front().get() != only) return nullptr;
+  std::shared_ptr<Work> work = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  ready_.store(false, std::memory_order_seq_cst);
+  return work;
+}
 
-// Adapts a function to the Executor interface, for ProgressThread::run.
-class FunctionExecutor final : public Executor {
- public:
-  explicit FunctionExecutor(const std::function<void()>& fn) : fn_(fn) {}
-  void execute(Work& work) override {
-    try {
-      fn_();
-    } catch (...) {
-      error_ = std::current_exception();
+void ProgressThread::execute(std::shared_ptr<Work> work) {
+  try {
+    work->executor()->execute(*work);
+    if (work->pending()) {
+      work->fail("internal error: " + describe(work->call()) + " was left pending");
     }
-    work.complete();
+  } catch (const std::exception& e) {
+    work->fail(e.what());
+  } catch (...) {
+    work->fail(describe(work->call()) + " failed with an unknown exception");
   }
-  std::exception_ptr error() const { return error_; }
+  work.reset();
+  bool more = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+    more = !queue_.empty();
+    ready_.store(more, std::memory_order_seq_cst);
+  }
+  executed_.fetch_add(1, std::memory_order_release);
+  done_.ring();
+  if (more) wake_.ring();
+}
 
- private:
-  const std::function<void()>& fn_;
-  std::exception_ptr error_;
-};
-
-}  // namespace
+bool ProgressThread::run_inline(Work& work) {
+  std::shared_ptr<Work> mine = take(&work);
+  if (!mine) return false;
+  execute(std::move(mine));
+  return true;
+}
 
 void ProgressThread::run(const std::function<void()>& fn) {
-  FunctionExecutor executor(fn);
+  // Adapts fn to the Executor interface.
+  struct FunctionExecutor final : Executor {
+    const std::function<void()>& fn;
+    std::exception_ptr error;
+    explicit FunctionExecutor(const std::function<void()>& f) : fn(f) {}
+    void execute(Work& work) override {
+      try {
+        fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      work.complete();
+    }
+  } executor(fn);
   auto work = std::make_shared<Work>(Call{}, std::chrono::milliseconds(0), &executor,
                                      std::make_shared<Stats>());
-  submit(work);
+  enqueue(work);  // not submit(): run() promises the progress thread, never inline
   work->wait();
-  if (executor.error()) std::rethrow_exception(executor.error());
+  if (executor.error) std::rethrow_exception(executor.error);
 }
 
 void ProgressThread::loop() {
@@ -99,37 +139,20 @@ void ProgressThread::loop() {
   for (;;) {
     wake_.wait_until(
         [this] {
-          return submitted_.load(std::memory_order_acquire) >
-                     executed_.load(std::memory_order_relaxed) ||
-                 stop_.load(std::memory_order_acquire) || poked_.load(std::memory_order_acquire);
+          return ready_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_acquire) ||
+                 poked_.load(std::memory_order_acquire);
         },
         Clock::time_point::max());
     poked_.store(false, std::memory_order_seq_cst);
     if (hooks_.on_wake) hooks_.on_wake();
-    std::shared_ptr<Work> work;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!queue_.empty()) {
-        work = std::move(queue_.front());
-        queue_.pop_front();
-      }
-    }
-    if (!work) {
-      if (stop_.load(std::memory_order_acquire)) break;
+    if (std::shared_ptr<Work> work = take(nullptr)) {
+      execute(std::move(work));
       continue;
     }
-    try {
-      work->executor()->execute(*work);
-      if (work->pending())
-        work->fail("internal error: " + describe(work->call()) + " was left pending");
-    } catch (const std::exception& e) {
-      work->fail(e.what());
-    } catch (...) {
-      work->fail(describe(work->call()) + " failed with an unknown exception");
+    if (stop_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty() && !running_) break;
     }
-    work.reset();
-    executed_.fetch_add(1, std::memory_order_release);
-    done_.ring();
   }
   if (hooks_.on_stop) hooks_.on_stop();
 }

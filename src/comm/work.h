@@ -1,10 +1,14 @@
 // Work and ProgressThread: how a collective is issued by a rank's thread, carried out on a
 // progress thread, and waited for — the machinery under every backend's Handle.
 //
-// A Work is created by Communicator::*_async on the rank's thread, queued, executed by the
-// progress thread (which must leave it complete or failed, never pending), and waited on by
-// the rank's thread through its Handle. Its stats block is the communicator's, shared so that
-// a handle may outlive the communicator.
+// A Work is created by Communicator::*_async on the rank's thread, queued, executed (which
+// must leave it complete or failed, never pending), and waited on by the rank's thread through
+// its Handle. Works of one queue run one at a time, in issue order. Usually the progress
+// thread runs them; with Hooks::run_inline, a rank's thread that waits for a work nobody has
+// started yet, at the head of the queue, runs it itself: a synchronous collective then costs
+// no hand-over to the progress thread and back (two thread wake-ups, tens of microseconds on
+// a busy machine). Its stats block is the communicator's, shared so that a handle may outlive
+// the communicator.
 #pragma once
 
 #include <atomic>
@@ -24,8 +28,9 @@
 namespace zerodp::comm {
 
 class Work;
+class ProgressThread;
 
-// Carries out Works on a progress thread; implemented by each backend.
+// Carries out Works; implemented by each backend.
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -43,7 +48,7 @@ class Work final : public Handle::State {
   std::chrono::milliseconds timeout() const { return timeout_; }
   Executor* executor() const { return executor_; }
 
-  // Progress thread: the outcome, once. Wakes the waiter.
+  // The outcome, once, by whoever executes the work. Wakes the waiter.
   void complete() noexcept;
   void fail(const std::string& message) noexcept;
   bool pending() const { return status_.load(std::memory_order_acquire) == kPending; }
@@ -53,25 +58,32 @@ class Work final : public Handle::State {
   bool completed() override { return !pending(); }
 
  private:
+  friend class ProgressThread;
   static constexpr std::uint32_t kPending = 0, kDone = 1, kFailed = 2;
+  static constexpr int kWaitSpin = 500;  // the waiter spins less: collectives take a while
   const Call call_;
   const std::chrono::milliseconds timeout_;
   Executor* const executor_;
   std::shared_ptr<Stats> stats_;
-  std::string error_;  // written before status_ turns kFailed
+  ProgressThread* queue_ = nullptr;  // set when queued on a thread that allows inline runs
+  std::string error_;                // written before status_ turns kFailed
   std::atomic<std::uint32_t> status_{kPending};
   Bell bell_;
   bool waited_ = false;  // wait time is counted once
 };
 
-// One thread that executes queued Works in order. hooks.on_start / on_stop run on the thread
-// before the first and after the last work (MPI initialises and finalises there);
-// hooks.on_wake runs whenever the thread wakes, between works.
+// What a ProgressThread runs besides works: on_start / on_stop on the thread before the first
+// and after the last work (MPI initialises and finalises there), on_wake whenever the thread
+// wakes, between works.
+struct ProgressHooks {
+  std::function<void()> on_start, on_wake, on_stop;
+  bool run_inline = false;  // see the file comment; not for MPI, whose calls stay on one thread
+};
+
+// One thread that executes queued Works in order.
 class ProgressThread {
  public:
-  struct Hooks {
-    std::function<void()> on_start, on_wake, on_stop;
-  };
+  using Hooks = ProgressHooks;
   explicit ProgressThread(Hooks hooks = {});
   // Executes what is queued, then stops.
   ~ProgressThread();
@@ -91,15 +103,24 @@ class ProgressThread {
   }
 
  private:
+  friend class Work;
   void loop();
+  void enqueue(std::shared_ptr<Work> work);
+  // Takes the head of the queue if nothing runs (and, if `only` is set, if it is that work).
+  std::shared_ptr<Work> take(const Work* only);
+  void execute(std::shared_ptr<Work> work);
+  // Called by Work::wait on the rank's thread: runs work here if it is next and idle.
+  bool run_inline(Work& work);
 
   Hooks hooks_;
   std::mutex mu_;
   std::deque<std::shared_ptr<Work>> queue_;  // guarded by mu_
+  bool running_ = false;                     // guarded by mu_: a work is executing
   std::atomic<std::uint64_t> submitted_{0}, executed_{0};
+  std::atomic<bool> ready_{false};  // queue non-empty and nothing running (a hint for waking)
   std::atomic<bool> stop_{false};
   std::atomic<bool> poked_{false};
-  Bell wake_;  // rung on submit, poke and stop
+  Bell wake_;  // rung on submit, poke, stop and when an inline run ends with work queued
   Bell done_;  // rung after each executed work
   std::thread thread_;
 };

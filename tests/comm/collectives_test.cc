@@ -30,7 +30,10 @@ using Param = std::tuple<Collective, DType, int>;
 class ThreadCollectives : public ::testing::TestWithParam<Param> {};
 
 TEST_P(ThreadCollectives, MatchTheReferenceBitForBit) {
-  const auto [kind, dtype, ranks] = GetParam();
+  // Not a structured binding: lambdas below capture these (clang 14 cannot capture bindings).
+  const Collective kind = std::get<0>(GetParam());
+  const DType dtype = std::get<1>(GetParam());
+  const int ranks = std::get<2>(GetParam());
   for (std::size_t count : testing::test_counts(ranks)) {
     SCOPED_TRACE("count " + std::to_string(count));
     const std::vector<Buffer> inputs = inputs_of(dtype, count, ranks);

@@ -62,7 +62,6 @@ Runtime::Runtime() {
                   "; the MPI backend needs MPI_THREAD_SERIALIZED or more, since it makes its "
                   "calls from a progress thread");
     }
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   });
 }
 

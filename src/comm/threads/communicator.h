@@ -1,8 +1,10 @@
 // The threads backend: N ranks as threads of one process, communicating through shared memory.
 //
 // Each rank has a Communicator and a progress thread that executes its collectives in issue
-// order (collectives.cc holds the algorithms); the rank's own thread only issues and waits.
-// All ranks share a Group.
+// order (collectives.cc holds the algorithms): asynchronous collectives progress there while
+// the rank's thread computes. A rank's thread that waits for a collective not yet started
+// runs it itself (work.h), so synchronous collectives cost no hand-over. All ranks share a
+// Group.
 #pragma once
 
 #include <atomic>
@@ -41,6 +43,11 @@ class ThreadCommunicator final : public Communicator, private Executor {
   void leave();
 
  private:
+  static ProgressHooks inline_hooks() {
+    ProgressHooks hooks;
+    hooks.run_inline = true;
+    return hooks;
+  }
   Handle issue(const Call& call);
   void execute(Work& work) override;
   // Waits for every rank to reach the next phase of work's collective.
@@ -50,9 +57,9 @@ class ThreadCommunicator final : public Communicator, private Executor {
   const int rank_;
   std::atomic<std::int64_t> timeout_ms_;
   std::shared_ptr<Stats> stats_ = std::make_shared<Stats>();
-  std::uint64_t seq_ = 0;    // rank thread: calls issued
-  std::uint64_t phase_ = 0;  // progress thread: phases reached
-  ProgressThread progress_;  // last: stops before the members above go
+  std::uint64_t seq_ = 0;                    // rank thread: calls issued
+  std::uint64_t phase_ = 0;                  // whoever executes (one at a time): phases reached
+  ProgressThread progress_{inline_hooks()};  // last: stops before the members above go
 };
 
 }  // namespace zerodp::comm::threads

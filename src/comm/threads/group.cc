@@ -8,8 +8,8 @@ namespace zerodp::comm::threads {
 
 namespace {
 
-// Spinning helps only when every rank's progress thread can have a core of its own; with more
-// ranks than cores a spinning waiter takes the core the awaited rank needs.
+// Spinning helps only when every rank can have a core of its own; with more ranks than cores
+// a spinning waiter takes the core the awaited rank needs.
 int spin_for(int ranks) {
   const unsigned cores = std::thread::hardware_concurrency();
   return cores == 0 || static_cast<unsigned>(ranks) <= cores ? Bell::kDefaultSpin : 20;
