@@ -1,7 +1,9 @@
-// zerodp train: trains a model with ZeRO stage 0-3 on N ranks and reports loss, speed and
-// memory; --json ends with {"final_loss", "weights_sha256", ...}.
+// zerodp train: trains a model (the byte-level GPT by default) with ZeRO stage 0-3 on N ranks,
+// with progress, validation, a loss curve and a summary of predicted against measured memory.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -9,9 +11,12 @@
 #include "command.h"
 #include "common/sha256.h"
 #include "engine_flags.h"
+#include "loss_curve.h"
+#include "progress.h"
+#include "train_model.h"
 #include "zerodp/error.h"
-#include "zerodp/mlp.h"
 #include "zerodp/optim.h"
+#include "zerodp/plan_memory.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -19,94 +24,198 @@ namespace {
 
 struct TrainFlags {
   EngineFlags engine;
-  std::string params = "1M";
-  std::string steps = "20";
-  std::string lr = "1e-3";
-  std::string warmup = "0";
-  std::string log_every = "1";
+  ModelFlags model;
+  std::string steps = "200";
+  std::string lr = "2e-3";
+  std::string warmup;  // default: a tenth of the steps, at most 50
+  std::string eval_every;
+  std::string eval_batches = "4";
+  std::string log_every = "10";
+  std::string out = "out";
   bool json = false;
 };
 
-float parse_lr(const std::string& text) {
+float parse_positive_real(const std::string& text, const char* flag, const char* example) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 ||
       text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
-    throw UsageError("--lr: expected a positive learning rate such as 3e-4, got '" + text + "'");
+    throw UsageError(std::string(flag) + ": expected a positive number such as " + example +
+                     ", got '" + text + "'");
   }
   return static_cast<float>(v);
 }
 
+// Mean loss over `batches` micro-batches of held-out data, on every rank.
+float validation_loss(Engine& engine, model::Model& model, const ModelSpec& spec, int rank,
+                      int ranks, std::size_t micro_batch, std::uint64_t batches) {
+  auto* gpt = dynamic_cast<model::GptModel*>(&model);
+  if (gpt) gpt->set_data(spec.data(), io::Split::validation, spec.data_seed());
+  // The MLP's samples are endless: held-out ones are drawn far from any training index.
+  const std::uint64_t base = gpt ? 0 : (std::uint64_t(1) << 62);
+  double sum = 0;
+  for (std::uint64_t j = 0; j < batches; ++j) {
+    model::MicroBatch b;
+    b.samples = micro_batch;
+    b.first_sample = base + (j * std::uint64_t(ranks) + std::uint64_t(rank)) * micro_batch;
+    sum += engine.evaluate(b);
+  }
+  if (gpt) gpt->set_data(spec.data(), io::Split::train, spec.data_seed());
+  return float(sum / double(batches));
+}
+
+struct Summary {
+  nlohmann::json json;
+  std::vector<std::string> lines;
+};
+
 void run_train(const TrainFlags& f) {
+  const ModelSpec spec(f.model);
   const EngineOptions options = engine_options(f.engine, 8);
   const Launch launch = launch_options(f.engine);
-  const model::MlpConfig config =
-      model::MlpConfig::for_params(units::parse_count(f.params, "--params"));
   const auto steps = static_cast<std::int64_t>(units::parse_whole(f.steps, "--steps"));
-  const auto warmup =
-      static_cast<std::int64_t>(units::parse_whole(f.warmup, "--warmup", units::Zero::allowed));
+  const auto warmup = static_cast<std::int64_t>(
+      f.warmup.empty() ? std::min<std::int64_t>(50, steps / 10)
+                       : units::parse_whole(f.warmup, "--warmup", units::Zero::allowed));
+  const auto eval_every = static_cast<std::int64_t>(
+      f.eval_every.empty()
+          ? std::max<std::int64_t>(1, steps / 10)
+          : units::parse_whole(f.eval_every, "--eval-every", units::Zero::allowed));
+  const std::uint64_t eval_batches =
+      units::parse_whole(f.eval_batches, "--eval-batches", units::Zero::allowed);
   const auto log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
-  const float lr = parse_lr(f.lr);
+  const float lr = parse_positive_real(f.lr, "--lr", "3e-4");
+  if (!f.out.empty()) std::filesystem::create_directories(f.out);
   configure_blas_threads(launch);
 
-  nlohmann::json summary;
+  Summary summary;
   std::mutex mu;
   run_ranks(launch, [&](comm::Communicator& comm) {
-    model::Mlp mlp(config);
-    Engine engine(mlp, comm, options);
-    const bool leader = comm.rank() == 0;
+    const int rank = comm.rank(), ranks = comm.size();
+    const bool leader = rank == 0;
+    std::unique_ptr<model::Model> model = spec.make();
+    Engine engine(*model, comm, options);
+    const std::uint64_t tokens_per_step = std::uint64_t(ranks) * options.micro_batch *
+                                          std::uint64_t(options.grad_accum) *
+                                          spec.tokens_per_sample();
     if (leader && !f.json) {
-      std::printf("zerodp train: %s; stage %d on %d ranks (%s), %s, micro-batch %zu x %d\n",
-                  mlp.describe().c_str(), options.stage, comm.size(),
-                  std::string(comm.backend_name()).c_str(),
-                  std::string(dtype_name(options.precision)).c_str(), options.micro_batch,
-                  options.grad_accum);
+      std::printf("zerodp train: %s\n", spec.describe().c_str());
+      if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
+      std::printf(
+          "ZeRO stage %d on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
+          "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
+          options.stage, ranks, std::string(comm.backend_name()).c_str(),
+          std::string(dtype_name(options.precision)).c_str(), options.micro_batch,
+          options.grad_accum, (unsigned long long)tokens_per_step, lr, (long long)warmup,
+          (long long)steps);
     }
-    StepResult last;
+    Progress progress(steps, log_every);
+    LossCurve curve;
+    curve.title = "zerodp: " + spec.describe() + ", ZeRO-" + std::to_string(options.stage) +
+                  " on " + std::to_string(ranks) + " ranks";
     double seconds = 0, exposed = 0;
+    StepResult last;
+    float first_loss = 0, last_val = NAN;
     for (std::int64_t t = 1; t <= steps; ++t) {
       last = engine.step(optim::lr_at(t, steps, warmup, lr));
+      if (t == 1) first_loss = last.loss;
       seconds += last.seconds;
       exposed += last.exposed_comm_seconds;
-      if (leader && !f.json && (t % log_every == 0 || t == steps)) {
-        std::printf("step %4lld/%lld  loss %.6f  grad-norm %.4f  %s%.1f ms\n", (long long)t,
-                    (long long)steps, last.loss, last.grad_norm, last.skipped ? "skipped  " : "",
-                    last.seconds * 1e3);
-        std::fflush(stdout);
+      curve.train.emplace_back(t, last.loss);
+      const double rate = double(tokens_per_step) * double(t) / seconds;
+      if (leader && !f.json) {
+        progress.step(t, last.loss, rate, seconds / double(t) * double(steps - t), last.skipped);
+      }
+      if (eval_batches > 0 && eval_every > 0 && (t % eval_every == 0 || t == steps)) {
+        last_val =
+            validation_loss(engine, *model, spec, rank, ranks, options.micro_batch, eval_batches);
+        curve.validation.emplace_back(t, last_val);
+        if (leader && !f.json) {
+          char line[128];
+          std::snprintf(line, sizeof line, "step %lld/%lld  validation loss %.4f", (long long)t,
+                        (long long)steps, last_val);
+          progress.note(line);
+        }
       }
     }
+    if (leader && !f.json) progress.finish();
     const std::vector<float> master = engine.gather_master();
     if (!leader) return;
+
+    const auto stage = static_cast<plan::Stage>(options.stage);
+    const std::uint64_t predicted =
+        plan::model_state_bytes(spec.param_count(), ranks, stage, plan::BytesPerParam{2, 2, 12});
+    const Ledger& ledger = engine.ledger();
     std::lock_guard<std::mutex> lock(mu);
-    summary = {{"model", mlp.describe()},
-               {"params", mlp.param_count()},
-               {"stage", options.stage},
-               {"ranks", comm.size()},
-               {"backend", comm.backend_name()},
-               {"steps", steps},
-               {"final_loss", last.loss},
-               {"seconds", seconds},
-               {"exposed_comm_seconds", exposed},
-               {"model_state_bytes_rank0", engine.ledger().model_state_bytes()},
-               {"weights_sha256", sha256_hex(master.data(), master.size() * sizeof(float))}};
+    summary.json = {
+        {"model", spec.config_json()},
+        {"params", spec.param_count()},
+        {"stage", options.stage},
+        {"ranks", ranks},
+        {"backend", comm.backend_name()},
+        {"steps", steps},
+        {"first_loss", first_loss},
+        {"final_loss", last.loss},
+        {"val_loss", std::isfinite(last_val) ? nlohmann::json(last_val) : nlohmann::json()},
+        {"tokens_per_second", double(tokens_per_step * steps) / seconds},
+        {"seconds", seconds},
+        {"exposed_comm_seconds", exposed},
+        {"predicted_model_state_bytes", predicted},
+        {"model_state_bytes", ledger.model_state_bytes()},
+        {"peak_bytes", ledger.peak_total()},
+        {"activation_bytes", ledger.peak(Category::activations)},
+        {"weights_sha256", sha256_hex(master.data(), master.size() * sizeof(float))}};
+    if (!f.out.empty()) {
+      curve.write_csv(f.out + "/loss.csv");
+      curve.write_svg(f.out + "/loss.svg");
+      summary.json["curve_csv"] = f.out + "/loss.csv";
+      summary.json["curve_svg"] = f.out + "/loss.svg";
+    }
   });
-  if (summary.is_null()) return;  // not the leader process
+  if (summary.json.is_null()) return;  // an MPI rank other than 0
+  const auto& j = summary.json;
   if (f.json) {
-    std::printf("%s\n", summary.dump(2).c_str());
-  } else {
-    std::printf("final loss %.6f; weights sha256 %s\n", summary["final_loss"].get<float>(),
-                summary["weights_sha256"].get<std::string>().c_str());
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  auto bytes = [](const nlohmann::json& v) { return units::format_bytes(v.get<std::uint64_t>()); };
+  std::printf("\nSummary\n");
+  std::printf("  model          %s\n", spec.describe().c_str());
+  std::printf("  stage, ranks   ZeRO-%d on %d ranks (%s)\n", j["stage"].get<int>(),
+              j["ranks"].get<int>(), j["backend"].get<std::string>().c_str());
+  std::printf("  loss           %.4f -> %.4f (train)", j["first_loss"].get<double>(),
+              j["final_loss"].get<double>());
+  if (!j["val_loss"].is_null()) std::printf(", %.4f (validation)", j["val_loss"].get<double>());
+  std::printf("\n  speed          %s tokens/s over %s\n",
+              format_rate(j["tokens_per_second"].get<double>()).c_str(),
+              format_duration(j["seconds"].get<double>()).c_str());
+  std::printf("  model state    %s per rank predicted, %s measured (rank 0)\n",
+              bytes(j["predicted_model_state_bytes"]).c_str(),
+              bytes(j["model_state_bytes"]).c_str());
+  std::printf("  peak per rank  %s (ledger: model state, buffers, activations %s)\n",
+              bytes(j["peak_bytes"]).c_str(), bytes(j["activation_bytes"]).c_str());
+  std::printf("  exposed comm   %.2f s of %.2f s (%.1f %%)\n",
+              j["exposed_comm_seconds"].get<double>(), j["seconds"].get<double>(),
+              100.0 * j["exposed_comm_seconds"].get<double>() / j["seconds"].get<double>());
+  std::printf("  weights        sha256 %s\n", j["weights_sha256"].get<std::string>().c_str());
+  if (j.contains("curve_svg")) {
+    std::printf("  loss curve     %s, %s\n", j["curve_csv"].get<std::string>().c_str(),
+                j["curve_svg"].get<std::string>().c_str());
   }
 }
 
 void add_train_command(CLI::App& root) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* app = root.add_subcommand("train", "Train a model with ZeRO stage 0-3 on N ranks");
-  app->add_option("--params", flags->params, "MLP size in parameters, e.g. 10M [1M]");
-  app->add_option("--steps", flags->steps, "optimizer steps [20]");
-  app->add_option("--lr", flags->lr, "peak learning rate [1e-3]");
-  app->add_option("--warmup", flags->warmup, "linear warm-up steps before cosine decay [0]");
-  app->add_option("--log-every", flags->log_every, "print every K steps [1]");
+  add_model_flags(app, flags->model);
+  app->add_option("--steps", flags->steps, "optimizer steps [200]");
+  app->add_option("--lr", flags->lr, "peak learning rate [2e-3]");
+  app->add_option("--warmup", flags->warmup, "linear warm-up steps [steps/10, at most 50]");
+  app->add_option("--eval-every", flags->eval_every, "validation loss every K steps [steps/10]");
+  app->add_option("--eval-batches", flags->eval_batches,
+                  "micro-batches per rank in each validation [4]");
+  app->add_option("--log-every", flags->log_every, "a log line every K steps off a terminal [10]");
+  app->add_option("--out", flags->out, "folder for loss.csv and loss.svg [out]");
   app->add_flag("--json", flags->json, "print one JSON object at the end instead of a log");
   add_engine_flags(app, flags->engine);
   app->callback([flags] { run_train(*flags); });

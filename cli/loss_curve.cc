@@ -1,0 +1,111 @@
+#include "loss_curve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "plan/svg.h"
+#include "zerodp/error.h"
+
+namespace zerodp::cli {
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw Error("cannot write " + path);
+}
+
+std::string number(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `target` ticks.
+double tick_step(double span, int target) {
+  const double raw = span / target;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * p >= raw) return m * p;
+  }
+  return 10 * p;
+}
+
+}  // namespace
+
+void LossCurve::write_csv(const std::string& path) const {
+  std::map<std::int64_t, std::pair<std::string, std::string>> rows;
+  for (auto [s, v] : train) rows[s].first = number(v, 6);
+  for (auto [s, v] : validation) rows[s].second = number(v, 6);
+  std::string text = "step,train_loss,val_loss\n";
+  for (const auto& [s, r] : rows) text += std::to_string(s) + "," + r.first + "," + r.second + "\n";
+  write_text(path, text);
+}
+
+void LossCurve::write_svg(const std::string& path) const {
+  namespace svg = plan::svg;
+  const double W = 820, H = 500, left = 80, right = 30, top = 60, bottom = 70;
+  const double pw = W - left - right, ph = H - top - bottom;
+  std::int64_t max_step = 1;
+  double lo = 1e300, hi = -1e300;
+  for (const auto* series : {&train, &validation}) {
+    for (auto [s, v] : *series) {
+      max_step = std::max(max_step, s);
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+  }
+  if (lo > hi) lo = 0, hi = 1;
+  const double ystep = tick_step(std::max(hi - lo, 1e-6), 6);
+  lo = std::floor(lo / ystep) * ystep;
+  hi = std::ceil(hi / ystep) * ystep;
+  if (hi <= lo) hi = lo + ystep;
+  auto X = [&](double s) { return left + pw * s / double(max_step); };
+  auto Y = [&](double v) { return top + ph * (1.0 - (v - lo) / (hi - lo)); };
+
+  svg::Document doc(W, H);
+  doc.rect(0, 0, W, H, "#fff", nullptr);
+  doc.text(W / 2, 32, title, 18, svg::Anchor::middle, "#222", true);
+  const svg::Stroke grid{"#e4e4e4", 1, ""}, axis{"#444", 1.2, ""};
+  for (double v = lo; v <= hi + ystep / 2; v += ystep) {
+    doc.line(left, Y(v), left + pw, Y(v), grid);
+    doc.text(left - 8, Y(v) + 4, number(v, ystep < 0.1 ? 2 : 1), 12, svg::Anchor::end);
+  }
+  const double xstep = std::max(1.0, tick_step(double(max_step), 8));
+  for (double s = 0; s <= max_step + xstep / 2; s += xstep) {
+    doc.line(X(s), top, X(s), top + ph, grid);
+    doc.text(X(s), top + ph + 20, number(s, 0), 12, svg::Anchor::middle);
+  }
+  doc.line(left, top + ph, left + pw, top + ph, axis);
+  doc.line(left, top, left, top + ph, axis);
+  doc.text(left + pw / 2, H - 22, "optimizer step", 14, svg::Anchor::middle);
+  doc.text(24, top + ph / 2, "loss (nats per byte)", 14, svg::Anchor::middle, "#222", false, -90);
+
+  const svg::Stroke train_line{"#1f77b4", 1.6, ""}, val_line{"#d62728", 2.2, "7 4"};
+  auto points = [&](const auto& series) {
+    std::vector<std::pair<double, double>> p;
+    for (auto [s, v] : series) {
+      if (std::isfinite(v)) p.emplace_back(X(double(s)), Y(v));
+    }
+    return p;
+  };
+  if (!train.empty()) doc.polyline(points(train), train_line);
+  if (!validation.empty()) {
+    doc.polyline(points(validation), val_line);
+    for (auto [x, y] : points(validation)) doc.circle(x, y, 3, "#d62728", val_line);
+  }
+  const double lx = left + pw - 190, ly = top + 14;
+  doc.rect(lx - 10, ly - 16, 190, validation.empty() ? 30 : 52, "#fff", &grid);
+  doc.line(lx, ly, lx + 30, ly, train_line);
+  doc.text(lx + 38, ly + 4, "train loss", 13, svg::Anchor::start);
+  if (!validation.empty()) {
+    doc.line(lx, ly + 22, lx + 30, ly + 22, val_line);
+    doc.text(lx + 38, ly + 26, "validation loss", 13, svg::Anchor::start);
+  }
+  write_text(path, doc.str());
+}
+
+}  // namespace zerodp::cli

@@ -1,0 +1,70 @@
+#include "progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace zerodp::cli {
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
+  }
+  return buf;
+}
+
+std::string format_rate(double v) {
+  char buf[32];
+  if (v >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  } else if (v >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  }
+  return buf;
+}
+
+Progress::Progress(std::int64_t total_steps, std::int64_t log_every)
+    : total_(total_steps), log_every_(log_every), tty_(isatty(fileno(stdout)) == 1) {}
+
+void Progress::step(std::int64_t step, float loss, double tokens_per_second, double seconds_left,
+                    bool skipped) {
+  const std::string rate = format_rate(tokens_per_second);
+  const std::string eta = format_duration(seconds_left);
+  if (tty_) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(kWidth * step / std::max<std::int64_t>(1, total_));
+    std::string bar(filled, '#');
+    bar.resize(kWidth, '.');
+    std::printf("\r\033[Kstep %lld/%lld [%s] loss %.4f%s | %s tok/s | ETA %s", (long long)step,
+                (long long)total_, bar.c_str(), loss, skipped ? " (skipped)" : "", rate.c_str(),
+                eta.c_str());
+    bar_drawn_ = true;
+  } else if (step % log_every_ == 0 || step == total_ || step == 1) {
+    std::printf("step %lld/%lld  loss %.4f%s  %s tok/s  ETA %s\n", (long long)step,
+                (long long)total_, loss, skipped ? " (skipped: fp16 overflow)" : "", rate.c_str(),
+                eta.c_str());
+  }
+  std::fflush(stdout);
+}
+
+void Progress::note(const std::string& line) {
+  if (tty_ && bar_drawn_) std::printf("\r\033[K");
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void Progress::finish() {
+  if (tty_ && bar_drawn_) std::printf("\n");
+  bar_drawn_ = false;
+  std::fflush(stdout);
+}
+
+}  // namespace zerodp::cli

@@ -1,0 +1,58 @@
+// Which model `zerodp train`, `eval`, `sample` and `export` build, from their flags: the
+// byte-level GPT (the default) on a text file, or the synthetic MLP.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "zerodp/gpt.h"
+#include "zerodp/mlp.h"
+#include "zerodp/model.h"
+#include "zerodp/text_data.h"
+
+namespace zerodp::cli {
+
+struct ModelFlags {
+  std::string model = "gpt";
+  std::string params = "1M";  // mlp
+  std::string layers = "4", heads = "4", hidden = "256", seq_len = "128";
+  bool checkpoint_activations = false;
+  std::string data;  // gpt: a file; empty for the default corpus
+  std::string data_seed = "1234";
+};
+
+void add_model_flags(CLI::App* app, ModelFlags& flags);
+
+// A parsed model choice: builds one model per rank, all sharing one corpus.
+class ModelSpec {
+ public:
+  // Throws UsageError for bad flags, Error when the data cannot be read.
+  explicit ModelSpec(const ModelFlags& flags);
+  // From a checkpoint manifest's "model" object (see config_json()).
+  explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
+
+  bool is_gpt() const { return is_gpt_; }
+  std::unique_ptr<model::Model> make() const;  // set to the train split
+  // The GPT's config and data (is_gpt() only).
+  const model::GptConfig& gpt() const { return gpt_; }
+  std::shared_ptr<const io::TextData> data() const { return data_; }
+  std::uint64_t data_seed() const { return data_seed_; }
+  std::uint64_t param_count() const;
+  std::size_t tokens_per_sample() const { return is_gpt_ ? std::size_t(gpt_.seq_len) : 1; }
+  std::string describe() const;
+  nlohmann::json config_json() const;
+
+ private:
+  void load_data(const std::string& path);
+  bool is_gpt_ = true;
+  model::GptConfig gpt_;
+  model::MlpConfig mlp_;
+  std::shared_ptr<const io::TextData> data_;
+  std::string data_path_;
+  std::uint64_t data_seed_ = 1234;
+};
+
+}  // namespace zerodp::cli
