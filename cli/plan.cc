@@ -19,7 +19,7 @@ struct PlanFlags {
   std::string params, gpus, gpu_memory, activations, round_to;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
-  ModelFlags model;
+  PrecisionFlags model;
   bool both_directions = false, binary = false, json = false;
 };
 
@@ -88,7 +88,7 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
 
 plan::PlanInputs read_inputs(const PlanFlags& f) {
   plan::PlanInputs in;
-  const ModelBytes model = parse_model_flags(f.model);
+  const ModelBytes model = parse_precision_flags(f.model);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
@@ -133,7 +133,7 @@ void add_plan_command(CLI::App& root) {
   opt("--seq-len", f.seq_len, "sequence length s", "N");
   opt("--micro-batch", f.micro_batch, "micro-batch size b per GPU", "N");
   opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
-  add_model_flags(*cmd, f.model);
+  add_precision_flags(*cmd, f.model);
   opt("--round-to", f.round_to, "round the least N up to a multiple of this node size", "K");
   cmd->add_flag("--count-both-directions", f.both_directions,
                 "seed column: count bytes sent and received (doubles it)");

@@ -7,7 +7,7 @@
 
 namespace zerodp::cli {
 
-void add_model_flags(CLI::App& command, ModelFlags& flags) {
+void add_precision_flags(CLI::App& command, PrecisionFlags& flags) {
   command
       .add_option("--precision", flags.precision,
                   "fp16 or bf16 (mixed precision with an fp32 master copy), or fp32; "
@@ -25,7 +25,7 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
       ->type_name("P,G,K");
 }
 
-ModelBytes parse_model_flags(const ModelFlags& flags) {
+ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
   if (!flags.bytes_per_param.empty()) {
     if (!flags.precision.empty() || !flags.optimizer.empty()) {
       throw UsageError(

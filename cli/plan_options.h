@@ -12,18 +12,19 @@
 
 namespace zerodp::cli {
 
-// --precision, --optimizer, --bytes-per-param as typed.
-struct ModelFlags {
+// --precision, --optimizer, --bytes-per-param as typed. (Not named ModelFlags: train_model.h
+// has one, and two classes of one name in one namespace break the one-definition rule.)
+struct PrecisionFlags {
   std::string precision, optimizer, bytes_per_param;
 };
-void add_model_flags(CLI::App& command, ModelFlags& flags);
+void add_precision_flags(CLI::App& command, PrecisionFlags& flags);
 
 struct ModelBytes {
   plan::BytesPerParam bpp;
   std::string source;  // "mixed fp16, Adam" or "--bytes-per-param 4,4,8"
 };
 // Throws UsageError for unknown names, malformed P,G,K, or P,G,K mixed with the names.
-ModelBytes parse_model_flags(const ModelFlags& flags);
+ModelBytes parse_precision_flags(const PrecisionFlags& flags);
 
 // A GPU count: a whole number from `min` to `max` (fractions such as "4.5" are rejected).
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,

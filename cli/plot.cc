@@ -16,7 +16,7 @@ namespace {
 
 struct PlotFlags {
   std::string params, max_gpus = "64", out;
-  ModelFlags model;
+  PrecisionFlags model;
   bool log_x = false, linear_x = false, binary = false;
 };
 
@@ -47,7 +47,7 @@ void run(const PlotFlags& f) {
   if (f.log_x && f.linear_x) throw UsageError("--linear-x: not with --log-x; choose one");
   plan::FigureOptions options;
   options.params = units::parse_count(f.params, "--params");
-  const ModelBytes model = parse_model_flags(f.model);
+  const ModelBytes model = parse_precision_flags(f.model);
   options.bpp = model.bpp;
   options.bpp_source = model.source;
   plan::check_fits_in_64_bits(options.params, options.bpp);
@@ -69,7 +69,7 @@ void add_plot_command(CLI::App& root) {
   cmd->add_option("--params", f.params, "parameters: 1e9, 7.5B, 175B")->type_name("COUNT");
   cmd->add_option("--max-gpus", f.max_gpus, "right end of the N axis (default 64)")->type_name("N");
   cmd->add_option("--out", f.out, "SVG file to write")->type_name("PATH");
-  add_model_flags(*cmd, f.model);
+  add_precision_flags(*cmd, f.model);
   cmd->add_flag("--log-x", f.log_x, "logarithmic N axis (the default)");
   cmd->add_flag("--linear-x", f.linear_x, "linear N axis");
   cmd->add_flag("--binary", f.binary, "GiB instead of GB on the memory axis");
