@@ -98,7 +98,8 @@ void write_safetensors(const std::string& path, std::span<const TensorSpec> tens
 std::vector<float> SafetensorsTensor::f32() const {
   if (dtype != "F32") throw Error("tensor '" + name + "' is " + dtype + ", not F32");
   std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  // memcpy from or to the null data() of an empty vector is undefined, even for 0 bytes.
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
 }
 
