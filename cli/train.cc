@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "command.h"
 #include "common/sha256.h"
@@ -14,6 +15,7 @@
 #include "loss_curve.h"
 #include "progress.h"
 #include "train_model.h"
+#include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
 #include "zerodp/optim.h"
 #include "zerodp/plan_memory.h"
@@ -32,6 +34,7 @@ struct TrainFlags {
   std::string eval_batches = "4";
   std::string log_every = "10";
   std::string out = "out";
+  std::string save_dir, save_every, keep = "2", resume;
   bool json = false;
 };
 
@@ -85,8 +88,31 @@ void run_train(const TrainFlags& f) {
       units::parse_whole(f.eval_batches, "--eval-batches", units::Zero::allowed);
   const auto log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
   const float lr = parse_positive_real(f.lr, "--lr", "3e-4");
+  const auto save_every = static_cast<std::int64_t>(
+      f.save_every.empty() ? 0 : units::parse_whole(f.save_every, "--save-every"));
+  const int keep = static_cast<int>(units::parse_whole(f.keep, "--keep"));
+  if (save_every > 0 && f.save_dir.empty()) {
+    throw UsageError("--save-every: needs --save-dir DIR, the folder to save checkpoints in");
+  }
   if (!f.out.empty()) std::filesystem::create_directories(f.out);
   configure_blas_threads(launch);
+  // One reader of the checkpoint for all the ranks of this process; it checks every shard.
+  std::optional<io::Checkpoint> resume;
+  if (!f.resume.empty()) {
+    resume.emplace(io::Checkpoint::open(f.resume));
+    resume->check_model(spec.config_json());
+    if (resume->state().step >= steps) {
+      throw UsageError("--steps: " + std::to_string(steps) + " steps are done already in " +
+                       resume->folder() + "; ask for more to continue");
+    }
+  }
+  const nlohmann::json run_record = {{"lr", lr},
+                                     {"warmup", warmup},
+                                     {"steps", steps},
+                                     {"seed", options.seed},
+                                     {"clip", options.clip_norm},
+                                     {"grad_accum", options.grad_accum},
+                                     {"micro_batch", options.micro_batch}};
 
   Summary summary;
   std::mutex mu;
@@ -114,17 +140,28 @@ void run_train(const TrainFlags& f) {
     curve.title = "zerodp: " + spec.describe() + ", ZeRO-" + std::to_string(options.stage) +
                   " on " + std::to_string(ranks) + " ranks";
     double seconds = 0, exposed = 0;
+    std::int64_t first_step = 1;
+    if (resume) {
+      engine.import_state(resume->reader(), resume->state());
+      first_step = resume->state().step + 1;
+      if (leader && !f.json) {
+        progress.note("resumed from " + resume->folder() + " (saved by " +
+                      resume->manifest()["ranks"].dump() + " ranks at stage " +
+                      resume->manifest()["stage"].dump() + ")");
+      }
+    }
     StepResult last;
     float first_loss = 0, last_val = NAN;
-    for (std::int64_t t = 1; t <= steps; ++t) {
+    for (std::int64_t t = first_step; t <= steps; ++t) {
       last = engine.step(optim::lr_at(t, steps, warmup, lr));
-      if (t == 1) first_loss = last.loss;
+      if (t == first_step) first_loss = last.loss;
       seconds += last.seconds;
       exposed += last.exposed_comm_seconds;
       curve.train.emplace_back(t, last.loss);
-      const double rate = double(tokens_per_step) * double(t) / seconds;
+      const double done = double(t - first_step + 1);
+      const double rate = double(tokens_per_step) * done / seconds;
       if (leader && !f.json) {
-        progress.step(t, last.loss, rate, seconds / double(t) * double(steps - t), last.skipped);
+        progress.step(t, last.loss, rate, seconds / done * double(steps - t), last.skipped);
       }
       if (eval_batches > 0 && eval_every > 0 && (t % eval_every == 0 || t == steps)) {
         last_val =
@@ -136,6 +173,11 @@ void run_train(const TrainFlags& f) {
                         (long long)steps, last_val);
           progress.note(line);
         }
+      }
+      if (save_every > 0 && (t % save_every == 0 || t == steps)) {
+        const std::string folder =
+            io::save_checkpoint(f.save_dir, engine, comm, spec.config_json(), run_record, keep);
+        if (leader && !f.json) progress.note("saved " + folder);
       }
     }
     if (leader && !f.json) progress.finish();
@@ -157,7 +199,7 @@ void run_train(const TrainFlags& f) {
         {"first_loss", first_loss},
         {"final_loss", last.loss},
         {"val_loss", std::isfinite(last_val) ? nlohmann::json(last_val) : nlohmann::json()},
-        {"tokens_per_second", double(tokens_per_step * steps) / seconds},
+        {"tokens_per_second", double(tokens_per_step) * double(steps - first_step + 1) / seconds},
         {"seconds", seconds},
         {"exposed_comm_seconds", exposed},
         {"predicted_model_state_bytes", predicted},
@@ -216,6 +258,13 @@ void add_train_command(CLI::App& root) {
                   "micro-batches per rank in each validation [4]");
   app->add_option("--log-every", flags->log_every, "a log line every K steps off a terminal [10]");
   app->add_option("--out", flags->out, "folder for loss.csv and loss.svg [out]");
+  app->add_option("--save-dir", flags->save_dir, "folder for sharded checkpoints");
+  app->add_option("--save-every", flags->save_every,
+                  "save a checkpoint every K steps and at the end (needs --save-dir)");
+  app->add_option("--keep", flags->keep, "complete checkpoints to keep [2]");
+  app->add_option("--resume", flags->resume,
+                  "continue from a checkpoint folder, or the newest one in a --save-dir; any "
+                  "--ranks and --stage");
   app->add_flag("--json", flags->json, "print one JSON object at the end instead of a log");
   add_engine_flags(app, flags->engine);
   app->callback([flags] { run_train(*flags); });

@@ -25,7 +25,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "zerodp/comm.h"
@@ -68,6 +70,20 @@ struct StepResult {
   double compute_seconds = 0.0;       // seconds - exposed_comm_seconds
 };
 
+// A contiguous range of the flat parameter layout.
+struct FlatRange {
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+};
+
+// What a checkpoint must keep besides the weights and moments to resume bitwise.
+struct EngineState {
+  std::int64_t step = 0;                 // optimizer steps taken (AdamW's t)
+  std::uint64_t samples_done = 0;  // the data position: samples consumed by all ranks
+  float loss_scale = 1.0f;
+  int good_steps = 0;  // steps since the loss scale last changed
+};
+
 class Engine {
  public:
   Engine(model::Model& model, comm::Communicator& comm, const EngineOptions& options);
@@ -87,6 +103,22 @@ class Engine {
 
   // The full fp32 master weights, on every rank (collective). For hashes and export.
   std::vector<float> gather_master();
+
+  // Checkpoints. The ranges this rank owns (its chunk of every piece, in piece order, empty
+  // chunks included, so every rank lists as many): together they tile the layout once,
+  // whatever the stage.
+  std::vector<FlatRange> owned_ranges() const;
+  // The fp32 master weights and Adam moments of the owned ranges, packed in range order;
+  // each span holds the sum of the ranges' counts.
+  void export_owned(std::span<float> master, std::span<float> m, std::span<float> v);
+  // Loads the weights and moments this rank needs — every range at stage 0, its own chunks
+  // otherwise — through read(range, master, m, v), which fills count values of each; then
+  // rebuilds the 16-bit params (collective at stages 1 and 2) and restores the state. The
+  // partition of the run that saved them does not matter: a checkpoint can be read at any
+  // N and stage.
+  using RangeReader = std::function<void(FlatRange range, float* master, float* m, float* v)>;
+  void import_state(const RangeReader& read, const EngineState& state);
+  EngineState state() const;
 
   std::int64_t steps_done() const;
   const Ledger& ledger() const;

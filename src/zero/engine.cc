@@ -83,7 +83,7 @@ struct Engine::Impl {
 
   optim::LossScaler scaler;
   std::int64_t t = 0;
-  std::uint64_t micro_batches_done = 0;
+  std::uint64_t samples_done = 0;
 };
 
 }  // namespace zerodp
@@ -297,10 +297,12 @@ StepResult Engine::step(float lr) {
   double loss_sum = 0.0;
   const int K = e.opt.grad_accum;
   for (int k = 0; k < K; ++k) {
-    const std::uint64_t g = e.micro_batches_done++;
+    // The sample stream is consumed N*B samples a micro-step, rank r taking the r-th B: any
+    // N continues a stream where another N left it.
     model::MicroBatch batch;
     batch.samples = e.opt.micro_batch;
-    batch.first_sample = (g * std::uint64_t(e.ranks) + std::uint64_t(e.rank)) * batch.samples;
+    batch.first_sample = e.samples_done + std::uint64_t(e.rank) * batch.samples;
+    e.samples_done += std::uint64_t(e.ranks) * batch.samples;
     batch.grad_scale = e.scaler.scale() / float(e.ranks * K);
     e.model.begin_micro_batch(batch);
     e.forward_pass();
@@ -363,6 +365,64 @@ std::vector<float> Engine::gather_master() {
                       DType::f32);
   }
   return full;
+}
+
+std::vector<FlatRange> Engine::owned_ranges() const {
+  std::vector<FlatRange> ranges;
+  for (const zero::Piece& piece : impl_->part.pieces) {
+    ranges.push_back({piece.offset + piece.shard.offset, piece.shard.size});
+  }
+  return ranges;
+}
+
+void Engine::export_owned(std::span<float> master, std::span<float> m, std::span<float> v) {
+  Impl& e = *impl_;
+  flush();
+  ZERODP_CHECK(master.size() == e.part.local_total && m.size() == master.size() &&
+               v.size() == master.size());
+  for (const zero::Piece& piece : e.part.pieces) {
+    // Where this rank keeps its chunk: at its flat offset (stage 0) or packed (the others).
+    const std::size_t from = e.full_optimizer() ? piece.offset + piece.shard.offset : piece.local;
+    std::copy_n(e.master.data() + from, piece.shard.size, master.data() + piece.local);
+    std::copy_n(e.adam_m.data() + from, piece.shard.size, m.data() + piece.local);
+    std::copy_n(e.adam_v.data() + from, piece.shard.size, v.data() + piece.local);
+  }
+}
+
+void Engine::import_state(const RangeReader& read, const EngineState& state) {
+  Impl& e = *impl_;
+  flush();
+  for (const zero::Piece& piece : e.part.pieces) {
+    if (e.full_optimizer()) {
+      read({piece.offset, piece.count}, e.master.data() + piece.offset,
+           e.adam_m.data() + piece.offset, e.adam_v.data() + piece.offset);
+    } else if (piece.shard.size > 0) {
+      read({piece.offset + piece.shard.offset, piece.shard.size}, e.master.data() + piece.local,
+           e.adam_m.data() + piece.local, e.adam_v.data() + piece.local);
+    }
+  }
+  // The 16-bit params are the master rounded, as after every update.
+  if (e.opt.stage == 0) {
+    float_to_half(e.opt.precision, e.master.data(), e.params16.data(), e.part.total);
+  } else {
+    for (const zero::Piece& piece : e.part.pieces) {
+      const float* own = e.master.data() + piece.local;
+      if (e.opt.stage == 3) {
+        float_to_half(e.opt.precision, own, e.params16.data() + piece.local, piece.shard.size);
+        continue;
+      }
+      std::uint16_t* full = e.params16.data() + piece.offset;
+      float_to_half(e.opt.precision, own, full + piece.shard.offset, piece.shard.size);
+      e.comm.all_gather(full + piece.shard.offset, full, piece.count, e.opt.precision);
+    }
+  }
+  e.t = state.step;
+  e.samples_done = state.samples_done;
+  e.scaler.restore(state.loss_scale, state.good_steps);
+}
+
+EngineState Engine::state() const {
+  return {impl_->t, impl_->samples_done, impl_->scaler.scale(), impl_->scaler.good_steps()};
 }
 
 std::int64_t Engine::steps_done() const {

@@ -1,0 +1,74 @@
+// zerodp eval: the mean loss of a trained GPT over a file (or its corpus's validation split),
+// so any other implementation can be compared on the same tokens.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint_model.h"
+#include "command.h"
+#include "zerodp/units.h"
+
+namespace zerodp::cli {
+namespace {
+
+struct EvalFlags {
+  CheckpointFlags checkpoint;
+  std::string batch = "8";
+  bool json = false;
+};
+
+void run_eval(const EvalFlags& f) {
+  const auto batch = static_cast<std::size_t>(units::parse_whole(f.batch, "--batch"));
+  LoadedModel loaded = load_gpt(f.checkpoint);
+  const model::GptConfig& cfg = loaded.spec.gpt();
+  const auto T = static_cast<std::size_t>(cfg.seq_len);
+  // A file given: all of it is evaluated. None: the validation split of the training corpus.
+  const io::TextData data =
+      f.checkpoint.data.empty()
+          ? *loaded.spec.data()
+          : io::TextData(io::read_file_bytes(f.checkpoint.data), T, 100, f.checkpoint.data);
+  model::GptModel gpt(cfg);
+  const std::uint64_t windows = data.validation_windows();
+  std::vector<std::uint8_t> bytes(batch * (T + 1));
+  double sum = 0;
+  std::uint64_t tokens = 0;
+  for (std::uint64_t first = 0; first < windows; first += batch) {
+    const std::size_t n = std::min<std::uint64_t>(batch, windows - first);
+    for (std::size_t b = 0; b < n; ++b) {
+      data.window(io::Split::validation, 0, first + b, {bytes.data() + b * (T + 1), T + 1});
+    }
+    gpt.begin_windows({bytes.data(), n * (T + 1)}, n);
+    model::forward_all(gpt, loaded.params);
+    for (float l : gpt.losses()) sum += l;
+    tokens += n * T;
+  }
+  const double loss = sum / double(tokens);
+  if (f.json) {
+    const nlohmann::json j = {{"loss", loss},
+                              {"tokens", tokens},
+                              {"windows", windows},
+                              {"checkpoint", loaded.checkpoint.folder()},
+                              {"data", data.describe()}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s\nloss %.6f nats per byte over %llu tokens (%llu windows of %zu)\n",
+                data.describe().c_str(), loss, (unsigned long long)tokens,
+                (unsigned long long)windows, T);
+  }
+}
+
+void add_eval_command(CLI::App& root) {
+  auto flags = std::make_shared<EvalFlags>();
+  CLI::App* app = root.add_subcommand("eval", "Mean loss of a trained GPT over a file");
+  add_checkpoint_flag(app, flags->checkpoint);
+  app->add_option("--data", flags->checkpoint.data,
+                  "the file to evaluate, all of it [the training corpus's validation split]");
+  app->add_option("--batch", flags->batch, "windows per forward pass [8]");
+  app->add_flag("--json", flags->json, "print {\"loss\": ...} as JSON");
+  app->callback([flags] { run_eval(*flags); });
+}
+
+const bool registered = register_command(40, add_eval_command);
+
+}  // namespace
+}  // namespace zerodp::cli

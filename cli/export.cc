@@ -1,0 +1,48 @@
+// zerodp export: a checkpoint's weights as a Hugging Face GPT-2 model.safetensors and
+// config.json, streamed from the shards one tensor at a time.
+#include <cstdio>
+#include <memory>
+
+#include "checkpoint_model.h"
+#include "command.h"
+#include "zerodp/error.h"
+#include "zerodp/gpt_export.h"
+
+namespace zerodp::cli {
+namespace {
+
+struct ExportFlags {
+  CheckpointFlags checkpoint;
+  std::string out = "model.safetensors";
+};
+
+void run_export(const ExportFlags& f) {
+  // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
+  // out of whichever shards hold it.
+  LoadedModel loaded = load_gpt(f.checkpoint, /*read_params=*/false);
+  const io::Checkpoint& ck = loaded.checkpoint;
+  io::export_gpt2_safetensors(
+      loaded.spec.gpt(),
+      [&ck](std::size_t offset, std::span<float> out) {
+        ck.read({offset, out.size()}, out.data(), nullptr, nullptr);
+      },
+      f.out);
+  const std::string config = io::config_path_beside(f.out);
+  io::write_gpt2_config(loaded.spec.gpt(), config);
+  std::printf("wrote %s and %s (%s, step %lld)\n", f.out.c_str(), config.c_str(),
+              loaded.spec.describe().c_str(), (long long)ck.state().step);
+}
+
+void add_export_command(CLI::App& root) {
+  auto flags = std::make_shared<ExportFlags>();
+  CLI::App* app = root.add_subcommand(
+      "export", "Write a checkpoint as Hugging Face GPT-2 safetensors + config.json");
+  add_checkpoint_flag(app, flags->checkpoint);
+  app->add_option("--out", flags->out, "the .safetensors file [model.safetensors]");
+  app->callback([flags] { run_export(*flags); });
+}
+
+const bool registered = register_command(60, add_export_command);
+
+}  // namespace
+}  // namespace zerodp::cli

@@ -1,0 +1,188 @@
+// Checkpoints never lose a run: bitwise resume on every stage, resharding to another N and
+// stage, and clear errors for every way a checkpoint can be broken.
+#include "zerodp/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "zerodp/comm.h"
+#include "zerodp/engine.h"
+#include "zerodp/error.h"
+#include "zerodp/mlp.h"
+
+namespace zerodp {
+namespace {
+namespace fs = std::filesystem;
+
+model::MlpConfig mlp_config() {
+  model::MlpConfig c;
+  c.width = 12;
+  c.depth = 3;
+  return c;
+}
+
+const nlohmann::json kModel = {{"type", "mlp"}, {"width", 12}, {"depth", 3}};
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/ckpt_" + name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+struct Run {
+  int ranks = 2;
+  int stage = 0;
+  int steps = 10;
+  std::string save_dir;  // save at the end when set
+  std::string resume;    // load before training when set
+};
+
+// Trains and returns the consolidated master weights.
+std::vector<float> train(const Run& run) {
+  std::vector<float> result;
+  std::mutex mu;
+  comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
+    model::Mlp mlp(mlp_config());
+    EngineOptions o;
+    o.stage = run.stage;
+    o.micro_batch = 2;
+    o.bucket_bytes = 100;  // several pieces per unit
+    Engine engine(mlp, comm, o);
+    if (!run.resume.empty()) {
+      io::Checkpoint ck = io::Checkpoint::open(run.resume);
+      engine.import_state(ck.reader(), ck.state());
+    }
+    while (engine.steps_done() < run.steps) engine.step(1e-2f);
+    if (!run.save_dir.empty()) io::save_checkpoint(run.save_dir, engine, comm, kModel, {}, 2);
+    std::vector<float> master = engine.gather_master();
+    std::lock_guard<std::mutex> lock(mu);
+    if (comm.rank() == 0) result = std::move(master);
+  });
+  return result;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+TEST(Checkpoint, ResumeIsBitwiseOnEveryStage) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string dir = fresh_dir("resume" + std::to_string(stage));
+    const auto straight = train({2, stage, 20, "", ""});
+    train({2, stage, 10, dir, ""});
+    const auto resumed = train({2, stage, 20, "", dir});
+    EXPECT_TRUE(same_bits(straight, resumed)) << "stage " << stage;
+  }
+}
+
+TEST(Checkpoint, ReshardsToAnyRanksAndStage) {
+  const std::string dir = fresh_dir("reshard");
+  const auto saved = train({3, 3, 5, dir, ""});
+  for (auto [ranks, stage] : {std::pair{1, 0}, {2, 1}, {4, 2}, {5, 3}}) {
+    // Zero further steps: the loaded weights are exactly the saved ones.
+    EXPECT_TRUE(same_bits(train({ranks, stage, 5, "", dir}), saved)) << ranks << " " << stage;
+  }
+  // And training goes on from there.
+  const auto more = train({4, 1, 8, "", dir});
+  EXPECT_FALSE(same_bits(more, saved));
+}
+
+TEST(Checkpoint, LatestIgnoresAnIncompleteCheckpoint) {
+  const std::string dir = fresh_dir("incomplete");
+  train({2, 2, 4, dir, ""});
+  // A save killed before its manifest: shards but no manifest.
+  fs::create_directories(dir + "/step-00000009");
+  std::ofstream(dir + "/step-00000009/rank-00000-of-00002.bin") << "partial";
+  EXPECT_EQ(io::latest_checkpoint(dir), dir + "/step-00000004");
+  EXPECT_EQ(io::Checkpoint::open(dir).state().step, 4);
+}
+
+TEST(Checkpoint, KeepsOnlyTheNewest) {
+  const std::string dir = fresh_dir("keep");
+  for (int steps : {1, 2, 3}) train({2, 1, steps, dir, steps == 1 ? "" : dir});
+  EXPECT_FALSE(fs::exists(dir + "/step-00000001"));
+  EXPECT_TRUE(fs::exists(dir + "/step-00000002/manifest.json"));
+  EXPECT_TRUE(fs::exists(dir + "/step-00000003/manifest.json"));
+}
+
+std::string open_error(const std::string& path) {
+  try {
+    io::Checkpoint::open(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(opened)";
+}
+
+TEST(Checkpoint, BrokenShardsAreNamed) {
+  const std::string dir = fresh_dir("broken");
+  train({2, 1, 3, dir, ""});
+  const std::string folder = dir + "/step-00000003";
+  const std::string shard = folder + "/rank-00001-of-00002.bin";
+  const auto original = fs::file_size(shard);
+
+  {  // One flipped byte: the checksum catches it.
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  std::string e = open_error(folder);
+  EXPECT_NE(e.find(shard), std::string::npos) << e;
+  EXPECT_NE(e.find("SHA-256"), std::string::npos) << e;
+
+  fs::resize_file(shard, original - 8);  // truncated
+  e = open_error(folder);
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+
+  fs::remove(shard);  // missing
+  e = open_error(folder);
+  EXPECT_NE(e.find(shard + " is missing"), std::string::npos) << e;
+}
+
+TEST(Checkpoint, BrokenManifestsAreNamed) {
+  const std::string dir = fresh_dir("manifest");
+  train({2, 0, 2, dir, ""});
+  const std::string manifest = dir + "/step-00000002/manifest.json";
+  std::ifstream in(manifest);
+  nlohmann::json j = nlohmann::json::parse(in);
+  in.close();
+
+  io::Checkpoint ck = io::Checkpoint::open(dir);
+  nlohmann::json other = kModel;
+  other["width"] = 16;
+  try {
+    ck.check_model(other);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("width is 12 there, 16 here"), std::string::npos)
+        << e.what();
+  }
+
+  j["version"] = 99;
+  std::ofstream(manifest) << j.dump();
+  EXPECT_NE(open_error(dir).find("format version 99"), std::string::npos);
+  std::ofstream(manifest) << "{ not json";
+  EXPECT_NE(open_error(dir).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(open_error(fresh_dir("empty")).find("no complete checkpoint"), std::string::npos);
+}
+
+TEST(Checkpoint, AFailedSaveLeavesThePreviousOneIntact) {
+  const std::string dir = fresh_dir("readonly");
+  train({2, 2, 2, dir, ""});
+  // The next save cannot create its folder: a file stands where the folder would go.
+  std::ofstream(dir + "/step-00000003") << "in the way";
+  try {
+    train({2, 2, 3, dir, dir});
+    FAIL() << "the save should have failed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step-00000003"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(io::Checkpoint::open(dir).state().step, 2);
+}
+
+}  // namespace
+}  // namespace zerodp
