@@ -137,8 +137,9 @@ void run_train(const TrainFlags& f) {
     }
     Progress progress(steps, log_every);
     LossCurve curve;
-    curve.title = "zerodp: " + spec.describe() + ", ZeRO-" + std::to_string(options.stage) +
-                  " on " + std::to_string(ranks) + " ranks";
+    curve.title = "zerodp: " + std::string(spec.is_gpt() ? "byte-level GPT" : "MLP") + ", " +
+                  units::format_count(spec.param_count()) + " parameters, ZeRO-" +
+                  std::to_string(options.stage) + " on " + std::to_string(ranks) + " ranks";
     double seconds = 0, exposed = 0;
     std::int64_t first_step = 1;
     if (resume) {

@@ -285,7 +285,15 @@ void Engine::Impl::update(float lr, float grad_mul) {
 Engine::Engine(model::Model& model, comm::Communicator& comm, const EngineOptions& options)
     : impl_(std::make_unique<Impl>(model, comm, options)) {}
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // Collectives still in flight (param gathers overlapped into the next step) read and write
+  // this engine's buffers: they must land before the buffers go. A failed group has nothing
+  // in flight that could still touch them.
+  try {
+    flush();
+  } catch (const std::exception&) {
+  }
+}
 
 StepResult Engine::step(float lr) {
   Impl& e = *impl_;
