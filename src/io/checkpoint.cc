@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -155,6 +157,12 @@ std::string save_checkpoint(const std::string& save_dir, Engine& engine, comm::C
   }
   std::vector<std::uint64_t> all(words.size() * ranks);
   comm.all_gather(words.data(), all.data(), words.size() * 4 * ranks, DType::bf16);
+
+  // Fault injection for tests: die by SIGKILL with every shard written and no manifest yet,
+  // the worst moment for a save to be interrupted.
+  if (const char* at = std::getenv("ZERODP_INJECT_KILL_BEFORE_MANIFEST")) {
+    if (std::strtoll(at, nullptr, 10) == state.step) ::raise(SIGKILL);
+  }
 
   // 3. Rank 0 writes the manifest last; then the checkpoint exists.
   failure.clear();

@@ -28,14 +28,14 @@ inline std::string slurp(const std::string& path) {
   return s.str();
 }
 
-// `args` are shell words, quoted by the caller.
-inline CliResult run_zerodp(const std::string& args) {
+// `args` are shell words, quoted by the caller; `env` is prefixed as "NAME=value ".
+inline CliResult run_zerodp(const std::string& args, const std::string& env = "") {
   static std::atomic<int> counter{0};
   const std::string stem = ::testing::TempDir() + "/zerodp_cli_" + std::to_string(getpid()) + "_" +
                            std::to_string(counter++);
   const std::string out = stem + ".out", err = stem + ".err";
   const std::string command =
-      std::string("'") + ZERODP_BIN + "' " + args + " >'" + out + "' 2>'" + err + "'";
+      "(" + env + "'" + ZERODP_BIN + "' " + args + ") >'" + out + "' 2>'" + err + "'";
   const int raw = std::system(command.c_str());
   CliResult r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
