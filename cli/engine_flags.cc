@@ -35,6 +35,18 @@ int parse_stage(const std::string& text) {
   return text[0] - '0';
 }
 
+double parse_real(const std::string& text, const std::string& flag, const std::string& expected,
+                  bool zero_allowed) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const bool plain = !text.empty() && *end == '\0' &&
+                     text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  if (!plain || !std::isfinite(v) || v < 0 || (v == 0 && !zero_allowed)) {
+    throw UsageError(flag + ": expected " + expected + ", got '" + text + "'");
+  }
+  return v;
+}
+
 EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_batch) {
   EngineOptions o;
   o.stage = parse_stage(f.stage);
@@ -53,14 +65,8 @@ EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_bat
   o.grad_accum = static_cast<int>(units::parse_whole(f.grad_accum, "--grad-accum"));
   o.micro_batch = f.micro_batch.empty() ? default_micro_batch
                                         : units::parse_whole(f.micro_batch, "--micro-batch");
-  const std::string clip_form = "a norm >= 0 such as 1.0 (0 disables clipping)";
-  char* end = nullptr;
-  const double clip = std::strtod(f.clip.c_str(), &end);
-  if (f.clip.empty() || *end != '\0' || !std::isfinite(clip) || clip < 0 ||
-      f.clip.find_first_not_of("0123456789.eE+-") != std::string::npos) {
-    throw UsageError("--clip: expected " + clip_form + ", got '" + f.clip + "'");
-  }
-  o.clip_norm = static_cast<float>(clip);
+  o.clip_norm = static_cast<float>(
+      parse_real(f.clip, "--clip", "a norm >= 0 such as 1.0 (0 disables clipping)", true));
   o.seed = units::parse_whole(f.seed, "--seed", units::Zero::allowed);
   o.prefetch = !f.no_prefetch;
   o.overlap = !f.no_overlap;

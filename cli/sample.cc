@@ -7,6 +7,7 @@
 #include "checkpoint_model.h"
 #include "command.h"
 #include "common/rng.h"
+#include "engine_flags.h"
 #include "zerodp/error.h"
 #include "zerodp/units.h"
 
@@ -26,14 +27,9 @@ void run_sample(const SampleFlags& f) {
   const auto length = units::parse_whole(f.length, "--length");
   const auto top_k = static_cast<std::size_t>(units::parse_whole(f.top_k, "--top-k"));
   if (top_k > 256) throw UsageError("--top-k: expected 1 to 256 (the byte vocabulary)");
-  char* end = nullptr;
-  const double temperature = std::strtod(f.temperature.c_str(), &end);
-  if (f.temperature.empty() || *end != '\0' || !(temperature >= 0) || !std::isfinite(temperature)) {
-    throw UsageError(
-        "--temperature: expected a number >= 0 such as 0.8 (0 picks the likeliest "
-        "byte), got '" +
-        f.temperature + "'");
-  }
+  const double temperature =
+      parse_real(f.temperature, "--temperature",
+                 "a number >= 0 such as 0.8 (0 picks the likeliest byte)", true);
   const std::uint64_t seed = units::parse_whole(f.seed, "--seed", units::Zero::allowed);
   LoadedModel loaded = load_gpt(f.checkpoint);
   const auto T = static_cast<std::size_t>(loaded.spec.gpt().seq_len);

@@ -38,17 +38,6 @@ struct TrainFlags {
   bool json = false;
 };
 
-float parse_positive_real(const std::string& text, const char* flag, const char* example) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 ||
-      text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
-    throw UsageError(std::string(flag) + ": expected a positive number such as " + example +
-                     ", got '" + text + "'");
-  }
-  return static_cast<float>(v);
-}
-
 // Mean loss over `batches` micro-batches of held-out data, on every rank.
 float validation_loss(Engine& engine, model::Model& model, const ModelSpec& spec, int rank,
                       int ranks, std::size_t micro_batch, std::uint64_t batches) {
@@ -87,7 +76,8 @@ void run_train(const TrainFlags& f) {
   const std::uint64_t eval_batches =
       units::parse_whole(f.eval_batches, "--eval-batches", units::Zero::allowed);
   const auto log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
-  const float lr = parse_positive_real(f.lr, "--lr", "3e-4");
+  const auto lr = static_cast<float>(
+      parse_real(f.lr, "--lr", "a positive number such as 3e-4", /*zero_allowed=*/false));
   const auto save_every = static_cast<std::int64_t>(
       f.save_every.empty() ? 0 : units::parse_whole(f.save_every, "--save-every"));
   const int keep = static_cast<int>(units::parse_whole(f.keep, "--keep"));

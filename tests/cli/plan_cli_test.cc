@@ -12,35 +12,14 @@
 #include <sstream>
 #include <string>
 
+#include "cli/cli_testing.h"
+
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `zerodp <args>` through the shell (args are shell words, quoted by the caller).
+using Result = zerodp::testing::CliResult;
+using zerodp::testing::slurp;
 Result zerodp(const std::string& args) {
-  // ctest runs tests as parallel processes: each gets files of its own.
-  const std::string stem = testing::TempDir() + "/plan_cli_" + std::to_string(getpid());
-  const std::string out = stem + ".out", err = stem + ".err";
-  const std::string command =
-      std::string("'") + ZERODP_BIN + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int raw = std::system(command.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
+  return zerodp::testing::run_zerodp(args);
 }
 
 nlohmann::json plan_json(const std::string& args) {
