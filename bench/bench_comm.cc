@@ -268,6 +268,17 @@ bool run_child(const std::string& mpirun, int n, bool tunables, const std::strin
 }
 #endif
 
+// Share of the last 10 s some task waited for a CPU (Linux PSI), or -1: other load on the
+// machine skews every figure here, so the table says how busy the machine was.
+double cpu_pressure() {
+  FILE* f = std::fopen("/proc/pressure/cpu", "r");
+  if (!f) return -1;
+  double avg10 = -1;
+  if (std::fscanf(f, "some avg10=%lf", &avg10) != 1) avg10 = -1;
+  std::fclose(f);
+  return avg10;
+}
+
 std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -330,6 +341,7 @@ int run(int argc, char** argv) {
   if (child) throw zerodp::Error("built without MPI");
 #endif
 
+  const double pressure_before = cpu_pressure();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::fprintf(stderr, "bench_comm: measuring memcpy and a += b on 1..%d threads\n", cores);
   const Machine machine = measure_machine(cores);
@@ -355,6 +367,9 @@ int run(int argc, char** argv) {
   }
 #endif
 
+  std::printf("cpu pressure (PSI some avg10, %% of time a task waited for a core): %.0f at the "
+              "start, %.0f at the end; other load skews every figure\n",
+              pressure_before, cpu_pressure());
   std::printf("machine: %d cores; memcpy", cores);
   for (auto& [t, gbs] : machine.copy_gbs) std::printf(" %.1f GB/s (%d thr)", gbs, t);
   std::printf("; a += b");

@@ -21,7 +21,8 @@
 //  - *_async returns a Handle at once; the collective makes progress in the background (on a
 //    progress thread of the backend) while the caller computes. Buffers must stay valid and
 //    untouched until wait() returns. Collectives of one communicator complete in issue order.
-//    The synchronous forms are the async form followed by wait().
+//    The synchronous forms are the async form followed by wait(); a wait() that finds its
+//    collective not yet started may carry it out on the caller's thread (threads backend).
 //  - Failure never hangs: a collective that has not completed within the timeout (default
 //    300 s, counted from when the progress thread starts it) throws zerodp::Error on every
 //    rank naming the collective, its call number ("all_reduce #7 (1000 x fp32) timed out
@@ -161,14 +162,22 @@ class Communicator {
 };
 
 // The threads backend: runs fn(communicator) for ranks 0..ranks-1, each on its own thread of
-// this process, and returns when all have returned. If any rank throws, the group is aborted
-// with that rank's message, so the others fail fast, and the first failure is rethrown here.
+// this process (rank 0 on the caller's), and returns when all have returned. If any rank
+// throws, the group is aborted with that rank's message, so the others fail fast, and the
+// first failure is rethrown here. A rank whose fn returns while its peers wait in a collective
+// it never issued fails them at once. Throws UsageError if ranks < 1 or the timeout is not
+// positive.
 void run_thread_ranks(int ranks, const Options& options,
                       const std::function<void(Communicator&)>& fn);
 
 #if defined(ZERODP_HAVE_MPI)
-// The MPI backend, for a process started by mpirun: one rank per process, MPI_COMM_WORLD.
-// Initialises MPI on first use (and finalises it at exit); throws Error if MPI fails.
+// The MPI backend, for a process started by mpirun: one rank per process, over duplicates of
+// MPI_COMM_WORLD. Collective: every process creates its communicators in the same order (a
+// process that does not come within the timeout makes the others throw Error). MPI is
+// initialised on first use (MPI_THREAD_MULTIPLE, so the program may make MPI calls of its own)
+// on one progress thread per process that makes all of the backend's MPI calls, and finalised
+// on it at exit; if the program initialised MPI itself (with at least MPI_THREAD_SERIALIZED),
+// the backend uses it and leaves finalising to the program. Throws Error if MPI fails.
 std::unique_ptr<Communicator> make_mpi_communicator(const Options& options);
 #endif
 

@@ -1,5 +1,7 @@
 #include "comm/sum.h"
 
+#include "comm/copy.h"
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -208,7 +210,7 @@ void sum_in_rank_order(DType dtype, const void* const* inputs, int n, void* cons
   const std::size_t elem = dtype_size(dtype);
   if (n == 1) {
     for (int o = 0; o < m; ++o) {
-      if (outputs[o] != inputs[0]) std::memcpy(outputs[o], inputs[0], count * elem);
+      if (outputs[o] != inputs[0]) copy(outputs[o], inputs[0], count * elem);
     }
     return;
   }

@@ -129,6 +129,24 @@ TEST(ThreadCollectivesAlso, AllReduceEqualsReduceScatterThenAllGather) {
   }
 }
 
+// Chunks of several MiB take the streaming copy and sum paths.
+TEST(ThreadCollectivesAlso, LargeBuffers) {
+  const std::size_t count = (std::size_t{5} << 20) + 3;  // 20 MiB of fp32: 10 MiB chunks
+  std::vector<Buffer> inputs = inputs_of(DType::f32, count, 2);
+  const Buffer sum = reference_sum(inputs);
+  run_thread_ranks(2, {}, [&](Communicator& comm) {
+    const int r = comm.rank();
+    const Shard c = shard_of(count, 2, r);
+    Buffer out(DType::f32, c.size), gathered(DType::f32, count);
+    comm.reduce_scatter(inputs[r].data(), out.data(), count, DType::f32);
+    comm.all_gather(out.data(), gathered.data(), count, DType::f32);
+    EXPECT_EQ(first_difference(gathered, sum), -1);
+    Buffer data = inputs[r];
+    comm.broadcast(data.data(), count, DType::f32, 1);
+    EXPECT_EQ(first_difference(data, inputs[1]), -1);
+  });
+}
+
 // Infinities, NaN, subnormals and overflow come out as dtype.h's conversions make them.
 TEST(ThreadCollectivesAlso, SpecialValuesFollowTheReference) {
   const float inf = std::numeric_limits<float>::infinity();

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/copy.h"
 #include "comm/mpi/communicator.h"
 #include "comm/sum.h"
 #include "zerodp/shard.h"
@@ -99,7 +100,7 @@ void MpiCommunicator::collective(const Call& call) {
       if (mine.size > 0) post_send(in, mine.size * elem, j);
     }
     unsigned char* own = mutable_at(out, mine.offset);
-    if (mine.size > 0 && own != in) std::memcpy(own, in, mine.size * elem);
+    if (mine.size > 0 && own != in) copy(own, in, mine.size * elem);
     wait_posted(call, "data");
   };
 

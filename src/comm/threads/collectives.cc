@@ -20,9 +20,9 @@
 // over ranks, as a ring does, though not in ring order; stats report the ring figures.
 #include "comm/threads/collectives.h"
 
-#include <cstring>
 #include <vector>
 
+#include "comm/copy.h"
 #include "comm/sum.h"
 #include "zerodp/shard.h"
 
@@ -88,14 +88,14 @@ void all_gather(const Group& g, int rank, std::uint64_t seq) {
     const Shard c = shard_of(call.count, n, j);
     void* dst = at(call.out, c.offset, call.dtype);
     const void* src = g.call(j, seq).in;
-    if (c.size > 0 && dst != src) std::memcpy(dst, src, bytes_of(c.size, call.dtype));
+    if (c.size > 0 && dst != src) copy(dst, src, bytes_of(c.size, call.dtype));
   }
 }
 
 void broadcast(const Group& g, int rank, std::uint64_t seq) {
   const Call& call = g.call(rank, seq);
   if (rank == call.root || call.count == 0) return;
-  std::memcpy(call.out, g.call(call.root, seq).out, bytes_of(call.count, call.dtype));
+  copy(call.out, g.call(call.root, seq).out, bytes_of(call.count, call.dtype));
 }
 
 // A byte range one rank touches in a collective.

@@ -1,9 +1,13 @@
-// The reduction kernel against dtype.h's scalar conversions: every 16-bit bit pattern as an
-// input, outputs in place, apart, several at once, and the streaming path.
+// The kernels of the communicator: the reduction against dtype.h's scalar conversions (every
+// 16-bit bit pattern as an input, outputs in place, apart, several at once, streamed), and the
+// copy on both sides of its streaming threshold at every alignment.
 #include "comm/sum.h"
+
+#include "comm/copy.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -92,6 +96,23 @@ TEST(SumInRankOrder, Fp32InPlaceApartAndStreaming) {
       }
       sum_in_rank_order(DType::f32, cin.data(), n, outs.data(), n, count);
       for (const Buffer& b : copy) EXPECT_EQ(testing::first_difference(b, want), -1);
+    }
+  }
+}
+
+TEST(CommCopy, CopiesEveryByteAtAnyAlignment) {
+  const std::size_t big = (std::size_t{4} << 20) + 131;  // streamed, with a ragged tail
+  std::vector<unsigned char> src(big + 64), dst(big + 64);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{100}, big}) {
+    for (std::size_t shift : {0, 1, 5, 31}) {
+      std::fill(dst.begin(), dst.end(), 0xee);
+      copy(dst.data() + shift, src.data() + 3, bytes);
+      ASSERT_EQ(std::memcmp(dst.data() + shift, src.data() + 3, bytes), 0) << bytes << " " << shift;
+      if (shift > 0) {
+        ASSERT_EQ(dst[shift - 1], 0xee);
+      }
+      ASSERT_EQ(dst[shift + bytes], 0xee);
     }
   }
 }
