@@ -62,7 +62,7 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
   const plan::TransformerShape shape{value[0], value[1], value[2], value[3], value[4]};
   if (shape.hidden % shape.heads != 0) {
     throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
-                     "), got '" + f.heads + "'");
+                     "), got " + quote(f.heads));
   }
   plan::Checkpointing checkpointing = plan::Checkpointing::none;
   if (f.checkpointing == "full") {
@@ -70,8 +70,8 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
   } else if (f.checkpointing == "selective") {
     checkpointing = plan::Checkpointing::selective;
   } else if (!f.checkpointing.empty() && f.checkpointing != "none") {
-    throw UsageError("--checkpointing: expected none, selective or full, got '" + f.checkpointing +
-                     "'");
+    throw UsageError("--checkpointing: expected none, selective or full, got " +
+                     quote(f.checkpointing));
   }
   const auto bytes = plan::activation_bytes(shape, checkpointing);
   if (!bytes) {
@@ -108,7 +108,7 @@ plan::PlanInputs read_inputs(const PlanFlags& f) {
   } else if (f.comm_convention == "ring") {
     in.time_convention = plan::CommConvention::ring;
   } else if (!f.comm_convention.empty()) {
-    throw UsageError("--comm-convention: expected seed or ring, got '" + f.comm_convention + "'");
+    throw UsageError("--comm-convention: expected seed or ring, got " + quote(f.comm_convention));
   }
   return in;
 }

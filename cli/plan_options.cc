@@ -34,8 +34,8 @@ ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
     const std::string& text = flags.bytes_per_param;
     const std::string expected =
         "--bytes-per-param: expected P,G,K bytes such as 2,2,12 (P, G from 1 to 64, K from 0 "
-        "to 64), got '" +
-        text + "'";
+        "to 64), got " +
+        quote(text);
     std::uint64_t part[3];
     std::size_t start = 0;
     for (int i = 0; i < 3; ++i) {
@@ -62,7 +62,7 @@ ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
   } else if (flags.precision == "fp32") {
     precision = plan::Precision::fp32;
   } else if (!flags.precision.empty() && flags.precision != "fp16") {
-    throw UsageError("--precision: expected fp16, bf16 or fp32, got '" + flags.precision + "'");
+    throw UsageError("--precision: expected fp16, bf16 or fp32, got " + quote(flags.precision));
   }
   plan::Optimizer optimizer = plan::Optimizer::adam;
   if (flags.optimizer == "sgd-momentum") {
@@ -70,8 +70,8 @@ ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
   } else if (flags.optimizer == "sgd") {
     optimizer = plan::Optimizer::sgd;
   } else if (!flags.optimizer.empty() && flags.optimizer != "adam" && flags.optimizer != "adamw") {
-    throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got '" +
-                     flags.optimizer + "'");
+    throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " +
+                     quote(flags.optimizer));
   }
   return {plan::bytes_per_param(precision, optimizer),
           std::string(plan::precision_name(precision)) + ", " +
@@ -86,9 +86,9 @@ int parse_gpu_count(const std::string& text, const std::string& flag, std::uint6
   try {
     n = units::parse_whole(text, flag);
   } catch (const UsageError&) {
-    throw UsageError(flag + ": expected " + range + ", got '" + text + "'");
+    throw UsageError(flag + ": expected " + range + ", got " + quote(text));
   }
-  if (n < min || n > max) throw UsageError(flag + ": expected " + range + ", got '" + text + "'");
+  if (n < min || n > max) throw UsageError(flag + ": expected " + range + ", got " + quote(text));
   return static_cast<int>(n);
 }
 

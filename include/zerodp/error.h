@@ -10,6 +10,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace zerodp {
 
@@ -22,6 +23,10 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
+
+// Text the user gave, as an error message quotes it: in single quotes, with control characters
+// escaped (a newline as \n, others as \xHH), so that the message stays one line.
+std::string quote(std::string_view text);
 
 [[noreturn]] void check_failed(const char* condition, const char* file, int line,
                                const std::string& detail);

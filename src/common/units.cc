@@ -90,14 +90,10 @@ std::optional<std::uint64_t> exact_value(const Decimal& d, int p10, int p2) {
   return static_cast<std::uint64_t>(value);
 }
 
-std::string quoted(std::string_view text) {
-  return "'" + std::string(text) + "'";
-}
-
 [[noreturn]] void reject(std::string_view flag, std::string_view expected, std::string_view text,
                          std::string_view why = {}) {
   std::string message =
-      std::string(flag) + ": expected " + std::string(expected) + ", got " + quoted(text);
+      std::string(flag) + ": expected " + std::string(expected) + ", got " + quote(text);
   if (!why.empty()) message += " (" + std::string(why) + ")";
   throw UsageError(message);
 }
@@ -254,7 +250,10 @@ std::string format_count(std::uint64_t count) {
 
 std::string format_seconds(double seconds) {
   char text[64];
-  if (seconds >= 1.0 || seconds == 0.0) {
+  if (seconds >= 1e12) {
+    // Beyond 30,000 years two decimals mean nothing, and a %f of 1e300 would not fit here.
+    std::snprintf(text, sizeof text, "%.3g s", seconds);
+  } else if (seconds >= 1.0 || seconds == 0.0) {
     std::snprintf(text, sizeof text, "%.2f s", seconds);
   } else if (seconds >= 1e-3) {
     std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);

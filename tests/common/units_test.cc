@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 #include "zerodp/error.h"
 
@@ -36,6 +37,18 @@ TEST(ParseCount, ErrorNamesTheFlagAndTheForm) {
     EXPECT_STREQ(e.what(),
                  "--params: expected a count such as 1e9, 7.5B, 175B or 50M, got '12Q' "
                  "(unknown unit)");
+  }
+}
+
+// Found by fuzz/units_fuzzer.cc: text with a newline made the message two lines.
+TEST(ParseCount, ErrorStaysOneLineWhateverTheText) {
+  try {
+    parse_count(std::string("51:r\n\0\x7f", 7), "--params");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--params: expected a count such as 1e9, 7.5B, 175B or 50M, got "
+                 "'51:r\\n\\x00\\x7f' (unknown unit)");
   }
 }
 

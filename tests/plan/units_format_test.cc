@@ -44,6 +44,9 @@ TEST(FormatOthers, SecondsAndPercentages) {
   EXPECT_EQ(format_seconds(2060.0 / 300.0), "6.87 s");
   EXPECT_EQ(format_seconds(0.25), "250.00 ms");
   EXPECT_EQ(format_seconds(0), "0.00 s");
+  // A %.2f of 1e300 would not fit the formatter's buffer (found by fuzz/units_fuzzer.cc).
+  EXPECT_EQ(format_seconds(1e300), "1e+300 s");
+  EXPECT_EQ(format_seconds(2.5e12), "2.5e+12 s");
   EXPECT_EQ(format_percent(0.7 / 12.8), "5.5 %");
   EXPECT_EQ(format_percent(10.0 / (10.0 + 2060.0 / 300.0), 1), "59.3 %");
 }
