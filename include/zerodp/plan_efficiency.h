@@ -6,9 +6,11 @@
 //   hidden  = min(overlap · comm, compute)            overlap can hide comm only while there
 //                                                     is compute to hide it behind
 //   exposed = comm − hidden
-//   efficiency = compute / (compute + exposed)        in (0, 1]
-// Inputs must be finite with compute > 0, bandwidth > 0 and overlap in [0, 1]: the command
-// line rejects anything else before calling (ZERODP_CHECK here). Pure.
+//   efficiency = compute / (compute + exposed)        in (0, 1]; 0 only when it is below the
+//                                                     smallest double (exposed/compute > 1e308)
+// Inputs must be finite with compute > 0, bandwidth > 0, overlap in [0, 1] and a finite
+// comm: the command line and make_plan() reject anything else before calling (ZERODP_CHECK
+// here). Pure.
 #pragma once
 
 #include <cstdint>

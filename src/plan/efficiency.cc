@@ -15,9 +15,13 @@ StepTime step_time(double compute_seconds, std::uint64_t comm_bytes,
   StepTime t;
   t.compute_seconds = compute_seconds;
   t.comm_seconds = static_cast<double>(comm_bytes) / bandwidth_bytes_per_second;
+  ZERODP_CHECK(std::isfinite(t.comm_seconds));
   t.hidden_seconds = std::min(overlap * t.comm_seconds, compute_seconds);
   t.exposed_seconds = t.comm_seconds - t.hidden_seconds;
-  t.efficiency = compute_seconds / (compute_seconds + t.exposed_seconds);
+  const double step = compute_seconds + t.exposed_seconds;
+  // Near the top of the double range the sum overflows where the ratio does not.
+  t.efficiency =
+      std::isfinite(step) ? compute_seconds / step : 1 / (1 + t.exposed_seconds / compute_seconds);
   return t;
 }
 

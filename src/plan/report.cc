@@ -1,5 +1,7 @@
 // make_plan(): checks that each question asked has its inputs, then fills every cell the
 // inputs determine.
+#include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "zerodp/error.h"
@@ -63,6 +65,14 @@ void validate(const PlanInputs& in) {
 }
 
 StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
+  // --bandwidth takes any positive finite rate; one so small that the step's bytes would take
+  // more seconds than a double holds has no answer to print.
+  if (!std::isfinite(static_cast<double>(bytes) / *in.bandwidth)) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.3g B/s", *in.bandwidth);
+    throw UsageError("--bandwidth: expected a bandwidth at which " + units::format_bytes(bytes) +
+                     " take a finite time, got " + rate);
+  }
   return step_time(*in.compute_seconds, bytes, *in.bandwidth, in.overlap.value_or(0.0));
 }
 

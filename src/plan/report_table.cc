@@ -16,6 +16,17 @@ struct Column {
   std::function<std::string(const StageReport&)> cell;
 };
 
+// A bandwidth in the byte unit that suits it; in scientific notation when it is below 1 B/s or
+// beyond 64 bits of bytes (--bandwidth accepts any positive finite rate, "1e300TB/s" too).
+std::string rate(double bytes_per_second, bool binary) {
+  if (bytes_per_second >= 1 && bytes_per_second < 18446744073709551616.0) {
+    return units::format_bytes(static_cast<std::uint64_t>(bytes_per_second), binary) + "/s";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g B/s", bytes_per_second);
+  return text;
+}
+
 std::string render(const std::vector<Column>& columns, const PlanReport& report) {
   std::vector<std::vector<std::string>> rows(1);
   for (const Column& c : columns) rows[0].push_back(c.header);
@@ -71,9 +82,8 @@ std::string header(const PlanReport& report, bool binary) {
   }
   if (in.compute_seconds) {
     out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", bandwidth " +
-           units::format_bytes(static_cast<std::uint64_t>(*in.bandwidth), binary) +
-           "/s per GPU, overlap " + units::format_percent(in.overlap.value_or(0.0), 0) +
-           "; comm time from ";
+           rate(*in.bandwidth, binary) + " per GPU, overlap " +
+           units::format_percent(in.overlap.value_or(0.0), 0) + "; comm time from ";
     out += in.comm_bytes ? "the given volume " + bytes(*in.comm_bytes) + " for every stage"
            : in.time_convention == CommConvention::seed ? std::string("the seed column")
                                                         : std::string("the ring column");

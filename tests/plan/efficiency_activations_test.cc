@@ -31,6 +31,13 @@ TEST(StepTime, EfficiencyGrowsWithOverlap) {
   }
 }
 
+// Found by fuzz/plan_inputs_fuzzer.cc: compute + exposed overflowed to inf, efficiency 0.
+TEST(StepTime, EfficiencyNearTheTopOfTheDoubleRange) {
+  const StepTime t = step_time(1e308, 100'000'000, 1e-300, 0.0);  // 1e308 s of comm
+  EXPECT_NEAR(t.exposed_seconds / 1e308, 1.0, 1e-12);
+  EXPECT_NEAR(t.efficiency, 0.5, 1e-12);
+}
+
 TEST(Activations, KorthikantiPerLayerFormulas) {
   // s = 2048, b = 1, h = 4096, a = 32, L = 1: sbh = 8 Mi.
   const TransformerShape one{1, 4096, 32, 2048, 1};

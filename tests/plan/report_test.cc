@@ -124,6 +124,30 @@ TEST(MakePlan, CommunicationTimeUsesTheChosenColumn) {
   EXPECT_NEAR(r.stages[3].time->comm_seconds, 6.89, 0.005);  // 2.0672 TB / 300 GB/s
 }
 
+// Found by fuzz/plan_inputs_fuzzer.cc: any positive finite --bandwidth parses, but one that
+// makes the step's bytes take more seconds than a double holds has no time to print.
+TEST(MakePlan, RejectsABandwidthWhoseTimeIsNotFinite) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.compute_seconds = 1.0;
+  in.bandwidth = 1e-300;
+  EXPECT_TRUE(starts_with(error_of(in), "--bandwidth: expected a bandwidth at which"))
+      << error_of(in);
+}
+
+// Found by fuzz/plan_inputs_fuzzer.cc: a bandwidth beyond 2^64 B/s was cast to an integer.
+TEST(PlanTable, PrintsAnyBandwidth) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.compute_seconds = 1.0;
+  in.bandwidth = 2.5e180;
+  EXPECT_NE(plan_table(make_plan(in)).find("bandwidth 2.5e+180 B/s per GPU"), std::string::npos);
+  in.bandwidth = 0.5;
+  EXPECT_NE(plan_table(make_plan(in)).find("bandwidth 0.5 B/s per GPU"), std::string::npos);
+}
+
 TEST(PlanTable, NamesItsConventionsAndShowsTheSeedFigures) {
   PlanInputs in;
   in.params = 1'000'000'000;
