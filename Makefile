@@ -3,7 +3,22 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: setup build run test format clean
+# Hardening (docs/hardening.md): clang builds of their own, each in its own directory.
+#  build-asan: AddressSanitizer + UndefinedBehaviorSanitizer, with libFuzzer coverage, so one
+#              build serves the in-process tests (asan) and the fuzz targets (fuzz).
+#  build-tsan: ThreadSanitizer over the tests of the communicator and the engine.
+# The MPI backend is left out of both: OpenMPI is not instrumented and is noisy under them.
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_SECONDS ?= 20
+HARDENING_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DZERODP_MPI=OFF -DZERODP_BUILD_BENCH=OFF
+ASAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=address,undefined -DZERODP_FUZZ=ON \
+  -DZERODP_FUZZ_SECONDS=$(FUZZ_SECONDS)
+TSAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=thread -DZERODP_BUILD_CLI=OFF \
+  "-DZERODP_TEST_DIRS=comm;zero"
+
+.PHONY: setup build run test format clean asan-build asan tsan fuzz sanitize
 
 setup:
 	@scripts/setup.sh
@@ -16,11 +31,35 @@ build: setup
 run: build
 	@scripts/main-job.sh $(BUILD)
 
+# The release tests, then the hardening runs, one after the other.
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory asan
+	@$(MAKE) --no-print-directory tsan
+	@$(MAKE) --no-print-directory fuzz
+
+asan-build: setup
+	@cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS) > /dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Every in-process test under ASan + UBSan.
+asan: asan-build
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE fuzz
+
+# The communicator's and the engine's tests under TSan.
+tsan: setup
+	@cmake -S . -B $(TSAN_BUILD) $(TSAN_FLAGS) > /dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS)
+	@cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Each fuzz target replays its corpus (fuzz/corpus/<name>/), then fuzzes for FUZZ_SECONDS.
+fuzz: asan-build
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L fuzz
+
+sanitize: asan tsan
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD)
+	@rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -6,20 +6,6 @@
 #include "command.h"
 #include "zerodp/error.h"
 
-namespace zerodp::cli {
-
-std::vector<CommandRegistration>& command_registry() {
-  static std::vector<CommandRegistration> registry;
-  return registry;
-}
-
-bool register_command(int order, std::function<void(CLI::App& root)> add) {
-  command_registry().push_back({order, std::move(add)});
-  return true;
-}
-
-}  // namespace zerodp::cli
-
 int main(int argc, char** argv) {
   CLI::App app{
       "zerodp: ZeRO data parallelism. Plan the memory and communication of each stage, then "
