@@ -18,7 +18,18 @@
 //
 // Memory: activations and backward scratch are allocated once, when a micro-batch larger than
 // any before arrives, and reused; forward and backward allocate nothing. activation_bytes()
-// is exactly GptConfig::activation_bytes(largest micro-batch seen).
+// is exactly GptConfig::activation_bytes(largest micro-batch seen), plus, with P threads,
+// (P - 1) private gradient buffers (the largest unit with the units it reads) and attention
+// scratch (T^2 floats).
+//
+// Threads (set_threads): 1 by default, all the work on the caller's thread (the GEMMs then use
+// as many threads as OpenBLAS is set to). With P > 1, each unit's forward and backward split
+// the micro-batch's samples into P contiguous parts computed at once, one on the caller's
+// thread, the others on threads the model owns; each part's parameter gradients are summed
+// into the engine's views in part order. The same P gives the same bits every call; another P
+// sums the gradients in another order. Set OpenBLAS to one thread then (concurrent calls into
+// a multi-threaded OpenBLAS queue behind each other). For one rank with several cores; with
+// several ranks as threads, keep 1.
 //
 // Thread-safety: one GptModel per rank thread (Model's rule); a shared TextData is read-only.
 #pragma once
@@ -76,6 +87,10 @@ class GptModel final : public Model {
   GptModel& operator=(const GptModel&) = delete;
 
   const GptConfig& config() const;
+
+  // Threads that compute each forward and backward (see above): >= 1 (ZERODP_CHECK).
+  void set_threads(int threads);
+  int threads() const;
 
   // The sample stream of begin_micro_batch(): window i of `split`, for `seed`. data's seq_len
   // must equal the config's.

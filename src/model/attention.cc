@@ -3,8 +3,13 @@
 //   q, k, v  = inp[b, :, h*HS + {0, C, 2C} ...]      [T, HS] each, row stride 3C
 //   att      = softmax_causal(q k^T / sqrt(HS))       [T, T]
 //   out      = att v                                  [T, HS] at out[b, :, h*HS ...], stride C
-// The GEMMs compute the whole T x T square; the softmax then zeroes the future, so att v
-// needs no mask. That wastes the upper triangle's flops, a small share at these sizes.
+// Causality skips work: the rows are taken in blocks of kBlock queries, and a block's products
+// stop at the last key it sees (scores, att v, dq) or start at the first query that sees it
+// (dv, dk), so about (1 + 1/nb)/2 of the T x T square is computed with nb blocks. Inside the
+// diagonal blocks the GEMMs still compute the future; the softmax (and its backward) sets it
+// to zero. The sums that remain are the whole square's minus terms that are exact zeros at the
+// start or the end of each sum (the BLAS may still round a smaller product differently).
+#include <algorithm>
 #include <cmath>
 
 #include "model/gemm.h"
@@ -12,6 +17,11 @@
 #include "model/simd_math.h"
 
 namespace zerodp::model {
+namespace {
+// Queries per block: smaller skips more of the square, with more and smaller GEMMs. At T = 128,
+// HS = 64 on one core, 64 took 15 % less time than the whole square, 32 10 %, 16 17 % more.
+constexpr std::size_t kBlock = 64;
+}  // namespace
 
 void attention_forward(float* out, float* att, const float* inp, std::size_t B, std::size_t T,
                        std::size_t C, std::size_t NH) {
@@ -23,7 +33,12 @@ void attention_forward(float* out, float* att, const float* inp, std::size_t B, 
       const float* k = q + C;
       const float* v = q + 2 * C;
       float* a = att + (b * NH + h) * T * T;
-      gemm(Trans::no, Trans::yes, T, T, HS, scale, q, C3, k, C3, 0.0f, a, T);
+      // Scores of queries [i0, i0 + m) against keys [0, i0 + m).
+      for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
+        const std::size_t m = std::min(kBlock, T - i0);
+        gemm(Trans::no, Trans::yes, m, i0 + m, HS, scale, q + i0 * C3, C3, k, C3, 0.0f, a + i0 * T,
+             T);
+      }
       for (std::size_t t = 0; t < T; ++t) {
         float* row = a + t * T;
         const std::size_t n = t + 1;  // positions 0..t are visible
@@ -33,7 +48,11 @@ void attention_forward(float* out, float* att, const float* inp, std::size_t B, 
         for (std::size_t t2 = 0; t2 < n; ++t2) row[t2] *= inv;
         for (std::size_t t2 = n; t2 < T; ++t2) row[t2] = 0.0f;
       }
-      gemm(Trans::no, Trans::no, T, HS, T, 1.0f, a, T, v, C3, 0.0f, out + b * T * C + h * HS, C);
+      for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
+        const std::size_t m = std::min(kBlock, T - i0);
+        gemm(Trans::no, Trans::no, m, HS, i0 + m, 1.0f, a + i0 * T, T, v, C3, 0.0f,
+             out + (b * T + i0) * C + h * HS, C);
+      }
     }
   }
 }
@@ -54,8 +73,15 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
       float* dv = dq + 2 * C;
       const float* a = att + (b * NH + h) * T * T;
       const float* dout_h = dout + b * T * C + h * HS;
-      gemm(Trans::no, Trans::yes, T, T, HS, 1.0f, dout_h, C, v, C3, 0.0f, datt, T);  // dout v^T
-      gemm(Trans::yes, Trans::no, T, HS, T, 1.0f, a, T, dout_h, C, 0.0f, dv, C3);    // att^T dout
+      for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
+        const std::size_t m = std::min(kBlock, T - i0);
+        // datt = dout v^T for queries [i0, i0 + m) and keys [0, i0 + m).
+        gemm(Trans::no, Trans::yes, m, i0 + m, HS, 1.0f, dout_h + i0 * C, C, v, C3, 0.0f,
+             datt + i0 * T, T);
+        // dv = att^T dout for keys [i0, i0 + m), over the queries [i0, T) that see them.
+        gemm(Trans::yes, Trans::no, m, HS, T - i0, 1.0f, a + i0 * T + i0, T, dout_h + i0 * C, C,
+             0.0f, dv + i0 * C3, C3);
+      }
       // Softmax backward, row by row: dscore = att * (datt - sum(att * datt)), times the scale
       // the forward applied to the scores.
       for (std::size_t t = 0; t < T; ++t) {
@@ -66,8 +92,14 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
         for (std::size_t t2 = 0; t2 < n; ++t2) d_row[t2] = a_row[t2] * (d_row[t2] - dot) * scale;
         for (std::size_t t2 = n; t2 < T; ++t2) d_row[t2] = 0.0f;
       }
-      gemm(Trans::no, Trans::no, T, HS, T, 1.0f, datt, T, k, C3, 0.0f, dq, C3);   // dscore k
-      gemm(Trans::yes, Trans::no, T, HS, T, 1.0f, datt, T, q, C3, 0.0f, dk, C3);  // dscore^T q
+      for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
+        const std::size_t m = std::min(kBlock, T - i0);
+        // dq = dscore k for queries [i0, i0 + m); dk = dscore^T q for keys [i0, i0 + m).
+        gemm(Trans::no, Trans::no, m, HS, i0 + m, 1.0f, datt + i0 * T, T, k, C3, 0.0f, dq + i0 * C3,
+             C3);
+        gemm(Trans::yes, Trans::no, m, HS, T - i0, 1.0f, datt + i0 * T + i0, T, q + i0 * C3, C3,
+             0.0f, dk + i0 * C3, C3);
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace zerodp::model {
 
@@ -24,5 +25,21 @@ void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_
 // two thread pools on two cores spin against each other, and concurrent calls queue.
 void set_blas_threads(int threads);
 int blas_threads();
+// OpenBLAS's name for the kernels it chose ("Zen", "Haswell", "SkylakeX", ...): what
+// OPENBLAS_CORETYPE selected, or what it detected.
+const char* blas_core_name();
+
+// Time spent in gemm(), for benchmarks. Off by default: gemm() then reads no clock. When on,
+// the calls of every thread are added up: calls, 2 m n k flops each, and the seconds they
+// took on the chosen clock (thread_cpu: the calling thread's CPU time, to which helper
+// OpenBLAS threads add nothing).
+enum class GemmClock { off, wall, thread_cpu };
+void set_gemm_clock(GemmClock clock);
+struct GemmStats {
+  std::uint64_t calls = 0;
+  double flops = 0.0;
+  double seconds = 0.0;
+};
+GemmStats gemm_stats();  // totals of the process since it started
 
 }  // namespace zerodp::model

@@ -11,8 +11,22 @@
 //                  unit to unit and updated in place, and per-block gradients used in turn.
 // The residual stream's gradient needs no copies: both branches of x + f(x) read dres, and
 // the LayerNorm backward at the branch's start adds its part into dres.
+//
+// Lanes (set_threads): every activation above is sample-major, so samples [s0, s0 + n) of the
+// micro-batch are a row range of every buffer, and each lane computes its own samples' part
+// of a unit without touching another lane's rows. Lane 0 runs on the caller's thread and adds
+// its parameter gradients into the engine's views; lane p > 0 adds its own into a private
+// buffer, and after the unit's backward the buffers are added into the views, lane by lane in
+// order, each lane summing a slice of the elements. The attention backward's T x T scratch is
+// per lane too.
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "model/gpt_tensors.h"
 #include "model/layers.h"
@@ -38,6 +52,91 @@ struct BlockActs {
   float* fch;       // [BT, 4C]
   float* fch_gelu;  // [BT, 4C]
   float* fcproj;    // [BT, C]
+};
+
+// The same buffers from row r0 on (row = one position of one sample).
+BlockActs rows_from(const BlockActs& a, std::size_t r0, std::size_t C, std::size_t NH,
+                    std::size_t T) {
+  return {a.ln1 + r0 * C,          a.ln1_mean + r0,  a.ln1_rstd + r0,    a.qkv + r0 * 3 * C,
+          a.att + r0 * NH * T,     a.atty + r0 * C,  a.attproj + r0 * C, a.res2 + r0 * C,
+          a.ln2 + r0 * C,          a.ln2_mean + r0,  a.ln2_rstd + r0,    a.fch + r0 * 4 * C,
+          a.fch_gelu + r0 * 4 * C, a.fcproj + r0 * C};
+}
+
+// Runs fn(lane) for every lane at once: lane 0 on the caller's thread, the others on threads
+// of the pool, which sleep between runs. Returns when all are done, rethrowing the first
+// exception.
+class LanePool {
+ public:
+  explicit LanePool(int lanes) {
+    for (int p = 1; p < lanes; ++p) threads_.emplace_back([this, p] { loop(p); });
+  }
+  ~LanePool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    start_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  LanePool(const LanePool&) = delete;
+  LanePool& operator=(const LanePool&) = delete;
+
+  void run(const std::function<void(int)>& fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      pending_ = threads_.size();
+      ++generation_;
+    }
+    start_.notify_all();
+    std::exception_ptr mine;
+    try {
+      fn(0);
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    std::exception_ptr theirs = std::exchange(error_, nullptr);
+    lock.unlock();
+    if (mine) std::rethrow_exception(mine);
+    if (theirs) std::rethrow_exception(theirs);
+  }
+
+ private:
+  void loop(int lane) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* fn = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        start_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stop_) return;
+        fn = fn_;
+      }
+      std::exception_ptr error;
+      try {
+        (*fn)(lane);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (error && !error_) error_ = error;
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable start_, done_;
+  const std::function<void(int)>* fn_ = nullptr;
+  std::size_t pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
 };
 
 // Pointers to a block's 12 tensors inside its unit's params (or grads).
@@ -76,6 +175,13 @@ struct GptModel::Impl {
   float *dres = nullptr, *dln = nullptr, *datty = nullptr, *dqkv = nullptr;
   float *dfch = nullptr, *dfch_gelu = nullptr, *datt = nullptr, *dlogits = nullptr;
 
+  // Lanes (set_threads): lane p > 0 has its own gradients, sized for the largest unit view
+  // (the unit and the units it reads), and its own attention scratch.
+  int lanes = 1;
+  std::unique_ptr<LanePool> pool;
+  std::size_t max_view = 0;
+  std::vector<std::vector<float>> lane_grads, lane_datt;  // [lanes - 1]
+
   explicit Impl(const GptConfig& config)
       : cfg(config),
         units(gpt_units(config)),
@@ -84,7 +190,44 @@ struct GptModel::Impl {
         T(config.seq_len),
         V(config.vocab),
         NH(config.heads),
-        window(T + 1) {}
+        window(T + 1) {
+    for (const auto& u : units) {
+      std::size_t view = u.param_count;
+      for (int r : u.reads) view += units[static_cast<std::size_t>(r)].param_count;
+      max_view = std::max(max_view, view);
+    }
+  }
+
+  void set_lanes(int n) {
+    ZERODP_CHECK_MSG(n >= 1, "GptModel::set_threads: expected at least 1 thread");
+    pool.reset();
+    lanes = n;
+    lane_grads.assign(std::size_t(n - 1), std::vector<float>(max_view));
+    lane_datt.assign(std::size_t(n - 1), std::vector<float>(T * T));
+    if (n > 1) pool = std::make_unique<LanePool>(n);
+  }
+
+  // Samples [first, first + count) of the current micro-batch that lane p computes.
+  struct Samples {
+    std::size_t first = 0, count = 0;
+  };
+  Samples lane_samples(int p) const {
+    const std::size_t begin = B * std::size_t(p) / std::size_t(lanes);
+    const std::size_t end = B * std::size_t(p + 1) / std::size_t(lanes);
+    return {begin, end - begin};
+  }
+
+  // fn(samples, lane) on every lane that has samples.
+  void for_lanes(const std::function<void(Samples, int)>& fn) {
+    if (lanes == 1) {
+      fn({0, B}, 0);
+      return;
+    }
+    pool->run([&](int p) {
+      const Samples s = lane_samples(p);
+      if (s.count > 0) fn(s, p);
+    });
+  }
 
   // Carves the arena for `samples` samples, in the order of GptConfig::activation_bytes().
   void allocate(std::size_t samples) {
@@ -156,78 +299,166 @@ struct GptModel::Impl {
     }
   }
 
-  BlockActs& acts(std::size_t l) { return blocks[cfg.checkpoint_activations ? 0 : l]; }
+  // Block l's internals from sample s.first on.
+  BlockActs acts(std::size_t l, const Samples& s) const {
+    return rows_from(blocks[cfg.checkpoint_activations ? 0 : l], s.first * T, C, NH, T);
+  }
 
-  // Block l (0-based) from x[l] into x[l + 1].
-  void block_forward(std::size_t l, const float* params) {
+  // Block l (0-based) from x[l] into x[l + 1], for samples s.
+  void block_forward(std::size_t l, const float* params, const Samples& s) {
     const BlockTensors<const float> w(params, units[l + 1]);
-    BlockActs& a = acts(l);
-    const std::size_t BT = B * T;
-    const float* in = x[l];
+    const BlockActs a = acts(l, s);
+    const std::size_t BT = s.count * T, r0 = s.first * T;
+    const float* in = x[l] + r0 * C;
     layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, in, w[kLn1Weight], w[kLn1Bias], BT, C);
     matmul_forward(a.qkv, a.ln1, w[kAttnWeight], w[kAttnBias], BT, C, 3 * C);
-    attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
+    attention_forward(a.atty, a.att, a.qkv, s.count, T, C, NH);
     matmul_forward(a.attproj, a.atty, w[kAttnProjWeight], w[kAttnProjBias], BT, C, C);
     residual_forward(a.res2, in, a.attproj, BT * C);
     layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w[kLn2Weight], w[kLn2Bias], BT, C);
     matmul_forward(a.fch, a.ln2, w[kFcWeight], w[kFcBias], BT, C, 4 * C);
     gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
     matmul_forward(a.fcproj, a.fch_gelu, w[kFcProjWeight], w[kFcProjBias], BT, 4 * C, C);
-    residual_forward(x[l + 1], a.res2, a.fcproj, BT * C);
+    residual_forward(x[l + 1] + r0 * C, a.res2, a.fcproj, BT * C);
   }
 
-  // On entry dres = d loss / d x[l + 1]; on exit dres = d loss / d x[l].
-  void block_backward(std::size_t l, const float* params, float* grads) {
+  // On entry dres = d loss / d x[l + 1]; on exit dres = d loss / d x[l] (samples s).
+  void block_backward(std::size_t l, const float* params, float* grads, const Samples& s,
+                      float* att_scratch) {
     const BlockTensors<const float> w(params, units[l + 1]);
     const BlockTensors<float> g(grads, units[l + 1]);
     if (cfg.checkpoint_activations)
-      block_forward(l, params);  // refills acts(l); rewrites
-                                 // x[l + 1] with the same bits
-    const BlockActs& a = acts(l);
-    const std::size_t BT = B * T;
+      block_forward(l, params, s);  // refills acts(l); rewrites
+                                    // x[l + 1] with the same bits
+    const BlockActs a = acts(l, s);
+    const std::size_t BT = s.count * T, r0 = s.first * T;
+    float* dr = dres + r0 * C;
+    float* dl = dln + r0 * C;
+    float* dy = datty + r0 * C;
+    float* dq = dqkv + r0 * 3 * C;
+    float* df = dfch + r0 * 4 * C;
+    float* dfg = dfch_gelu + r0 * 4 * C;
     // MLP branch: x[l+1] = res2 + fcproj, so d fcproj = dres.
-    matmul_backward(dfch_gelu, g[kFcProjWeight], g[kFcProjBias], dres, a.fch_gelu, w[kFcProjWeight],
-                    BT, 4 * C, C);
-    gelu_backward(dfch, a.fch, dfch_gelu, BT * 4 * C);
-    matmul_backward(dln, g[kFcWeight], g[kFcBias], dfch, a.ln2, w[kFcWeight], BT, C, 4 * C);
-    layernorm_backward(dres, g[kLn2Weight], g[kLn2Bias], dln, a.res2, w[kLn2Weight], a.ln2_mean,
+    matmul_backward(dfg, g[kFcProjWeight], g[kFcProjBias], dr, a.fch_gelu, w[kFcProjWeight], BT,
+                    4 * C, C);
+    gelu_backward(df, a.fch, dfg, BT * 4 * C);
+    matmul_backward(dl, g[kFcWeight], g[kFcBias], df, a.ln2, w[kFcWeight], BT, C, 4 * C);
+    layernorm_backward(dr, g[kLn2Weight], g[kLn2Bias], dl, a.res2, w[kLn2Weight], a.ln2_mean,
                        a.ln2_rstd, BT, C);  // dres is now d res2
     // Attention branch: res2 = x + attproj, so d attproj = dres.
-    matmul_backward(datty, g[kAttnProjWeight], g[kAttnProjBias], dres, a.atty, w[kAttnProjWeight],
-                    BT, C, C);
-    attention_backward(dqkv, datt, datty, a.qkv, a.att, B, T, C, NH);
-    matmul_backward(dln, g[kAttnWeight], g[kAttnBias], dqkv, a.ln1, w[kAttnWeight], BT, C, 3 * C);
-    layernorm_backward(dres, g[kLn1Weight], g[kLn1Bias], dln, x[l], w[kLn1Weight], a.ln1_mean,
+    matmul_backward(dy, g[kAttnProjWeight], g[kAttnProjBias], dr, a.atty, w[kAttnProjWeight], BT, C,
+                    C);
+    attention_backward(dq, att_scratch, dy, a.qkv, a.att, s.count, T, C, NH);
+    matmul_backward(dl, g[kAttnWeight], g[kAttnBias], dq, a.ln1, w[kAttnWeight], BT, C, 3 * C);
+    layernorm_backward(dr, g[kLn1Weight], g[kLn1Bias], dl, x[l] + r0 * C, w[kLn1Weight], a.ln1_mean,
                        a.ln1_rstd, BT, C);  // dres is now d x[l]
   }
 
-  void final_forward(const float* params, const float* embeddings) {
-    const std::size_t BT = B * T;
+  void final_forward(const float* params, const float* embeddings, const Samples& s) {
+    const std::size_t BT = s.count * T, r0 = s.first * T;
     const float* wte = embeddings + units[0].tensors[kWte].offset;
-    layernorm_forward(lnf, lnf_mean, lnf_rstd, x[L],
+    layernorm_forward(lnf + r0 * C, lnf_mean + r0, lnf_rstd + r0, x[L] + r0 * C,
                       params + units[L + 1].tensors[kLnfWeight].offset,
                       params + units[L + 1].tensors[kLnfBias].offset, BT, C);
-    matmul_forward(logits, lnf, wte, nullptr, BT, C, V);  // LM head tied to wte
-    crossentropy_softmax_forward(probs, losses, logits, targets.data(), BT, V);
-    double sum = 0.0;
-    for (std::size_t i = 0; i < BT; ++i) sum += losses[i];
-    mean_loss = static_cast<float>(sum / static_cast<double>(BT));
+    matmul_forward(logits + r0 * V, lnf + r0 * C, wte, nullptr, BT, C, V);  // LM head tied to wte
+    crossentropy_softmax_forward(probs + r0 * V, losses + r0, logits + r0 * V, targets.data() + r0,
+                                 BT, V);
   }
 
   void final_backward(const float* params, const float* embeddings, float* grads,
-                      float* embedding_grads) {
-    const std::size_t BT = B * T;
+                      float* embedding_grads, const Samples& s) {
+    const std::size_t BT = s.count * T, r0 = s.first * T;
     const auto& lnf_tensors = units[L + 1].tensors;
     const std::size_t wte_offset = units[0].tensors[kWte].offset;
-    // The objective is grad_scale * mean over BT positions of the losses.
-    const float dloss = grad_scale / static_cast<float>(BT);
-    crossentropy_softmax_backward(dlogits, probs, targets.data(), dloss, BT, V);
-    matmul_backward(dln, embedding_grads + wte_offset, nullptr, dlogits, lnf,
-                    embeddings + wte_offset, BT, C, V);
-    std::fill(dres, dres + BT * C, 0.0f);  // the residual stream's gradient starts here
-    layernorm_backward(dres, grads + lnf_tensors[kLnfWeight].offset,
-                       grads + lnf_tensors[kLnfBias].offset, dln, x[L],
-                       params + lnf_tensors[kLnfWeight].offset, lnf_mean, lnf_rstd, BT, C);
+    // The objective is grad_scale * mean over the micro-batch's B*T positions of the losses.
+    const float dloss = grad_scale / static_cast<float>(B * T);
+    crossentropy_softmax_backward(dlogits + r0 * V, probs + r0 * V, targets.data() + r0, dloss, BT,
+                                  V);
+    matmul_backward(dln + r0 * C, embedding_grads + wte_offset, nullptr, dlogits + r0 * V,
+                    lnf + r0 * C, embeddings + wte_offset, BT, C, V);
+    float* dr = dres + r0 * C;
+    std::fill(dr, dr + BT * C, 0.0f);  // the residual stream's gradient starts here
+    layernorm_backward(dr, grads + lnf_tensors[kLnfWeight].offset,
+                       grads + lnf_tensors[kLnfBias].offset, dln + r0 * C, x[L] + r0 * C,
+                       params + lnf_tensors[kLnfWeight].offset, lnf_mean + r0, lnf_rstd + r0, BT,
+                       C);
+  }
+
+  void forward(std::size_t u, const UnitViews& views) {
+    const float* p = views.params[0].data();
+    for_lanes([&](Samples s, int) {
+      if (u == 0) {
+        encoder_forward(x[0] + s.first * T * C, tokens.data() + s.first * T,
+                        p + units[0].tensors[kWte].offset, p + units[0].tensors[kWpe].offset,
+                        s.count, T, C);
+      } else if (u <= L) {
+        block_forward(u - 1, p, s);
+      } else {
+        final_forward(p, views.params[1].data(), s);
+      }
+    });
+    if (u == L + 1) {
+      const std::size_t BT = B * T;
+      double sum = 0.0;
+      for (std::size_t i = 0; i < BT; ++i) sum += losses[i];
+      mean_loss = static_cast<float>(sum / static_cast<double>(BT));
+    }
+  }
+
+  // Unit u's backward for samples s, adding its gradients into grads (one pointer per view).
+  void unit_backward(std::size_t u, const UnitViews& views, const std::vector<float*>& grads,
+                     const Samples& s, float* att_scratch) {
+    const float* p = views.params[0].data();
+    float* g = grads[0];
+    if (u == 0) {
+      encoder_backward(g + units[0].tensors[kWte].offset, g + units[0].tensors[kWpe].offset,
+                       dres + s.first * T * C, tokens.data() + s.first * T, s.count, T, C);
+    } else if (u <= L) {
+      block_backward(u - 1, p, g, s, att_scratch);
+    } else {
+      final_backward(p, views.params[1].data(), g, grads[1], s);
+    }
+  }
+
+  void backward(std::size_t u, const UnitViews& views) {
+    std::vector<float*> own(views.grads.size());
+    for (std::size_t i = 0; i < own.size(); ++i) own[i] = views.grads[i].data();
+    if (lanes == 1) {
+      unit_backward(u, views, own, {0, B}, datt);
+      return;
+    }
+    for_lanes([&](Samples s, int lane) {
+      if (lane == 0) {
+        unit_backward(u, views, own, s, datt);
+        return;
+      }
+      // This lane's gradients, laid out view after view in its private buffer.
+      std::vector<float*> mine(views.grads.size());
+      float* at = lane_grads[std::size_t(lane - 1)].data();
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        mine[i] = at;
+        std::fill_n(at, views.grads[i].size(), 0.0f);
+        at += views.grads[i].size();
+      }
+      unit_backward(u, views, mine, s, lane_datt[std::size_t(lane - 1)].data());
+    });
+    // views += lane 1 + lane 2 + ..., in lane order; lane p sums elements [p n / P, (p+1) n / P)
+    // of every view. Lanes without samples added nothing.
+    pool->run([&](int p) {
+      std::size_t base = 0;
+      for (const auto& view : views.grads) {
+        const std::size_t n = view.size();
+        const std::size_t begin = n * std::size_t(p) / std::size_t(lanes);
+        const std::size_t end = n * std::size_t(p + 1) / std::size_t(lanes);
+        float* out = view.data();
+        for (int q = 1; q < lanes; ++q) {
+          if (lane_samples(q).count == 0) continue;
+          const float* in = lane_grads[std::size_t(q - 1)].data() + base;
+          for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
+        }
+        base += n;
+      }
+    });
   }
 };
 
@@ -243,6 +474,13 @@ const GptConfig& GptModel::config() const {
 }
 const std::vector<UnitInfo>& GptModel::units() const {
   return impl_->units;
+}
+
+void GptModel::set_threads(int threads) {
+  impl_->set_lanes(threads);
+}
+int GptModel::threads() const {
+  return impl_->lanes;
 }
 
 void GptModel::set_data(std::shared_ptr<const io::TextData> data, io::Split split,
@@ -282,15 +520,7 @@ void GptModel::forward(int unit, const UnitViews& views) {
   ZERODP_CHECK_MSG(m.B > 0, "forward before begin_micro_batch");
   const auto u = static_cast<std::size_t>(unit);
   m.check_views(u, views, false);
-  const float* p = views.params[0].data();
-  if (u == 0) {
-    encoder_forward(m.x[0], m.tokens.data(), p + m.units[0].tensors[kWte].offset,
-                    p + m.units[0].tensors[kWpe].offset, m.B, m.T, m.C);
-  } else if (u <= m.L) {
-    m.block_forward(u - 1, p);
-  } else {
-    m.final_forward(p, views.params[1].data());
-  }
+  m.forward(u, views);
 }
 
 void GptModel::backward(int unit, const UnitViews& views) {
@@ -298,16 +528,7 @@ void GptModel::backward(int unit, const UnitViews& views) {
   const auto u = static_cast<std::size_t>(unit);
   ZERODP_CHECK_MSG(m.B > 0, "backward before begin_micro_batch");
   m.check_views(u, views, true);
-  const float* p = views.params[0].data();
-  float* g = views.grads[0].data();
-  if (u == 0) {
-    encoder_backward(g + m.units[0].tensors[kWte].offset, g + m.units[0].tensors[kWpe].offset,
-                     m.dres, m.tokens.data(), m.B, m.T, m.C);
-  } else if (u <= m.L) {
-    m.block_backward(u - 1, p, g);
-  } else {
-    m.final_backward(p, views.params[1].data(), g, views.grads[1].data());
-  }
+  m.backward(u, views);
 }
 
 float GptModel::loss() const {
@@ -325,7 +546,10 @@ std::span<const std::uint8_t> GptModel::tokens() const {
 }
 
 std::size_t GptModel::activation_bytes() const {
-  return impl_->capacity == 0 ? 0 : impl_->cfg.activation_bytes(impl_->capacity);
+  const Impl& m = *impl_;
+  if (m.capacity == 0) return 0;
+  const std::size_t lane_floats = std::size_t(m.lanes - 1) * (m.max_view + m.T * m.T);
+  return m.cfg.activation_bytes(m.capacity) + 4 * lane_floats;
 }
 
 std::string GptModel::describe() const {

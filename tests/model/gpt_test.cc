@@ -275,6 +275,53 @@ TEST(GptModel, BackwardAddsAndScalesByGradScale) {
   }
 }
 
+// Threads split the micro-batch's samples: per-position losses are each one sample's, and the
+// gradient is the same sum taken in another order. Fewer samples than threads leaves lanes
+// idle; the same thread count gives the same bits every time, checkpointing included.
+TEST(GptModel, ThreadsSplitTheSamplesAndSumTheirGradients) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.hidden = 16;
+  c.seq_len = 8;
+  GptModel one(c);
+  std::vector<float> params(one.param_count());
+  init_all(one, params, 3);
+  const auto noise = random_vector(params.size(), 4, 0.1);
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
+  for (std::size_t B : {1, 2, 5}) {
+    const auto windows = random_windows(B, c.seq_len, 20 + B);
+    std::vector<float> reference(params.size(), 0.0f);
+    one.begin_windows(windows, B, 0.5f);
+    const float loss = forward_backward_all(one, params, reference);
+    double largest = 0;
+    for (float g : reference) largest = std::max(largest, double(std::fabs(g)));
+    for (bool checkpoint : {false, true}) {
+      for (int threads : {2, 3, 7}) {
+        GptConfig cc = c;
+        cc.checkpoint_activations = checkpoint;
+        GptModel split(cc);
+        split.set_threads(threads);
+        EXPECT_EQ(split.threads(), threads);
+        std::vector<float> grads(params.size(), 0.0f), again(params.size(), 0.0f);
+        split.begin_windows(windows, B, 0.5f);
+        EXPECT_NEAR(forward_backward_all(split, params, grads), loss, 1e-6f * loss);
+        split.begin_windows(windows, B, 0.5f);
+        forward_backward_all(split, params, again);
+        EXPECT_EQ(std::memcmp(grads.data(), again.data(), grads.size() * sizeof(float)), 0);
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+          ASSERT_NEAR(grads[i], reference[i], 1e-5 * largest)
+              << "B " << B << ", " << threads << " threads, element " << i;
+        }
+        // Each further thread: gradients for the largest view, the final unit with the
+        // embeddings it reads (2 C + (256 + T) C = 4256 floats), and T^2 of scratch.
+        EXPECT_EQ(split.activation_bytes(),
+                  cc.activation_bytes(B) + 4 * (threads - 1) * (4256 + 64));
+      }
+    }
+  }
+}
+
 TEST(GptModel, LaterTokensDoNotChangeEarlierLogits) {
   const GptConfig c = tiny_config();
   GptModel model(c);

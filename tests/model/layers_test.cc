@@ -154,6 +154,78 @@ TEST(Layers, AttentionBackwardMatchesFiniteDifferences) {
   EXPECT_LT(fd_check("attention dinp (q, k, v)", inp, dinp, objective).worst, kTolerance);
 }
 
+// Past one block of queries (the layer skips the future a block at a time): forward and
+// backward against the textbook formulas, looped in double.
+TEST(Layers, AttentionOverSeveralBlocksMatchesTheFormulas) {
+  const std::size_t B = 2, T = 150, C = 8, NH = 2, HS = C / NH, C3 = 3 * C;
+  const auto inp = random_vector(B * T * C3, 30, 1.0);
+  const auto dout = random_vector(B * T * C, 31, 1.0);
+  std::vector<float> out(B * T * C), att(B * NH * T * T), dinp(B * T * C3, kNaN),
+      scratch(T * T, kNaN);
+  attention_forward(out.data(), att.data(), inp.data(), B, T, C, NH);
+  attention_backward(dinp.data(), scratch.data(), dout.data(), inp.data(), att.data(), B, T, C, NH);
+  std::vector<double> want_dinp(B * T * C3, 0.0);
+  double worst_out = 0, worst_att = 0, worst_dinp = 0;
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t h = 0; h < NH; ++h) {
+      auto q = [&](std::size_t t, std::size_t d) {
+        return double{inp[(b * T + t) * C3 + h * HS + d]};
+      };
+      auto k = [&](std::size_t t, std::size_t d) {
+        return double{inp[(b * T + t) * C3 + C + h * HS + d]};
+      };
+      auto v = [&](std::size_t t, std::size_t d) {
+        return double{inp[(b * T + t) * C3 + 2 * C + h * HS + d]};
+      };
+      for (std::size_t t = 0; t < T; ++t) {
+        std::vector<double> p(t + 1);
+        double mx = -1e300, sum = 0;
+        for (std::size_t s = 0; s <= t; ++s) {
+          double dot = 0;
+          for (std::size_t d = 0; d < HS; ++d) dot += q(t, d) * k(s, d);
+          p[s] = dot / std::sqrt(double(HS));
+          mx = std::max(mx, p[s]);
+        }
+        for (auto& x : p) sum += (x = std::exp(x - mx));
+        for (auto& x : p) x /= sum;
+        const float* a = att.data() + ((b * NH + h) * T + t) * T;
+        for (std::size_t s = 0; s < T; ++s) {
+          worst_att = std::max(worst_att, std::fabs(a[s] - (s <= t ? p[s] : 0.0)));
+        }
+        // out = p v; dp = dout v^T; dscore = p (dp - sum p dp) / sqrt(HS).
+        std::vector<double> dp(t + 1, 0.0);
+        for (std::size_t d = 0; d < HS; ++d) {
+          double o = 0;
+          const double g = dout[(b * T + t) * C + h * HS + d];
+          for (std::size_t s = 0; s <= t; ++s) {
+            o += p[s] * v(s, d);
+            dp[s] += g * v(s, d);
+            want_dinp[(b * T + s) * C3 + 2 * C + h * HS + d] += p[s] * g;
+          }
+          worst_out = std::max(worst_out, std::fabs(out[(b * T + t) * C + h * HS + d] - o));
+        }
+        double dot = 0;
+        for (std::size_t s = 0; s <= t; ++s) dot += p[s] * dp[s];
+        for (std::size_t s = 0; s <= t; ++s) {
+          const double ds = p[s] * (dp[s] - dot) / std::sqrt(double(HS));
+          for (std::size_t d = 0; d < HS; ++d) {
+            want_dinp[(b * T + t) * C3 + h * HS + d] += ds * k(s, d);
+            want_dinp[(b * T + s) * C3 + C + h * HS + d] += ds * q(t, d);
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < dinp.size(); ++i) {
+    worst_dinp = std::max(worst_dinp, std::fabs(dinp[i] - want_dinp[i]));
+  }
+  std::printf("  T = %zu: worst |error| out %.2e, att %.2e, dinp %.2e\n", T, worst_out, worst_att,
+              worst_dinp);
+  EXPECT_LT(worst_out, 1e-5);
+  EXPECT_LT(worst_att, 1e-6);
+  EXPECT_LT(worst_dinp, 1e-5);
+}
+
 TEST(Layers, GeluBackwardMatchesFiniteDifferences) {
   const std::size_t N = 41;
   std::vector<float> inp(N);

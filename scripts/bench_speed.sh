@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# zerodp against PyTorch on the GPT benchmark configuration, side by side in one run, with the
+# issue's ratios. Not part of CI. Needs the bench built (cmake --build BUILD --target
+# bench_gpt_train) and Debian's python3-torch (apt-get install -y python3-torch).
+#
+#   scripts/bench_speed.sh [--build DIR] [--rounds R] [--wall] [--quiet P] [--out FILE]
+#
+# Two environments, one after the other: the environment as it is, then the same command with
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for that command alone (env -u), zerodp and
+# PyTorch alike. In each, R rounds (default 3); a round runs zerodp's four configurations
+# (stage 0 at N = 1; stages 0, 1, 3 at N = 2) and then PyTorch's three (1 process x 2 threads;
+# DDP 2 x 1; DDP + ZeroRedundancyOptimizer 2 x 1), each the median of 3 blocks of 5 steps after
+# 3 warm-up steps. A ratio is taken inside each round, where both sides ran minutes apart
+# under the same load, and the median over rounds is printed with its range.
+#
+# Time: process CPU time by default (see bench_gpt_train.cc and bench_pytorch.py: the larger of
+# CPU time over the cores used and the busiest thread), since the machine may be shared;
+# --wall for wall-clock time on an idle machine. --quiet P waits before each measurement (up
+# to 10 minutes) until the CPU pressure stall figure (/proc/pressure/cpu, "some avg10", in %)
+# has stayed below P for three checks 2 s apart, and records what it saw. Every JSON line goes
+# to --out (default bench_speed.jsonl in the current folder).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build rounds=3 clock=--cpu out=bench_speed.jsonl quiet=
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --wall) clock=""; shift ;;
+    --out) out="$2"; shift 2 ;;
+    --quiet) quiet="$2"; shift 2 ;;
+    *) echo "bench_speed.sh: unknown argument '$1' (expected --build DIR, --rounds R, --wall, --quiet P, --out FILE)" >&2; exit 2 ;;
+  esac
+done
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench_speed.sh: --rounds: expected a whole number >= 1, got '$rounds'" >&2; exit 2; }
+bench="$build/bench/bench_gpt_train"
+if [[ ! -x "$bench" ]]; then
+  echo "bench_speed.sh: $bench not found: build it with cmake --build $build --target bench_gpt_train" >&2
+  exit 1
+fi
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "bench_speed.sh: PyTorch is missing: apt-get install -y python3-torch" >&2
+  exit 1
+fi
+
+pressure() { awk '/^some/ { split($2, a, "="); print a[2] }' /proc/pressure/cpu 2>/dev/null || echo nan; }
+wait_quiet() {  # prints the pressure it ended with
+  [[ -z "$quiet" ]] && { pressure; return; }
+  local ok=0 t0=$SECONDS p
+  while ((SECONDS - t0 < 600)); do
+    p=$(pressure)
+    if awk "BEGIN { exit !($p < $quiet) }"; then ok=$((ok + 1)); else ok=0; fi
+    ((ok >= 3)) && break
+    sleep 2
+  done
+  pressure
+}
+: > "$out"
+run_env() {  # $1: label; the rest: the env prefix of the commands
+  local label="$1"; shift
+  local p
+  for ((r = 1; r <= rounds; ++r)); do
+    p=$(wait_quiet)
+    echo "[$label] round $r/$rounds: zerodp (cpu pressure avg10 $p %)" >&2
+    "$@" "$bench" --json $clock --configs 0:1,0:2,1:2,3:2 --repeats 3 --steps 5 --warmup 3 |
+      sed "s/^{/{\"env\": \"$label\", \"round\": $r, \"impl\": \"zerodp\", \"pressure\": $p, /" >> "$out"
+    p=$(wait_quiet)
+    echo "[$label] round $r/$rounds: PyTorch (cpu pressure avg10 $p %)" >&2
+    "$@" /usr/bin/python3 scripts/bench_pytorch.py --json $clock --repeats 3 --steps 5 --warmup 3 |
+      sed "s/^{/{\"env\": \"$label\", \"round\": $r, \"impl\": \"torch\", \"pressure\": $p, /" >> "$out"
+  done
+}
+run_env as-is env
+run_env unset env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+
+/usr/bin/python3 - "$out" <<'EOF'
+import json, statistics, sys
+
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+def pick(env, rnd, impl, **kv):
+    for r in rows:
+        if r["env"] == env and r["round"] == rnd and r["impl"] == impl and all(r.get(k) == v for k, v in kv.items()):
+            return r
+    raise SystemExit(f"bench_speed.sh: no result for {env} round {rnd} {impl} {kv}")
+
+goals = [  # (label, zerodp side, other side, goal)
+    ("zerodp stage 0, N=1  vs  PyTorch 1 process x 2 threads", ("zerodp", dict(stage=0, ranks=1)), ("torch", dict(mode="single")), 1.5),
+    ("zerodp stage 0, N=2  vs  DDP 2 x 1", ("zerodp", dict(stage=0, ranks=2)), ("torch", dict(mode="ddp")), 1.25),
+    ("zerodp stage 1, N=2  vs  DDP + ZeroRedundancyOptimizer 2 x 1", ("zerodp", dict(stage=1, ranks=2)), ("torch", dict(mode="zero")), 1.25),
+    ("zerodp stage 3, N=2  vs  zerodp stage 0, N=2", ("zerodp", dict(stage=3, ranks=2)), ("zerodp", dict(stage=0, ranks=2)), 0.85),
+]
+for env in ("as-is", "unset"):
+    rounds = sorted({r["round"] for r in rows if r["env"] == env})
+    e = next(r["environment"] for r in rows if r["env"] == env and "environment" in r)
+    t = next(r for r in rows if r["env"] == env and r["impl"] == "torch")
+    label = "as it is" if env == "as-is" else "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
+    print(f"\nEnvironment {label}: OPENBLAS_CORETYPE={e['OPENBLAS_CORETYPE']}, OPENBLAS_L2_SIZE={e['OPENBLAS_L2_SIZE']}; "
+          f"OpenBLAS core {e['openblas_core']}; sgemm 1024^3 {e['sgemm_gflops_1_thread']:.0f} GFLOP/s on 1 thread, "
+          f"{e['sgemm_gflops_all_threads']:.0f} on {e['cores']}; OMP_WAIT_POLICY={t['environment']['OMP_WAIT_POLICY']} for PyTorch; "
+          f"{'CPU' if e['time'] == 'cpu' else 'wall'} time; {len(rounds)} rounds")
+    print(f"{'':64s} {'tokens/s':>9s} {'tokens/s':>9s} {'ratio':>6s} {'(range)':>13s} {'goal':>6s}")
+    for name, (ia, ka), (ib, kb), goal in goals:
+        a = [pick(env, r, ia, **ka)["tokens_per_second"] for r in rounds]
+        b = [pick(env, r, ib, **kb)["tokens_per_second"] for r in rounds]
+        ratios = [x / y for x, y in zip(a, b)]
+        med = statistics.median(ratios)
+        verdict = "met" if med >= goal else "NOT met"
+        print(f"{name:64s} {statistics.median(a):9.0f} {statistics.median(b):9.0f} {med:6.2f} "
+              f"({min(ratios):.2f}-{max(ratios):.2f}) >={goal:.2f} {verdict}")
+    print("(PyTorch 1.13's FullyShardedDataParallel has no CPU path: no FSDP column.)")
+    zs = [r for r in rows if r["env"] == env and r["impl"] == "zerodp" and "stage" in r]
+    print("zerodp detail (median over rounds): " + "; ".join(
+        f"stage {s} N={n}: {statistics.median([r['tokens_per_second'] for r in zs if r['stage'] == s and r['ranks'] == n]):.0f} tok/s, "
+        f"GEMM {100 * statistics.median([r['gemm_share'] for r in zs if r['stage'] == s and r['ranks'] == n]):.0f} %, "
+        f"{statistics.median([r['gflops'] for r in zs if r['stage'] == s and r['ranks'] == n]):.0f} GFLOP/s"
+        for s, n in ((0, 1), (0, 2), (1, 2), (3, 2))))
+EOF
