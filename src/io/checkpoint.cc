@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/sha256.h"
@@ -118,6 +120,24 @@ std::string sha256_of_file(const std::string& path) {
     hash.update(buf.data(), static_cast<std::size_t>(in.gcount()));
   }
   return hash.hex();
+}
+
+// A shard's header must be the one save_checkpoint() wrote for shard `index` of `count`: a
+// shard copied in from another checkpoint is named, not read.
+void check_header(int fd, const std::string& file, std::size_t index, std::size_t count,
+                  std::uint64_t elements) {
+  unsigned char header[kHeaderBytes];
+  if (::pread(fd, header, kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes))
+    throw Error("cannot read the header of " + file + ": " + errno_text());
+  std::uint32_t fields[3];
+  std::uint64_t stored;
+  std::memcpy(fields, header + 8, sizeof fields);
+  std::memcpy(&stored, header + 24, 8);
+  if (std::memcmp(header, kMagic, 8) != 0 || fields[0] != kCheckpointVersion ||
+      fields[1] != index || fields[2] != count || stored != elements) {
+    throw Error("shard " + file + ": its header is not that of shard " + std::to_string(index) +
+                " of " + std::to_string(count) + " with " + std::to_string(elements) + " elements");
+  }
 }
 
 }  // namespace
@@ -291,19 +311,45 @@ Checkpoint Checkpoint::open(const std::string& path) {
   }
   const nlohmann::json& m = impl->manifest;
   try {
-    if (m.at("format") != "zerodp-checkpoint") throw Error("not a zerodp checkpoint manifest");
+    if (!m.is_object() || m.at("format") != "zerodp-checkpoint")
+      throw Error("not a zerodp checkpoint manifest");
     if (m.at("version") != kCheckpointVersion) {
       throw Error("format version " + m.at("version").dump() + ", this zerodp reads version " +
                   std::to_string(kCheckpointVersion));
     }
+    if (!m.at("model").is_object()) throw Error("\"model\" is not an object");
+    // The engine state is checked here, once, so that state() cannot fail later.
+    const auto& state = m.at("state");
+    const auto step = state.at("step").get<std::int64_t>();
+    state.at("samples_done").get<std::uint64_t>();
+    const auto loss_scale = state.at("loss_scale").get<double>();
+    const auto good_steps = state.at("good_steps").get<std::int64_t>();
+    if (step < 0) throw Error("state.step is negative");
+    if (!(loss_scale > 0) || !std::isfinite(static_cast<float>(loss_scale)))
+      throw Error("state.loss_scale is not a positive finite fp32");
+    if (good_steps < 0 || good_steps > std::numeric_limits<int>::max())
+      throw Error("state.good_steps is out of range");
+
     const auto& shards = m.at("shards");
+    if (!shards.is_array() || shards.empty()) throw Error("\"shards\" is not a list of shards");
+    if (m.at("ranks") != shards.size()) throw Error("\"ranks\" is not the number of shards");
+    // Offsets and counts are checked against these bounds before any sum, so no sum wraps.
+    constexpr std::uint64_t kMaxElements = (std::uint64_t{1} << 60) / 12;
+    constexpr std::uint64_t kMaxFlat = std::uint64_t{1} << 62;
     std::uint64_t covered = 0;
     for (std::size_t s = 0; s < shards.size(); ++s) {
-      const std::string file =
-          (fs::path(impl->folder) / shards[s].at("file").get<std::string>()).string();
+      const std::string name = shards[s].at("file").get<std::string>();
+      // Shards live in the checkpoint's folder: a name is a plain file name, never a path.
+      const bool plain = !name.empty() && name != "." && name != ".." &&
+                         name.find_first_not_of(
+                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "0123456789._-") == std::string::npos;
+      if (!plain) throw Error("shard file " + quote(name) + " is not a plain file name");
+      const std::string file = (fs::path(impl->folder) / name).string();
       const auto bytes = shards[s].at("bytes").get<std::uint64_t>();
       const auto elements = shards[s].at("elements").get<std::uint64_t>();
-      if (!fs::exists(file)) throw Error("shard " + file + " is missing");
+      if (elements > kMaxElements) throw Error("shard " + file + ": too many elements");
+      if (!fs::is_regular_file(file)) throw Error("shard " + file + " is missing");
       const std::uint64_t size = fs::file_size(file);
       if (size != bytes || bytes != kHeaderBytes + 12 * elements) {
         throw Error("shard " + file + " is " + std::to_string(size) + " bytes, the manifest says " +
@@ -317,9 +363,13 @@ Checkpoint Checkpoint::open(const std::string& path) {
       impl->fds.push_back(fd);
       impl->files.push_back(file);
       impl->elements.push_back(elements);
+      check_header(fd, file, s, shards.size(), elements);
       std::uint64_t local = 0;
       for (const auto& r : shards[s].at("ranges")) {
         const auto offset = r.at(0).get<std::uint64_t>(), count = r.at(1).get<std::uint64_t>();
+        if (count > elements - local || offset > kMaxFlat || count > kMaxFlat - offset ||
+            covered > kMaxFlat - count)
+          throw Error("shard " + file + ": a range beyond its elements or the model");
         impl->index.push_back({offset, count, static_cast<int>(s), local});
         local += count;
         covered += count;
@@ -360,7 +410,8 @@ std::uint64_t Checkpoint::params() const {
 EngineState Checkpoint::state() const {
   const auto& s = impl_->manifest.at("state");
   return {s.at("step").get<std::int64_t>(), s.at("samples_done").get<std::uint64_t>(),
-          s.at("loss_scale").get<float>(), s.at("good_steps").get<int>()};
+          static_cast<float>(s.at("loss_scale").get<double>()),
+          static_cast<int>(s.at("good_steps").get<std::int64_t>())};
 }
 
 void Checkpoint::read(FlatRange range, float* master, float* m, float* v) const {
@@ -404,8 +455,9 @@ void Checkpoint::check_model(const nlohmann::json& model) const {
       continue;  // weights do not depend on them
     if (!model.contains(key) || model.at(key) != value) {
       throw Error((fs::path(impl_->folder) / kManifest).string() +
-                  ": a checkpoint of another model configuration: " + key + " is " + value.dump() +
-                  " there, " + (model.contains(key) ? model.at(key).dump() : "absent") + " here");
+                  ": a checkpoint of another model configuration: " + quote(key) + " is " +
+                  value.dump() + " there, " +
+                  (model.contains(key) ? model.at(key).dump() : "absent") + " here");
     }
   }
 }

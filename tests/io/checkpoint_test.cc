@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 
 #include "zerodp/comm.h"
@@ -158,9 +159,35 @@ TEST(Checkpoint, BrokenManifestsAreNamed) {
     ck.check_model(other);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("width is 12 there, 16 here"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("'width' is 12 there, 16 here"), std::string::npos)
         << e.what();
   }
+
+  // Each edit alone, on a copy of the good manifest.
+  auto error_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json edited = j;
+    edit(edited);
+    std::ofstream(manifest) << edited.dump();
+    return open_error(dir);
+  };
+  EXPECT_NE(error_with([](auto& m) {
+              m["shards"][1]["file"] = "../step-00000002/x.bin";
+            }).find("shard file '../step-00000002/x.bin' is not a plain file name"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& m) {
+              // A shard that is whole but another rank's: its header tells.
+              for (const char* key : {"file", "sha256", "bytes", "elements"})
+                std::swap(m["shards"][0][key], m["shards"][1][key]);
+            }).find("rank-00001-of-00002.bin: its header is not that of shard 0 of 2"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& m) { m["state"]["loss_scale"] = -1.0; }).find("state.loss_scale"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& m) {
+              m["shards"][0]["ranges"][0][1] = ~0ull;
+            }).find("a range beyond its elements"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& m) { m["state"].erase("step"); }).find("malformed"),
+            std::string::npos);
 
   j["version"] = 99;
   std::ofstream(manifest) << j.dump();
