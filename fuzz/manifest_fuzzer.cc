@@ -6,7 +6,8 @@
 // master, m and v values are s * 10000 + block * 1000 + j). 284 elements are the parameters of
 // the smallest GPT (1 layer, 1 head, width 1, context 1), so a manifest can get all the way
 // through to a loaded model. The seeds in fuzz/corpus/manifest/ are valid manifests of these
-// shards (with their SHA-256s); fuzz/manifest.dict holds the format's keys.
+// shards (with their SHA-256s), written by fuzz/make_manifest_seeds.py; fuzz/manifest.dict
+// holds the format's keys.
 //
 // Properties, for every input:
 //  - Checkpoint::open() returns or throws Error whose message is one line; nothing else
