@@ -44,23 +44,20 @@ struct BlockActs {
   float* qkv;       // [BT, 3C]
   float* att;       // [B, NH, T, T]
   float* atty;      // [BT, C]
-  float* attproj;   // [BT, C]
   float* res2;      // [BT, C]   x + attn(ln_1(x))
   float* ln2;       // [BT, C]
   float* ln2_mean;  // [BT]
   float* ln2_rstd;  // [BT]
-  float* fch;       // [BT, 4C]
+  float* fch;       // [BT, 4C]  GELU'(fc output): the backward needs the output only through it
   float* fch_gelu;  // [BT, 4C]
-  float* fcproj;    // [BT, C]
 };
 
 // The same buffers from row r0 on (row = one position of one sample).
 BlockActs rows_from(const BlockActs& a, std::size_t r0, std::size_t C, std::size_t NH,
                     std::size_t T) {
-  return {a.ln1 + r0 * C,          a.ln1_mean + r0,  a.ln1_rstd + r0,    a.qkv + r0 * 3 * C,
-          a.att + r0 * NH * T,     a.atty + r0 * C,  a.attproj + r0 * C, a.res2 + r0 * C,
-          a.ln2 + r0 * C,          a.ln2_mean + r0,  a.ln2_rstd + r0,    a.fch + r0 * 4 * C,
-          a.fch_gelu + r0 * 4 * C, a.fcproj + r0 * C};
+  return {a.ln1 + r0 * C,      a.ln1_mean + r0, a.ln1_rstd + r0,    a.qkv + r0 * 3 * C,
+          a.att + r0 * NH * T, a.atty + r0 * C, a.res2 + r0 * C,    a.ln2 + r0 * C,
+          a.ln2_mean + r0,     a.ln2_rstd + r0, a.fch + r0 * 4 * C, a.fch_gelu + r0 * 4 * C};
 }
 
 // Runs fn(lane) for every lane at once: lane 0 on the caller's thread, the others on threads
@@ -173,7 +170,7 @@ struct GptModel::Impl {
   float *lnf = nullptr, *lnf_mean = nullptr, *lnf_rstd = nullptr;
   float *logits = nullptr, *probs = nullptr, *losses = nullptr;
   float *dres = nullptr, *dln = nullptr, *datty = nullptr, *dqkv = nullptr;
-  float *dfch = nullptr, *dfch_gelu = nullptr, *datt = nullptr, *dlogits = nullptr;
+  float *dfch = nullptr, *datt = nullptr, *dlogits = nullptr;
 
   // Lanes (set_threads): lane p > 0 has its own gradients, sized for the largest unit view
   // (the unit and the units it reads), and its own attention scratch.
@@ -251,14 +248,12 @@ struct GptModel::Impl {
       a.qkv = take(BT * 3 * C);
       a.att = take(BT * NH * T);
       a.atty = take(BT * C);
-      a.attproj = take(BT * C);
       a.res2 = take(BT * C);
       a.ln2 = take(BT * C);
       a.ln2_mean = take(BT);
       a.ln2_rstd = take(BT);
       a.fch = take(BT * 4 * C);
       a.fch_gelu = take(BT * 4 * C);
-      a.fcproj = take(BT * C);
     }
     lnf = take(BT * C);
     lnf_mean = take(BT);
@@ -271,7 +266,6 @@ struct GptModel::Impl {
     datty = take(BT * C);
     dqkv = take(BT * 3 * C);
     dfch = take(BT * 4 * C);
-    dfch_gelu = take(BT * 4 * C);
     dlogits = take(BT * V);
     datt = take(T * T);
     ZERODP_CHECK(next == arena.data() + arena.size());
@@ -313,13 +307,12 @@ struct GptModel::Impl {
     layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, in, w[kLn1Weight], w[kLn1Bias], BT, C);
     matmul_forward(a.qkv, a.ln1, w[kAttnWeight], w[kAttnBias], BT, C, 3 * C);
     attention_forward(a.atty, a.att, a.qkv, s.count, T, C, NH);
-    matmul_forward(a.attproj, a.atty, w[kAttnProjWeight], w[kAttnProjBias], BT, C, C);
-    residual_forward(a.res2, in, a.attproj, BT * C);
+    matmul_residual_forward(a.res2, in, a.atty, w[kAttnProjWeight], w[kAttnProjBias], BT, C, C);
     layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w[kLn2Weight], w[kLn2Bias], BT, C);
     matmul_forward(a.fch, a.ln2, w[kFcWeight], w[kFcBias], BT, C, 4 * C);
-    gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
-    matmul_forward(a.fcproj, a.fch_gelu, w[kFcProjWeight], w[kFcProjBias], BT, 4 * C, C);
-    residual_forward(x[l + 1] + r0 * C, a.res2, a.fcproj, BT * C);
+    gelu_forward_keep_slope(a.fch_gelu, a.fch, a.fch, BT * 4 * C);
+    matmul_residual_forward(x[l + 1] + r0 * C, a.res2, a.fch_gelu, w[kFcProjWeight], w[kFcProjBias],
+                            BT, 4 * C, C);
   }
 
   // On entry dres = d loss / d x[l + 1]; on exit dres = d loss / d x[l] (samples s).
@@ -336,13 +329,12 @@ struct GptModel::Impl {
     float* dl = dln + r0 * C;
     float* dy = datty + r0 * C;
     float* dq = dqkv + r0 * 3 * C;
-    float* df = dfch + r0 * 4 * C;
-    float* dfg = dfch_gelu + r0 * 4 * C;
+    float* df = dfch + r0 * 4 * C;  // d fch_gelu, then d fch in place
     // MLP branch: x[l+1] = res2 + fcproj, so d fcproj = dres.
-    matmul_backward(dfg, g[kFcProjWeight], g[kFcProjBias], dr, a.fch_gelu, w[kFcProjWeight], BT,
+    matmul_backward(df, g[kFcProjWeight], g[kFcProjBias], dr, a.fch_gelu, w[kFcProjWeight], BT,
                     4 * C, C);
-    gelu_backward(df, a.fch, dfg, BT * 4 * C);
-    matmul_backward(dl, g[kFcWeight], g[kFcBias], df, a.ln2, w[kFcWeight], BT, C, 4 * C);
+    gelu_backward_from_slope(df, g[kFcBias], a.fch, df, BT, 4 * C);
+    matmul_backward(dl, g[kFcWeight], nullptr, df, a.ln2, w[kFcWeight], BT, C, 4 * C);
     layernorm_backward(dr, g[kLn2Weight], g[kLn2Bias], dl, a.res2, w[kLn2Weight], a.ln2_mean,
                        a.ln2_rstd, BT, C);  // dres is now d res2
     // Attention branch: res2 = x + attproj, so d attproj = dres.

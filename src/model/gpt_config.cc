@@ -50,9 +50,9 @@ std::size_t GptConfig::activation_bytes(std::size_t micro_batch) const {
   const std::size_t BT = micro_batch * T;
   const std::size_t sets = checkpoint_activations ? 1 : L;
   const std::size_t floats = BT * ((L + 1) * C                     // block inputs, final's input
-                                   + sets * (17 * C + 4 + NH * T)  // block internals
+                                   + sets * (15 * C + 4 + NH * T)  // block internals
                                    + (C + 2 * V + 3)               // ln_f, logits, probs, losses
-                                   + (14 * C + V)) +               // backward scratch
+                                   + (10 * C + V)) +               // backward scratch
                              T * T;                                // attention backward scratch
   return 4 * floats + 2 * BT;                                      // + tokens and targets
 }

@@ -87,6 +87,17 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
   gemm(Trans::no, Trans::yes, BT, OC, C, 1.0f, inp, weight, bias != nullptr ? 1.0f : 0.0f, out);
 }
 
+void matmul_residual_forward(float* out, const float* residual, const float* inp,
+                             const float* weight, const float* bias, std::size_t BT, std::size_t C,
+                             std::size_t OC) {
+  for (std::size_t i = 0; i < BT; ++i) {
+    const float* r = residual + i * OC;
+    float* o = out + i * OC;
+    for (std::size_t c = 0; c < OC; ++c) o[c] = r[c] + bias[c];
+  }
+  gemm(Trans::no, Trans::yes, BT, OC, C, 1.0f, inp, weight, 1.0f, out);
+}
+
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, std::size_t BT, std::size_t C, std::size_t OC) {
   gemm(Trans::no, Trans::no, BT, C, OC, 1.0f, dout, weight, 0.0f, dinp);   // dout @ W
@@ -102,27 +113,49 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCube = 0.044715f;
-}  // namespace
+
+struct GeluAt {
+  float value, slope;
+};
 
 // 0.5 (1 + tanh(u)) = sigmoid(2u): the same function as GPT-2's, evaluated without the
 // cancellation of 1 + tanh(u) near tanh = -1 (which costs fp32 GELU its relative accuracy for
-// x < -3).
+// x < -3). Callers that need one of the two leave the other to dead-code elimination.
+inline GeluAt gelu_at(float x) {
+  const float u = kGeluScale * (x + kGeluCube * x * x * x);
+  const float s = sigmoid_approx(2.0f * u);
+  const float du = kGeluScale * (1.0f + 3.0f * kGeluCube * x * x);
+  // d/dx [x s(2u)] = s + x * 2 s (1 - s) du
+  return {x * s, s + x * (2.0f * s * (1.0f - s)) * du};
+}
+}  // namespace
+
 void gelu_forward(float* out, const float* inp, std::size_t N) {
-  for (std::size_t i = 0; i < N; ++i) {
-    const float x = inp[i];
-    const float u = kGeluScale * (x + kGeluCube * x * x * x);
-    out[i] = x * sigmoid_approx(2.0f * u);
-  }
+  for (std::size_t i = 0; i < N; ++i) out[i] = gelu_at(inp[i]).value;
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N) {
+  for (std::size_t i = 0; i < N; ++i) dinp[i] = gelu_at(inp[i]).slope * dout[i];
+}
+
+void gelu_forward_keep_slope(float* out, float* slope, const float* inp, std::size_t N) {
   for (std::size_t i = 0; i < N; ++i) {
-    const float x = inp[i];
-    const float u = kGeluScale * (x + kGeluCube * x * x * x);
-    const float s = sigmoid_approx(2.0f * u);
-    const float du = kGeluScale * (1.0f + 3.0f * kGeluCube * x * x);
-    // d/dx [x s(2u)] = s + x * 2 s (1 - s) du
-    dinp[i] = (s + x * (2.0f * s * (1.0f - s)) * du) * dout[i];
+    const GeluAt g = gelu_at(inp[i]);
+    out[i] = g.value;
+    slope[i] = g.slope;
+  }
+}
+
+void gelu_backward_from_slope(float* dinp, float* __restrict dbias, const float* __restrict slope,
+                              const float* dout, std::size_t BT, std::size_t OC) {
+  for (std::size_t i = 0; i < BT; ++i) {
+    float* dx = dinp + i * OC;
+    const float* s = slope + i * OC;
+    const float* dy = dout + i * OC;
+    for (std::size_t o = 0; o < OC; ++o) {
+      dx[o] = s[o] * dy[o];
+      dbias[o] += dx[o];
+    }
   }
 }
 

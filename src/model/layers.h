@@ -12,7 +12,7 @@
 // Sizes: B batch, T time (sequence), C channels, OC output channels, V vocabulary, NH heads.
 // Weights of matmuls are stored [OC, C] (as torch.nn.Linear), so out = inp @ weight^T + bias.
 // No layer allocates; attention_backward takes its scratch from the caller. No output of a
-// call may overlap another of its arguments.
+// call may overlap another of its arguments, except where a function says so.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +49,13 @@ void matmul_forward(float* out,                              // [B*T, OC]
                     const float* inp,                        // [B*T, C]
                     const float* weight, const float* bias,  // [OC, C], [OC] or null
                     std::size_t BT, std::size_t C, std::size_t OC);
+// out = residual + inp @ weight^T + bias, through one GEMM that accumulates into out: a
+// residual connection after a projection, without the projection's own buffer or a pass to add.
+void matmul_residual_forward(float* out,                              // [B*T, OC]
+                             const float* residual,                   // [B*T, OC]
+                             const float* inp,                        // [B*T, C]
+                             const float* weight, const float* bias,  // [OC, C], [OC]
+                             std::size_t BT, std::size_t C, std::size_t OC);
 // Writes dinp; adds into dweight and dbias (dbias may be null when bias was).
 void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [OC, C], [OC]
                      const float* dout,                          // [B*T, OC]
@@ -73,6 +80,17 @@ void attention_backward(float* dinp, float* scratch,         // [B, T, 3C], [T, 
 void gelu_forward(float* out, const float* inp, std::size_t N);
 // Writes dinp.
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t N);
+// The same pair with the derivative computed once, in the forward: the backward is then one
+// multiplication per element instead of a second evaluation of the exponential.
+// gelu_forward_keep_slope writes out = GELU(inp) and slope = GELU'(inp); slope may be inp
+// itself, for a caller that needs inp afterwards only through the derivative.
+void gelu_forward_keep_slope(float* out, float* slope, const float* inp, std::size_t N);
+// Writes dinp = slope * dout, the same bits as gelu_backward; dinp may be dout itself. Adds
+// dinp summed over its rows into dbias: the gradient of the bias of the matmul that fed the
+// GELU, which that matmul_backward then skips (null dbias), saving it a pass over dinp.
+void gelu_backward_from_slope(float* dinp, float* dbias,              // [B*T, OC], [OC]
+                              const float* slope, const float* dout,  // [B*T, OC] each
+                              std::size_t BT, std::size_t OC);
 
 // out = inp1 + inp2.
 void residual_forward(float* out, const float* inp1, const float* inp2, std::size_t N);

@@ -377,19 +377,19 @@ TEST(GptModel, ActivationBytesFollowTheFormulaAndTheLargestMicroBatch) {
   c.heads = 2;
   c.hidden = 8;
   c.seq_len = 4;
-  // By hand, B = 3: BT = 12; per token (L+1) C = 24, L (17 C + 4 + NH T) = 2 * 148 = 296,
-  // C + 2V + 3 = 523, 14 C + V = 368; floats = 12 * 1211 + T^2 16 = 14548; bytes 4 * 14548
-  // + 2 * 12 = 58216.
-  EXPECT_EQ(c.activation_bytes(3), 58216u);
-  c.checkpoint_activations = true;  // one set of internals: 296 -> 148 per token
-  EXPECT_EQ(c.activation_bytes(3), 58216u - 4 * 12 * 148);
+  // By hand, B = 3: BT = 12; per token (L+1) C = 24, L (15 C + 4 + NH T) = 2 * 132 = 264,
+  // C + 2V + 3 = 523, 10 C + V = 336; floats = 12 * 1147 + T^2 16 = 13780; bytes 4 * 13780
+  // + 2 * 12 = 55144.
+  EXPECT_EQ(c.activation_bytes(3), 55144u);
+  c.checkpoint_activations = true;  // one set of internals: 264 -> 132 per token
+  EXPECT_EQ(c.activation_bytes(3), 55144u - 4 * 12 * 132);
   c.checkpoint_activations = false;
   GptModel model(c);
   EXPECT_EQ(model.activation_bytes(), 0u);
   model.begin_windows(random_windows(3, 4, 1), 3);
-  EXPECT_EQ(model.activation_bytes(), 58216u);
+  EXPECT_EQ(model.activation_bytes(), 55144u);
   model.begin_windows(random_windows(2, 4, 1), 2);  // smaller: the buffers stay
-  EXPECT_EQ(model.activation_bytes(), 58216u);
+  EXPECT_EQ(model.activation_bytes(), 55144u);
   model.begin_windows(random_windows(5, 4, 1), 5);
   EXPECT_EQ(model.activation_bytes(), c.activation_bytes(5));
 }

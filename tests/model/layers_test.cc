@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -245,6 +246,26 @@ TEST(Layers, GeluBackwardMatchesFiniteDifferences) {
   std::vector<float> dinp(N, kNaN);
   gelu_backward(dinp.data(), inp.data(), probe.data(), N);
   EXPECT_LT(fd_check("gelu dinp", inp, dinp, objective).worst, kTolerance);
+}
+
+// The pair the GPT uses: the same bits as gelu_forward and gelu_backward, in place, with the
+// bias gradient of matmul_backward (rows added in order) on the side.
+TEST(Layers, GeluWithKeptSlopeIsTheSameBits) {
+  const std::size_t BT = 5, OC = 19, N = BT * OC;
+  const auto inp = random_vector(N, 15, 3.0), dout = random_vector(N, 16, 1.0);
+  std::vector<float> out(N), ref_out(N), ref_dinp(N);
+  gelu_forward(ref_out.data(), inp.data(), N);
+  gelu_backward(ref_dinp.data(), inp.data(), dout.data(), N);
+  std::vector<float> ref_dbias(OC, 0.5f);
+  for (std::size_t i = 0; i < BT; ++i) {
+    for (std::size_t o = 0; o < OC; ++o) ref_dbias[o] += ref_dinp[i * OC + o];
+  }
+  std::vector<float> slope = inp, d = dout, dbias(OC, 0.5f);
+  gelu_forward_keep_slope(out.data(), slope.data(), slope.data(), N);
+  gelu_backward_from_slope(d.data(), dbias.data(), slope.data(), d.data(), BT, OC);
+  EXPECT_EQ(std::memcmp(out.data(), ref_out.data(), N * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(d.data(), ref_dinp.data(), N * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(dbias.data(), ref_dbias.data(), OC * sizeof(float)), 0);
 }
 
 TEST(Layers, ResidualBackwardAddsIntoBoth) {
