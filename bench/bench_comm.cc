@@ -56,7 +56,9 @@ constexpr const char* kTunables =
 const Collective kCollectives[] = {Collective::all_reduce, Collective::reduce_scatter,
                                    Collective::all_gather};
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -228,8 +230,7 @@ int mpi_child(const std::vector<std::size_t>& sizes) {
           if (it >= kWarmup) times.push_back(slowest);
         }
         if (r == 0) {
-          std::printf("RESULT %s %d %zu %.9f\n", impl, static_cast<int>(c), bytes,
-                      median(times));
+          std::printf("RESULT %s %d %zu %.9f\n", impl, static_cast<int>(c), bytes, median(times));
           std::fflush(stdout);
         }
       }
@@ -367,19 +368,21 @@ int run(int argc, char** argv) {
   }
 #endif
 
-  std::printf("cpu pressure (PSI some avg10, %% of time a task waited for a core): %.0f at the "
-              "start, %.0f at the end; other load skews every figure\n",
-              pressure_before, cpu_pressure());
+  std::printf(
+      "cpu pressure (PSI some avg10, %% of time a task waited for a core): %.0f at the "
+      "start, %.0f at the end; other load skews every figure\n",
+      pressure_before, cpu_pressure());
   std::printf("machine: %d cores; memcpy", cores);
   for (auto& [t, gbs] : machine.copy_gbs) std::printf(" %.1f GB/s (%d thr)", gbs, t);
   std::printf("; a += b");
   for (auto& [t, gbs] : machine.add_gbs) std::printf(" %.1f GB/s (%d thr)", gbs, t);
   std::printf("\n");
-  std::printf("cells: busbw (algbw) in GB/s, median over iterations of the slowest rank; "
-              "* = GLIBC_TUNABLES=%s\n",
-              kTunables);
-  const std::vector<std::string> impls = {"threads",  "zerodp-mpi", "zerodp-mpi*",
-                                          "openmpi", "openmpi*"};
+  std::printf(
+      "cells: busbw (algbw) in GB/s, median over iterations of the slowest rank; "
+      "* = GLIBC_TUNABLES=%s\n",
+      kTunables);
+  const std::vector<std::string> impls = {"threads", "zerodp-mpi", "zerodp-mpi*", "openmpi",
+                                          "openmpi*"};
   for (int n : ranks) {
     std::printf("\nN = %d\n%-15s %7s", n, "collective", "size");
     for (const auto& impl : impls) std::printf(" %15s", impl.c_str());
@@ -406,11 +409,10 @@ int run(int argc, char** argv) {
     if (busbw("threads") > 0) {
       const double best_openmpi = std::max(busbw("openmpi"), busbw("openmpi*"));
       const double bound = bound_busbw(machine, Collective::all_reduce, n, cores);
-      std::printf("all_reduce 64 MiB, N = %d: threads %.2f GB/s busbw = %.0f%% of the bound",
-                  n, busbw("threads"), 100.0 * busbw("threads") / bound);
+      std::printf("all_reduce 64 MiB, N = %d: threads %.2f GB/s busbw = %.0f%% of the bound", n,
+                  busbw("threads"), 100.0 * busbw("threads") / bound);
       if (best_openmpi > 0) {
-        std::printf(", %.1fx OpenMPI's best (%.2f)", busbw("threads") / best_openmpi,
-                    best_openmpi);
+        std::printf(", %.1fx OpenMPI's best (%.2f)", busbw("threads") / best_openmpi, best_openmpi);
       }
       std::printf("\n");
     }

@@ -78,7 +78,7 @@ struct FlatRange {
 
 // What a checkpoint must keep besides the weights and moments to resume bitwise.
 struct EngineState {
-  std::int64_t step = 0;                 // optimizer steps taken (AdamW's t)
+  std::int64_t step = 0;           // optimizer steps taken (AdamW's t)
   std::uint64_t samples_done = 0;  // the data position: samples consumed by all ranks
   float loss_scale = 1.0f;
   int good_steps = 0;  // steps since the loss scale last changed
