@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
   auto w = random_floats(4 * C * C, 3), dw = random_floats(4 * C * C, 4);
   auto bias = random_floats(4 * C, 5), dbias = random_floats(4 * C, 6);
   auto dx = random_floats(BT * 4 * C, 7), qkv = random_floats(BT * 3 * C, 8);
+  auto slope = random_floats(BT * 4 * C, 9), residual = random_floats(BT * C, 10);
   std::vector<float> att(B * NH * T * T), scratch(T * T), stats(2 * BT);
   std::vector<std::uint8_t> targets(BT, 7);
   const int r = 5;
@@ -124,24 +125,32 @@ int main(int argc, char** argv) {
     bool gemm;
   };
   std::vector<Row> rows;
-  auto matmul = [&](const char* name, std::size_t in, std::size_t out) {
-    rows.push_back(
-        {name,
-         L * seconds_of(
-                 [&] { matmul_forward(y.data(), x.data(), w.data(), bias.data(), BT, in, out); },
-                 r),
-         L * seconds_of(
-                 [&] {
-                   matmul_backward(dx.data(), dw.data(), dbias.data(), y.data(), x.data(), w.data(),
-                                   BT, in, out);
-                 },
-                 r),
-         true});
+  // The projections into the residual stream add it inside their GEMM, as the GPT does.
+  auto matmul = [&](const char* name, std::size_t in, std::size_t out, bool adds_residual) {
+    rows.push_back({name,
+                    L * seconds_of(
+                            [&] {
+                              if (adds_residual) {
+                                matmul_residual_forward(y.data(), residual.data(), x.data(),
+                                                        w.data(), bias.data(), BT, in, out);
+                              } else {
+                                matmul_forward(y.data(), x.data(), w.data(), bias.data(), BT, in,
+                                               out);
+                              }
+                            },
+                            r),
+                    L * seconds_of(
+                            [&] {
+                              matmul_backward(dx.data(), dw.data(), dbias.data(), y.data(),
+                                              x.data(), w.data(), BT, in, out);
+                            },
+                            r),
+                    true});
   };
-  matmul("matmul c_attn (C -> 3C)", C, 3 * C);
-  matmul("matmul attn c_proj (C -> C)", C, C);
-  matmul("matmul c_fc (C -> 4C)", C, 4 * C);
-  matmul("matmul mlp c_proj (4C -> C)", 4 * C, C);
+  matmul("matmul c_attn (C -> 3C)", C, 3 * C, false);
+  matmul("matmul attn c_proj + residual (C -> C)", C, C, true);
+  matmul("matmul c_fc (C -> 4C)", C, 4 * C, false);
+  matmul("matmul mlp c_proj + residual (4C -> C)", 4 * C, C, true);
   rows.push_back(
       {"attention",
        L * seconds_of([&] { attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH); }, r),
@@ -169,13 +178,18 @@ int main(int argc, char** argv) {
                           },
                           r),
                   false});
+  // The GELU pair the GPT uses: the slope kept by the forward, the c_fc bias gradient summed by
+  // the backward.
   rows.push_back(
-      {"gelu", L * seconds_of([&] { gelu_forward(y.data(), x.data(), BT * 4 * C); }, r),
-       L * seconds_of([&] { gelu_backward(dx.data(), x.data(), y.data(), BT * 4 * C); }, r),
-       false});
-  rows.push_back(
-      {"residual x2",
-       2 * L * seconds_of([&] { residual_forward(y.data(), x.data(), dx.data(), BT * C); }, r), 0,
+      {"gelu (+ c_fc bias grad)",
+       L * seconds_of(
+               [&] { gelu_forward_keep_slope(y.data(), slope.data(), x.data(), BT * 4 * C); }, r),
+       L * seconds_of(
+               [&] {
+                 gelu_backward_from_slope(dx.data(), dbias.data(), slope.data(), y.data(), BT,
+                                          4 * C);
+               },
+               r),
        false});
   rows.push_back(
       {"lm head matmul (C -> 256)",
@@ -198,13 +212,13 @@ int main(int argc, char** argv) {
            r),
        false});
   double total = 0, gemm = 0;
-  std::printf("\n%-30s %10s %10s\n", "layer (all blocks)", "fwd ms", "bwd ms");
+  std::printf("\n%-40s %10s %10s\n", "layer (all blocks)", "fwd ms", "bwd ms");
   for (const auto& row : rows) {
-    std::printf("%-30s %10.3f %10.3f\n", row.name, row.fwd * 1e3, row.bwd * 1e3);
+    std::printf("%-40s %10.3f %10.3f\n", row.name, row.fwd * 1e3, row.bwd * 1e3);
     total += row.fwd + row.bwd;
     if (row.gemm) gemm += row.fwd + row.bwd;
   }
-  std::printf("%-30s %10.3f ms (whole step measured: %.3f ms); GEMM-based layers %.0f %%\n",
+  std::printf("%-40s %10.3f ms (whole step measured: %.3f ms); GEMM-based layers %.0f %%\n",
               "sum of layers", total * 1e3, step * 1e3, 100 * gemm / total);
   return 0;
 }

@@ -267,6 +267,7 @@ std::optional<std::string> latest_checkpoint(const std::string& save_dir) {
 struct Checkpoint::Impl {
   std::string folder;
   nlohmann::json manifest;
+  EngineState state;  // the manifest's, checked
   struct Entry {
     std::uint64_t offset, count;  // in the flat layout
     int shard;
@@ -318,10 +319,9 @@ Checkpoint Checkpoint::open(const std::string& path) {
                   std::to_string(kCheckpointVersion));
     }
     if (!m.at("model").is_object()) throw Error("\"model\" is not an object");
-    // The engine state is checked here, once, so that state() cannot fail later.
+    // The engine state is read and checked here, once, so that state() cannot fail later.
     const auto& state = m.at("state");
     const auto step = state.at("step").get<std::int64_t>();
-    state.at("samples_done").get<std::uint64_t>();
     const auto loss_scale = state.at("loss_scale").get<double>();
     const auto good_steps = state.at("good_steps").get<std::int64_t>();
     if (step < 0) throw Error("state.step is negative");
@@ -329,6 +329,8 @@ Checkpoint Checkpoint::open(const std::string& path) {
       throw Error("state.loss_scale is not a positive finite fp32");
     if (good_steps < 0 || good_steps > std::numeric_limits<int>::max())
       throw Error("state.good_steps is out of range");
+    impl->state = {step, state.at("samples_done").get<std::uint64_t>(),
+                   static_cast<float>(loss_scale), static_cast<int>(good_steps)};
 
     const auto& shards = m.at("shards");
     if (!shards.is_array() || shards.empty()) throw Error("\"shards\" is not a list of shards");
@@ -408,10 +410,7 @@ std::uint64_t Checkpoint::params() const {
 }
 
 EngineState Checkpoint::state() const {
-  const auto& s = impl_->manifest.at("state");
-  return {s.at("step").get<std::int64_t>(), s.at("samples_done").get<std::uint64_t>(),
-          static_cast<float>(s.at("loss_scale").get<double>()),
-          static_cast<int>(s.at("good_steps").get<std::int64_t>())};
+  return impl_->state;
 }
 
 void Checkpoint::read(FlatRange range, float* master, float* m, float* v) const {

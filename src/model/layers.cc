@@ -159,17 +159,6 @@ void gelu_backward_from_slope(float* dinp, float* __restrict dbias, const float*
   }
 }
 
-void residual_forward(float* out, const float* inp1, const float* inp2, std::size_t N) {
-  for (std::size_t i = 0; i < N; ++i) out[i] = inp1[i] + inp2[i];
-}
-
-void residual_backward(float* dinp1, float* dinp2, const float* dout, std::size_t N) {
-  for (std::size_t i = 0; i < N; ++i) {
-    dinp1[i] += dout[i];
-    dinp2[i] += dout[i];
-  }
-}
-
 void crossentropy_softmax_forward(float* probs, float* losses, const float* logits,
                                   const std::uint8_t* targets, std::size_t BT, std::size_t V) {
   for (std::size_t i = 0; i < BT; ++i) {

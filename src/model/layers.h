@@ -5,8 +5,9 @@
 //  - gradients of PARAMETERS (d-weights, d-biases) are always ADDED (+=): the engine's views
 //    accumulate over micro-batches, and the tied token embedding gets two contributions;
 //  - gradients of ACTIVATIONS are WRITTEN (=) by the one layer that produces them, and ADDED
-//    only where two streams meet: layernorm's dinp and residual's dinp1/dinp2, which add into
-//    the residual stream's gradient.
+//    only where two streams meet: layernorm's dinp, which adds into the residual stream's
+//    gradient. (The blocks keep that gradient in one buffer that both branches of x + f(x)
+//    read, so the residual connection itself has no backward.)
 // Each backward says which of its outputs it writes and which it adds into.
 //
 // Sizes: B batch, T time (sequence), C channels, OC output channels, V vocabulary, NH heads.
@@ -91,12 +92,6 @@ void gelu_forward_keep_slope(float* out, float* slope, const float* inp, std::si
 void gelu_backward_from_slope(float* dinp, float* dbias,              // [B*T, OC], [OC]
                               const float* slope, const float* dout,  // [B*T, OC] each
                               std::size_t BT, std::size_t OC);
-
-// out = inp1 + inp2.
-void residual_forward(float* out, const float* inp1, const float* inp2, std::size_t N);
-// Adds dout into dinp1 and dinp2. (The GPT blocks keep the residual stream's gradient in one
-// buffer that both branches read, so they need no call to this.)
-void residual_backward(float* dinp1, float* dinp2, const float* dout, std::size_t N);
 
 // Fused softmax and cross-entropy over the last axis: probs = softmax(logits) (row maximum
 // subtracted), losses[i] = -log probs[i, targets[i]].

@@ -20,13 +20,17 @@ namespace {
 using testing::fd_check;
 using testing::random_vector;
 
-GptConfig tiny_config() {
+GptConfig config(int layers, int heads, int hidden, int seq_len) {
   GptConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.hidden = 8;
-  c.seq_len = 4;
+  c.layers = layers;
+  c.heads = heads;
+  c.hidden = hidden;
+  c.seq_len = seq_len;
   return c;
+}
+
+GptConfig tiny_config() {
+  return config(2, 2, 8, 4);
 }
 
 // B windows of T + 1 pseudo-random bytes.
@@ -133,11 +137,7 @@ TEST(GptModel, UnitsTileTheLayoutWithHuggingFaceNames) {
 }
 
 TEST(GptModel, InitIsGpt2sAndAPureFunctionOfSeedAndUnit) {
-  GptConfig c;
-  c.layers = 3;
-  c.heads = 2;
-  c.hidden = 64;
-  c.seq_len = 16;
+  const GptConfig c = config(3, 2, 64, 16);
   GptModel model(c);
   std::vector<float> a(model.param_count()), b(model.param_count());
   init_all(model, a, 42);
@@ -183,11 +183,7 @@ TEST(GptModel, InitIsGpt2sAndAPureFunctionOfSeedAndUnit) {
 }
 
 TEST(GptModel, LossAtInitIsLn256) {
-  GptConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.hidden = 32;
-  c.seq_len = 16;
+  const GptConfig c = config(2, 2, 32, 16);
   GptModel model(c);
   std::vector<float> params(model.param_count());
   init_all(model, params, 1);
@@ -279,11 +275,7 @@ TEST(GptModel, BackwardAddsAndScalesByGradScale) {
 // gradient is the same sum taken in another order. Fewer samples than threads leaves lanes
 // idle; the same thread count gives the same bits every time, checkpointing included.
 TEST(GptModel, ThreadsSplitTheSamplesAndSumTheirGradients) {
-  GptConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.hidden = 16;
-  c.seq_len = 8;
+  const GptConfig c = config(2, 2, 16, 8);
   GptModel one(c);
   std::vector<float> params(one.param_count());
   init_all(one, params, 3);
@@ -372,11 +364,7 @@ TEST(GptModel, CheckpointingGivesBitwiseIdenticalGradientsWithLessMemory) {
 }
 
 TEST(GptModel, ActivationBytesFollowTheFormulaAndTheLargestMicroBatch) {
-  GptConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.hidden = 8;
-  c.seq_len = 4;
+  GptConfig c = tiny_config();
   // By hand, B = 3: BT = 12; per token (L+1) C = 24, L (15 C + 4 + NH T) = 2 * 132 = 264,
   // C + 2V + 3 = 523, 10 C + V = 336; floats = 12 * 1147 + T^2 16 = 13780; bytes 4 * 13780
   // + 2 * 12 = 55144.
@@ -438,11 +426,7 @@ TEST(GptModel, BeginMicroBatchWithoutDataIsAnError) {
 // Plain SGD steps on a tiny repetitive corpus: the loss must fall well below ln 256 (by 1.5
 // nats: about to the corpus's byte frequencies, a unigram model, and then some).
 TEST(GptModel, SgdStepsReduceTheLoss) {
-  GptConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.hidden = 32;
-  c.seq_len = 16;
+  const GptConfig c = config(2, 2, 32, 16);
   auto data = std::make_shared<io::TextData>(
       text_bytes("the quick brown fox jumps over the lazy dog. ", 30), c.seq_len);
   GptModel model(c);

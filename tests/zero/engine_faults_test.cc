@@ -88,19 +88,31 @@ TEST(Faults, Fp16OverflowOnOneRankSkipsTheStepEverywhere) {
   }
 }
 
+struct InjectedFault {
+  int rank, step;
+  FaultyMlp::Fault fault;
+};
+
+// Trains the MLP with ZeRO `stage` on `ranks` thread ranks for `steps` steps, with the fault
+// injected on its rank at its step.
+void train_with_fault(int ranks, const comm::Options& options, int stage, int steps,
+                      InjectedFault f) {
+  comm::run_thread_ranks(ranks, options, [&](comm::Communicator& comm) {
+    FaultyMlp mlp(comm.rank(), f.rank, f.step, f.fault);
+    EngineOptions o;
+    o.stage = stage;
+    o.micro_batch = 2;
+    Engine engine(mlp, comm, o);
+    for (int s = 0; s < steps; ++s) engine.step(1e-2f);
+  });
+}
+
 TEST(Faults, ARankThatThrowsEndsTheRunOnEveryRank) {
   const auto t0 = std::chrono::steady_clock::now();
   comm::Options options;
   options.timeout = std::chrono::seconds(60);
   try {
-    comm::run_thread_ranks(4, options, [&](comm::Communicator& comm) {
-      FaultyMlp mlp(comm.rank(), 2, 3, FaultyMlp::Fault::throws);
-      EngineOptions o;
-      o.stage = 3;
-      o.micro_batch = 2;
-      Engine engine(mlp, comm, o);
-      for (int s = 0; s < 10; ++s) engine.step(1e-2f);
-    });
+    train_with_fault(4, options, 3, 10, {2, 3, FaultyMlp::Fault::throws});
     FAIL() << "the run should have failed";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("injected failure on rank 2"), std::string::npos)
@@ -114,14 +126,7 @@ TEST(Faults, ARankThatStallsTimesOutWithItsNumber) {
   comm::Options options;
   options.timeout = std::chrono::milliseconds(400);
   try {
-    comm::run_thread_ranks(3, options, [&](comm::Communicator& comm) {
-      FaultyMlp mlp(comm.rank(), 1, 2, FaultyMlp::Fault::stalls);
-      EngineOptions o;
-      o.stage = 2;
-      o.micro_batch = 2;
-      Engine engine(mlp, comm, o);
-      for (int s = 0; s < 4; ++s) engine.step(1e-2f);
-    });
+    train_with_fault(3, options, 2, 4, {1, 2, FaultyMlp::Fault::stalls});
     FAIL() << "the run should have timed out";
   } catch (const Error& e) {
     const std::string what = e.what();
