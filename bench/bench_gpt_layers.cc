@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "common/rng.h"
-#include "model/gemm.h"
-#include "model/layers.h"
+#include "zerodp/gemm.h"
 #include "zerodp/gpt.h"
+#include "zerodp/layers.h"
+#include "zerodp/rng.h"
 
 using namespace zerodp::model;
 
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < windows.size(); ++i) windows[i] = static_cast<std::uint8_t>(i * 31);
   const double step = seconds_of(
       [&] {
-        model.begin_windows(windows, B);
+        model.begin_micro_batch({.samples = B, .tokens = windows});
         forward_backward_all(model, params, grads);
       },
       steps);

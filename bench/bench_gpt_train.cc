@@ -42,11 +42,11 @@
 #include <thread>
 #include <vector>
 
-#include "model/gemm.h"
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
+#include "zerodp/gemm.h"
 #include "zerodp/gpt.h"
-#include "zerodp/text_data.h"
+#include "zerodp/samples.h"
 
 namespace {
 
@@ -192,9 +192,8 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-Result run_config(const Args& args, const model::GptConfig& cfg,
-                  const std::shared_ptr<const io::TextData>& data, int stage, int ranks,
-                  int default_threads, int cores) {
+Result run_config(const Args& args, const model::GptConfig& cfg, const data::SampleSource& samples,
+                  int stage, int ranks, int default_threads, int cores) {
   Result r;
   r.stage = stage;
   r.ranks = ranks;
@@ -219,8 +218,7 @@ Result run_config(const Args& args, const model::GptConfig& cfg,
   comm::run_thread_ranks(ranks, comm::Options{}, [&](comm::Communicator& comm) {
     model::GptModel model(cfg);
     model.set_threads(r.model_threads);
-    model.set_data(data, io::Split::train, 1234);
-    Engine engine(model, comm, opt);
+    Engine engine(model, comm, samples, opt);
     const int rank = comm.rank();
     for (int i = 0; i < args.warmup; ++i) engine.step(1e-3f);
     for (int b = 0; b < args.repeats; ++b) {
@@ -291,8 +289,10 @@ double sgemm_gflops(int threads, bool cpu) {
 int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   model::GptConfig cfg;  // the configuration: the defaults
-  const auto data = std::make_shared<const io::TextData>(
-      io::TextData::default_corpus(static_cast<std::size_t>(cfg.seq_len)));
+  const data::TextWindows samples(
+      std::make_shared<const data::TextData>(
+          data::TextData::default_corpus(static_cast<std::size_t>(cfg.seq_len))),
+      1234);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int default_threads = model::blas_threads();
   model::set_gemm_clock(args.cpu ? model::GemmClock::thread_cpu : model::GemmClock::wall);
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
                 "(min - max)", "ms/step", "GEMM", "GFLOP/s", "GEMM/core", "exposed");
   }
   for (auto [stage, ranks] : args.configs) {
-    const Result r = run_config(args, cfg, data, stage, ranks, default_threads, cores);
+    const Result r = run_config(args, cfg, samples, stage, ranks, default_threads, cores);
     const double tps = median(r.tokens_per_second);
     const auto [lo, hi] =
         std::minmax_element(r.tokens_per_second.begin(), r.tokens_per_second.end());

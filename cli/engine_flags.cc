@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "model/gemm.h"
 #include "zerodp/error.h"
+#include "zerodp/gemm.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {

@@ -23,10 +23,10 @@ void run_eval(const EvalFlags& f) {
   const model::GptConfig& cfg = loaded.spec.gpt();
   const auto T = static_cast<std::size_t>(cfg.seq_len);
   // A file given: all of it is evaluated. None: the validation split of the training corpus.
-  const io::TextData data =
+  const data::TextData data =
       f.checkpoint.data.empty()
           ? *loaded.spec.data()
-          : io::TextData(io::read_file_bytes(f.checkpoint.data), T, 100, f.checkpoint.data);
+          : data::TextData(data::read_file_bytes(f.checkpoint.data), T, 100, f.checkpoint.data);
   model::GptModel gpt(cfg);
   const std::uint64_t windows = data.validation_windows();
   std::vector<std::uint8_t> bytes(batch * (T + 1));
@@ -35,9 +35,9 @@ void run_eval(const EvalFlags& f) {
   for (std::uint64_t first = 0; first < windows; first += batch) {
     const std::size_t n = std::min<std::uint64_t>(batch, windows - first);
     for (std::size_t b = 0; b < n; ++b) {
-      data.window(io::Split::validation, 0, first + b, {bytes.data() + b * (T + 1), T + 1});
+      data.window(data::Split::validation, 0, first + b, {bytes.data() + b * (T + 1), T + 1});
     }
-    gpt.begin_windows({bytes.data(), n * (T + 1)}, n);
+    gpt.begin_micro_batch({.samples = n, .tokens = {bytes.data(), n * (T + 1)}});
     model::forward_all(gpt, loaded.params);
     for (float l : gpt.losses()) sum += l;
     tokens += n * T;

@@ -21,14 +21,14 @@ void run_export(const ExportFlags& f) {
   // out of whichever shards hold it.
   LoadedModel loaded = load_gpt(f.checkpoint, /*read_params=*/false);
   const io::Checkpoint& ck = loaded.checkpoint;
-  io::export_gpt2_safetensors(
+  hf::export_gpt2_safetensors(
       loaded.spec.gpt(),
       [&ck](std::size_t offset, std::span<float> out) {
         ck.read({offset, out.size()}, out.data(), nullptr, nullptr);
       },
       f.out);
-  const std::string config = io::config_path_beside(f.out);
-  io::write_gpt2_config(loaded.spec.gpt(), config);
+  const std::string config = hf::config_path_beside(f.out);
+  hf::write_gpt2_config(loaded.spec.gpt(), config);
   std::printf("wrote %s and %s (%s, step %lld)\n", f.out.c_str(), config.c_str(),
               loaded.spec.describe().c_str(), (long long)ck.state().step);
 }

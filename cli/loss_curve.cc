@@ -6,8 +6,8 @@
 #include <fstream>
 #include <map>
 
-#include "plan/svg.h"
 #include "zerodp/error.h"
+#include "zerodp/svg.h"
 
 namespace zerodp::cli {
 namespace {
@@ -47,7 +47,6 @@ void LossCurve::write_csv(const std::string& path) const {
 }
 
 void LossCurve::write_svg(const std::string& path) const {
-  namespace svg = plan::svg;
   const double W = 820, H = 500, left = 80, right = 30, top = 60, bottom = 70;
   const double pw = W - left - right, ph = H - top - bottom;
   std::int64_t max_step = 1;

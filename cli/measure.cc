@@ -60,7 +60,8 @@ struct Timing {
 Timing run_steps(comm::Communicator& comm, const model::MlpConfig& config,
                  const EngineOptions& options, int steps, RankMeasure* out) {
   model::Mlp mlp(config);
-  Engine engine(mlp, comm, options);
+  const data::SyntheticRegression samples(config.width, /*seed=*/1234);  // train's default
+  Engine engine(mlp, comm, samples, options);
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
   const std::uint64_t sent_before = comm.stats().bytes_sent();

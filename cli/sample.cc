@@ -6,9 +6,9 @@
 
 #include "checkpoint_model.h"
 #include "command.h"
-#include "common/rng.h"
 #include "engine_flags.h"
 #include "zerodp/error.h"
+#include "zerodp/rng.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -44,7 +44,7 @@ void run_sample(const SampleFlags& f) {
     const std::size_t used = std::min(T, text.size());
     std::fill(window.begin(), window.end(), ' ');
     std::copy(text.end() - used, text.end(), window.begin());
-    gpt.begin_windows(window, 1);
+    gpt.begin_micro_batch({.samples = 1, .tokens = window});
     model::forward_all(gpt, loaded.params);
     const float* logits = gpt.logits().data() + (used == 0 ? 0 : used - 1) * 256;
     int next = 0;

@@ -10,7 +10,6 @@
 #include <optional>
 
 #include "command.h"
-#include "common/sha256.h"
 #include "engine_flags.h"
 #include "loss_curve.h"
 #include "progress.h"
@@ -19,6 +18,7 @@
 #include "zerodp/error.h"
 #include "zerodp/optim.h"
 #include "zerodp/plan_memory.h"
+#include "zerodp/sha256.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -39,20 +39,15 @@ struct TrainFlags {
 };
 
 // Mean loss over `batches` micro-batches of held-out data, on every rank.
-float validation_loss(Engine& engine, model::Model& model, const ModelSpec& spec, int rank,
-                      int ranks, std::size_t micro_batch, std::uint64_t batches) {
-  auto* gpt = dynamic_cast<model::GptModel*>(&model);
-  if (gpt) gpt->set_data(spec.data(), io::Split::validation, spec.data_seed());
-  // The MLP's samples are endless: held-out ones are drawn far from any training index.
-  const std::uint64_t base = gpt ? 0 : (std::uint64_t(1) << 62);
+float validation_loss(Engine& engine, const data::SampleSource& samples, int rank, int ranks,
+                      std::size_t micro_batch, std::uint64_t batches) {
+  data::Batch batch;
   double sum = 0;
   for (std::uint64_t j = 0; j < batches; ++j) {
-    model::MicroBatch b;
-    b.samples = micro_batch;
-    b.first_sample = base + (j * std::uint64_t(ranks) + std::uint64_t(rank)) * micro_batch;
-    sum += engine.evaluate(b);
+    const std::uint64_t first = (j * std::uint64_t(ranks) + std::uint64_t(rank)) * micro_batch;
+    samples.draw(data::Split::validation, first, micro_batch, batch);
+    sum += engine.evaluate(micro_batch_of(batch));
   }
-  if (gpt) gpt->set_data(spec.data(), io::Split::train, spec.data_seed());
   return float(sum / double(batches));
 }
 
@@ -110,7 +105,7 @@ void run_train(const TrainFlags& f) {
     const int rank = comm.rank(), ranks = comm.size();
     const bool leader = rank == 0;
     std::unique_ptr<model::Model> model = spec.make();
-    Engine engine(*model, comm, options);
+    Engine engine(*model, comm, spec.samples(), options);
     const std::uint64_t tokens_per_step = std::uint64_t(ranks) * options.micro_batch *
                                           std::uint64_t(options.grad_accum) *
                                           spec.tokens_per_sample();
@@ -156,7 +151,7 @@ void run_train(const TrainFlags& f) {
       }
       if (eval_batches > 0 && eval_every > 0 && (t % eval_every == 0 || t == steps)) {
         last_val =
-            validation_loss(engine, *model, spec, rank, ranks, options.micro_batch, eval_batches);
+            validation_loss(engine, spec.samples(), rank, ranks, options.micro_batch, eval_batches);
         curve.validation.emplace_back(t, last_val);
         if (leader && !f.json) {
           char line[128];

@@ -30,7 +30,7 @@ ModelSpec::ModelSpec(const ModelFlags& f) {
   data_seed_ = units::parse_whole(f.data_seed, "--data-seed", units::Zero::allowed);
   if (!is_gpt_) {
     mlp_ = model::MlpConfig::for_params(units::parse_count(f.params, "--params"));
-    mlp_.data_seed = data_seed_;
+    samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);
     return;
   }
   auto whole = [](const std::string& text, const char* flag) {
@@ -53,7 +53,7 @@ ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) 
   if (!is_gpt_) {
     mlp_.width = c.at("width").get<std::size_t>();
     mlp_.depth = c.at("depth").get<int>();
-    mlp_.data_seed = data_seed_;
+    samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);
     return;
   }
   gpt_.layers = c.at("n_layer").get<int>();
@@ -73,15 +73,14 @@ void ModelSpec::load_data(const std::string& path) {
                      "' (no such file)");
   }
   const auto seq = static_cast<std::size_t>(gpt_.seq_len);
-  data_ = std::make_shared<const io::TextData>(path.empty() ? io::TextData::default_corpus(seq)
-                                                            : io::TextData::from_file(path, seq));
+  data_ = std::make_shared<const data::TextData>(
+      path.empty() ? data::TextData::default_corpus(seq) : data::TextData::from_file(path, seq));
+  samples_ = std::make_shared<data::TextWindows>(data_, data_seed_);
 }
 
 std::unique_ptr<model::Model> ModelSpec::make() const {
   if (!is_gpt_) return std::make_unique<model::Mlp>(mlp_);
-  auto gpt = std::make_unique<model::GptModel>(gpt_);
-  gpt->set_data(data_, io::Split::train, data_seed_);
-  return gpt;
+  return std::make_unique<model::GptModel>(gpt_);
 }
 
 std::uint64_t ModelSpec::param_count() const {

@@ -11,6 +11,7 @@
 #include "zerodp/gpt.h"
 #include "zerodp/mlp.h"
 #include "zerodp/model.h"
+#include "zerodp/samples.h"
 #include "zerodp/text_data.h"
 
 namespace zerodp::cli {
@@ -26,7 +27,7 @@ struct ModelFlags {
 
 void add_model_flags(CLI::App* app, ModelFlags& flags);
 
-// A parsed model choice: builds one model per rank, all sharing one corpus.
+// A parsed model choice: builds one model per rank; all ranks share one sample source.
 class ModelSpec {
  public:
   // Throws UsageError for bad flags, Error when the data cannot be read.
@@ -35,13 +36,15 @@ class ModelSpec {
   explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
 
   bool is_gpt() const { return is_gpt_; }
-  std::unique_ptr<model::Model> make() const;  // set to the train split
+  std::unique_ptr<model::Model> make() const;
+  // Where every micro-batch's samples come from: the text's windows or synthetic samples.
+  const data::SampleSource& samples() const { return *samples_; }
   // The GPT's config and data (is_gpt() only).
   const model::GptConfig& gpt() const { return gpt_; }
-  std::shared_ptr<const io::TextData> data() const { return data_; }
+  std::shared_ptr<const data::TextData> data() const { return data_; }
   std::uint64_t data_seed() const { return data_seed_; }
   std::uint64_t param_count() const;
-  std::size_t tokens_per_sample() const { return is_gpt_ ? std::size_t(gpt_.seq_len) : 1; }
+  std::size_t tokens_per_sample() const { return samples_->tokens_per_sample(); }
   std::string describe() const;
   nlohmann::json config_json() const;
 
@@ -50,7 +53,8 @@ class ModelSpec {
   bool is_gpt_ = true;
   model::GptConfig gpt_;
   model::MlpConfig mlp_;
-  std::shared_ptr<const io::TextData> data_;
+  std::shared_ptr<const data::TextData> data_;
+  std::shared_ptr<const data::SampleSource> samples_;
   std::string data_path_;
   std::uint64_t data_seed_ = 1234;
 };

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "checkpoint_model.h"
-#include "common/sha256.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
+#include "zerodp/sha256.h"
 
 namespace {
 

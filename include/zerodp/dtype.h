@@ -81,4 +81,11 @@ inline std::uint16_t float_to_half(DType t, float f) {
   return t == DType::bf16 ? float_to_bf16(f) : float_to_f16(f);
 }
 
+// Bulk conversions, with the same rounding and bits as the scalar functions above but
+// vectorised (src/common/convert.cc).
+void half_to_float(DType dtype, const std::uint16_t* in, float* out, std::size_t n);
+void float_to_half(DType dtype, const float* in, std::uint16_t* out, std::size_t n);
+// out[i] = half(float(out[i]) + add[i]): accumulating fp32 gradients into 16-bit storage.
+void accumulate_half(DType dtype, std::uint16_t* out, const float* add, std::size_t n);
+
 }  // namespace zerodp

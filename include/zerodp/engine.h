@@ -35,6 +35,7 @@
 #include "zerodp/ledger.h"
 #include "zerodp/model.h"
 #include "zerodp/optim.h"
+#include "zerodp/samples.h"
 
 namespace zerodp {
 
@@ -84,9 +85,23 @@ struct EngineState {
   int good_steps = 0;  // steps since the loss scale last changed
 };
 
+// The model's view of a batch of drawn samples.
+inline model::MicroBatch micro_batch_of(const data::Batch& batch, float grad_scale = 1.0f) {
+  return {.samples = batch.samples,
+          .tokens = batch.tokens,
+          .inputs = batch.inputs,
+          .targets = batch.targets,
+          .grad_scale = grad_scale};
+}
+
 class Engine {
  public:
-  Engine(model::Model& model, comm::Communicator& comm, const EngineOptions& options);
+  // step() draws its samples from `samples` (which must outlive the engine): at the start of
+  // optimizer step t with micro-step k, the stream has reached S = samples consumed so far,
+  // and rank r takes the train samples [S + r*B, S + (r+1)*B); the stream then advances by
+  // N*B. Any N continues a stream where another N left it.
+  Engine(model::Model& model, comm::Communicator& comm, const data::SampleSource& samples,
+         const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -95,7 +110,8 @@ class Engine {
   StepResult step(float lr);
 
   // Mean loss over ranks of forward passes on the given micro-batch (no gradients); every
-  // rank passes its own batch. Collective at stage 3 (params are gathered).
+  // rank passes its own batch (e.g. drawn from the validation split). Collective at stage 3 (params
+  // are gathered).
   float evaluate(const model::MicroBatch& batch);
 
   // Completes collectives still in flight (param gathers overlapped into the next step).

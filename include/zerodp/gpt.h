@@ -12,9 +12,8 @@
 // The matmul weights are stored [out, in] (as torch.nn.Linear); Hugging Face's GPT-2 stores
 // them [in, out] (Conv1D), and the safetensors export transposes them.
 //
-// Data: set_data() picks the sample stream (a TextData split and a seed); sample i is window
-// i of that split, a pure function of (seed, i). begin_windows() bypasses the stream with the
-// caller's bytes (sampling, tests).
+// Data: each sample of MicroBatch::tokens is a window of seq_len + 1 bytes: the model reads
+// the first seq_len and predicts every next byte (data::TextWindows draws such windows).
 //
 // Memory: activations and backward scratch are allocated once, when a micro-batch larger than
 // any before arrives, and reused; forward and backward allocate nothing. activation_bytes()
@@ -42,7 +41,6 @@
 #include <vector>
 
 #include "zerodp/model.h"
-#include "zerodp/text_data.h"
 
 namespace zerodp::model {
 
@@ -91,15 +89,6 @@ class GptModel final : public Model {
   // Threads that compute each forward and backward (see above): >= 1 (ZERODP_CHECK).
   void set_threads(int threads);
   int threads() const;
-
-  // The sample stream of begin_micro_batch(): window i of `split`, for `seed`. data's seq_len
-  // must equal the config's.
-  void set_data(std::shared_ptr<const io::TextData> data, io::Split split, std::uint64_t seed);
-
-  // Like begin_micro_batch, with the windows given: `windows` holds `batch` windows of
-  // seq_len + 1 bytes each (inputs, then the byte after the last as the last target).
-  void begin_windows(std::span<const std::uint8_t> windows, std::size_t batch,
-                     float grad_scale = 1.0f);
 
   // After the final unit's forward: logits [B, T, 256] and per-position losses [B, T] of the
   // current micro-batch. (A prompt shorter than T can be padded with any bytes: position t

@@ -21,11 +21,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "zerodp/gpt.h"
 
-namespace zerodp::io {
+namespace zerodp::hf {
 
 // One exported tensor: its Hugging Face name and shape, where its elements start in
 // GptModel's flat layout, and whether they are stored transposed there ([out, in]).
@@ -53,11 +51,11 @@ void export_gpt2_safetensors(const model::GptConfig& config, std::span<const flo
 // transformers' GPT2Config for the model: n_layer, n_head, n_embd, n_positions (= n_ctx),
 // vocab_size, model_type "gpt2", architectures ["GPT2LMHeadModel"], layer_norm_epsilon 1e-5,
 // activation_function "gelu_new", n_inner null (4 n_embd), tie_word_embeddings true, and
-// dropouts 0 (zerodp trains without dropout).
-nlohmann::ordered_json gpt2_config_json(const model::GptConfig& config);
+// dropouts 0 (zerodp trains without dropout). The JSON text, indented by two spaces.
+std::string gpt2_config_json(const model::GptConfig& config);
 // Writes it, indented, to path (Error on failure).
 void write_gpt2_config(const model::GptConfig& config, const std::string& path);
 // "config.json" in the directory of a .safetensors path, where transformers looks for it.
 std::string config_path_beside(const std::string& safetensors_path);
 
-}  // namespace zerodp::io
+}  // namespace zerodp::hf

@@ -1,9 +1,9 @@
 // A multi-layer perceptron on synthetic data: the engine's smallest real model.
 //
 // Units are layers: y = GELU(x W^T + b) with W [width x width], so every unit has
-// width^2 + width parameters. The loss is the mean squared error against a target that is a
-// fixed smooth function of the input (learnable, so the loss falls). Sample i is drawn from
-// (seed, i) alone, as the Model contract requires.
+// width^2 + width parameters. The loss is the mean squared error of the last layer's output
+// against the targets. Its samples are MicroBatch::inputs and ::targets, width floats each a
+// sample (data::SyntheticRegression draws learnable ones, so the loss falls).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,6 @@ namespace zerodp::model {
 struct MlpConfig {
   std::size_t width = 64;
   int depth = 4;
-  std::uint64_t data_seed = 1234;
 
   // The config whose parameter count is closest to `params`: the widest power of two that
   // still gives at least 4 layers, then the depth that comes closest. Any params >= 1 works.
@@ -46,9 +45,9 @@ class Mlp : public Model {
   std::size_t capacity_ = 0;
   // Per micro-batch, allocated once for the largest batch seen: unit inputs (depth + 1
   // buffers, the last being the output), pre-activations, targets, and a gradient buffer.
-  std::vector<std::vector<float>> acts_;  // [depth + 1][B * width]
-  std::vector<std::vector<float>> pre_;   // [depth][B * width]
-  std::vector<float> target_, dact_, dpre_;
+  std::vector<std::vector<float>> acts_;     // [depth + 1][B * width]
+  std::vector<std::vector<float>> pre_;      // [depth][B * width]
+  std::vector<float> target_, dact_, dpre_;  // [B * width] each
   float loss_ = 0.0f;
 };
 

@@ -9,15 +9,15 @@
 //  - Parameters arrive as fp32 views (the engine converts from the 16-bit stored params and,
 //    at stage 3, gathers them first). A unit may also read the parameters of EARLIER units it
 //    lists in `reads` (tied weights, e.g. a GPT's LM head reading the token embedding).
-//  - Steps: begin_micro_batch() picks the samples; forward(u) is called for u = 0..U-1, then
+//  - Steps: begin_micro_batch() takes the samples; forward(u) is called for u = 0..U-1, then
 //    backward(u) for u = U-1..0. backward(u) ADDS the gradients of the loss into the fp32
 //    views it is given (its own, and those of the units it reads), scaled by grad_scale, so
 //    the engine can fold loss scaling and the 1/(ranks*micro-steps) mean into one factor.
 //    A unit's gradients are complete after its own backward (every reader comes later in
 //    forward order, hence earlier in backward order).
-//  - Data: sample i of the model's sample stream is a pure function of (seed, i); rank r of
-//    N at global micro-batch g takes samples [(g*N + r)*B, (g*N + r + 1)*B). So N ranks x
-//    batch B see exactly the samples of 1 rank x batch N*B.
+//  - Data: the caller hands each micro-batch's samples to begin_micro_batch() (the engine
+//    draws them from a data::SampleSource, zerodp/samples.h); a model never knows where they
+//    come from, which split they are, or which rank it runs on.
 //  - Determinism: the same parameters and samples give the same bits, every call.
 //  - Activations are the model's own memory; activation_bytes() reports what it holds.
 //  - Thread-safety: one Model object per rank; methods are called from that rank's thread.
@@ -51,10 +51,14 @@ struct UnitViews {
   std::vector<std::span<float>> grads;  // only in backward; gradients are added into these
 };
 
+// One micro-batch of B samples, as views the model reads during begin_micro_batch() only.
+// Which views a model reads is its own contract: a token model reads `tokens` (B windows of
+// seq_len + 1 tokens), a regression reads `inputs` and `targets`; the others stay empty.
 struct MicroBatch {
-  std::uint64_t first_sample = 0;  // index in the model's sample stream
-  std::size_t samples = 0;         // B
-  float grad_scale = 1.0f;         // d(objective)/d(mean loss of this micro-batch)
+  std::size_t samples = 0;  // B
+  std::span<const std::uint8_t> tokens;
+  std::span<const float> inputs, targets;
+  float grad_scale = 1.0f;  // d(objective)/d(mean loss of this micro-batch)
 };
 
 class Model {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace zerodp::io {
+namespace zerodp::hf {
 
 // One tensor to write, as F32.
 struct TensorSpec {
@@ -64,4 +64,4 @@ struct SafetensorsFile {
 // tensor's dtype known, byte size equal to its shape's, offsets tiling the data exactly.
 SafetensorsFile read_safetensors(const std::string& path);
 
-}  // namespace zerodp::io
+}  // namespace zerodp::hf

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace zerodp::io {
+namespace zerodp::data {
 
 enum class Split { train, validation };
 
@@ -85,4 +85,4 @@ class TextData {
   std::string source_;
 };
 
-}  // namespace zerodp::io
+}  // namespace zerodp::data

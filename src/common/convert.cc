@@ -1,4 +1,4 @@
-#include "common/convert.h"
+#include "zerodp/dtype.h"
 
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>

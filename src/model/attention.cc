@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/gemm.h"
-#include "model/layers.h"
 #include "model/simd_math.h"
+#include "zerodp/gemm.h"
+#include "zerodp/layers.h"
 
 namespace zerodp::model {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/gemm.h"
+#include "zerodp/gemm.h"
 
 #include <cblas.h>
 #include <time.h>

@@ -29,9 +29,10 @@
 #include <utility>
 
 #include "model/gpt_tensors.h"
-#include "model/layers.h"
 #include "zerodp/error.h"
 #include "zerodp/gpt.h"
+#include "zerodp/lane_pool.h"
+#include "zerodp/layers.h"
 
 namespace zerodp::model {
 
@@ -60,82 +61,6 @@ BlockActs rows_from(const BlockActs& a, std::size_t r0, std::size_t C, std::size
           a.ln2_mean + r0,     a.ln2_rstd + r0, a.fch + r0 * 4 * C, a.fch_gelu + r0 * 4 * C};
 }
 
-// Runs fn(lane) for every lane at once: lane 0 on the caller's thread, the others on threads
-// of the pool, which sleep between runs. Returns when all are done, rethrowing the first
-// exception.
-class LanePool {
- public:
-  explicit LanePool(int lanes) {
-    for (int p = 1; p < lanes; ++p) threads_.emplace_back([this, p] { loop(p); });
-  }
-  ~LanePool() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      ++generation_;
-    }
-    start_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  LanePool(const LanePool&) = delete;
-  LanePool& operator=(const LanePool&) = delete;
-
-  void run(const std::function<void(int)>& fn) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      fn_ = &fn;
-      pending_ = threads_.size();
-      ++generation_;
-    }
-    start_.notify_all();
-    std::exception_ptr mine;
-    try {
-      fn(0);
-    } catch (...) {
-      mine = std::current_exception();
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return pending_ == 0; });
-    std::exception_ptr theirs = std::exchange(error_, nullptr);
-    lock.unlock();
-    if (mine) std::rethrow_exception(mine);
-    if (theirs) std::rethrow_exception(theirs);
-  }
-
- private:
-  void loop(int lane) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      const std::function<void(int)>* fn = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        start_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (stop_) return;
-        fn = fn_;
-      }
-      std::exception_ptr error;
-      try {
-        (*fn)(lane);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      if (error && !error_) error_ = error;
-      if (--pending_ == 0) done_.notify_one();
-    }
-  }
-
-  std::vector<std::thread> threads_;
-  std::mutex mu_;
-  std::condition_variable start_, done_;
-  const std::function<void(int)>* fn_ = nullptr;
-  std::size_t pending_ = 0;
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
-};
-
 // Pointers to a block's 12 tensors inside its unit's params (or grads).
 template <class F>
 struct BlockTensors {
@@ -153,17 +78,12 @@ struct GptModel::Impl {
   std::vector<UnitInfo> units;
   std::size_t L, C, T, V, NH;
 
-  std::shared_ptr<const io::TextData> data;
-  io::Split split = io::Split::train;
-  std::uint64_t data_seed = 0;
-
   std::size_t capacity = 0;  // samples the buffers hold
   std::size_t B = 0;         // samples in the current micro-batch
   float grad_scale = 1.0f;
   float mean_loss = 0.0f;
 
   std::vector<std::uint8_t> tokens, targets;  // [capacity * T] each
-  std::vector<std::uint8_t> window;           // [T + 1], for begin_micro_batch
   std::vector<float> arena;
   std::vector<float*> x;          // L + 1 of [BT, C]
   std::vector<BlockActs> blocks;  // L, or 1 when checkpointing
@@ -186,8 +106,7 @@ struct GptModel::Impl {
         C(config.hidden),
         T(config.seq_len),
         V(config.vocab),
-        NH(config.heads),
-        window(T + 1) {
+        NH(config.heads) {
     for (const auto& u : units) {
       std::size_t view = u.param_count;
       for (int r : u.reads) view += units[static_cast<std::size_t>(r)].param_count;
@@ -475,35 +394,18 @@ int GptModel::threads() const {
   return impl_->lanes;
 }
 
-void GptModel::set_data(std::shared_ptr<const io::TextData> data, io::Split split,
-                        std::uint64_t seed) {
-  ZERODP_CHECK(data != nullptr);
-  ZERODP_CHECK_MSG(data->seq_len() == impl_->T, "the data's seq_len must be the model's");
-  impl_->data = std::move(data);
-  impl_->split = split;
-  impl_->data_seed = seed;
-}
-
-void GptModel::begin_windows(std::span<const std::uint8_t> windows, std::size_t batch,
-                             float grad_scale) {
-  Impl& m = *impl_;
-  ZERODP_CHECK(windows.size() == batch * (m.T + 1));
-  m.begin(batch, grad_scale);
-  for (std::size_t b = 0; b < batch; ++b) {
-    const std::uint8_t* w = windows.data() + b * (m.T + 1);
-    std::memcpy(m.tokens.data() + b * m.T, w, m.T);
-    std::memcpy(m.targets.data() + b * m.T, w + 1, m.T);
-  }
-}
-
 void GptModel::begin_micro_batch(const MicroBatch& batch) {
   Impl& m = *impl_;
-  if (!m.data) throw Error("GptModel: no data set (set_data) before begin_micro_batch");
+  if (batch.tokens.size() != batch.samples * (m.T + 1)) {
+    throw Error("GptModel: a micro-batch of " + std::to_string(batch.samples) + " samples needs " +
+                std::to_string(batch.samples * (m.T + 1)) +
+                " tokens (windows of seq_len + 1), got " + std::to_string(batch.tokens.size()));
+  }
   m.begin(batch.samples, batch.grad_scale);
   for (std::size_t b = 0; b < batch.samples; ++b) {
-    m.data->window(m.split, m.data_seed, batch.first_sample + b, m.window);
-    std::memcpy(m.tokens.data() + b * m.T, m.window.data(), m.T);
-    std::memcpy(m.targets.data() + b * m.T, m.window.data() + 1, m.T);
+    const std::uint8_t* w = batch.tokens.data() + b * (m.T + 1);
+    std::memcpy(m.tokens.data() + b * m.T, w, m.T);
+    std::memcpy(m.targets.data() + b * m.T, w + 1, m.T);
   }
 }
 

@@ -2,10 +2,10 @@
 #include <cmath>
 #include <string>
 
-#include "common/rng.h"
 #include "model/gpt_tensors.h"
 #include "zerodp/error.h"
 #include "zerodp/gpt.h"
+#include "zerodp/rng.h"
 
 namespace zerodp::model {
 

@@ -1,10 +1,10 @@
-#include "model/layers.h"
+#include "zerodp/layers.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "model/gemm.h"
 #include "model/simd_math.h"
+#include "zerodp/gemm.h"
 
 namespace zerodp::model {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <string>
 
-#include "common/rng.h"
-#include "model/gemm.h"
 #include "zerodp/error.h"
+#include "zerodp/gemm.h"
+#include "zerodp/rng.h"
 
 namespace zerodp::model {
 namespace {
@@ -72,18 +72,17 @@ void Mlp::ensure_batch_capacity(std::size_t samples) {
 }
 
 void Mlp::begin_micro_batch(const MicroBatch& batch) {
-  ensure_batch_capacity(batch.samples);
-  batch_ = batch;
-  const std::size_t W = config_.width;
-  for (std::size_t b = 0; b < batch.samples; ++b) {
-    const std::uint64_t sample = batch.first_sample + b;
-    float* x = acts_[0].data() + b * W;
-    for (std::size_t j = 0; j < W; ++j) x[j] = counter_normal(config_.data_seed, sample, j);
-    float* y = target_.data() + b * W;
-    for (std::size_t j = 0; j < W; ++j) {
-      y[j] = 0.5f * std::sin(2.0f * x[j]) + 0.25f * std::fabs(x[(j + 1) % W]);
-    }
+  const std::size_t n = batch.samples * config_.width;
+  if (batch.inputs.size() != n || batch.targets.size() != n) {
+    throw Error("Mlp: a micro-batch of " + std::to_string(batch.samples) + " samples needs " +
+                std::to_string(n) + " inputs and targets, got " +
+                std::to_string(batch.inputs.size()) + " and " +
+                std::to_string(batch.targets.size()));
   }
+  ensure_batch_capacity(batch.samples);
+  batch_ = {.samples = batch.samples, .grad_scale = batch.grad_scale};  // no views kept
+  std::copy(batch.inputs.begin(), batch.inputs.end(), acts_[0].begin());
+  std::copy(batch.targets.begin(), batch.targets.end(), target_.begin());
 }
 
 void Mlp::forward(int unit, const UnitViews& views) {

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <set>
 
-#include "svg.h"
 #include "zerodp/error.h"
 #include "zerodp/plan_figure.h"
+#include "zerodp/svg.h"
 #include "zerodp/units.h"
 
 namespace zerodp::plan {

@@ -6,10 +6,10 @@
 #include <optional>
 #include <string>
 
-#include "common/convert.h"
 #include "zero/grad_reducer.h"
 #include "zero/param_gatherer.h"
 #include "zero/partition.h"
+#include "zerodp/dtype.h"
 #include "zerodp/error.h"
 
 namespace zerodp {
@@ -43,7 +43,7 @@ void EngineOptions::validate() const {
 }
 
 struct Engine::Impl {
-  Impl(model::Model& m, comm::Communicator& c, const EngineOptions& o);
+  Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s, const EngineOptions& o);
 
   // Where this rank keeps the model state (see the table in engine.h).
   bool full_params() const { return opt.stage <= 2; }
@@ -65,6 +65,8 @@ struct Engine::Impl {
 
   model::Model& model;
   comm::Communicator& comm;
+  const data::SampleSource& samples;
+  data::Batch batch;  // the current micro-batch's samples
   EngineOptions opt;
   const std::vector<model::UnitInfo>& units;
   int ranks, rank;
@@ -90,9 +92,11 @@ struct Engine::Impl {
 
 namespace zerodp {
 
-Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const EngineOptions& o)
+Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s,
+                   const EngineOptions& o)
     : model(m),
       comm(c),
+      samples(s),
       opt(o),
       units(m.units()),
       ranks(c.size()),
@@ -282,8 +286,9 @@ void Engine::Impl::update(float lr, float grad_mul) {
   }
 }
 
-Engine::Engine(model::Model& model, comm::Communicator& comm, const EngineOptions& options)
-    : impl_(std::make_unique<Impl>(model, comm, options)) {}
+Engine::Engine(model::Model& model, comm::Communicator& comm, const data::SampleSource& samples,
+               const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(model, comm, samples, options)) {}
 
 Engine::~Engine() {
   // Collectives still in flight (param gathers overlapped into the next step) read and write
@@ -307,12 +312,11 @@ StepResult Engine::step(float lr) {
   for (int k = 0; k < K; ++k) {
     // The sample stream is consumed N*B samples a micro-step, rank r taking the r-th B: any
     // N continues a stream where another N left it.
-    model::MicroBatch batch;
-    batch.samples = e.opt.micro_batch;
-    batch.first_sample = e.samples_done + std::uint64_t(e.rank) * batch.samples;
-    e.samples_done += std::uint64_t(e.ranks) * batch.samples;
-    batch.grad_scale = e.scaler.scale() / float(e.ranks * K);
-    e.model.begin_micro_batch(batch);
+    const std::size_t B = e.opt.micro_batch;
+    const std::uint64_t first = e.samples_done + std::uint64_t(e.rank) * B;
+    e.samples_done += std::uint64_t(e.ranks) * B;
+    e.samples.draw(data::Split::train, first, B, e.batch);
+    e.model.begin_micro_batch(micro_batch_of(e.batch, e.scaler.scale() / float(e.ranks * K)));
     e.forward_pass();
     loss_sum += e.model.loss();
     e.ledger.set(Category::activations, e.model.activation_bytes());

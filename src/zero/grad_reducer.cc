@@ -1,6 +1,6 @@
 #include "zero/grad_reducer.h"
 
-#include "common/convert.h"
+#include "zerodp/dtype.h"
 #include "zerodp/error.h"
 
 namespace zerodp::zero {

@@ -1,4 +1,4 @@
-#include "common/convert.h"
+#include "zerodp/dtype.h"
 
 #include <gtest/gtest.h>
 

@@ -48,11 +48,12 @@ std::vector<float> train(const Run& run) {
   std::mutex mu;
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(mlp_config());
+    const data::SyntheticRegression samples(mlp_config().width, 1234);
     EngineOptions o;
     o.stage = run.stage;
     o.micro_batch = 2;
     o.bucket_bytes = 100;  // several pieces per unit
-    Engine engine(mlp, comm, o);
+    Engine engine(mlp, comm, samples, o);
     if (!run.resume.empty()) {
       io::Checkpoint ck = io::Checkpoint::open(run.resume);
       engine.import_state(ck.reader(), ck.state());

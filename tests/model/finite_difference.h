@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/rng.h"
+#include "zerodp/rng.h"
 
 namespace zerodp::model::testing {
 

@@ -7,12 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "model/finite_difference.h"
 #include "zerodp/error.h"
-#include "zerodp/text_data.h"
+#include "zerodp/samples.h"
 
 namespace zerodp::model {
 namespace {
@@ -31,6 +32,12 @@ GptConfig config(int layers, int heads, int hidden, int seq_len) {
 
 GptConfig tiny_config() {
   return config(2, 2, 8, 4);
+}
+
+// Starts a micro-batch of B windows (T + 1 bytes each).
+void begin_windows(GptModel& model, std::span<const std::uint8_t> windows, std::size_t B,
+                   float grad_scale = 1.0f) {
+  model.begin_micro_batch({.samples = B, .tokens = windows, .grad_scale = grad_scale});
 }
 
 // B windows of T + 1 pseudo-random bytes.
@@ -187,7 +194,7 @@ TEST(GptModel, LossAtInitIsLn256) {
   GptModel model(c);
   std::vector<float> params(model.param_count());
   init_all(model, params, 1);
-  model.begin_windows(random_windows(4, 16, 3), 4);
+  begin_windows(model, random_windows(4, 16, 3), 4);
   const float loss = forward_all(model, params);
   std::printf("  loss at init %.4f, ln 256 = %.4f\n", loss, std::log(256.0));
   EXPECT_NEAR(loss, std::log(256.0), 0.02);
@@ -207,7 +214,7 @@ TEST(GptModel, GradientMatchesFiniteDifferences) {
   const auto noise = random_vector(params.size(), 6, 0.3);
   for (std::size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
   const std::size_t B = 2;
-  model.begin_windows(random_windows(B, c.seq_len, 9), B);
+  begin_windows(model, random_windows(B, c.seq_len, 9), B);
   std::vector<float> grads(params.size(), 0.0f);
   forward_backward_all(model, params, grads);
   auto objective = [&] {  // the mean loss, summed in double
@@ -250,16 +257,16 @@ TEST(GptModel, BackwardAddsAndScalesByGradScale) {
   const auto windows = random_windows(3, c.seq_len, 10);
   std::vector<float> once(params.size(), 0.0f), twice(params.size(), 0.0f),
       scaled(params.size(), 0.0f);
-  model.begin_windows(windows, 3);
+  begin_windows(model, windows, 3);
   const float loss1 = forward_backward_all(model, params, once);
-  model.begin_windows(windows, 3);
+  begin_windows(model, windows, 3);
   forward_backward_all(model, params, twice);
   const float loss2 = forward_backward_all(model, params, twice);
-  model.begin_windows(windows, 3, 2.0f);
+  begin_windows(model, windows, 3, 2.0f);
   forward_backward_all(model, params, scaled);
   EXPECT_EQ(loss1, loss2);  // deterministic
   std::vector<float> again(params.size(), 0.0f);
-  model.begin_windows(windows, 3);
+  begin_windows(model, windows, 3);
   forward_backward_all(model, params, again);
   EXPECT_EQ(std::memcmp(once.data(), again.data(), once.size() * sizeof(float)), 0);
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -284,7 +291,7 @@ TEST(GptModel, ThreadsSplitTheSamplesAndSumTheirGradients) {
   for (std::size_t B : {1, 2, 5}) {
     const auto windows = random_windows(B, c.seq_len, 20 + B);
     std::vector<float> reference(params.size(), 0.0f);
-    one.begin_windows(windows, B, 0.5f);
+    begin_windows(one, windows, B, 0.5f);
     const float loss = forward_backward_all(one, params, reference);
     double largest = 0;
     for (float g : reference) largest = std::max(largest, double(std::fabs(g)));
@@ -296,9 +303,9 @@ TEST(GptModel, ThreadsSplitTheSamplesAndSumTheirGradients) {
         split.set_threads(threads);
         EXPECT_EQ(split.threads(), threads);
         std::vector<float> grads(params.size(), 0.0f), again(params.size(), 0.0f);
-        split.begin_windows(windows, B, 0.5f);
+        begin_windows(split, windows, B, 0.5f);
         EXPECT_NEAR(forward_backward_all(split, params, grads), loss, 1e-6f * loss);
-        split.begin_windows(windows, B, 0.5f);
+        begin_windows(split, windows, B, 0.5f);
         forward_backward_all(split, params, again);
         EXPECT_EQ(std::memcmp(grads.data(), again.data(), grads.size() * sizeof(float)), 0);
         for (std::size_t i = 0; i < grads.size(); ++i) {
@@ -320,11 +327,11 @@ TEST(GptModel, LaterTokensDoNotChangeEarlierLogits) {
   std::vector<float> params(model.param_count());
   init_all(model, params, 5);
   auto windows = random_windows(1, c.seq_len, 11);
-  model.begin_windows(windows, 1);
+  begin_windows(model, windows, 1);
   forward_all(model, params);
   const std::vector<float> before(model.logits().begin(), model.logits().end());
   windows[c.seq_len - 1] ^= 0x55;  // the last input token
-  model.begin_windows(windows, 1);
+  begin_windows(model, windows, 1);
   forward_all(model, params);
   const std::size_t V = 256;
   for (std::size_t i = 0; i < (c.seq_len - 1) * V; ++i) ASSERT_EQ(model.logits()[i], before[i]);
@@ -350,8 +357,8 @@ TEST(GptModel, CheckpointingGivesBitwiseIdenticalGradientsWithLessMemory) {
   for (std::size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
   const auto windows = random_windows(3, 8, 12);
   std::vector<float> ga(params.size(), 0.0f), gb(params.size(), 0.0f);
-  a.begin_windows(windows, 3);
-  b.begin_windows(windows, 3);
+  begin_windows(a, windows, 3);
+  begin_windows(b, windows, 3);
   const float la = forward_backward_all(a, params, ga);
   const float lb = forward_backward_all(b, params, gb);
   EXPECT_EQ(la, lb);
@@ -374,23 +381,26 @@ TEST(GptModel, ActivationBytesFollowTheFormulaAndTheLargestMicroBatch) {
   c.checkpoint_activations = false;
   GptModel model(c);
   EXPECT_EQ(model.activation_bytes(), 0u);
-  model.begin_windows(random_windows(3, 4, 1), 3);
+  begin_windows(model, random_windows(3, 4, 1), 3);
   EXPECT_EQ(model.activation_bytes(), 55144u);
-  model.begin_windows(random_windows(2, 4, 1), 2);  // smaller: the buffers stay
+  begin_windows(model, random_windows(2, 4, 1), 2);  // smaller: the buffers stay
   EXPECT_EQ(model.activation_bytes(), 55144u);
-  model.begin_windows(random_windows(5, 4, 1), 5);
+  begin_windows(model, random_windows(5, 4, 1), 5);
   EXPECT_EQ(model.activation_bytes(), c.activation_bytes(5));
 }
 
 TEST(GptModel, RankRGetsItsSliceOfTheGlobalBatch) {
   const GptConfig c = tiny_config();
-  auto data = std::make_shared<io::TextData>(
-      text_bytes("It was the best of times, it was the worst of times. ", 10), c.seq_len);
+  const data::TextWindows samples(
+      std::make_shared<data::TextData>(
+          text_bytes("It was the best of times, it was the worst of times. ", 10), c.seq_len),
+      99);
   const std::size_t N = 4, B = 2;
   const std::uint64_t g = 3;  // global micro-batch
   GptModel whole(c);
-  whole.set_data(data, io::Split::train, 99);
-  whole.begin_micro_batch({.first_sample = g * N * B, .samples = N * B});
+  data::Batch batch;
+  samples.draw(data::Split::train, g * N * B, N * B, batch);
+  begin_windows(whole, batch.tokens, N * B);
   const std::vector<std::uint8_t> all(whole.tokens().begin(), whole.tokens().end());
   std::vector<float> params(whole.param_count());
   init_all(whole, params, 3);
@@ -401,8 +411,8 @@ TEST(GptModel, RankRGetsItsSliceOfTheGlobalBatch) {
   std::vector<float> rank_grads(params.size(), 0.0f);
   for (std::size_t r = 0; r < N; ++r) {
     GptModel rank(c);
-    rank.set_data(data, io::Split::train, 99);
-    rank.begin_micro_batch({.first_sample = (g * N + r) * B, .samples = B, .grad_scale = 1.0f / N});
+    samples.draw(data::Split::train, (g * N + r) * B, B, batch);
+    begin_windows(rank, batch.tokens, B, 1.0f / N);
     ASSERT_EQ(rank.tokens().size(), B * c.seq_len);
     for (std::size_t i = 0; i < B * c.seq_len; ++i) {
       ASSERT_EQ(rank.tokens()[i], all[r * B * c.seq_len + i]) << "rank " << r;
@@ -418,19 +428,23 @@ TEST(GptModel, RankRGetsItsSliceOfTheGlobalBatch) {
   EXPECT_LT(worst, 1e-5 * largest);  // the same sum in another order
 }
 
-TEST(GptModel, BeginMicroBatchWithoutDataIsAnError) {
+TEST(GptModel, AMicroBatchWithoutItsTokensIsAnError) {
   GptModel model(tiny_config());
-  EXPECT_THROW(model.begin_micro_batch({.first_sample = 0, .samples = 1}), Error);
+  EXPECT_THROW(model.begin_micro_batch({.samples = 1}), Error);
+  const std::vector<std::uint8_t> short_window(tiny_config().seq_len);  // one byte short
+  EXPECT_THROW(begin_windows(model, short_window, 1), Error);
 }
 
 // Plain SGD steps on a tiny repetitive corpus: the loss must fall well below ln 256 (by 1.5
 // nats: about to the corpus's byte frequencies, a unigram model, and then some).
 TEST(GptModel, SgdStepsReduceTheLoss) {
   const GptConfig c = config(2, 2, 32, 16);
-  auto data = std::make_shared<io::TextData>(
-      text_bytes("the quick brown fox jumps over the lazy dog. ", 30), c.seq_len);
+  const data::TextWindows samples(
+      std::make_shared<data::TextData>(
+          text_bytes("the quick brown fox jumps over the lazy dog. ", 30), c.seq_len),
+      1);
   GptModel model(c);
-  model.set_data(data, io::Split::train, 1);
+  data::Batch batch;
   std::vector<float> params(model.param_count()), grads(params.size());
   init_all(model, params, 1);
   const std::size_t B = 8;
@@ -438,7 +452,8 @@ TEST(GptModel, SgdStepsReduceTheLoss) {
   float first = 0, last = 0;
   for (int step = 0; step < 40; ++step) {
     std::fill(grads.begin(), grads.end(), 0.0f);
-    model.begin_micro_batch({.first_sample = step * B, .samples = B});
+    samples.draw(data::Split::train, step * B, B, batch);
+    begin_windows(model, batch.tokens, B);
     const float loss = forward_backward_all(model, params, grads);
     for (std::size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
     if (step == 0) first = loss;

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <vector>
 
+#include "zerodp/samples.h"
+
 namespace zerodp::model {
 namespace {
 
 struct Runner {
-  explicit Runner(const MlpConfig& c) : mlp(c), params(c.param_count()) {
+  explicit Runner(const MlpConfig& c) : mlp(c), params(c.param_count()), source(c.width, 1234) {
     for (std::size_t u = 0; u < mlp.units().size(); ++u) {
       const auto& unit = mlp.units()[u];
       mlp.init_unit(int(u), {params.data() + unit.param_offset, unit.param_count}, 7);
@@ -21,6 +23,12 @@ struct Runner {
     v.params.emplace_back(params.data() + unit.param_offset, unit.param_count);
     if (grads) v.grads.emplace_back(grads->data() + unit.param_offset, unit.param_count);
     return v;
+  }
+  // Samples [first, first + n) of the synthetic train stream; valid until the next draw.
+  MicroBatch draw(std::uint64_t first, std::size_t n, float grad_scale = 1.0f) {
+    source.draw(data::Split::train, first, n, batch);
+    return {
+        .samples = n, .inputs = batch.inputs, .targets = batch.targets, .grad_scale = grad_scale};
   }
   float loss(const MicroBatch& b) {
     mlp.begin_micro_batch(b);
@@ -35,6 +43,8 @@ struct Runner {
   }
   Mlp mlp;
   std::vector<float> params;
+  data::SyntheticRegression source;
+  data::Batch batch;
 };
 
 TEST(Mlp, ForParamsComesClose) {
@@ -55,7 +65,7 @@ TEST(Mlp, BackwardMatchesFiniteDifferences) {
   c.width = 6;
   c.depth = 3;
   Runner r(c);
-  MicroBatch b{5, 4, 1.0f};
+  const MicroBatch b = r.draw(5, 4);
   std::vector<float> g = r.grad(b);
   double worst = 0.0;
   for (std::size_t i = 0; i < r.params.size(); ++i) {
@@ -79,8 +89,8 @@ TEST(Mlp, GradScaleScalesGradientsAndBackwardAccumulates) {
   c.width = 8;
   c.depth = 2;
   Runner r(c);
-  std::vector<float> g1 = r.grad({0, 3, 1.0f});
-  std::vector<float> g4 = r.grad({0, 3, 4.0f});
+  std::vector<float> g1 = r.grad(r.draw(0, 3, 1.0f));
+  std::vector<float> g4 = r.grad(r.draw(0, 3, 4.0f));
   for (std::size_t i = 0; i < g1.size(); ++i) EXPECT_FLOAT_EQ(g4[i], 4.0f * g1[i]);
 }
 
@@ -90,8 +100,9 @@ TEST(Mlp, SamplesDependOnlyOnTheirIndex) {
   c.depth = 1;
   Runner r(c);
   // Loss of samples [0, 4) as one batch equals the mean of two batches of two.
-  const double whole = r.loss({0, 4, 1.0f});
-  const double first = r.loss({0, 2, 1.0f}), second = r.loss({2, 2, 1.0f});
+  const double whole = r.loss(r.draw(0, 4));
+  const double first = r.loss(r.draw(0, 2));
+  const double second = r.loss(r.draw(2, 2));
   EXPECT_NEAR(whole, (first + second) / 2, 1e-6);
 }
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/rng.h"
 #include "zerodp/optim.h"
+#include "zerodp/rng.h"
 
 namespace zerodp::optim {
 namespace {

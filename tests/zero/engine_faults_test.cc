@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "zero/engine_testing.h"
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
 #include "zerodp/error.h"
@@ -59,6 +60,7 @@ class FaultyMlp : public model::Mlp {
 
 TEST(Faults, Fp16OverflowOnOneRankSkipsTheStepEverywhere) {
   for (auto fault : {FaultyMlp::Fault::inf_gradient, FaultyMlp::Fault::nan_gradient}) {
+    const data::SyntheticRegression samples = testing::mlp_samples(FaultyMlp::config());
     for (int stage : {0, 2, 3}) {
       std::mutex mu;
       comm::run_thread_ranks(3, {}, [&](comm::Communicator& comm) {
@@ -68,7 +70,7 @@ TEST(Faults, Fp16OverflowOnOneRankSkipsTheStepEverywhere) {
         o.precision = DType::f16;
         o.loss_scale.initial = 256.0f;  // low enough that only the injected fault overflows
         o.micro_batch = 2;
-        Engine engine(mlp, comm, o);
+        Engine engine(mlp, comm, samples, o);
         engine.step(1e-2f);
         const StepResult second = engine.step(1e-2f);
         const std::vector<float> before = engine.gather_master();
@@ -97,12 +99,13 @@ struct InjectedFault {
 // injected on its rank at its step.
 void train_with_fault(int ranks, const comm::Options& options, int stage, int steps,
                       InjectedFault f) {
+  const data::SyntheticRegression samples = testing::mlp_samples(FaultyMlp::config());
   comm::run_thread_ranks(ranks, options, [&](comm::Communicator& comm) {
     FaultyMlp mlp(comm.rank(), f.rank, f.step, f.fault);
     EngineOptions o;
     o.stage = stage;
     o.micro_batch = 2;
-    Engine engine(mlp, comm, o);
+    Engine engine(mlp, comm, samples, o);
     for (int s = 0; s < steps; ++s) engine.step(1e-2f);
   });
 }

@@ -8,8 +8,14 @@
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
 #include "zerodp/mlp.h"
+#include "zerodp/samples.h"
 
 namespace zerodp::testing {
+
+// The synthetic samples the MLP trains on in these tests (train's default data seed).
+inline data::SyntheticRegression mlp_samples(const model::MlpConfig& config) {
+  return data::SyntheticRegression(config.width, 1234);
+}
 
 struct RankReport {
   std::size_t model_state_bytes = 0;
@@ -30,9 +36,10 @@ inline TrainRun train_mlp(const model::MlpConfig& config, EngineOptions options,
   TrainRun run;
   run.ranks.resize(ranks);
   std::mutex mu;
+  const data::SyntheticRegression samples = mlp_samples(config);
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(config);
-    Engine engine(mlp, comm, options);
+    Engine engine(mlp, comm, samples, options);
     const comm::Stats before = comm.stats();
     std::vector<float> losses;
     std::uint64_t scalar = 0;

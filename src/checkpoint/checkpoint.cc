@@ -15,8 +15,8 @@
 #include <limits>
 #include <sstream>
 
-#include "common/sha256.h"
 #include "zerodp/error.h"
+#include "zerodp/sha256.h"
 
 namespace zerodp::io {
 namespace fs = std::filesystem;

@@ -4,11 +4,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "zerodp/error.h"
 #include "zerodp/safetensors.h"
 
-namespace zerodp::io {
+namespace zerodp::hf {
 
 std::vector<HfTensor> gpt2_hf_tensors(const model::GptConfig& config) {
   std::vector<HfTensor> out;
@@ -65,8 +66,8 @@ void export_gpt2_safetensors(const model::GptConfig& config, std::span<const flo
       path);
 }
 
-nlohmann::ordered_json gpt2_config_json(const model::GptConfig& config) {
-  return {
+std::string gpt2_config_json(const model::GptConfig& config) {
+  const nlohmann::ordered_json json = {
       {"architectures", {"GPT2LMHeadModel"}},
       {"model_type", "gpt2"},
       {"vocab_size", config.vocab},
@@ -86,11 +87,12 @@ nlohmann::ordered_json gpt2_config_json(const model::GptConfig& config) {
       {"tie_word_embeddings", true},
       {"torch_dtype", "float32"},
   };
+  return json.dump(2);
 }
 
 void write_gpt2_config(const model::GptConfig& config, const std::string& path) {
   std::ofstream out(path);
-  out << gpt2_config_json(config).dump(2) << '\n';
+  out << gpt2_config_json(config) << '\n';
   out.close();
   if (!out) throw Error("cannot write '" + path + "': " + std::strerror(errno));
 }
@@ -99,4 +101,4 @@ std::string config_path_beside(const std::string& safetensors_path) {
   return (std::filesystem::path(safetensors_path).parent_path() / "config.json").string();
 }
 
-}  // namespace zerodp::io
+}  // namespace zerodp::hf

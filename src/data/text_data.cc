@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <memory>
 
-#include "common/rng.h"
 #include "zerodp/error.h"
+#include "zerodp/rng.h"
 
-namespace zerodp::io {
+namespace zerodp::data {
 
 namespace {
 
@@ -159,4 +159,4 @@ std::string TextData::describe() const {
          " (last " + std::to_string(validation_percent_) + " %)";
 }
 
-}  // namespace zerodp::io
+}  // namespace zerodp::data

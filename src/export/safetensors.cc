@@ -11,7 +11,7 @@
 
 #include "zerodp/error.h"
 
-namespace zerodp::io {
+namespace zerodp::hf {
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; this writer copies floats as they are");
@@ -192,4 +192,4 @@ SafetensorsFile read_safetensors(const std::string& path) {
   return result;
 }
 
-}  // namespace zerodp::io
+}  // namespace zerodp::hf

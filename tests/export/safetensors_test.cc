@@ -14,7 +14,7 @@
 #include "zerodp/gpt.h"
 #include "zerodp/gpt_export.h"
 
-namespace zerodp::io {
+namespace zerodp::hf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -276,4 +276,4 @@ TEST_F(Safetensors, GptConfigJsonHasTheGpt2Keys) {
 }
 
 }  // namespace
-}  // namespace zerodp::io
+}  // namespace zerodp::hf

@@ -1,8 +1,8 @@
-#include "svg.h"
+#include "zerodp/svg.h"
 
 #include <cstdio>
 
-namespace zerodp::plan::svg {
+namespace zerodp::svg {
 namespace {
 
 std::string num(double v) {
@@ -94,4 +94,4 @@ std::string Document::str() const {
          body_ + "</svg>\n";
 }
 
-}  // namespace zerodp::plan::svg
+}  // namespace zerodp::svg

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace zerodp::plan::svg {
+namespace zerodp::svg {
 
 struct Stroke {
   std::string color = "#000";
@@ -39,4 +39,4 @@ class Document {
   double width_, height_;
 };
 
-}  // namespace zerodp::plan::svg
+}  // namespace zerodp::svg

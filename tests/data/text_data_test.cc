@@ -11,7 +11,7 @@
 
 #include "zerodp/error.h"
 
-namespace zerodp::io {
+namespace zerodp::data {
 namespace {
 
 std::vector<std::uint8_t> counting_bytes(std::size_t n) {
@@ -147,4 +147,4 @@ TEST(TextData, Fnv1aOfKnownInputs) {
 }
 
 }  // namespace
-}  // namespace zerodp::io
+}  // namespace zerodp::data
