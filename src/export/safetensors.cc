@@ -110,85 +110,122 @@ const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
   return nullptr;
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  File file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  auto bad = [&path](const std::string& why) {
-    return Error("'" + path + "' is not a valid safetensors file: " + why);
-  };
-  std::fseek(file.get(), 0, SEEK_END);
-  const long end = std::ftell(file.get());
-  std::fseek(file.get(), 0, SEEK_SET);
-  if (end < 8) throw bad("shorter than the 8-byte header length");
-  const auto file_bytes = static_cast<std::uint64_t>(end);
+namespace {
 
-  std::uint8_t length[8];
-  if (std::fread(length, 1, 8, file.get()) != 8) throw bad("cannot read the header length");
-  SafetensorsFile result;
-  for (int i = 7; i >= 0; --i) result.header_bytes = (result.header_bytes << 8) | length[i];
-  if (result.header_bytes > kMaxHeaderBytes || result.header_bytes > file_bytes - 8) {
-    throw bad("header length " + std::to_string(result.header_bytes) + " exceeds the file");
+// Reads one file in the order of its format: the length, the JSON header, the tensors' bytes.
+// Every failure names the file and what is wrong with it.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path)
+      : path_(path), file_(std::fopen(path.c_str(), "rb"), &std::fclose) {
+    if (!file_) throw Error("cannot read '" + path + "': " + std::strerror(errno));
   }
-  std::string json(result.header_bytes, '\0');
-  if (std::fread(json.data(), 1, json.size(), file.get()) != json.size()) {
-    throw bad("cannot read the header");
-  }
-  const std::uint64_t data_bytes = file_bytes - 8 - result.header_bytes;
 
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("header is not JSON (") + e.what() + ")");
+  Error bad(const std::string& why) const {
+    return Error("'" + path_ + "' is not a valid safetensors file: " + why);
   }
-  if (!header.is_object()) throw bad("header is not a JSON object");
-  try {
-    for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") {
-        for (const auto& [key, value] : entry.items()) {
-          result.metadata[key] = value.get<std::string>();
+
+  // The header's JSON text; sets header_bytes and data_bytes_.
+  std::string read_header(SafetensorsFile& result) {
+    std::fseek(file_.get(), 0, SEEK_END);
+    const long end = std::ftell(file_.get());
+    std::fseek(file_.get(), 0, SEEK_SET);
+    if (end < 8) throw bad("shorter than the 8-byte header length");
+    const auto file_bytes = static_cast<std::uint64_t>(end);
+    std::uint8_t length[8];
+    if (std::fread(length, 1, 8, file_.get()) != 8) throw bad("cannot read the header length");
+    for (int i = 7; i >= 0; --i) result.header_bytes = (result.header_bytes << 8) | length[i];
+    if (result.header_bytes > kMaxHeaderBytes || result.header_bytes > file_bytes - 8) {
+      throw bad("header length " + std::to_string(result.header_bytes) + " exceeds the file");
+    }
+    std::string json(result.header_bytes, '\0');
+    if (std::fread(json.data(), 1, json.size(), file_.get()) != json.size()) {
+      throw bad("cannot read the header");
+    }
+    data_bytes_ = file_bytes - 8 - result.header_bytes;
+    return json;
+  }
+
+  // The metadata and the tensors' names, dtypes, shapes and places, checked against the data.
+  void parse_header(const std::string& json, SafetensorsFile& result) const {
+    nlohmann::json header;
+    try {
+      header = nlohmann::json::parse(json);
+    } catch (const nlohmann::json::exception& e) {
+      throw bad(std::string("header is not JSON (") + e.what() + ")");
+    }
+    if (!header.is_object()) throw bad("header is not a JSON object");
+    try {
+      for (const auto& [name, entry] : header.items()) {
+        if (name == "__metadata__") {
+          for (const auto& [key, value] : entry.items()) {
+            result.metadata[key] = value.get<std::string>();
+          }
+        } else {
+          result.tensors.push_back(parse_tensor(name, entry));
         }
-        continue;
       }
-      SafetensorsTensor t;
-      t.name = name;
-      t.dtype = entry.at("dtype").get<std::string>();
-      t.shape = entry.at("shape").get<std::vector<std::size_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      const std::size_t element_bytes = dtype_bytes(t.dtype);
-      if (element_bytes == 0) throw bad("tensor '" + name + "' has unknown dtype " + t.dtype);
-      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes) {
-        throw bad("tensor '" + name + "' has data_offsets outside the data");
-      }
-      std::size_t elements = 1;
-      for (std::size_t d : t.shape) elements *= d;
-      if (offsets[1] - offsets[0] != elements * element_bytes) {
-        throw bad("tensor '" + name + "' holds " + std::to_string(offsets[1] - offsets[0]) +
-                  " bytes, its shape and dtype need " + std::to_string(elements * element_bytes));
-      }
-      t.data_begin = offsets[0];
-      t.bytes.resize(offsets[1] - offsets[0]);
-      result.tensors.push_back(std::move(t));
+    } catch (const nlohmann::json::exception& e) {
+      throw bad(std::string("malformed header entry (") + e.what() + ")");
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("malformed header entry (") + e.what() + ")");
   }
-  std::sort(result.tensors.begin(), result.tensors.end(),
-            [](const auto& a, const auto& b) { return a.data_begin < b.data_begin; });
-  std::uint64_t next = 0;
-  for (auto& t : result.tensors) {
-    if (t.data_begin != next)
-      throw bad("tensor data has a gap or an overlap at byte " + std::to_string(next));
-    const long at = static_cast<long>(8 + result.header_bytes + t.data_begin);
-    if (std::fseek(file.get(), at, SEEK_SET) != 0 ||
-        std::fread(t.bytes.data(), 1, t.bytes.size(), file.get()) != t.bytes.size()) {
-      throw bad("cannot read tensor '" + t.name + "'");
+
+  // Every tensor's bytes; the tensors must tile the data section without gap or overlap.
+  void read_data(SafetensorsFile& result) {
+    std::sort(result.tensors.begin(), result.tensors.end(),
+              [](const auto& a, const auto& b) { return a.data_begin < b.data_begin; });
+    std::uint64_t next = 0;
+    for (auto& t : result.tensors) {
+      if (t.data_begin != next)
+        throw bad("tensor data has a gap or an overlap at byte " + std::to_string(next));
+      const long at = static_cast<long>(8 + result.header_bytes + t.data_begin);
+      if (std::fseek(file_.get(), at, SEEK_SET) != 0 ||
+          std::fread(t.bytes.data(), 1, t.bytes.size(), file_.get()) != t.bytes.size()) {
+        throw bad("cannot read tensor '" + t.name + "'");
+      }
+      next += t.bytes.size();
     }
-    next += t.bytes.size();
+    if (next != data_bytes_)
+      throw bad("data section has " + std::to_string(data_bytes_ - next) +
+                " bytes that belong to no tensor");
   }
-  if (next != data_bytes)
-    throw bad("data section has " + std::to_string(data_bytes - next) +
-              " bytes that belong to no tensor");
+
+ private:
+  SafetensorsTensor parse_tensor(const std::string& name, const nlohmann::json& entry) const {
+    SafetensorsTensor t;
+    t.name = name;
+    t.dtype = entry.at("dtype").get<std::string>();
+    t.shape = entry.at("shape").get<std::vector<std::size_t>>();
+    const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
+    const std::size_t element_bytes = dtype_bytes(t.dtype);
+    if (element_bytes == 0) throw bad("tensor '" + name + "' has unknown dtype " + t.dtype);
+    if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes_) {
+      throw bad("tensor '" + name + "' has data_offsets outside the data");
+    }
+    std::size_t elements = 1;
+    for (std::size_t d : t.shape) elements *= d;
+    if (offsets[1] - offsets[0] != elements * element_bytes) {
+      throw bad("tensor '" + name + "' holds " + std::to_string(offsets[1] - offsets[0]) +
+                " bytes, its shape and dtype need " + std::to_string(elements * element_bytes));
+    }
+    t.data_begin = offsets[0];
+    t.bytes.resize(offsets[1] - offsets[0]);
+    return t;
+  }
+
+  std::string path_;
+  File file_;
+  std::uint64_t data_bytes_ = 0;
+};
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  SafetensorsReader reader(path);
+  SafetensorsFile result;
+  const std::string json = reader.read_header(result);
+  reader.parse_header(json, result);
+  reader.read_data(result);
   return result;
 }
 
