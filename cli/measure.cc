@@ -107,8 +107,8 @@ void run_measure(const MeasureFlags& f) {
   const std::uint64_t wanted = units::parse_count(f.params, "--params");
   const model::MlpConfig config = model::MlpConfig::for_params(wanted);
   const int steps = static_cast<int>(units::parse_whole(f.steps, "--steps"));
-  std::vector<int> stages = {base.stage};
-  if (f.all_stages) stages = {0, 1, 2, 3};
+  std::vector<Stage> stages = {base.stage};
+  if (f.all_stages) stages.assign(kStages.begin(), kStages.end());
   configure_blas_threads(launch);
 
   MeasureSetup setup;
@@ -123,7 +123,7 @@ void run_measure(const MeasureFlags& f) {
 
   std::vector<StageMeasure> results;
   std::mutex mu;
-  for (int stage : stages) {
+  for (Stage stage : stages) {
     StageMeasure measured{stage, {}};
     // Give the previous stage's freed memory back to the OS, so this stage's baseline and
     // peak are its own.
@@ -143,10 +143,8 @@ void run_measure(const MeasureFlags& f) {
       m.exposed_seconds = overlapped.exposed;
       m.step_seconds_sync = sync.step;
       m.exposed_seconds_sync = sync.exposed;
-      const auto plan_stage = static_cast<plan::Stage>(stage);
-      m.predicted_state = plan::model_state_bytes(setup.params, comm.size(), plan_stage, bpp);
-      m.predicted_comm =
-          plan::ring_step_bytes(plan_stage, setup.params, bpp, comm.size(), comm.rank());
+      m.predicted_state = plan::model_state_bytes(setup.params, comm.size(), stage, bpp);
+      m.predicted_comm = plan::ring_step_bytes(stage, setup.params, bpp, comm.size(), comm.rank());
       std::vector<RankMeasure> all = gather_ranks(comm, m);
       if (comm.rank() != 0) return;
       std::lock_guard<std::mutex> lock(mu);

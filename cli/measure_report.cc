@@ -111,14 +111,15 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
 
   Table t;
   std::vector<std::string> header = {"Model state per rank"};
-  for (const auto& st : stages) header.push_back(kStageNames[st.stage]);
+  for (const auto& st : stages) header.push_back(kStageNames[stage_number(st.stage)]);
   t.row(header);
   auto add = [&](const std::string& label, auto cell) {
     std::vector<std::string> r = {label};
     for (const auto& st : stages) r.push_back(cell(st));
     t.row(r);
   };
-  add("formula", [](const StageMeasure& st) { return std::string(kFormulas[st.stage]); });
+  add("formula",
+      [](const StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
   add("predicted (planner)",
       [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
   add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });
@@ -172,7 +173,7 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
   });
   const StageMeasure* dp = nullptr;
   for (const auto& st : stages) {
-    if (st.stage == 0) dp = &st;
+    if (st.stage == Stage::dp) dp = &st;
   }
   if (dp) {
     add("measured / DP", [dp](const StageMeasure& st) {
@@ -204,7 +205,7 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
 
   if (per_rank) {
     for (const auto& st : stages) {
-      std::printf("\n%s, every rank\n", kStageNames[st.stage]);
+      std::printf("\n%s, every rank\n", kStageNames[stage_number(st.stage)]);
       Table r;
       r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "sent/step", "predicted",
              "diff"});
@@ -227,7 +228,7 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
 
 nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
   nlohmann::json j;
-  j["stage"] = st.stage;
+  j["stage"] = stage_number(st.stage);
   j["ranks"] = s.ranks;
   j["params"] = s.params;
   j["backend"] = s.backend;

@@ -49,9 +49,9 @@ std::vector<float> train(const Run& run) {
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(mlp_config());
     EngineOptions o;
-    o.stage = run.stage;
+    o.stage = stage_from_number(run.stage);
     o.micro_batch = 2;
-    o.bucket_bytes = 100;  // several pieces per unit
+    o.bucket_bytes = 100;  // several buckets per unit
     Engine engine(mlp, comm, o);
     if (!run.resume.empty()) {
       io::Checkpoint ck = io::Checkpoint::open(run.resume);
