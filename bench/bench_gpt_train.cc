@@ -209,7 +209,7 @@ Result run_config(const Args& args, const model::GptConfig& cfg, const data::Sam
   model::set_blas_threads(r.blas_threads);
 
   EngineOptions opt;
-  opt.stage = stage;
+  opt.stage = stage_from_number(stage);
   opt.micro_batch = args.micro_batch;
   opt.clip_norm = 1.0f;
   std::vector<std::vector<RankBlock>> blocks(ranks, std::vector<RankBlock>(args.repeats));

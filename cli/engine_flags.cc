@@ -28,13 +28,6 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
 }
 
-int parse_stage(const std::string& text) {
-  if (text.size() != 1 || text[0] < '0' || text[0] > '3') {
-    throw UsageError("--stage: expected 0, 1, 2 or 3, got '" + text + "'");
-  }
-  return text[0] - '0';
-}
-
 double parse_real(const std::string& text, const std::string& flag, const std::string& expected,
                   bool zero_allowed) {
   char* end = nullptr;

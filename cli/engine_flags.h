@@ -32,7 +32,6 @@ void add_engine_flags(CLI::App* app, EngineFlags& flags, bool stage_flag = true)
 
 // Parses the flags into engine options (throws UsageError).
 EngineOptions engine_options(const EngineFlags& flags, std::size_t default_micro_batch);
-int parse_stage(const std::string& text);
 // A plain decimal number (digits, point, exponent; no NaN, inf or units) that is > 0, or >= 0
 // with zero allowed. `expected` describes the accepted form for the error.
 double parse_real(const std::string& text, const std::string& flag, const std::string& expected,

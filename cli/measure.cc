@@ -102,62 +102,29 @@ std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasur
   return ranks;
 }
 
-void run_measure(const MeasureFlags& f) {
-  const Launch launch = launch_options(f.engine);
-  EngineOptions base = engine_options(f.engine, 8);
-  const std::uint64_t wanted = units::parse_count(f.params, "--params");
-  const model::MlpConfig config = model::MlpConfig::for_params(wanted);
-  const int steps = static_cast<int>(units::parse_whole(f.steps, "--steps"));
-  std::vector<int> stages = {base.stage};
-  if (f.all_stages) stages = {0, 1, 2, 3};
-  configure_blas_threads(launch);
-
-  MeasureSetup setup;
-  setup.params = config.param_count();
-  setup.model = model::Mlp(config).describe();
-  setup.steps = steps;
-  setup.micro_batch = base.micro_batch;
-  setup.precision = std::string(dtype_name(base.precision));
-  setup.backend = launch.backend;
-  setup.rss_per_process = launch.backend == "mpi";
+// One stage on one rank: its figures with overlap and prefetch, its timings without, and the
+// planner's prediction for this rank.
+RankMeasure measure_rank(comm::Communicator& comm, const model::MlpConfig& config,
+                         EngineOptions options, int steps, std::uint64_t params) {
+  RankMeasure m;
+  m.rss_baseline = proc_status_kib("VmRSS:");
+  const Timing overlapped = run_steps(comm, config, options, steps, &m);
+  m.rss_peak = proc_status_kib("VmHWM:");
+  options.overlap = false;
+  options.prefetch = false;
+  const Timing sync = run_steps(comm, config, options, steps, nullptr);
+  m.step_seconds = overlapped.step;
+  m.exposed_seconds = overlapped.exposed;
+  m.step_seconds_sync = sync.step;
+  m.exposed_seconds_sync = sync.exposed;
   const plan::BytesPerParam bpp{2, 2, 12};
+  m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
+  m.predicted_comm = plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
+  return m;
+}
 
-  std::vector<StageMeasure> results;
-  std::mutex mu;
-  for (int stage : stages) {
-    StageMeasure measured{stage, {}};
-    // Give the previous stage's freed memory back to the OS, so this stage's baseline and
-    // peak are its own.
-    malloc_trim(0);
-    reset_peak_rss();
-    run_ranks(launch, [&](comm::Communicator& comm) {
-      RankMeasure m;
-      m.rss_baseline = proc_status_kib("VmRSS:");
-      EngineOptions o = base;
-      o.stage = stage;
-      const Timing overlapped = run_steps(comm, config, o, steps, &m);
-      m.rss_peak = proc_status_kib("VmHWM:");
-      o.overlap = false;
-      o.prefetch = false;
-      const Timing sync = run_steps(comm, config, o, steps, nullptr);
-      m.step_seconds = overlapped.step;
-      m.exposed_seconds = overlapped.exposed;
-      m.step_seconds_sync = sync.step;
-      m.exposed_seconds_sync = sync.exposed;
-      const auto plan_stage = static_cast<plan::Stage>(stage);
-      m.predicted_state = plan::model_state_bytes(setup.params, comm.size(), plan_stage, bpp);
-      m.predicted_comm =
-          plan::ring_step_bytes(plan_stage, setup.params, bpp, comm.size(), comm.rank());
-      std::vector<RankMeasure> all = gather_ranks(comm, m);
-      if (comm.rank() != 0) return;
-      std::lock_guard<std::mutex> lock(mu);
-      setup.ranks = comm.size();
-      setup.backend = std::string(comm.backend_name());
-      measured.ranks = std::move(all);
-    });
-    if (!measured.ranks.empty()) results.push_back(std::move(measured));
-  }
-  if (results.empty()) return;  // an MPI rank other than 0
+void print_results(const MeasureFlags& f, const MeasureSetup& setup,
+                   const std::vector<StageMeasure>& results) {
   if (!f.json) {
     print_measure_table(setup, results, f.per_rank || !f.all_stages);
     return;
@@ -169,6 +136,50 @@ void run_measure(const MeasureFlags& f) {
   nlohmann::json all = {{"stages", nlohmann::json::array()}};
   for (const StageMeasure& s : results) all["stages"].push_back(measure_json(setup, s));
   std::printf("%s\n", all.dump(2).c_str());
+}
+
+void run_measure(const MeasureFlags& f) {
+  const Launch launch = launch_options(f.engine);
+  EngineOptions base = engine_options(f.engine, 8);
+  const std::uint64_t wanted = units::parse_count(f.params, "--params");
+  const model::MlpConfig config = model::MlpConfig::for_params(wanted);
+  const int steps = static_cast<int>(units::parse_whole(f.steps, "--steps"));
+  std::vector<Stage> stages = {base.stage};
+  if (f.all_stages) stages.assign(kStages.begin(), kStages.end());
+  configure_blas_threads(launch);
+
+  MeasureSetup setup;
+  setup.params = config.param_count();
+  setup.model = model::Mlp(config).describe();
+  setup.steps = steps;
+  setup.micro_batch = base.micro_batch;
+  setup.precision = std::string(dtype_name(base.precision));
+  setup.backend = launch.backend;
+  setup.rss_per_process = launch.backend == "mpi";
+
+  std::vector<StageMeasure> results;
+  std::mutex mu;
+  for (Stage stage : stages) {
+    StageMeasure measured{stage, {}};
+    // Give the previous stage's freed memory back to the OS, so this stage's baseline and
+    // peak are its own.
+    malloc_trim(0);
+    reset_peak_rss();
+    run_ranks(launch, [&](comm::Communicator& comm) {
+      EngineOptions o = base;
+      o.stage = stage;
+      std::vector<RankMeasure> all =
+          gather_ranks(comm, measure_rank(comm, config, o, steps, setup.params));
+      if (comm.rank() != 0) return;
+      std::lock_guard<std::mutex> lock(mu);
+      setup.ranks = comm.size();
+      setup.backend = std::string(comm.backend_name());
+      measured.ranks = std::move(all);
+    });
+    if (!measured.ranks.empty()) results.push_back(std::move(measured));
+  }
+  if (results.empty()) return;  // an MPI rank other than 0
+  print_results(f, setup, results);
 }
 
 void add_measure_command(CLI::App& root) {

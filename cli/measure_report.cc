@@ -9,7 +9,7 @@
 namespace zerodp::cli {
 namespace {
 
-constexpr const char* kStageNames[4] = {"DP (0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+// The planner's model-state formula of each stage, by stage number.
 constexpr const char* kFormulas[4] = {"16Φ", "4Φ + 12Φ/N", "2Φ + 14Φ/N", "16Φ/N"};
 
 // Display width of a UTF-8 string (Φ is two bytes, one column).
@@ -64,6 +64,139 @@ std::uint64_t temporary(const RankMeasure& m, Category c) {
   return m.peak[static_cast<int>(c)];
 }
 
+// The measure table names stage 0 with its number, as --stage takes it.
+std::string stage_label(Stage stage) {
+  return stage == Stage::dp ? "DP (0)" : std::string(stage_name(stage));
+}
+
+// measured - predicted on the rank where it is largest in size.
+std::string worst_difference(const StageMeasure& st, std::uint64_t RankMeasure::*measured,
+                             std::uint64_t RankMeasure::*predicted) {
+  std::int64_t worst = 0;
+  for (const auto& r : st.ranks) {
+    const std::int64_t d = std::int64_t(r.*measured) - std::int64_t(r.*predicted);
+    if (std::llabs(d) > std::llabs(worst)) worst = d;
+  }
+  return signed_bytes(worst);
+}
+
+// A table with one column per measured stage: each row is a label and one cell per stage.
+struct StageTable {
+  const std::vector<StageMeasure>& stages;
+  Table table;
+  void row(std::vector<std::string> cells) { table.row(std::move(cells)); }
+  template <typename Cell>
+  void add(const std::string& label, Cell cell) {
+    std::vector<std::string> r = {label};
+    for (const auto& st : stages) r.push_back(cell(st));
+    table.row(r);
+  }
+};
+
+void print_setup(const MeasureSetup& s) {
+  std::printf("zerodp measure: %s\n", s.model.c_str());
+  std::printf(
+      "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
+      "m, v: 2 + 2 + 12 bytes/param\n",
+      units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str());
+  std::printf(
+      "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
+      "0's unless said.\n\n",
+      s.steps, s.micro_batch);
+}
+
+// The planner's formula, its prediction and the ledger's model-state categories.
+void add_model_state_rows(StageTable& t, const MeasureSetup& s) {
+  t.add("formula",
+        [](const StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
+  t.add("predicted (planner)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
+  t.add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });
+  for (int c = 0; c < kCategoryCount; ++c) {
+    if (!is_model_state(static_cast<Category>(c))) continue;
+    t.add("  " + std::string(category_name(static_cast<Category>(c))),
+          [c](const StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
+  }
+  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::model_state, &RankMeasure::predicted_state);
+  });
+  t.add("bytes per parameter", [&](const StageMeasure& st) {
+    return fixed(double(st.ranks[0].model_state) / double(s.params), 3);
+  });
+}
+
+// Peaks of what the formula leaves out, the ledger's total and the OS's view.
+void add_outside_formula_rows(StageTable& t, const MeasureSetup& s) {
+  for (Category c : {Category::gathered_params, Category::buckets, Category::scratch32,
+                     Category::comm_buffers, Category::activations}) {
+    t.add("  " + std::string(category_name(c)),
+          [c](const StageMeasure& st) { return bytes(temporary(st.ranks[0], c)); });
+  }
+  t.add("peak total (ledger)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].peak_total); });
+  t.add(s.rss_per_process ? "process peak RSS (OS)" : "process peak RSS, all ranks (OS)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
+  t.add("  runtime before the engine",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
+}
+
+void add_comm_rows(StageTable& t) {
+  t.add("predicted (ring)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
+  t.add("measured (bytes sent)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].comm_per_step); });
+  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::comm_per_step, &RankMeasure::predicted_comm);
+  });
+  const StageMeasure* dp = nullptr;
+  for (const auto& st : t.stages) {
+    if (st.stage == Stage::dp) dp = &st;
+  }
+  if (dp) {
+    t.add("measured / DP", [dp](const StageMeasure& st) {
+      return fixed(double(st.ranks[0].comm_per_step) / double(dp->ranks[0].comm_per_step), 3);
+    });
+  }
+  t.add("loss/norm scalars (apart)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
+}
+
+void add_time_rows(StageTable& t) {
+  t.add("step, overlap + prefetch",
+        [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
+  t.add("  exposed comm", [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
+  t.add("  compute", [](const StageMeasure& st) {
+    return ms(st.ranks[0].step_seconds - st.ranks[0].exposed_seconds);
+  });
+  t.add("  efficiency", [](const StageMeasure& st) {
+    const auto& r = st.ranks[0];
+    return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
+  });
+  t.add("step, no overlap",
+        [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
+  t.add("  exposed comm (= comm time)",
+        [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
+  t.add("  efficiency", [](const StageMeasure& st) {
+    const auto& r = st.ranks[0];
+    return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
+  });
+}
+
+void print_every_rank(const StageMeasure& st) {
+  std::printf("\n%s, every rank\n", stage_label(st.stage).c_str());
+  Table r;
+  r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "sent/step", "predicted",
+         "diff"});
+  for (std::size_t i = 0; i < st.ranks.size(); ++i) {
+    const RankMeasure& m = st.ranks[i];
+    r.row({std::to_string(i), bytes(m.model_state), bytes(m.predicted_state),
+           signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
+           bytes(m.peak_total), bytes(m.comm_per_step), bytes(m.predicted_comm),
+           signed_bytes(std::int64_t(m.comm_per_step) - std::int64_t(m.predicted_comm))});
+  }
+  r.print();
+}
+
 }  // namespace
 
 std::size_t RankMeasure::word_count() {
@@ -99,124 +232,25 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
 
 void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>& stages,
                          bool per_rank) {
-  std::printf("zerodp measure: %s\n", s.model.c_str());
-  std::printf(
-      "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
-      "m, v: 2 + 2 + 12 bytes/param\n",
-      units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str());
-  std::printf(
-      "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
-      "0's unless said.\n\n",
-      s.steps, s.micro_batch);
-
-  Table t;
+  print_setup(s);
+  StageTable t{stages, {}};
   std::vector<std::string> header = {"Model state per rank"};
-  for (const auto& st : stages) header.push_back(kStageNames[st.stage]);
+  for (const auto& st : stages) header.push_back(stage_label(st.stage));
   t.row(header);
-  auto add = [&](const std::string& label, auto cell) {
-    std::vector<std::string> r = {label};
-    for (const auto& st : stages) r.push_back(cell(st));
-    t.row(r);
-  };
-  add("formula", [](const StageMeasure& st) { return std::string(kFormulas[st.stage]); });
-  add("predicted (planner)",
-      [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
-  add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });
-  for (int c = 0; c < kCategoryCount; ++c) {
-    if (!is_model_state(static_cast<Category>(c))) continue;
-    add("  " + std::string(category_name(static_cast<Category>(c))),
-        [c](const StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
-  }
-  add("measured - predicted, worst rank", [](const StageMeasure& st) {
-    std::int64_t worst = 0;
-    for (const auto& r : st.ranks) {
-      const std::int64_t d = std::int64_t(r.model_state) - std::int64_t(r.predicted_state);
-      if (std::llabs(d) > std::llabs(worst)) worst = d;
-    }
-    return signed_bytes(worst);
-  });
-  add("bytes per parameter", [&](const StageMeasure& st) {
-    return fixed(double(st.ranks[0].model_state) / double(s.params), 3);
-  });
+  add_model_state_rows(t, s);
   t.row({""});
   t.row({"Outside the formula (peak)"});
-  for (Category c : {Category::gathered_params, Category::buckets, Category::scratch32,
-                     Category::comm_buffers, Category::activations}) {
-    add("  " + std::string(category_name(c)),
-        [c](const StageMeasure& st) { return bytes(temporary(st.ranks[0], c)); });
-  }
-  add("peak total (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].peak_total); });
-  if (s.rss_per_process) {
-    add("process peak RSS (OS)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
-    add("  runtime before the engine",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
-  } else {
-    add("process peak RSS, all ranks (OS)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
-    add("  runtime before the engine",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
-  }
+  add_outside_formula_rows(t, s);
   t.row({""});
   t.row({"Communication per rank per step"});
-  add("predicted (ring)", [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
-  add("measured (bytes sent)",
-      [](const StageMeasure& st) { return bytes(st.ranks[0].comm_per_step); });
-  add("measured - predicted, worst rank", [](const StageMeasure& st) {
-    std::int64_t worst = 0;
-    for (const auto& r : st.ranks) {
-      const std::int64_t d = std::int64_t(r.comm_per_step) - std::int64_t(r.predicted_comm);
-      if (std::llabs(d) > std::llabs(worst)) worst = d;
-    }
-    return signed_bytes(worst);
-  });
-  const StageMeasure* dp = nullptr;
-  for (const auto& st : stages) {
-    if (st.stage == 0) dp = &st;
-  }
-  if (dp) {
-    add("measured / DP", [dp](const StageMeasure& st) {
-      return fixed(double(st.ranks[0].comm_per_step) / double(dp->ranks[0].comm_per_step), 3);
-    });
-  }
-  add("loss/norm scalars (apart)",
-      [](const StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
+  add_comm_rows(t);
   t.row({""});
   t.row({"Time per step (median)"});
-  add("step, overlap + prefetch",
-      [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
-  add("  exposed comm", [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
-  add("  compute", [](const StageMeasure& st) {
-    return ms(st.ranks[0].step_seconds - st.ranks[0].exposed_seconds);
-  });
-  add("  efficiency", [](const StageMeasure& st) {
-    const auto& r = st.ranks[0];
-    return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
-  });
-  add("step, no overlap", [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
-  add("  exposed comm (= comm time)",
-      [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
-  add("  efficiency", [](const StageMeasure& st) {
-    const auto& r = st.ranks[0];
-    return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
-  });
-  t.print();
+  add_time_rows(t);
+  t.table.print();
 
   if (per_rank) {
-    for (const auto& st : stages) {
-      std::printf("\n%s, every rank\n", kStageNames[st.stage]);
-      Table r;
-      r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "sent/step", "predicted",
-             "diff"});
-      for (std::size_t i = 0; i < st.ranks.size(); ++i) {
-        const RankMeasure& m = st.ranks[i];
-        r.row({std::to_string(i), bytes(m.model_state), bytes(m.predicted_state),
-               signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
-               bytes(m.peak_total), bytes(m.comm_per_step), bytes(m.predicted_comm),
-               signed_bytes(std::int64_t(m.comm_per_step) - std::int64_t(m.predicted_comm))});
-      }
-      r.print();
-    }
+    for (const auto& st : stages) print_every_rank(st);
   }
   std::printf(
       "\nA difference from the prediction is chunk rounding: the engine cuts each unit into "
@@ -227,7 +261,7 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
 
 nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
   nlohmann::json j;
-  j["stage"] = st.stage;
+  j["stage"] = stage_number(st.stage);
   j["ranks"] = s.ranks;
   j["params"] = s.params;
   j["backend"] = s.backend;

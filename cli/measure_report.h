@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zerodp/ledger.h"
+#include "zerodp/stage.h"
 
 namespace zerodp::cli {
 
@@ -35,7 +36,7 @@ struct RankMeasure {
 };
 
 struct StageMeasure {
-  int stage = 0;
+  Stage stage = Stage::dp;
   std::vector<RankMeasure> ranks;
 };
 

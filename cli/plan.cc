@@ -25,14 +25,43 @@ struct PlanFlags {
 
 constexpr const char* kShapeFlags = "--layers, --hidden, --heads, --seq-len, --micro-batch";
 
+using ShapeFlag = std::pair<const char*, const std::string*>;
+
+// All five shape flags, each a whole number, with the heads dividing the hidden size.
+plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[5], const std::string& heads) {
+  std::uint64_t value[5];
+  for (int i = 0; i < 5; ++i) {
+    const auto& [flag, text] = shape_flags[i];
+    if (text->empty()) {
+      throw UsageError(std::string(flag) + ": required with the other transformer shape flags (" +
+                       kShapeFlags + "), a whole number");
+    }
+    value[i] = units::parse_whole(*text, flag);
+  }
+  const plan::TransformerShape shape{value[0], value[1], value[2], value[3], value[4]};
+  if (shape.hidden % shape.heads != 0) {
+    throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
+                     "), got " + quote(heads));
+  }
+  return shape;
+}
+
+plan::Checkpointing parse_checkpointing(const std::string& text) {
+  if (text == "full") return plan::Checkpointing::full;
+  if (text == "selective") return plan::Checkpointing::selective;
+  if (!text.empty() && text != "none") {
+    throw UsageError("--checkpointing: expected none, selective or full, got " + quote(text));
+  }
+  return plan::Checkpointing::none;
+}
+
 // Activations: given in bytes, or from a transformer shape (all five flags), or none.
 void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
-  const std::pair<const char*, const std::string*> shape_flags[] = {
-      {"--layers", &f.layers},
-      {"--hidden", &f.hidden},
-      {"--heads", &f.heads},
-      {"--seq-len", &f.seq_len},
-      {"--micro-batch", &f.micro_batch}};
+  const ShapeFlag shape_flags[5] = {{"--layers", &f.layers},
+                                    {"--hidden", &f.hidden},
+                                    {"--heads", &f.heads},
+                                    {"--seq-len", &f.seq_len},
+                                    {"--micro-batch", &f.micro_batch}};
   bool any_shape = false;
   for (const auto& [flag, text] : shape_flags) any_shape |= !text->empty();
   if (!any_shape) {
@@ -50,29 +79,8 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
     throw UsageError(std::string("--activations: not with the transformer shape (") + kShapeFlags +
                      "), from which they are computed");
   }
-  std::uint64_t value[5];
-  for (int i = 0; i < 5; ++i) {
-    const auto& [flag, text] = shape_flags[i];
-    if (text->empty()) {
-      throw UsageError(std::string(flag) + ": required with the other transformer shape flags (" +
-                       kShapeFlags + "), a whole number");
-    }
-    value[i] = units::parse_whole(*text, flag);
-  }
-  const plan::TransformerShape shape{value[0], value[1], value[2], value[3], value[4]};
-  if (shape.hidden % shape.heads != 0) {
-    throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
-                     "), got " + quote(f.heads));
-  }
-  plan::Checkpointing checkpointing = plan::Checkpointing::none;
-  if (f.checkpointing == "full") {
-    checkpointing = plan::Checkpointing::full;
-  } else if (f.checkpointing == "selective") {
-    checkpointing = plan::Checkpointing::selective;
-  } else if (!f.checkpointing.empty() && f.checkpointing != "none") {
-    throw UsageError("--checkpointing: expected none, selective or full, got " +
-                     quote(f.checkpointing));
-  }
+  const plan::TransformerShape shape = read_shape(shape_flags, f.heads);
+  const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
   const auto bytes = plan::activation_bytes(shape, checkpointing);
   if (!bytes) {
     throw UsageError(std::string(kShapeFlags) +

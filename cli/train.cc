@@ -115,7 +115,7 @@ void run_train(const TrainFlags& f) {
       std::printf(
           "ZeRO stage %d on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
           "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
-          options.stage, ranks, std::string(comm.backend_name()).c_str(),
+          stage_number(options.stage), ranks, std::string(comm.backend_name()).c_str(),
           std::string(dtype_name(options.precision)).c_str(), options.micro_batch,
           options.grad_accum, (unsigned long long)tokens_per_step, lr, (long long)warmup,
           (long long)steps);
@@ -124,7 +124,8 @@ void run_train(const TrainFlags& f) {
     LossCurve curve;
     curve.title = "zerodp: " + std::string(spec.is_gpt() ? "byte-level GPT" : "MLP") + ", " +
                   units::format_count(spec.param_count()) + " parameters, ZeRO-" +
-                  std::to_string(options.stage) + " on " + std::to_string(ranks) + " ranks";
+                  std::to_string(stage_number(options.stage)) + " on " + std::to_string(ranks) +
+                  " ranks";
     double seconds = 0, exposed = 0;
     std::int64_t first_step = 1;
     if (resume) {
@@ -170,15 +171,14 @@ void run_train(const TrainFlags& f) {
     const std::vector<float> master = engine.gather_master();
     if (!leader) return;
 
-    const auto stage = static_cast<plan::Stage>(options.stage);
-    const std::uint64_t predicted =
-        plan::model_state_bytes(spec.param_count(), ranks, stage, plan::BytesPerParam{2, 2, 12});
+    const std::uint64_t predicted = plan::model_state_bytes(
+        spec.param_count(), ranks, options.stage, plan::BytesPerParam{2, 2, 12});
     const Ledger& ledger = engine.ledger();
     std::lock_guard<std::mutex> lock(mu);
     summary.json = {
         {"model", spec.config_json()},
         {"params", spec.param_count()},
-        {"stage", options.stage},
+        {"stage", stage_number(options.stage)},
         {"ranks", ranks},
         {"backend", comm.backend_name()},
         {"steps", steps},

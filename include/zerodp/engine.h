@@ -7,7 +7,8 @@
 //   stage 1: master, m, v sharded                4Φ + 12Φ/N
 //   stage 2: + grads sharded                     2Φ + 14Φ/N
 //   stage 3: + 16-bit params sharded            16Φ/N
-// measured by the Ledger, with gathered params, buckets, scratch and activations apart.
+// as sharding(stage) says (zerodp/stage.h), measured by the Ledger, with gathered params,
+// buckets, scratch and activations apart.
 //
 // Contract:
 //  - Every rank constructs an Engine with the same options and a Model of the same config,
@@ -36,11 +37,12 @@
 #include "zerodp/model.h"
 #include "zerodp/optim.h"
 #include "zerodp/samples.h"
+#include "zerodp/stage.h"
 
 namespace zerodp {
 
 struct EngineOptions {
-  int stage = 0;                       // --stage: 0 (DP), 1, 2 or 3
+  Stage stage = Stage::dp;             // --stage: 0 (DP), 1, 2 or 3
   DType precision = DType::bf16;       // --precision: bf16 (no loss scaling) or fp16 (dynamic)
   std::size_t bucket_bytes = 8 << 20;  // --bucket-bytes: 16-bit bytes one collective moves;
                                        // smaller overlaps sooner, larger pays less latency
@@ -120,7 +122,7 @@ class Engine {
   // The full fp32 master weights, on every rank (collective). For hashes and export.
   std::vector<float> gather_master();
 
-  // Checkpoints. The ranges this rank owns (its chunk of every piece, in piece order, empty
+  // Checkpoints. The ranges this rank owns (its chunk of every bucket, in bucket order, empty
   // chunks included, so every rank lists as many): together they tile the layout once,
   // whatever the stage.
   std::vector<FlatRange> owned_ranges() const;

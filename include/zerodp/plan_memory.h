@@ -14,19 +14,19 @@
 //  - Pure functions of their arguments: safe from any thread.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "zerodp/stage.h"
+
 namespace zerodp::plan {
 
-// The seed's stages. Order matters: it is the order of increasing communication, the order
-// in which "the cheapest stage that fits" is searched.
-enum class Stage : int { dp = 0, zero1 = 1, zero2 = 2, zero3 = 3 };
-inline constexpr std::array<Stage, 4> kStages = {Stage::dp, Stage::zero1, Stage::zero2,
-                                                 Stage::zero3};
-std::string_view stage_name(Stage stage);  // "DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"
+// The seed's stages are the engine's (zerodp/stage.h): one type, one answer to what each
+// shards.
+using zerodp::kStages;
+using zerodp::Stage;
+using zerodp::stage_name;
 
 // Bytes each parameter costs, in the seed's three blocks: the working params (P), their
 // gradients (G) and the optimizer state (K, including an fp32 master copy if any).
@@ -53,8 +53,9 @@ BytesPerParam bytes_per_param(Precision precision, Optimizer optimizer);
 std::string_view precision_name(Precision precision);  // "mixed fp16", "mixed bf16", "fp32"
 std::string_view optimizer_name(Optimizer optimizer);  // "Adam", "SGD with momentum", "SGD"
 
-// Which bytes per parameter a stage keeps whole on every rank and which it shards:
-//   stage 0: replicated P+G+K; 1: P+G, sharded K; 2: P, sharded G+K; 3: sharded P+G+K.
+// Which bytes per parameter a stage keeps whole on every rank and which it shards, as
+// sharding(stage) says: stage 0: replicated P+G+K; 1: P+G, sharded K; 2: P, sharded G+K;
+// 3: sharded P+G+K.
 struct StageSplit {
   std::uint64_t replicated = 0;
   std::uint64_t sharded = 0;

@@ -24,16 +24,12 @@ struct StepCollectives {
 };
 
 StepCollectives step_collectives(Stage stage, const BytesPerParam& bpp) {
-  switch (stage) {
-    case Stage::dp:
-      return {bpp.grads, bpp.grads, 1};  // all-reduce of the grads
-    case Stage::zero1:
-    case Stage::zero2:
-      return {bpp.grads, bpp.params, 1};  // grads scattered, params gathered
-    case Stage::zero3:
-      return {bpp.grads, bpp.params, 2};  // params gathered for fwd and bwd
-  }
-  ZERODP_CHECK(false);
+  const Sharding s = sharding(stage);
+  // Unsharded optimizer states: every rank updates all params, so the grads are all-reduced.
+  // Sharded: grads are scattered and the updated params gathered, once; sharded params are
+  // gathered for forward and again for backward.
+  if (!s.optimizer_states) return {bpp.grads, bpp.grads, 1};
+  return {bpp.grads, bpp.params, s.parameters ? 2u : 1u};
 }
 
 }  // namespace
@@ -78,7 +74,7 @@ std::uint64_t ring_step_bytes(Stage stage, std::uint64_t params, const BytesPerP
 std::uint64_t seed_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
                               int ranks, Directions directions) {
   ZERODP_CHECK(ranks >= 1);
-  const u128 payload = stage == Stage::zero3 ? 2 * u128(bpp.params) + bpp.grads : bpp.grads;
+  const u128 payload = sharding(stage).parameters ? 2 * u128(bpp.params) + bpp.grads : bpp.grads;
   const u128 n = static_cast<unsigned>(ranks);
   const u128 numerator = payload * params * (n - 1) * (directions == Directions::both ? 2u : 1u);
   const u128 bytes = (numerator + n / 2) / n;  // to the nearest byte

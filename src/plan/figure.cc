@@ -127,18 +127,12 @@ void draw_axes(svg::Document& doc, const Axes& axes, double y_step, const units:
            14, svg::Anchor::middle, "#222", false, -90);
 }
 
-}  // namespace
+// Bytes in the unit of the y axis.
+double in_unit(std::uint64_t bytes, const units::ByteUnit& unit) {
+  return static_cast<double>(bytes) / unit.bytes;
+}
 
-std::string memory_figure_svg(const FigureOptions& o) {
-  ZERODP_CHECK(o.max_gpus >= 2 && o.max_gpus <= kMaxFigureGpus);
-  const std::uint64_t dp = model_state_bytes(o.params, 1, Stage::dp, o.bpp);  // the top curve
-  const units::ByteUnit unit = units::byte_unit_for(dp, o.binary);
-  auto display = [&](std::uint64_t bytes) { return static_cast<double>(bytes) / unit.bytes; };
-
-  const double y_step = nice_step(display(dp) * 1.05, 6);
-  const Axes axes{o.max_gpus, o.log_x, std::ceil(display(dp) * 1.05 / y_step) * y_step};
-
-  svg::Document doc(kWidth, kHeight);
+void draw_title(svg::Document& doc, const FigureOptions& o, const units::ByteUnit& unit) {
   doc.text(kWidth / 2, 30, "Model-state memory per GPU vs number of GPUs: DP and ZeRO-1/2/3", 18,
            svg::Anchor::middle, "#111", true);
   const BytesPerParam& b = o.bpp;
@@ -148,37 +142,45 @@ std::string memory_figure_svg(const FigureOptions& o) {
                std::to_string(b.grads) + " grads + " + std::to_string(b.optimizer) +
                " optimizer; " + o.bpp_source + "); activations not included; " + unit_meaning(unit),
            12.5, svg::Anchor::middle, "#444");
-  draw_axes(doc, axes, y_step, unit);
+}
 
-  // Floors first so the curves are drawn over them. Their labels go at the left end, where
-  // every curve is still far above its floor, nudged apart when floors are close.
+// The dashed floors of ZeRO-1/2/3 (DP is its own floor). Returns their labels, to be drawn
+// over the curves: {y, text}.
+std::vector<std::pair<double, std::string>> draw_floors(svg::Document& doc, const Axes& axes,
+                                                        const FigureOptions& o,
+                                                        const units::ByteUnit& unit) {
   std::vector<std::pair<double, std::string>> labels;
   for (Stage stage : {Stage::zero1, Stage::zero2, Stage::zero3}) {
-    const int i = static_cast<int>(stage);
-    const double floor = display(floor_bytes(o.params, stage, o.bpp));
+    const int i = stage_number(stage);
+    const double floor = in_unit(floor_bytes(o.params, stage, o.bpp), unit);
     const double y = axes.y(floor);
     doc.line(kLeft, y, kRight, y, svg::Stroke{kColors[i], 1.6, "7 5"});
     labels.emplace_back(y - 6, std::string(stage_name(stage)) + " floor " + format(floor, "%.3g") +
                                    " " + std::string(unit.name));
   }
+  return labels;
+}
 
+void draw_curves(svg::Document& doc, const Axes& axes, const FigureOptions& o,
+                 const units::ByteUnit& unit) {
   const std::vector<int> ns = sample_points(o.max_gpus, o.log_x);
   const std::vector<int> marks = x_ticks(axes);
+  auto y_at = [&](int n, Stage stage) {
+    return axes.y(in_unit(model_state_bytes(o.params, n, stage, o.bpp), unit));
+  };
   for (Stage stage : kStages) {
-    const svg::Stroke line{kColors[static_cast<int>(stage)], 2.5, ""};
+    const svg::Stroke line{kColors[stage_number(stage)], 2.5, ""};
     std::vector<std::pair<double, double>> points;
-    for (int n : ns) {
-      points.emplace_back(axes.x(n), axes.y(display(model_state_bytes(o.params, n, stage, o.bpp))));
-    }
+    for (int n : ns) points.emplace_back(axes.x(n), y_at(n, stage));
     doc.polyline(points, line);
     // Dots where the N axis has ticks: the curves are only defined at whole N.
-    for (int n : marks) {
-      doc.circle(axes.x(n), axes.y(display(model_state_bytes(o.params, n, stage, o.bpp))), 3.2,
-                 "#fff", line);
-    }
+    for (int n : marks) doc.circle(axes.x(n), y_at(n, stage), 3.2, "#fff", line);
   }
+}
 
-  // Floor labels last, over the curves that cross them.
+// At the left end, where every curve is still far above its floor, nudged apart when floors
+// are close.
+void draw_floor_labels(svg::Document& doc, std::vector<std::pair<double, std::string>> labels) {
   std::sort(labels.begin(), labels.end());
   for (std::size_t i = 1; i < labels.size(); ++i) {
     labels[i].first = std::max(labels[i].first, labels[i - 1].first + 15);
@@ -187,26 +189,48 @@ std::string memory_figure_svg(const FigureOptions& o) {
     doc.text(kLeft + 8, std::min(y, kBottom - 6.0), label, 12, svg::Anchor::start, "#333", false, 0,
              true);
   }
+}
 
-  // Legend, right of the plot.
+// Right of the plot: each stage's colour and formula, and the floors' dash.
+void draw_legend(svg::Document& doc, const BytesPerParam& bpp) {
   const double lx = kRight + 22;
   const svg::Stroke frame{"#bbb", 1, ""};
   doc.rect(lx - 10, kTop, 245, 150, "#fff", &frame);
   doc.text(lx, kTop + 22, "model state per GPU", 13, svg::Anchor::start, "#111", true);
   for (Stage stage : kStages) {
-    const int i = static_cast<int>(stage);
+    const int i = stage_number(stage);
     const double y = kTop + 46 + 22 * i;
     doc.line(lx, y - 4, lx + 30, y - 4, svg::Stroke{kColors[i], 2.5, ""});
     doc.text(lx + 38, y,
              std::string(stage_name(stage)) + ": " +
                  (i == 0 ? std::string("M_DP") : "M_" + std::to_string(i)) + " = " +
-                 formula(stage, o.bpp),
+                 formula(stage, bpp),
              12.5, svg::Anchor::start);
   }
   doc.line(lx, kTop + 128, lx + 30, kTop + 128, svg::Stroke{"#555", 1.6, "7 5"});
   doc.text(lx + 38, kTop + 132, "floor as N → ∞", 12.5, svg::Anchor::start);
   doc.text(lx - 10, kTop + 172, "DP is flat: it is its own floor.", 11.5, svg::Anchor::start,
            "#555");
+}
+
+}  // namespace
+
+std::string memory_figure_svg(const FigureOptions& o) {
+  ZERODP_CHECK(o.max_gpus >= 2 && o.max_gpus <= kMaxFigureGpus);
+  const std::uint64_t dp = model_state_bytes(o.params, 1, Stage::dp, o.bpp);  // the top curve
+  const units::ByteUnit unit = units::byte_unit_for(dp, o.binary);
+  const double y_step = nice_step(in_unit(dp, unit) * 1.05, 6);
+  const Axes axes{o.max_gpus, o.log_x, std::ceil(in_unit(dp, unit) * 1.05 / y_step) * y_step};
+
+  svg::Document doc(kWidth, kHeight);
+  draw_title(doc, o, unit);
+  draw_axes(doc, axes, y_step, unit);
+  // Floors first so the curves are drawn over them; their labels last, over the curves that
+  // cross them.
+  auto labels = draw_floors(doc, axes, o, unit);
+  draw_curves(doc, axes, o, unit);
+  draw_floor_labels(doc, std::move(labels));
+  draw_legend(doc, o.bpp);
   return doc.str();
 }
 

@@ -21,20 +21,6 @@ std::uint64_t largest_multiple(const BytesPerParam& bpp) {
 
 }  // namespace
 
-std::string_view stage_name(Stage stage) {
-  switch (stage) {
-    case Stage::dp:
-      return "DP";
-    case Stage::zero1:
-      return "ZeRO-1";
-    case Stage::zero2:
-      return "ZeRO-2";
-    case Stage::zero3:
-      return "ZeRO-3";
-  }
-  return "?";
-}
-
 BytesPerParam bytes_per_param(Precision precision, Optimizer optimizer) {
   // Mixed precision keeps an fp32 master copy inside K; fp32 training updates the params
   // themselves, so K holds only the optimizer's own state.
@@ -72,18 +58,10 @@ std::string_view optimizer_name(Optimizer optimizer) {
 }
 
 StageSplit stage_split(Stage stage, const BytesPerParam& bpp) {
+  const Sharding s = sharding(stage);
   const std::uint64_t p = bpp.params, g = bpp.grads, k = bpp.optimizer;
-  switch (stage) {
-    case Stage::dp:
-      return {p + g + k, 0};
-    case Stage::zero1:
-      return {p + g, k};
-    case Stage::zero2:
-      return {p, g + k};
-    case Stage::zero3:
-      return {0, p + g + k};
-  }
-  ZERODP_CHECK(false);
+  return {(s.parameters ? 0 : p) + (s.gradients ? 0 : g) + (s.optimizer_states ? 0 : k),
+          (s.parameters ? p : 0) + (s.gradients ? g : 0) + (s.optimizer_states ? k : 0)};
 }
 
 void check_fits_in_64_bits(std::uint64_t params, const BytesPerParam& bpp) {

@@ -85,7 +85,7 @@ PlanReport make_plan(const PlanInputs& in) {
   if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes;
 
   for (Stage stage : kStages) {
-    StageReport& s = report.stages[static_cast<int>(stage)];
+    StageReport& s = report.stages[stage_number(stage)];
     s.stage = stage;
     if (in.params) {
       s.floor_bytes = floor_bytes(*in.params, stage, in.bpp);
@@ -120,7 +120,7 @@ PlanReport make_plan(const PlanInputs& in) {
                         static_cast<double>(*dp.total_bytes);
     }
     if (s.fits && *s.fits && !report.cheapest_fitting_stage) {
-      report.cheapest_fitting_stage = static_cast<int>(s.stage);
+      report.cheapest_fitting_stage = stage_number(s.stage);
     }
   }
   const StageReport& z3 = report.stages[3];

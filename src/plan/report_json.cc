@@ -20,7 +20,7 @@ const char* convention_name(const PlanInputs& in) {
 
 json stage_json(const StageReport& s) {
   json j;
-  j["stage"] = static_cast<int>(s.stage);
+  j["stage"] = stage_number(s.stage);
   j["name"] = std::string(stage_name(s.stage));
   j["model_state_bytes"] = or_null(s.model_state_bytes);
   j["total_bytes"] = or_null(s.total_bytes);

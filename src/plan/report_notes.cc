@@ -24,62 +24,67 @@ std::string least_n_list(const PlanReport& report) {
   return list;
 }
 
+std::string bytes(std::uint64_t b, bool binary) {
+  return units::format_bytes(b, binary);
+}
+
+// Cell B: one GPU.
+std::string one_gpu_note(const PlanReport& report, bool binary) {
+  return "At N = 1 every stage holds the same " +
+         bytes(*report.stages[0].model_state_bytes, binary) + " (" +
+         std::to_string(report.inputs.bpp.total()) +
+         " bytes x params): ZeRO only partitions the model state, so it saves nothing without "
+         "N > 1.";
+}
+
+// Cell D: activations dominate.
+std::string activations_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const StageReport& dp = report.stages[0];
+  const StageReport& z3 = report.stages[3];
+  std::string note = "Activations (" + bytes(in.activation_bytes, binary) +
+                     ") dominate the model state (" + bytes(*dp.floor_bytes, binary) + " under DP)";
+  if (z3.savings_vs_dp && report.comm_ratio_ring) {
+    note += ": at N = " + std::to_string(*in.gpus) + " ZeRO-3 saves only " +
+            units::format_percent(*z3.savings_vs_dp) + " of the memory while sending " +
+            ratio(*report.comm_ratio_ring) + "x DP's bytes on a ring (" +
+            ratio(*report.comm_ratio_seed) + "x by the seed's count)";
+  }
+  return note +
+         ". ZeRO is not worth it here; reach for activation checkpointing or gradient "
+         "accumulation instead.";
+}
+
+// Cells E and H: what fits the budget.
+std::string fit_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const std::string budget = bytes(*report.budget, binary);
+  const std::string rounded = in.round_to && *in.round_to > 1
+                                  ? ", rounded up to a multiple of " + std::to_string(*in.round_to)
+                                  : std::string();
+  const std::string least = "Least N per stage (model-state budget " + budget + " per GPU" +
+                            rounded + "; none: the floor exceeds it): " + least_n_list(report) +
+                            ".";
+  if (!in.gpus) return least;
+  if (!report.cheapest_fitting_stage) {
+    return "No stage fits at N = " + std::to_string(*in.gpus) + ". " + least;
+  }
+  const StageReport& s = report.stages[*report.cheapest_fitting_stage];
+  return "Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
+         std::string(stage_name(s.stage)) + " (model state " + bytes(*s.model_state_bytes, binary) +
+         " <= budget " + budget + ").";
+}
+
 }  // namespace
 
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
-  auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
   std::vector<std::string> notes;
-  const StageReport& dp = report.stages[0];
-  const StageReport& z3 = report.stages[3];
-
-  // Cell B: one GPU.
-  if (in.params && in.gpus && *in.gpus == 1) {
-    notes.push_back("At N = 1 every stage holds the same " + bytes(*dp.model_state_bytes) + " (" +
-                    std::to_string(in.bpp.total()) +
-                    " bytes x params): ZeRO only partitions the model state, so it saves "
-                    "nothing without N > 1.");
-  }
-
-  // Cell D: activations dominate.
+  if (in.params && in.gpus && *in.gpus == 1) notes.push_back(one_gpu_note(report, binary));
   if (report.activations_dominate.value_or(false)) {
-    std::string note = "Activations (" + bytes(in.activation_bytes) +
-                       ") dominate the model state (" + bytes(*dp.floor_bytes) + " under DP)";
-    if (z3.savings_vs_dp && report.comm_ratio_ring) {
-      note += ": at N = " + std::to_string(*in.gpus) + " ZeRO-3 saves only " +
-              units::format_percent(*z3.savings_vs_dp) + " of the memory while sending " +
-              ratio(*report.comm_ratio_ring) + "x DP's bytes on a ring (" +
-              ratio(*report.comm_ratio_seed) + "x by the seed's count)";
-    }
-    note +=
-        ". ZeRO is not worth it here; reach for activation checkpointing or gradient "
-        "accumulation instead.";
-    notes.push_back(note);
+    notes.push_back(activations_note(report, binary));
   }
-
-  // Cells E and H: what fits.
-  if (report.budget && in.params) {
-    const std::string budget = bytes(*report.budget);
-    const std::string rounded = in.round_to && *in.round_to > 1 ? ", rounded up to a multiple of " +
-                                                                      std::to_string(*in.round_to)
-                                                                : std::string();
-    const std::string least = "Least N per stage (model-state budget " + budget + " per GPU" +
-                              rounded + "; none: the floor exceeds it): " + least_n_list(report) +
-                              ".";
-    if (in.gpus) {
-      if (report.cheapest_fitting_stage) {
-        const StageReport& s = report.stages[*report.cheapest_fitting_stage];
-        notes.push_back("Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
-                        std::string(stage_name(s.stage)) + " (model state " +
-                        bytes(*s.model_state_bytes) + " <= budget " + budget + ").");
-      } else {
-        notes.push_back("No stage fits at N = " + std::to_string(*in.gpus) + ". " + least);
-      }
-    } else {
-      notes.push_back(least);
-    }
-  }
-
+  if (report.budget && in.params) notes.push_back(fit_note(report, binary));
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {
     notes.push_back("ZeRO-3 sends " + ratio(*report.comm_ratio_seed) +

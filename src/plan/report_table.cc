@@ -109,41 +109,45 @@ std::string footer(const PlanReport& report) {
   return out;
 }
 
-}  // namespace
+// A value under a tenth of its column's unit would lose its digits ("0.06 TB"), so it gets
+// its own unit ("59.57 GB"); zero keeps the column's.
+std::string in_unit(const std::optional<std::uint64_t>& v, units::ByteUnit unit, bool binary) {
+  if (!v) return std::string("-");
+  if (*v != 0 && static_cast<double>(*v) < 0.1 * unit.bytes) {
+    unit = units::byte_unit_for(*v, binary);
+  }
+  return units::format_bytes_in(*v, unit);
+}
 
-std::string plan_table(const PlanReport& report, bool binary) {
+using S = StageReport;
+using BytesField = std::optional<std::uint64_t> S::*;
+
+// A column of byte counts in `unit`.
+Column bytes_column(std::string header, BytesField field, units::ByteUnit unit, bool binary) {
+  return {std::move(header), [=](const S& s) { return in_unit(s.*field, unit, binary); }};
+}
+
+// Model state, total and floor share one unit: the largest memory figure's.
+void add_memory_columns(std::vector<Column>& columns, const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
-  using S = StageReport;
   const units::ByteUnit memory =
       units::byte_unit_for(std::max({largest(report, &S::total_bytes),
                                      largest(report, &S::floor_bytes), in.gpu_memory.value_or(0)}),
                            binary);
-  const units::ByteUnit comm = units::byte_unit_for(
-      std::max(largest(report, &S::comm_seed), largest(report, &S::comm_ring)), binary);
-  // A value under a tenth of its column's unit would lose its digits ("0.06 TB"), so it gets
-  // its own unit ("59.57 GB"); zero keeps the column's.
-  auto in_unit = [binary](const std::optional<std::uint64_t>& v, units::ByteUnit unit) {
-    if (!v) return std::string("-");
-    if (*v != 0 && static_cast<double>(*v) < 0.1 * unit.bytes) {
-      unit = units::byte_unit_for(*v, binary);
-    }
-    return units::format_bytes_in(*v, unit);
-  };
-
-  std::vector<Column> columns = {
-      {"stage", [](const S& s) { return std::string(stage_name(s.stage)); }}};
   if (in.params && in.gpus) {
-    columns.push_back(
-        {"model state", [&](const S& s) { return in_unit(s.model_state_bytes, memory); }});
+    columns.push_back(bytes_column("model state", &S::model_state_bytes, memory, binary));
     if (in.activations_given) {
-      columns.push_back({"total", [&](const S& s) { return in_unit(s.total_bytes, memory); }});
+      columns.push_back(bytes_column("total", &S::total_bytes, memory, binary));
     }
     columns.push_back(
         {"saving vs DP", [](const S& s) { return units::format_percent(*s.savings_vs_dp); }});
   }
-  if (in.params) {
-    columns.push_back({"floor N->inf", [&](const S& s) { return in_unit(s.floor_bytes, memory); }});
-  }
+  if (in.params) columns.push_back(bytes_column("floor N->inf", &S::floor_bytes, memory, binary));
+}
+
+// What fits the budget: at N, the least N, or the largest model.
+void add_fit_columns(std::vector<Column>& columns, const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
   if (in.params && in.gpus && report.budget) {
     columns.push_back({"fits", [](const S& s) { return std::string(*s.fits ? "yes" : "no"); }});
   }
@@ -156,11 +160,18 @@ std::string plan_table(const PlanReport& report, bool binary) {
     columns.push_back({"largest model",
                        [](const S& s) { return units::format_count(*s.max_params) + " params"; }});
   }
+}
+
+// The two communication columns, in one unit, and the step time they cost.
+void add_comm_columns(std::vector<Column>& columns, const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const units::ByteUnit comm = units::byte_unit_for(
+      std::max(largest(report, &S::comm_seed), largest(report, &S::comm_ring)), binary);
   if (in.params && in.gpus) {
     columns.push_back(
-        {in.seed_directions == Directions::both ? "comm seed (both dirs)" : "comm seed",
-         [&](const S& s) { return in_unit(s.comm_seed, comm); }});
-    columns.push_back({"comm ring", [&](const S& s) { return in_unit(s.comm_ring, comm); }});
+        bytes_column(in.seed_directions == Directions::both ? "comm seed (both dirs)" : "comm seed",
+                     &S::comm_seed, comm, binary));
+    columns.push_back(bytes_column("comm ring", &S::comm_ring, comm, binary));
   }
   if (in.compute_seconds) {
     columns.push_back(
@@ -170,6 +181,16 @@ std::string plan_table(const PlanReport& report, bool binary) {
     columns.push_back(
         {"efficiency", [](const S& s) { return units::format_percent(s.time->efficiency, 2); }});
   }
+}
+
+}  // namespace
+
+std::string plan_table(const PlanReport& report, bool binary) {
+  std::vector<Column> columns = {
+      {"stage", [](const S& s) { return std::string(stage_name(s.stage)); }}};
+  add_memory_columns(columns, report, binary);
+  add_fit_columns(columns, report);
+  add_comm_columns(columns, report, binary);
 
   std::string out = header(report, binary) + render(columns, report);
   const std::vector<std::string> notes = plan_notes(report, binary);

@@ -23,9 +23,7 @@ double seconds_since(Clock::time_point t0) {
 }  // namespace
 
 void EngineOptions::validate() const {
-  if (stage < 0 || stage > 3) {
-    throw UsageError("--stage: expected 0, 1, 2 or 3, got " + std::to_string(stage));
-  }
+  stage_from_number(stage_number(stage));  // a Stage cast from a number out of range
   if (precision == DType::f32) {
     throw UsageError("--precision: expected bf16 or fp16 (the engine stores 16-bit params)");
   }
@@ -45,12 +43,16 @@ void EngineOptions::validate() const {
 struct Engine::Impl {
   Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s, const EngineOptions& o);
 
-  // Where this rank keeps the model state (see the table in engine.h).
-  bool full_params() const { return opt.stage <= 2; }
-  bool full_grads() const { return opt.stage <= 1; }
-  bool full_optimizer() const { return opt.stage == 0; }
+  // Where this rank keeps the model state (see the table in engine.h): whole, or its chunks.
+  bool full_params() const { return !sharding(opt.stage).parameters; }
+  bool full_grads() const { return !sharding(opt.stage).gradients; }
+  bool full_optimizer() const { return !sharding(opt.stage).optimizer_states; }
 
   void init_weights();
+  // The 16-bit params from the fp32 master, rounded (after every update and after a load).
+  // Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in flight
+  // in param_gathers, for each unit to wait on before it computes.
+  void rebuild_params16(bool overlap_gathers);
   void wait_param_gathers(int unit);
   // The 16-bit params of a unit, ready for compute (stage 3: gathered beforehand).
   const std::uint16_t* params16_of(int unit) const;
@@ -134,8 +136,9 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       read_grad32[u] = Buffer<float>(ledger, Category::scratch32, units[u].param_count);
   }
 
-  if (opt.stage == 3) gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch);
-  reducer.emplace(opt.stage, units, part, comm, ledger, opt.precision, opt.overlap, grads16.data());
+  if (!full_params()) gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch);
+  reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
+                  grads16.data());
   param_gathers.resize(units.size());
   init_weights();
   ledger.set(Category::comm_buffers, comm.buffer_bytes());
@@ -151,12 +154,12 @@ void Engine::Impl::init_weights() {
     model.init_unit(static_cast<int>(u), w, opt.seed);
     if (full_optimizer()) std::copy(w.begin(), w.end(), master.data() + base);
     if (full_params()) float_to_half(opt.precision, w.data(), params16.data() + base, w.size());
-    for (int p : part.unit_pieces[u]) {
-      const zero::Piece& piece = part.pieces[p];
-      const float* own = w.data() + (piece.offset - base) + piece.shard.offset;
-      if (!full_optimizer()) std::copy(own, own + piece.shard.size, master.data() + piece.local);
+    for (int b : part.unit_buckets[u]) {
+      const zero::Bucket& bucket = part.buckets[b];
+      const float* own = w.data() + (bucket.offset - base) + bucket.shard.offset;
+      if (!full_optimizer()) std::copy(own, own + bucket.shard.size, master.data() + bucket.local);
       if (!full_params()) {
-        float_to_half(opt.precision, own, params16.data() + piece.local, piece.shard.size);
+        float_to_half(opt.precision, own, params16.data() + bucket.local, bucket.shard.size);
       }
     }
   }
@@ -221,15 +224,15 @@ void Engine::Impl::backward_pass(bool first_micro, bool last_micro) {
 }
 
 std::pair<double, double> Engine::Impl::local_grad_stats() const {
-  // Over this rank's own chunk of every piece, in piece order, whatever the stage: the
+  // Over this rank's own chunk of every bucket, in bucket order, whatever the stage: the
   // partial sums, hence the global norm, are then the same bits at every stage.
   double sum_sq = 0.0, non_finite = 0.0;
   float block[1024];
-  for (const zero::Piece& piece : part.pieces) {
-    const std::uint16_t* g = full_grads() ? grads16.data() + piece.offset + piece.shard.offset
-                                          : grads16.data() + piece.local;
-    for (std::size_t done = 0; done < piece.shard.size; done += 1024) {
-      const std::size_t len = std::min<std::size_t>(1024, piece.shard.size - done);
+  for (const zero::Bucket& bucket : part.buckets) {
+    const std::uint16_t* g = full_grads() ? grads16.data() + bucket.offset + bucket.shard.offset
+                                          : grads16.data() + bucket.local;
+    for (std::size_t done = 0; done < bucket.shard.size; done += 1024) {
+      const std::size_t len = std::min<std::size_t>(1024, bucket.shard.size - done);
       half_to_float(opt.precision, g + done, block, len);
       for (std::size_t i = 0; i < len; ++i) {
         if (!std::isfinite(block[i])) {
@@ -246,14 +249,14 @@ std::pair<double, double> Engine::Impl::local_grad_stats() const {
 void Engine::Impl::update(float lr, float grad_mul) {
   ++t;
   float block[1024];
-  // Stage 0 updates every element on every rank; the others update their own chunks.
-  for (const zero::Piece& piece : part.pieces) {
-    const std::size_t first = full_optimizer() ? piece.offset : piece.local;
-    const std::size_t count = full_optimizer() ? piece.count : piece.shard.size;
+  // Unsharded optimizer states: every element on every rank; sharded: this rank's chunks.
+  for (const zero::Bucket& bucket : part.buckets) {
+    const std::size_t first = full_optimizer() ? bucket.offset : bucket.local;
+    const std::size_t count = full_optimizer() ? bucket.count : bucket.shard.size;
     const std::uint16_t* g =
-        full_grads()
-            ? grads16.data() + (full_optimizer() ? piece.offset : piece.offset + piece.shard.offset)
-            : grads16.data() + piece.local;
+        full_grads() ? grads16.data() +
+                           (full_optimizer() ? bucket.offset : bucket.offset + bucket.shard.offset)
+                     : grads16.data() + bucket.local;
     for (std::size_t done = 0; done < count; done += 1024) {
       const std::size_t len = std::min<std::size_t>(1024, count - done);
       half_to_float(opt.precision, g + done, block, len);
@@ -262,24 +265,28 @@ void Engine::Impl::update(float lr, float grad_mul) {
                           lr, t, opt.adamw);
     }
   }
-  // New 16-bit params: stage 0 converts all; stages 1-2 convert their chunk and all-gather it
-  // in place; stage 3 keeps only its shard.
-  if (opt.stage == 0) {
+  rebuild_params16(opt.overlap);
+}
+
+void Engine::Impl::rebuild_params16(bool overlap_gathers) {
+  // A whole master converts all; otherwise each rank converts its chunks and, unless the
+  // params are sharded too, all-gathers them in place.
+  if (full_optimizer()) {
     float_to_half(opt.precision, master.data(), params16.data(), part.total);
     return;
   }
-  for (const zero::Piece& piece : part.pieces) {
-    const float* own = master.data() + piece.local;
-    if (opt.stage == 3) {
-      float_to_half(opt.precision, own, params16.data() + piece.local, piece.shard.size);
+  for (const zero::Bucket& bucket : part.buckets) {
+    const float* own = master.data() + bucket.local;
+    if (!full_params()) {
+      float_to_half(opt.precision, own, params16.data() + bucket.local, bucket.shard.size);
       continue;
     }
-    std::uint16_t* full = params16.data() + piece.offset;
-    float_to_half(opt.precision, own, full + piece.shard.offset, piece.shard.size);
+    std::uint16_t* full = params16.data() + bucket.offset;
+    float_to_half(opt.precision, own, full + bucket.shard.offset, bucket.shard.size);
     comm::Handle h =
-        comm.all_gather_async(full + piece.shard.offset, full, piece.count, opt.precision);
-    if (opt.overlap) {
-      param_gathers[piece.unit].push_back(std::move(h));
+        comm.all_gather_async(full + bucket.shard.offset, full, bucket.count, opt.precision);
+    if (overlap_gathers) {
+      param_gathers[bucket.unit].push_back(std::move(h));
     } else {
       h.wait();
     }
@@ -372,8 +379,8 @@ std::vector<float> Engine::gather_master() {
   flush();
   if (e.full_optimizer()) return {e.master.data(), e.master.data() + e.part.total};
   std::vector<float> full(e.part.total);
-  for (const zero::Piece& piece : e.part.pieces) {
-    e.comm.all_gather(e.master.data() + piece.local, full.data() + piece.offset, piece.count,
+  for (const zero::Bucket& bucket : e.part.buckets) {
+    e.comm.all_gather(e.master.data() + bucket.local, full.data() + bucket.offset, bucket.count,
                       DType::f32);
   }
   return full;
@@ -381,8 +388,8 @@ std::vector<float> Engine::gather_master() {
 
 std::vector<FlatRange> Engine::owned_ranges() const {
   std::vector<FlatRange> ranges;
-  for (const zero::Piece& piece : impl_->part.pieces) {
-    ranges.push_back({piece.offset + piece.shard.offset, piece.shard.size});
+  for (const zero::Bucket& bucket : impl_->part.buckets) {
+    ranges.push_back({bucket.offset + bucket.shard.offset, bucket.shard.size});
   }
   return ranges;
 }
@@ -392,42 +399,29 @@ void Engine::export_owned(std::span<float> master, std::span<float> m, std::span
   flush();
   ZERODP_CHECK(master.size() == e.part.local_total && m.size() == master.size() &&
                v.size() == master.size());
-  for (const zero::Piece& piece : e.part.pieces) {
-    // Where this rank keeps its chunk: at its flat offset (stage 0) or packed (the others).
-    const std::size_t from = e.full_optimizer() ? piece.offset + piece.shard.offset : piece.local;
-    std::copy_n(e.master.data() + from, piece.shard.size, master.data() + piece.local);
-    std::copy_n(e.adam_m.data() + from, piece.shard.size, m.data() + piece.local);
-    std::copy_n(e.adam_v.data() + from, piece.shard.size, v.data() + piece.local);
+  for (const zero::Bucket& bucket : e.part.buckets) {
+    // Where this rank keeps its chunk: at its flat offset (optimizer states whole) or packed.
+    const std::size_t from =
+        e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
+    std::copy_n(e.master.data() + from, bucket.shard.size, master.data() + bucket.local);
+    std::copy_n(e.adam_m.data() + from, bucket.shard.size, m.data() + bucket.local);
+    std::copy_n(e.adam_v.data() + from, bucket.shard.size, v.data() + bucket.local);
   }
 }
 
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
   Impl& e = *impl_;
   flush();
-  for (const zero::Piece& piece : e.part.pieces) {
+  for (const zero::Bucket& bucket : e.part.buckets) {
     if (e.full_optimizer()) {
-      read({piece.offset, piece.count}, e.master.data() + piece.offset,
-           e.adam_m.data() + piece.offset, e.adam_v.data() + piece.offset);
-    } else if (piece.shard.size > 0) {
-      read({piece.offset + piece.shard.offset, piece.shard.size}, e.master.data() + piece.local,
-           e.adam_m.data() + piece.local, e.adam_v.data() + piece.local);
+      read({bucket.offset, bucket.count}, e.master.data() + bucket.offset,
+           e.adam_m.data() + bucket.offset, e.adam_v.data() + bucket.offset);
+    } else if (bucket.shard.size > 0) {
+      read({bucket.offset + bucket.shard.offset, bucket.shard.size}, e.master.data() + bucket.local,
+           e.adam_m.data() + bucket.local, e.adam_v.data() + bucket.local);
     }
   }
-  // The 16-bit params are the master rounded, as after every update.
-  if (e.opt.stage == 0) {
-    float_to_half(e.opt.precision, e.master.data(), e.params16.data(), e.part.total);
-  } else {
-    for (const zero::Piece& piece : e.part.pieces) {
-      const float* own = e.master.data() + piece.local;
-      if (e.opt.stage == 3) {
-        float_to_half(e.opt.precision, own, e.params16.data() + piece.local, piece.shard.size);
-        continue;
-      }
-      std::uint16_t* full = e.params16.data() + piece.offset;
-      float_to_half(e.opt.precision, own, full + piece.shard.offset, piece.shard.size);
-      e.comm.all_gather(full + piece.shard.offset, full, piece.count, e.opt.precision);
-    }
-  }
+  e.rebuild_params16(false);  // the master rounded, as after every update
   e.t = state.step;
   e.samples_done = state.samples_done;
   e.scaler.restore(state.loss_scale, state.good_steps);

@@ -1,14 +1,16 @@
-// Where a unit's fresh gradients go, by stage, as soon as its backward is done.
+// Where a unit's fresh gradients go, as soon as its backward is done; the stage's sharding
+// (zerodp/stage.h) decides.
 //
-//  stage 0: added into the full 16-bit grads; on the last micro-step, all-reduced piece by
-//           piece while backward goes on (DDP's bucketed all-reduce).
-//  stage 1: the same, but reduce-scattered in place: each rank keeps the full 16-bit grads
-//           and the reduced values of its own chunk.
-//  stage 2, 3: no full gradient exists. Each piece is converted into a 16-bit bucket and
-//           reduce-scattered into the rank's grad shard; two buckets alternate, so one fills
-//           while the other is in flight. Every micro-step reduces (there is no full buffer
-//           to accumulate into); micro-steps after the first add the reduced chunk into the
-//           shard.
+//  gradients whole, optimizer states whole (stage 0): added into the full 16-bit grads; on the
+//           last micro-step, all-reduced bucket by bucket while backward goes on (DDP's
+//           bucketed all-reduce).
+//  gradients whole, optimizer states sharded (stage 1): the same, but reduce-scattered in
+//           place: each rank keeps the full 16-bit grads and the reduced values of its own chunk.
+//  gradients sharded (stages 2, 3): no full gradient exists. Each bucket is converted into a
+//           16-bit staging buffer and reduce-scattered into the rank's grad shard; two staging
+//           buffers alternate, so one fills while the other is in flight. Every micro-step
+//           reduces (there is no full buffer to accumulate into); micro-steps after the first
+//           add the reduced chunk into the shard.
 // With overlap off, every collective is waited as soon as it is issued.
 #pragma once
 
@@ -19,15 +21,16 @@
 #include "zero/partition.h"
 #include "zerodp/comm.h"
 #include "zerodp/ledger.h"
+#include "zerodp/stage.h"
 
 namespace zerodp::zero {
 
 class GradReducer {
  public:
-  // grads16: the full 16-bit grads (stages 0, 1) or this rank's grad shard (stages 2, 3).
-  GradReducer(int stage, const std::vector<model::UnitInfo>& units, const Partition& partition,
-              comm::Communicator& comm, Ledger& ledger, DType dtype, bool overlap,
-              std::uint16_t* grads16);
+  // grads16: the full 16-bit grads (gradients not sharded) or this rank's grad shard.
+  GradReducer(Sharding sharding, const std::vector<model::UnitInfo>& units,
+              const Partition& partition, comm::Communicator& comm, Ledger& ledger, DType dtype,
+              bool overlap, std::uint16_t* grads16);
 
   // The unit's complete fp32 gradient for this micro-step.
   void unit_done(int unit, std::span<const float> grads32, bool first_micro, bool last_micro);
@@ -37,12 +40,16 @@ class GradReducer {
  private:
   struct InFlight {
     comm::Handle handle;
-    int piece = -1;
+    int bucket = -1;
     bool add = false;  // add the reduced chunk into the shard when it lands
   };
-  void complete(InFlight& f, int bucket);
+  // Full gradients: accumulates the unit's grads; on the last micro-step, reduces them.
+  void add_to_full(int unit, std::span<const float> grads32, bool first_micro, bool last_micro);
+  // Sharded gradients: reduce-scatters each bucket of the unit into the grad shard.
+  void scatter_to_shard(int unit, std::span<const float> grads32, bool first_micro);
+  void complete(InFlight& f, int slot);
 
-  int stage_;
+  Sharding sharding_;
   const std::vector<model::UnitInfo>& units_;
   const Partition& partition_;
   comm::Communicator& comm_;
@@ -50,12 +57,13 @@ class GradReducer {
   bool overlap_;
   std::uint16_t* grads16_;
 
-  std::vector<comm::Handle> full_pending_;  // stages 0, 1
-  // Stages 2, 3: two buckets (16-bit, one piece each) and where their chunks land.
-  Buffer<std::uint16_t> bucket_[2];
+  std::vector<comm::Handle> full_pending_;  // gradients whole
+  // Gradients sharded: two staging buffers (16-bit, one bucket each) and where their chunks
+  // land.
+  Buffer<std::uint16_t> staging_[2];
   Buffer<std::uint16_t> landing_[2];  // reduced chunk to add, for micro-steps after the first
   InFlight in_flight_[2];
-  int next_bucket_ = 0;
+  int next_slot_ = 0;
   std::vector<float> add_scratch_;
 };
 

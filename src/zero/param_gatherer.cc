@@ -48,10 +48,10 @@ void ParamGatherer::issue(int unit) {
   slot_of_[unit] = slot;
   state_[unit] = State::gathering;
   std::uint16_t* out = slots_[slot].data();
-  for (int p : partition_.unit_pieces[unit]) {
-    const Piece& piece = partition_.pieces[p];
+  for (int b : partition_.unit_buckets[unit]) {
+    const Bucket& bucket = partition_.buckets[b];
     pending_[unit].push_back(comm_.all_gather_async(
-        shard16_ + piece.local, out + (piece.offset - units_[unit].param_offset), piece.count,
+        shard16_ + bucket.local, out + (bucket.offset - units_[unit].param_offset), bucket.count,
         dtype_));
   }
 }

@@ -1,13 +1,13 @@
 // How the flat layout is cut for communication and sharding.
 //
-// Each unit is cut into pieces of at most `bucket_elems` elements; a piece is what one
-// collective moves (a DDP/ZeRO "bucket"), and it is sharded over the ranks with shard_of().
+// Each unit is cut into buckets of at most `bucket_elems` elements; a bucket is what one
+// collective moves (the DDP/ZeRO sense), and it is sharded over the ranks with shard_of().
 // The partition depends on the units, the bucket size and N only — never on the stage — so
 // every stage reduces, clips and updates the same elements in the same order, which is what
 // makes stages 0-3 bitwise identical.
 //
-// A rank's shard of the whole model is the concatenation of its chunks of every piece, in
-// piece order: piece p's chunk sits at local index `local` of the rank's shard buffers.
+// A rank's shard of the whole model is the concatenation of its chunks of every bucket, in
+// bucket order: bucket b's chunk sits at local index `local` of the rank's shard buffers.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +18,7 @@
 
 namespace zerodp::zero {
 
-struct Piece {
+struct Bucket {
   int unit = 0;
   std::size_t offset = 0;  // first element in the flat layout
   std::size_t count = 0;
@@ -27,13 +27,13 @@ struct Piece {
 };
 
 struct Partition {
-  std::vector<Piece> pieces;
-  std::vector<std::vector<int>> unit_pieces;  // piece indices of each unit, in order
-  std::size_t total = 0;                      // elements in the flat layout
-  std::size_t local_total = 0;                // elements of this rank's shard
-  std::size_t max_unit = 0;                   // elements of the largest unit
-  std::size_t max_piece = 0;
-  std::size_t max_chunk = 0;  // largest chunk of any piece (capacity)
+  std::vector<Bucket> buckets;
+  std::vector<std::vector<int>> unit_buckets;  // bucket indices of each unit, in order
+  std::size_t total = 0;                       // elements in the flat layout
+  std::size_t local_total = 0;                 // elements of this rank's shard
+  std::size_t max_unit = 0;                    // elements of the largest unit
+  std::size_t max_bucket = 0;
+  std::size_t max_chunk = 0;  // largest chunk of any bucket (capacity)
 };
 
 // Requires bucket_elems >= 1.

@@ -50,9 +50,9 @@ std::vector<float> train(const Run& run) {
     model::Mlp mlp(mlp_config());
     const data::SyntheticRegression samples(mlp_config().width, 1234);
     EngineOptions o;
-    o.stage = run.stage;
+    o.stage = stage_from_number(run.stage);
     o.micro_batch = 2;
-    o.bucket_bytes = 100;  // several pieces per unit
+    o.bucket_bytes = 100;  // several buckets per unit
     Engine engine(mlp, comm, samples, o);
     if (!run.resume.empty()) {
       io::Checkpoint ck = io::Checkpoint::open(run.resume);

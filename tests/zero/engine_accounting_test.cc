@@ -1,6 +1,6 @@
 // What the ledger and the byte counters measure equals the closed forms of the design:
 // model state 16Φ, 4Φ + 12Φ/N, 2Φ + 14Φ/N, 16Φ/N per rank (up to the chunk rounding of each
-// piece), and the bytes a ring sends.
+// bucket), and the bytes a ring sends.
 #include <gtest/gtest.h>
 
 #include "zero/engine_testing.h"
@@ -25,11 +25,11 @@ Expect expected(const model::MlpConfig& config, int stage, int ranks, int rank,
   const std::size_t phi = part.total, local = part.local_total;
   const std::size_t state[4] = {16 * phi, 4 * phi + 12 * local, 2 * phi + 14 * local, 16 * local};
   std::uint64_t reduce_scatter = 0, all_gather = 0;
-  for (const zero::Piece& p : part.pieces) {
-    const std::size_t mine = shard_of(p.count, ranks, rank).size;
-    const std::size_t next = shard_of(p.count, ranks, (rank + 1) % ranks).size;
-    reduce_scatter += 2 * (p.count - mine);
-    all_gather += 2 * (p.count - next);
+  for (const zero::Bucket& b : part.buckets) {
+    const std::size_t mine = shard_of(b.count, ranks, rank).size;
+    const std::size_t next = shard_of(b.count, ranks, (rank + 1) % ranks).size;
+    reduce_scatter += 2 * (b.count - mine);
+    all_gather += 2 * (b.count - next);
   }
   const std::uint64_t comm[4] = {reduce_scatter + all_gather, reduce_scatter + all_gather,
                                  reduce_scatter + all_gather, reduce_scatter + 2 * all_gather};
@@ -44,9 +44,9 @@ TEST_P(Accounting, LedgerAndBytesEqualTheClosedForms) {
   config.width = 16;
   config.depth = 5;  // 5 x 272 = 1360 parameters
   EngineOptions o;
-  o.stage = stage;
+  o.stage = stage_from_number(stage);
   o.micro_batch = 2;
-  o.bucket_bytes = 300;  // 150 elements: every unit is cut into two pieces
+  o.bucket_bytes = 300;  // 150 elements: every unit is cut into two buckets
   const int steps = 3;
   const auto run = train_mlp(config, o, ranks, steps);
   const double phi = 1360.0;
@@ -56,7 +56,7 @@ TEST_P(Accounting, LedgerAndBytesEqualTheClosedForms) {
     EXPECT_EQ(run.ranks[r].comm_bytes, steps * e.comm_per_step) << "rank " << r;
   }
   // Against the planner's formula: over all ranks the shards hold Φ elements exactly, so the
-  // sum is N times the formula; each rank is at most one element per piece above it (the
+  // sum is N times the formula; each rank is at most one element per bucket above it (the
   // chunk capacity is ceil(count / N)).
   const double formula[4] = {16 * phi, 4 * phi + 12 * phi / ranks, 2 * phi + 14 * phi / ranks,
                              16 * phi / ranks};
@@ -80,9 +80,9 @@ TEST(Accounting, Stage3SendsOneAndAHalfTimesStage0) {
   config.depth = 4;  // 4 x 1056: divisible by 4, so the ring ratio is exactly 1.5
   EngineOptions o;
   o.micro_batch = 2;
-  o.stage = 0;
+  o.stage = Stage::dp;
   const auto dp = train_mlp(config, o, 4, 2);
-  o.stage = 3;
+  o.stage = Stage::zero3;
   const auto z3 = train_mlp(config, o, 4, 2);
   EXPECT_EQ(2 * z3.ranks[0].comm_bytes, 3 * dp.ranks[0].comm_bytes);
   EXPECT_EQ(dp.ranks[0].comm_bytes, 2u * 4 * 1056 * 2 * 3 / 4 * 2);  // 2 steps of 4Φ(N-1)/N
@@ -93,7 +93,7 @@ TEST(Accounting, Stage3HoldsAtMostTwoGatheredUnitsPlusPrefetch) {
   config.width = 16;
   config.depth = 6;
   EngineOptions o;
-  o.stage = 3;
+  o.stage = Stage::zero3;
   o.micro_batch = 2;
   const auto with = train_mlp(config, o, 2, 2);
   o.prefetch = false;
@@ -103,7 +103,7 @@ TEST(Accounting, Stage3HoldsAtMostTwoGatheredUnitsPlusPrefetch) {
   EXPECT_EQ(without.ranks[0].ledger.peak(Category::gathered_params), unit_bytes);
   EXPECT_EQ(with.ranks[0].ledger.peak(Category::gathered_params), 2 * unit_bytes);
   // Stage 2 never gathers.
-  o.stage = 2;
+  o.stage = Stage::zero2;
   EXPECT_EQ(train_mlp(config, o, 2, 1).ranks[0].ledger.peak(Category::gathered_params), 0u);
 }
 

@@ -37,12 +37,12 @@ TEST_P(StageEquivalence, TenStepsGiveBitwiseIdenticalWeights) {
   o.micro_batch = 3;
   o.clip_norm = c.clip ? 0.05f : 0.0f;
   o.bucket_bytes = c.bucket_bytes;
-  o.stage = 0;
+  o.stage = Stage::dp;
   const auto reference = train_mlp(small_mlp(), o, c.ranks, 10);
   ASSERT_EQ(reference.master.size(), 468u);
   EXPECT_LT(reference.losses.back(), reference.losses.front());
   for (int stage = 1; stage <= 3; ++stage) {
-    o.stage = stage;
+    o.stage = stage_from_number(stage);
     const auto run = train_mlp(small_mlp(), o, c.ranks, 10);
     EXPECT_TRUE(same_bits(run.master, reference.master)) << "stage " << stage;
     EXPECT_EQ(run.losses, reference.losses) << "stage " << stage;
@@ -63,12 +63,12 @@ INSTANTIATE_TEST_SUITE_P(RanksClipBuckets, StageEquivalence,
 TEST(StageEquivalence, PrefetchAndOverlapDoNotChangeTheBits) {
   EngineOptions o;
   o.micro_batch = 2;
-  o.stage = 3;
+  o.stage = Stage::zero3;
   const auto reference = train_mlp(small_mlp(), o, 4, 5);
   o.prefetch = false;
   o.overlap = false;
   EXPECT_TRUE(same_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
-  o.stage = 1;
+  o.stage = Stage::zero1;
   EXPECT_TRUE(same_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
 }
 
@@ -80,7 +80,7 @@ TEST(StageEquivalence, FewerParametersThanRanks) {
   o.micro_batch = 2;
   const auto reference = train_mlp(tiny, o, 8, 3);
   for (int stage = 1; stage <= 3; ++stage) {
-    o.stage = stage;
+    o.stage = stage_from_number(stage);
     EXPECT_TRUE(same_bits(train_mlp(tiny, o, 8, 3).master, reference.master)) << stage;
   }
 }
@@ -97,7 +97,7 @@ TEST(GradAccumulation, PairsOfStagesMatchBitwiseAndAllMatchClosely) {
   o.clip_norm = 1.0f;
   std::vector<float> master[4];
   for (int stage = 0; stage <= 3; ++stage) {
-    o.stage = stage;
+    o.stage = stage_from_number(stage);
     master[stage] = train_mlp(small_mlp(), o, 3, 10).master;
   }
   EXPECT_TRUE(same_bits(master[0], master[1]));
@@ -115,7 +115,7 @@ TEST(DataParallelism, NRanksOfBatchBMatchOneRankOfBatchNB) {
   // rounding of each rank's partial gradient), so the weights agree closely, not bitwise.
   EngineOptions o;
   o.adamw.eps = 1e-3f;  // as above
-  o.stage = 3;
+  o.stage = Stage::zero3;
   o.micro_batch = 2;
   const auto four = train_mlp(small_mlp(), o, 4, 10);
   o.micro_batch = 8;
@@ -133,7 +133,7 @@ TEST(MixedPrecision, Fp16TrainsWithDynamicLossScale) {
   EngineOptions o;
   o.precision = DType::f16;
   o.micro_batch = 4;
-  o.stage = 2;
+  o.stage = Stage::zero2;
   const auto run = train_mlp(small_mlp(), o, 2, 20);
   EXPECT_LT(run.losses.back(), 0.9f * run.losses.front());
   for (float w : run.master) ASSERT_TRUE(std::isfinite(w));

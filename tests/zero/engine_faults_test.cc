@@ -66,7 +66,7 @@ TEST(Faults, Fp16OverflowOnOneRankSkipsTheStepEverywhere) {
       comm::run_thread_ranks(3, {}, [&](comm::Communicator& comm) {
         FaultyMlp mlp(comm.rank(), 1, 3, fault);
         EngineOptions o;
-        o.stage = stage;
+        o.stage = stage_from_number(stage);
         o.precision = DType::f16;
         o.loss_scale.initial = 256.0f;  // low enough that only the injected fault overflows
         o.micro_batch = 2;
@@ -103,7 +103,7 @@ void train_with_fault(int ranks, const comm::Options& options, int stage, int st
   comm::run_thread_ranks(ranks, options, [&](comm::Communicator& comm) {
     FaultyMlp mlp(comm.rank(), f.rank, f.step, f.fault);
     EngineOptions o;
-    o.stage = stage;
+    o.stage = stage_from_number(stage);
     o.micro_batch = 2;
     Engine engine(mlp, comm, samples, o);
     for (int s = 0; s < steps; ++s) engine.step(1e-2f);
