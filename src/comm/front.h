@@ -15,8 +15,9 @@
 // A failure at any step fails the Work with "<call> failed on rank r: <reason>".
 //
 // A backend implements only what differs: how ranks meet and exchange their calls, how data
-// moves, and how a failure is recorded and made known to the peers. Collectives are added
-// here, in call.cc (name, description, ring bytes) and in each backend's data movement.
+// moves, and how a failure is recorded and made known to the peers. A new collective touches
+// three places: the contract (zerodp/comm.h), this front (its *_async here, its name and ring
+// bytes in call.cc), and each backend's data movement (threads/ and mpi/ collectives.cc).
 #pragma once
 
 #include <atomic>
