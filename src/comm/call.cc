@@ -4,6 +4,22 @@
 
 namespace zerodp::comm {
 
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::broadcast:
+      return "broadcast";
+    case Collective::barrier:
+      return "barrier";
+  }
+  return "unknown collective";
+}
+
 std::string describe(const Call& call) {
   std::string s(collective_name(call.kind));
   s += " #" + std::to_string(call.seq);

@@ -1,6 +1,8 @@
-// Call: one collective as a rank issued it, and what both backends derive from it alone —
-// its description in error messages, the agreement check between ranks, and the bytes a ring
-// algorithm sends for it (the accounting of zerodp/comm.h).
+// Call: one collective as a rank issued it, and what the front and both backends derive from
+// it alone — its name and description in error messages, the agreement check between ranks,
+// and the bytes a ring algorithm sends for it (the accounting of zerodp/comm.h). call.cc is
+// where the front learns what each kind of collective is called and what it sends
+// (collective_name() of zerodp/comm.h is defined there too).
 #pragma once
 
 #include <cstddef>

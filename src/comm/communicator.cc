@@ -2,22 +2,6 @@
 
 namespace zerodp::comm {
 
-std::string_view collective_name(Collective c) {
-  switch (c) {
-    case Collective::all_reduce:
-      return "all_reduce";
-    case Collective::reduce_scatter:
-      return "reduce_scatter";
-    case Collective::all_gather:
-      return "all_gather";
-    case Collective::broadcast:
-      return "broadcast";
-    case Collective::barrier:
-      return "barrier";
-  }
-  return "unknown collective";
-}
-
 std::uint64_t Stats::bytes_sent() const {
   std::uint64_t total = 0;
   for (const auto& c : by_collective) total += c.bytes_sent;

@@ -1,9 +1,9 @@
 // Work and ProgressThread: how a collective is issued by a rank's thread, carried out on a
 // progress thread, and waited for — the machinery under every backend's Handle.
 //
-// A Work is created by Communicator::*_async on the rank's thread, queued, executed (which
-// must leave it complete or failed, never pending), and waited on by the rank's thread through
-// its Handle. Works of one queue run one at a time, in issue order. Usually the progress
+// A Work is created by the front's *_async (front.h) on the rank's thread, queued, executed
+// (which must leave it complete or failed, never pending), and waited on by the rank's thread
+// through its Handle. Works of one queue run one at a time, in issue order. Usually the progress
 // thread runs them; with Hooks::run_inline, a rank's thread that waits for a work nobody has
 // started yet, at the head of the queue, runs it itself: a synchronous collective then costs
 // no hand-over to the progress thread and back (two thread wake-ups, tens of microseconds on
@@ -30,7 +30,7 @@ namespace zerodp::comm {
 class Work;
 class ProgressThread;
 
-// Carries out Works; implemented by each backend.
+// Carries out Works; implemented once, by the Front (front.h), for every backend.
 class Executor {
  public:
   virtual ~Executor() = default;

@@ -58,12 +58,8 @@ void check(int rc, const char* what) {
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(const Options& options)
-    : timeout_ms_(options.timeout.count()),
-      segment_bytes_(std::max<std::size_t>(options.mpi_segment_bytes, 1)) {
-  if (options.timeout.count() <= 0) {
-    throw UsageError("the collective timeout must be positive, got " +
-                     std::to_string(options.timeout.count()) + " ms");
-  }
+    // Front checks the timeout before MPI is started.
+    : Front(options), segment_bytes_(std::max<std::size_t>(options.mpi_segment_bytes, 1)) {
   Runtime& runtime = Runtime::get();
   runtime.progress().run([&] {
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
@@ -107,68 +103,13 @@ MpiCommunicator::~MpiCommunicator() {
   });
 }
 
-Handle MpiCommunicator::issue(const Call& proto) {
-  Call call = proto;
-  call.seq = ++seq_;
-  CollectiveStats& s = stats_->by_collective[static_cast<int>(call.kind)];
-  s.calls += 1;
-  s.bytes_sent += ring_bytes_sent(call, size_, rank_);
-  auto work = std::make_shared<Work>(
-      call, std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed)),
-      static_cast<Executor*>(this), stats_);
-  Runtime::get().progress().submit(work);
-  return Handle(std::move(work));
+ProgressThread& MpiCommunicator::progress() {
+  return Runtime::get().progress();
 }
 
-Handle MpiCommunicator::all_reduce_async(void* data, std::size_t count, DType dtype) {
-  return issue(
-      {.kind = Collective::all_reduce, .dtype = dtype, .count = count, .in = data, .out = data});
-}
-
-Handle MpiCommunicator::reduce_scatter_async(const void* in, void* out, std::size_t count,
-                                             DType dtype) {
-  return issue(
-      {.kind = Collective::reduce_scatter, .dtype = dtype, .count = count, .in = in, .out = out});
-}
-
-Handle MpiCommunicator::all_gather_async(const void* in, void* out, std::size_t count,
-                                         DType dtype) {
-  return issue(
-      {.kind = Collective::all_gather, .dtype = dtype, .count = count, .in = in, .out = out});
-}
-
-Handle MpiCommunicator::broadcast_async(void* data, std::size_t count, DType dtype, int root) {
-  if (root < 0 || root >= size_) {
-    throw UsageError("broadcast root " + std::to_string(root) + " is not a rank of a group of " +
-                     std::to_string(size_));
-  }
-  return issue({.kind = Collective::broadcast,
-                .dtype = dtype,
-                .root = root,
-                .count = count,
-                .in = data,
-                .out = data});
-}
-
-void MpiCommunicator::barrier() {
-  issue({.kind = Collective::barrier}).wait();
-}
-
-void MpiCommunicator::abort(const std::string& reason) noexcept {
-  try {
-    fail("rank " + std::to_string(rank_) + " aborted: " + reason, true);
-  } catch (...) {
-    fail("a rank aborted", true);
-  }
-  Runtime::get().progress().poke();
-}
-
-void MpiCommunicator::set_timeout(std::chrono::milliseconds timeout) {
-  if (timeout.count() <= 0) {
-    throw UsageError("the collective timeout must be positive, got " +
-                     std::to_string(timeout.count()) + " ms");
-  }
-  timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
+void MpiCommunicator::abort_group(const std::string& reason) noexcept {
+  fail(reason, true);
+  Runtime::get().progress().poke();  // the progress thread sends the notice
 }
 
 void MpiCommunicator::fail(const std::string& reason, bool tell_peers) noexcept {
@@ -297,9 +238,7 @@ void MpiCommunicator::wait_posted(const Call& call, const char* stage) {
         if (!late.empty()) break;
       }
       std::sort(late.begin(), late.end());
-      const std::string after = " timed out after " +
-                                std::to_string(timeout_ms_.load(std::memory_order_relaxed)) +
-                                " ms: ";
+      const std::string after = " timed out after " + std::to_string(timeout_.count()) + " ms: ";
       give_up(call, describe(call) + after + rank_list(late) +
                         (std::string(stage) == "arrive" ? " did not arrive"
                                                         : " did not complete the transfer"));
@@ -323,9 +262,13 @@ unsigned char* MpiCommunicator::staging(std::size_t bytes) {
   return staging_.data();
 }
 
-void MpiCommunicator::handshake(const Call& call) {
+void MpiCommunicator::arrive(const Work& work, Clock::time_point deadline) {
+  poll_control();  // a peer's notice fails this collective before it starts
+  if (failed()) throw Error(reason());
+  deadline_ = deadline;
+  timeout_ = work.timeout();
   calls_.assign(size_, WireCall{});
-  calls_[rank_] = to_wire(call);
+  calls_[rank_] = to_wire(work.call());
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     requests_.push_back(MPI_REQUEST_NULL);
@@ -345,31 +288,13 @@ void MpiCommunicator::handshake(const Call& call) {
     request_peer_.push_back(peer);
     request_is_recv_.push_back(false);
   }
-  wait_posted(call, "arrive");
-  std::vector<Call> calls(size_);
-  for (int r = 0; r < size_; ++r) calls[r] = from_wire(calls_[r]);
-  for (int r = 1; r < size_; ++r) {
-    if (!same_collective(calls[0], calls[r])) {
-      // Every rank holds the same N calls, so every rank reaches this verdict.
-      fail(mismatch_message(calls.data(), size_), false);
-      throw Error(reason());
-    }
-  }
+  wait_posted(work.call(), "arrive");
+  peer_calls_.resize(size_);
+  for (int r = 0; r < size_; ++r) peer_calls_[r] = from_wire(calls_[r]);
 }
 
-void MpiCommunicator::execute(Work& work) {
-  const Call& call = work.call();
-  try {
-    poll_control();
-    if (failed()) throw Error(reason());
-    deadline_ = Clock::now() + work.timeout();
-    handshake(call);
-    collective(call);
-    work.complete();
-  } catch (const Error& e) {
-    cancel_posted();
-    work.fail(describe(call) + " failed on rank " + std::to_string(rank_) + ": " + e.what());
-  }
+void MpiCommunicator::move_data(const Work& work, Clock::time_point /*deadline: deadline_*/) {
+  collective(work.call());
 }
 
 }  // namespace zerodp::comm::mpi

@@ -1,6 +1,8 @@
 // The MPI backend: one rank per process, over duplicates of MPI_COMM_WORLD.
 //
-// Every collective runs on the process's MPI progress thread (runtime.h) in two stages:
+// The front (comm/front.h) issues, numbers, counts and checks each collective; this backend
+// supplies the rest. Every collective runs on the process's MPI progress thread (runtime.h) in two
+// stages:
 //  1. a handshake: each rank sends its Call to every peer and receives theirs. It is the
 //     barrier, the mismatch check (every rank holds all N calls, so all reach one verdict)
 //     and the point where a missing rank is noticed: receives still open at the deadline
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/front.h"
 #include "comm/work.h"
 #include "zerodp/comm.h"
 
@@ -36,22 +39,13 @@ struct WireCall {
   std::uint8_t pad[2];
 };
 
-class MpiCommunicator final : public Communicator, private Executor {
+class MpiCommunicator final : public Front {
  public:
   explicit MpiCommunicator(const Options& options);
   ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  Handle all_reduce_async(void* data, std::size_t count, DType dtype) override;
-  Handle reduce_scatter_async(const void* in, void* out, std::size_t count, DType dtype) override;
-  Handle all_gather_async(const void* in, void* out, std::size_t count, DType dtype) override;
-  Handle broadcast_async(void* data, std::size_t count, DType dtype, int root) override;
-  void barrier() override;
-  void abort(const std::string& reason) noexcept override;
-  void set_timeout(std::chrono::milliseconds timeout) override;
-  Stats stats() const override { return *stats_; }
-  void reset_stats() override { *stats_ = Stats{}; }
   std::size_t buffer_bytes() const override {
     return staging_bytes_.load(std::memory_order_relaxed);
   }
@@ -69,15 +63,22 @@ class MpiCommunicator final : public Communicator, private Executor {
   std::size_t segment_bytes() const { return segment_bytes_; }
 
  private:
-  Handle issue(const Call& call);
-  void execute(Work& work) override;
-  void handshake(const Call& call);
+  // The front's backend interface.
+  ProgressThread& progress() override;
+  // The handshake: sends this rank's call to every peer and receives theirs.
+  void arrive(const Work& work, Clock::time_point deadline) override;
+  const Call& call_of(int rank) const override { return peer_calls_[rank]; }
+  void move_data(const Work& work, Clock::time_point deadline) override;
+  void fail_group(const std::string& reason) noexcept override { fail(reason, false); }
+  void abort_group(const std::string& reason) noexcept override;
+  void drop_transfers() noexcept override { cancel_posted(); }
+
   void collective(const Call& call);  // collectives.cc
 
   // Failure state of this rank's view of the group; the first reason is kept.
   void fail(const std::string& reason, bool tell_peers) noexcept;
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
-  std::string reason() const;
+  bool failed() const override { return failed_.load(std::memory_order_acquire); }
+  std::string reason() const override;
   // Progress thread: notices from peers, and this rank's own notice to send.
   void poll_control();
   void send_notice();
@@ -86,17 +87,16 @@ class MpiCommunicator final : public Communicator, private Executor {
 
   int rank_ = 0, size_ = 1;
   MPI_Comm data_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
-  std::atomic<std::int64_t> timeout_ms_;
   const std::size_t segment_bytes_;
-  std::shared_ptr<Stats> stats_ = std::make_shared<Stats>();
-  std::uint64_t seq_ = 0;  // rank thread
 
   // Progress thread only.
   Clock::time_point deadline_{};
+  std::chrono::milliseconds timeout_{};  // the one deadline_ was set from, for messages
   std::vector<MPI_Request> requests_;
   std::vector<int> request_peer_;
   std::vector<bool> request_is_recv_;
   std::vector<WireCall> calls_;
+  std::vector<Call> peer_calls_;  // calls_ as Calls, for the front's mismatch check
   std::vector<unsigned char> staging_;
   std::atomic<std::size_t> staging_bytes_{0};
   static constexpr int kNoticeBytes = 1024;

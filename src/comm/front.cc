@@ -1,0 +1,107 @@
+#include "comm/front.h"
+
+#include <vector>
+
+#include "zerodp/error.h"
+
+namespace zerodp::comm {
+
+void Front::check_timeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) {
+    throw UsageError("the collective timeout must be positive, got " +
+                     std::to_string(timeout.count()) + " ms");
+  }
+}
+
+Front::Front(const Options& options) : timeout_ms_(options.timeout.count()) {
+  check_timeout(options.timeout);
+}
+
+Handle Front::issue(const Call& proto) {
+  Call call = proto;
+  call.seq = ++seq_;
+  // Counted when issued (the contract), so a collective that later fails is counted too.
+  CollectiveStats& s = stats_->by_collective[static_cast<int>(call.kind)];
+  s.calls += 1;
+  s.bytes_sent += ring_bytes_sent(call, size(), rank());
+  auto work = std::make_shared<Work>(
+      call, std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed)),
+      static_cast<Executor*>(this), stats_);
+  progress().submit(work);
+  return Handle(std::move(work));
+}
+
+Handle Front::all_reduce_async(void* data, std::size_t count, DType dtype) {
+  return issue(
+      {.kind = Collective::all_reduce, .dtype = dtype, .count = count, .in = data, .out = data});
+}
+
+Handle Front::reduce_scatter_async(const void* in, void* out, std::size_t count, DType dtype) {
+  return issue(
+      {.kind = Collective::reduce_scatter, .dtype = dtype, .count = count, .in = in, .out = out});
+}
+
+Handle Front::all_gather_async(const void* in, void* out, std::size_t count, DType dtype) {
+  return issue(
+      {.kind = Collective::all_gather, .dtype = dtype, .count = count, .in = in, .out = out});
+}
+
+Handle Front::broadcast_async(void* data, std::size_t count, DType dtype, int root) {
+  if (root < 0 || root >= size()) {
+    throw UsageError("broadcast root " + std::to_string(root) + " is not a rank of a group of " +
+                     std::to_string(size()));
+  }
+  return issue({.kind = Collective::broadcast,
+                .dtype = dtype,
+                .root = root,
+                .count = count,
+                .in = data,
+                .out = data});
+}
+
+void Front::barrier() {
+  issue({.kind = Collective::barrier}).wait();
+}
+
+void Front::abort(const std::string& reason) noexcept {
+  try {
+    abort_group("rank " + std::to_string(rank()) + " aborted: " + reason);
+  } catch (...) {
+    // Building the message failed (out of memory): the short one fits without allocating.
+    abort_group("a rank aborted");
+  }
+}
+
+void Front::set_timeout(std::chrono::milliseconds timeout) {
+  check_timeout(timeout);
+  timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
+}
+
+void Front::execute(Work& work) {
+  const Call& mine = work.call();
+  try {
+    if (failed()) throw Error(reason());
+    const auto deadline = Clock::now() + work.timeout();
+    arrive(work, deadline);
+    check_calls_agree();
+    move_data(work, deadline);
+    work.complete();
+  } catch (const Error& e) {
+    drop_transfers();
+    work.fail(describe(mine) + " failed on rank " + std::to_string(rank()) + ": " + e.what());
+  }
+}
+
+void Front::check_calls_agree() {
+  // Every rank holds every rank's call, so every rank reaches the same verdict.
+  const int n = size();
+  for (int r = 1; r < n; ++r) {
+    if (same_collective(call_of(0), call_of(r))) continue;
+    std::vector<Call> calls(n);
+    for (int q = 0; q < n; ++q) calls[q] = call_of(q);
+    fail_group(mismatch_message(calls.data(), n));
+    throw Error(reason());
+  }
+}
+
+}  // namespace zerodp::comm
