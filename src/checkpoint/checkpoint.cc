@@ -13,12 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/sha256.h"
 #include "zerodp/error.h"
 
-namespace zerodp::io {
+namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
 namespace {
 
@@ -94,7 +95,7 @@ std::string write_shard(const std::string& path, Engine& engine, int rank, int r
   engine.export_owned(master, m, v);
   unsigned char header[kHeaderBytes] = {};
   std::memcpy(header, kMagic, 8);
-  const std::uint32_t fields[3] = {kCheckpointVersion, std::uint32_t(rank), std::uint32_t(ranks)};
+  const std::uint32_t fields[3] = {kFormatVersion, std::uint32_t(rank), std::uint32_t(ranks)};
   std::memcpy(header + 8, fields, sizeof fields);
   std::memcpy(header + 24, &elements, 8);
   AtomicFile file(path);
@@ -133,18 +134,27 @@ void check_header(int fd, const std::string& file, std::size_t index, std::size_
   std::uint64_t stored;
   std::memcpy(fields, header + 8, sizeof fields);
   std::memcpy(&stored, header + 24, 8);
-  if (std::memcmp(header, kMagic, 8) != 0 || fields[0] != kCheckpointVersion ||
-      fields[1] != index || fields[2] != count || stored != elements) {
+  if (std::memcmp(header, kMagic, 8) != 0 || fields[0] != kFormatVersion || fields[1] != index ||
+      fields[2] != count || stored != elements) {
     throw Error("shard " + file + ": its header is not that of shard " + std::to_string(index) +
                 " of " + std::to_string(count) + " with " + std::to_string(elements) + " elements");
   }
 }
 
+// The text of a JSON object the caller made; anything else is a bug of the caller.
+nlohmann::json parse_object(const std::string& text, const char* what) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ZERODP_CHECK_MSG(j.is_object(), std::string(what) + " is not the text of a JSON object");
+  return j;
+}
+
 }  // namespace
 
-std::string save_checkpoint(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
-                            const nlohmann::json& model, const nlohmann::json& run, int keep) {
+std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
+                 const std::string& model_config, const std::string& run_record, int keep) {
   ZERODP_CHECK(keep >= 1);
+  const nlohmann::json model = parse_object(model_config, "the model config");
+  const nlohmann::json run = parse_object(run_record, "the run record");
   const int rank = comm.rank(), ranks = comm.size();
   const EngineState state = engine.state();
   const std::string folder = step_folder(save_dir, state.step);
@@ -208,7 +218,7 @@ std::string save_checkpoint(const std::string& save_dir, Engine& engine, comm::C
       }
       const EngineOptions& o = engine.options();
       const nlohmann::json manifest = {{"format", "zerodp-checkpoint"},
-                                       {"version", kCheckpointVersion},
+                                       {"version", kFormatVersion},
                                        {"model", model},
                                        {"params", total},
                                        {"stage", o.stage},
@@ -252,7 +262,7 @@ std::string save_checkpoint(const std::string& save_dir, Engine& engine, comm::C
   return folder;
 }
 
-std::optional<std::string> latest_checkpoint(const std::string& save_dir) {
+std::optional<std::string> latest(const std::string& save_dir) {
   std::error_code ec;
   if (!fs::is_directory(save_dir, ec)) return std::nullopt;
   std::optional<std::string> best;
@@ -266,8 +276,8 @@ std::optional<std::string> latest_checkpoint(const std::string& save_dir) {
 
 struct Checkpoint::Impl {
   std::string folder;
-  nlohmann::json manifest;
-  EngineState state;  // the manifest's, checked
+  Manifest manifest;
+  nlohmann::json model;  // manifest.model, parsed, for check_model()
   struct Entry {
     std::uint64_t offset, count;  // in the flat layout
     int shard;
@@ -295,8 +305,8 @@ Checkpoint Checkpoint::open(const std::string& path) {
   std::error_code ec;
   if (fs::exists(fs::path(path) / kManifest, ec)) {
     impl->folder = path;
-  } else if (auto latest = latest_checkpoint(path)) {
-    impl->folder = *latest;
+  } else if (auto newest = latest(path)) {
+    impl->folder = *newest;
   } else {
     throw Error("no complete checkpoint in " + path +
                 " (no manifest.json in it or in a step-* "
@@ -305,18 +315,18 @@ Checkpoint Checkpoint::open(const std::string& path) {
   const std::string manifest_path = (fs::path(impl->folder) / kManifest).string();
   std::ifstream in(manifest_path);
   if (!in) throw Error("cannot read " + manifest_path);
+  nlohmann::json m;
   try {
-    impl->manifest = nlohmann::json::parse(in);
+    m = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
     throw Error(manifest_path + " is not valid JSON: " + e.what());
   }
-  const nlohmann::json& m = impl->manifest;
   try {
     if (!m.is_object() || m.at("format") != "zerodp-checkpoint")
       throw Error("not a zerodp checkpoint manifest");
-    if (m.at("version") != kCheckpointVersion) {
+    if (m.at("version") != kFormatVersion) {
       throw Error("format version " + m.at("version").dump() + ", this zerodp reads version " +
-                  std::to_string(kCheckpointVersion));
+                  std::to_string(kFormatVersion));
     }
     if (!m.at("model").is_object()) throw Error("\"model\" is not an object");
     // The engine state is read and checked here, once, so that state() cannot fail later.
@@ -329,8 +339,8 @@ Checkpoint Checkpoint::open(const std::string& path) {
       throw Error("state.loss_scale is not a positive finite fp32");
     if (good_steps < 0 || good_steps > std::numeric_limits<int>::max())
       throw Error("state.good_steps is out of range");
-    impl->state = {step, state.at("samples_done").get<std::uint64_t>(),
-                   static_cast<float>(loss_scale), static_cast<int>(good_steps)};
+    impl->manifest.state = {step, state.at("samples_done").get<std::uint64_t>(),
+                            static_cast<float>(loss_scale), static_cast<int>(good_steps)};
 
     const auto& shards = m.at("shards");
     if (!shards.is_array() || shards.empty()) throw Error("\"shards\" is not a list of shards");
@@ -391,6 +401,16 @@ Checkpoint Checkpoint::open(const std::string& path) {
       throw Error("the shards hold " + std::to_string(covered) + " parameters, the manifest says " +
                   m.at("params").dump());
     }
+    // Only for readers to report: any stage loads any checkpoint.
+    const auto& stage = m.at("stage");
+    if (!stage.is_number_integer() || stage.get<std::int64_t>() < 0 ||
+        stage.get<std::int64_t>() > 3)
+      throw Error("\"stage\" is not a ZeRO stage from 0 to 3");
+    impl->manifest.stage = stage.get<int>();
+    impl->manifest.ranks = static_cast<int>(shards.size());
+    impl->manifest.params = covered;
+    impl->manifest.model = m.at("model").dump();
+    impl->model = m.at("model");
   } catch (const Error& e) {
     throw Error(manifest_path + ": " + e.what());
   } catch (const std::exception& e) {
@@ -402,15 +422,14 @@ Checkpoint Checkpoint::open(const std::string& path) {
 const std::string& Checkpoint::folder() const {
   return impl_->folder;
 }
-const nlohmann::json& Checkpoint::manifest() const {
+const Manifest& Checkpoint::manifest() const {
   return impl_->manifest;
 }
 std::uint64_t Checkpoint::params() const {
-  return impl_->manifest.at("params");
+  return impl_->manifest.params;
 }
-
 EngineState Checkpoint::state() const {
-  return impl_->state;
+  return impl_->manifest.state;
 }
 
 void Checkpoint::read(FlatRange range, float* master, float* m, float* v) const {
@@ -447,8 +466,10 @@ Engine::RangeReader Checkpoint::reader() const {
   return [this](FlatRange r, float* master, float* m, float* v) { read(r, master, m, v); };
 }
 
-void Checkpoint::check_model(const nlohmann::json& model) const {
-  const nlohmann::json& saved = impl_->manifest.at("model");
+void Checkpoint::check_model(const std::string& model_config) const {
+  const nlohmann::json model = nlohmann::json::parse(model_config, nullptr, false);
+  ZERODP_CHECK_MSG(model.is_object(), "check_model: the model config is not a JSON object");
+  const nlohmann::json& saved = impl_->model;
   for (const auto& [key, value] : saved.items()) {
     if (key == "data" || key == "checkpoint_activations")
       continue;  // weights do not depend on them
@@ -461,4 +482,4 @@ void Checkpoint::check_model(const nlohmann::json& model) const {
   }
 }
 
-}  // namespace zerodp::io
+}  // namespace zerodp::checkpoint
