@@ -1,5 +1,6 @@
 #include "checkpoint_model.h"
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
@@ -16,8 +17,9 @@ LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params) {
   if (flags.checkpoint.empty()) {
     throw UsageError("--checkpoint: expected a checkpoint folder or a --save-dir of zerodp train");
   }
-  io::Checkpoint ck = io::Checkpoint::open(flags.checkpoint);
-  const nlohmann::json& model = ck.manifest().at("model");
+  checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(flags.checkpoint);
+  const nlohmann::json model =
+      nlohmann::json::parse(ck.manifest().model);  // open() checked: an object
   if (model.value("type", "") != "gpt") {
     throw UsageError("--checkpoint: " + ck.folder() + " holds a " + model.value("type", "?") +
                      ", not a GPT");

@@ -17,7 +17,7 @@ struct CheckpointFlags {
 void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags);
 
 struct LoadedModel {
-  io::Checkpoint checkpoint;
+  zerodp::checkpoint::Checkpoint checkpoint;  // qualified: the member is named like the namespace
   ModelSpec spec;
   std::vector<float> params;  // the whole fp32 master
 };

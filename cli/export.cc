@@ -20,7 +20,7 @@ void run_export(const ExportFlags& f) {
   // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
   // out of whichever shards hold it.
   LoadedModel loaded = load_gpt(f.checkpoint, /*read_params=*/false);
-  const io::Checkpoint& ck = loaded.checkpoint;
+  const checkpoint::Checkpoint& ck = loaded.checkpoint;
   hf::export_gpt2_safetensors(
       loaded.spec.gpt(),
       [&ck](std::size_t offset, std::span<float> out) {

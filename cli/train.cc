@@ -82,10 +82,10 @@ void run_train(const TrainFlags& f) {
   if (!f.out.empty()) std::filesystem::create_directories(f.out);
   configure_blas_threads(launch);
   // One reader of the checkpoint for all the ranks of this process; it checks every shard.
-  std::optional<io::Checkpoint> resume;
+  std::optional<checkpoint::Checkpoint> resume;
   if (!f.resume.empty()) {
-    resume.emplace(io::Checkpoint::open(f.resume));
-    resume->check_model(spec.config_json());
+    resume.emplace(checkpoint::Checkpoint::open(f.resume));
+    resume->check_model(spec.config_json().dump());
     if (resume->state().step >= steps) {
       throw UsageError("--steps: " + std::to_string(steps) + " steps are done already in " +
                        resume->folder() + "; ask for more to continue");
@@ -133,8 +133,8 @@ void run_train(const TrainFlags& f) {
       first_step = resume->state().step + 1;
       if (leader && !f.json) {
         progress.note("resumed from " + resume->folder() + " (saved by " +
-                      resume->manifest()["ranks"].dump() + " ranks at stage " +
-                      resume->manifest()["stage"].dump() + ")");
+                      std::to_string(resume->manifest().ranks) + " ranks at stage " +
+                      std::to_string(resume->manifest().stage) + ")");
       }
     }
     StepResult last;
@@ -162,8 +162,8 @@ void run_train(const TrainFlags& f) {
         }
       }
       if (save_every > 0 && (t % save_every == 0 || t == steps)) {
-        const std::string folder =
-            io::save_checkpoint(f.save_dir, engine, comm, spec.config_json(), run_record, keep);
+        const std::string folder = checkpoint::save(
+            f.save_dir, engine, comm, spec.config_json().dump(), run_record.dump(), keep);
         if (leader && !f.json) progress.note("saved " + folder);
       }
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz_manifest (fuzz/corpus/manifest/): valid manifests of the two
 shards that manifest_fuzzer.cc writes at start-up, each with their SHA-256s. Run from the
-repository's root after changing the shard layout (src/io/checkpoint.cc) or the harness's
+repository's root after changing the shard layout (src/checkpoint/format.h) or the harness's
 shards; with a folder as argument it writes the two shards there instead, to try a seed with
 `zerodp eval --checkpoint FOLDER`."""
 import hashlib, json, struct, sys

@@ -38,7 +38,7 @@ TEST(ResumeCli, KilledBeforeItsManifestTheSaveIsIgnoredAndTheRunResumes) {
   EXPECT_NE(killed.status, 0);
   EXPECT_TRUE(fs::exists(dir + "/step-00000006/rank-00000-of-00002.bin"));
   EXPECT_FALSE(fs::exists(dir + "/step-00000006/manifest.json"));
-  EXPECT_EQ(io::Checkpoint::open(dir).state().step, 3);
+  EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 3);
 
   // Resume on 3 ranks at stage 1, and compare with a run that was never interrupted.
   const auto resumed = testing::run_zerodp("train " + kModel + "--ranks 2 --steps 10 --resume '" +
@@ -81,8 +81,8 @@ TEST(ResumeCli, KillNineAtRandomMomentsNeverLosesTheRun) {
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    if (!io::latest_checkpoint(dir)) continue;  // killed before its first save completed
-    const std::int64_t step = io::Checkpoint::open(dir).state().step;  // opens and verifies
+    if (!checkpoint::latest(dir)) continue;  // killed before its first save completed
+    const std::int64_t step = checkpoint::Checkpoint::open(dir).state().step;  // opens and verifies
     EXPECT_GE(step, last_step);
     last_step = step;
   }

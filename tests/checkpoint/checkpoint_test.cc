@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
@@ -26,7 +27,7 @@ model::MlpConfig mlp_config() {
   return c;
 }
 
-const nlohmann::json kModel = {{"type", "mlp"}, {"width", 12}, {"depth", 3}};
+const std::string kModel = R"({"type": "mlp", "width": 12, "depth": 3})";
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/ckpt_" + name;
@@ -55,11 +56,11 @@ std::vector<float> train(const Run& run) {
     o.bucket_bytes = 100;  // several buckets per unit
     Engine engine(mlp, comm, samples, o);
     if (!run.resume.empty()) {
-      io::Checkpoint ck = io::Checkpoint::open(run.resume);
+      checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(run.resume);
       engine.import_state(ck.reader(), ck.state());
     }
     while (engine.steps_done() < run.steps) engine.step(1e-2f);
-    if (!run.save_dir.empty()) io::save_checkpoint(run.save_dir, engine, comm, kModel, {}, 2);
+    if (!run.save_dir.empty()) checkpoint::save(run.save_dir, engine, comm, kModel, "{}", 2);
     std::vector<float> master = engine.gather_master();
     std::lock_guard<std::mutex> lock(mu);
     if (comm.rank() == 0) result = std::move(master);
@@ -99,8 +100,8 @@ TEST(Checkpoint, LatestIgnoresAnIncompleteCheckpoint) {
   // A save killed before its manifest: shards but no manifest.
   fs::create_directories(dir + "/step-00000009");
   std::ofstream(dir + "/step-00000009/rank-00000-of-00002.bin") << "partial";
-  EXPECT_EQ(io::latest_checkpoint(dir), dir + "/step-00000004");
-  EXPECT_EQ(io::Checkpoint::open(dir).state().step, 4);
+  EXPECT_EQ(checkpoint::latest(dir), dir + "/step-00000004");
+  EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 4);
 }
 
 TEST(Checkpoint, KeepsOnlyTheNewest) {
@@ -113,7 +114,7 @@ TEST(Checkpoint, KeepsOnlyTheNewest) {
 
 std::string open_error(const std::string& path) {
   try {
-    io::Checkpoint::open(path);
+    checkpoint::Checkpoint::open(path);
   } catch (const Error& e) {
     return e.what();
   }
@@ -153,11 +154,17 @@ TEST(Checkpoint, BrokenManifestsAreNamed) {
   nlohmann::json j = nlohmann::json::parse(in);
   in.close();
 
-  io::Checkpoint ck = io::Checkpoint::open(dir);
-  nlohmann::json other = kModel;
+  const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(dir);
+  EXPECT_EQ(nlohmann::json::parse(ck.manifest().model), nlohmann::json::parse(kModel));
+  EXPECT_EQ(ck.manifest().stage, 0);
+  EXPECT_EQ(ck.manifest().ranks, 2);
+  EXPECT_EQ(ck.manifest().state.step, 2);
+  EXPECT_EQ(ck.manifest().params, ck.params());
+  ck.check_model(kModel);
+  nlohmann::json other = nlohmann::json::parse(kModel);
   other["width"] = 16;
   try {
-    ck.check_model(other);
+    ck.check_model(other.dump());
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'width' is 12 there, 16 here"), std::string::npos)
@@ -209,7 +216,7 @@ TEST(Checkpoint, AFailedSaveLeavesThePreviousOneIntact) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("step-00000003"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(io::Checkpoint::open(dir).state().step, 2);
+  EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 2);
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+// The on-disk layout of a checkpoint, shared by save.cc (which writes it) and manifest.cc
+// (which reads it back): folder and file names, and the shard header. See
+// include/zerodp/checkpoint.h for the whole layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace zerodp::checkpoint {
+
+inline constexpr char kShardMagic[8] = {'Z', 'E', 'R', 'O', 'D', 'P', 'S', 'H'};
+inline constexpr std::size_t kShardHeaderBytes = 64;
+// Each element of a shard holds three fp32 values: master, Adam m and Adam v.
+inline constexpr std::uint64_t kShardBytesPerElement = 12;
+inline constexpr const char* kManifestFile = "manifest.json";
+
+// "rank-00001-of-00004.bin"
+std::string shard_name(int rank, int ranks);
+// SAVE_DIR/step-00000100
+std::string step_folder(const std::string& save_dir, std::int64_t step);
+// A step-* folder with a manifest: the manifest is written last, so only a complete save has
+// one, and pruning removes it first.
+bool is_complete(const std::filesystem::path& folder);
+
+// The header save() writes at the start of the shard of `rank` of `ranks`.
+void encode_shard_header(unsigned char (&header)[kShardHeaderBytes], int rank, int ranks,
+                         std::uint64_t elements);
+// Throws Error unless the header of the open shard `fd` is the one save() wrote for shard
+// `index` of `count` with `elements` elements: a shard copied in from another checkpoint is
+// named, not read.
+void check_shard_header(int fd, const std::string& file, std::size_t index, std::size_t count,
+                        std::uint64_t elements);
+
+// strerror(errno), for messages of failed system calls.
+std::string errno_text();
+
+}  // namespace zerodp::checkpoint

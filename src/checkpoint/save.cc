@@ -1,0 +1,212 @@
+// checkpoint::save(): every rank writes its shard, rank 0 the manifest once all shards are in
+// place, then prunes the oldest checkpoints.
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "checkpoint/atomic_file.h"
+#include "checkpoint/format.h"
+#include "zerodp/checkpoint.h"
+#include "zerodp/error.h"
+
+namespace zerodp::checkpoint {
+namespace fs = std::filesystem;
+namespace {
+
+// The text of a JSON object the caller made; anything else is a bug of the caller.
+nlohmann::json parse_object(const std::string& text, const char* what) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ZERODP_CHECK_MSG(j.is_object(), std::string(what) + " is not the text of a JSON object");
+  return j;
+}
+
+// Runs `work` and returns the message of what it threw, empty when it did not: a rank that
+// fails must still reach the collective that tells the others.
+template <class Work>
+std::string failure_of(Work&& work) {
+  try {
+    work();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// Collective: throws Error on every rank when any rank's `failure` is set, with this rank's
+// message or, on the ranks that did not fail, `elsewhere`. So no rank goes on past a step that
+// failed on another.
+void throw_if_any_failed(comm::Communicator& comm, const std::string& failure,
+                         const std::string& elsewhere) {
+  float flag = failure.empty() ? 0.0f : 1.0f;
+  comm.all_reduce(&flag, 1, DType::f32);
+  if (flag != 0.0f) throw Error(failure.empty() ? elsewhere : failure);
+}
+
+// Writes this rank's shard into `folder` (creating it) and returns its SHA-256.
+std::string write_shard(const std::string& folder, Engine& engine, int rank, int ranks,
+                        std::uint64_t elements) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (!fs::is_directory(folder)) throw Error("cannot create " + folder + ": " + ec.message());
+  std::vector<float> master(elements), m(elements), v(elements);
+  engine.export_owned(master, m, v);
+  unsigned char header[kShardHeaderBytes];
+  encode_shard_header(header, rank, ranks, elements);
+  AtomicFile file((fs::path(folder) / shard_name(rank, ranks)).string());
+  file.write(header, kShardHeaderBytes);
+  for (const auto* block : {&master, &m, &v}) file.write(block->data(), elements * sizeof(float));
+  return file.commit();
+}
+
+// A shard as rank 0 learns it from its rank, in fixed-size words so that one all_gather
+// carries them all (every rank owns the same number of ranges, some maybe empty): the element
+// count, the SHA-256 in four words, then (offset, count) of each owned range.
+constexpr std::size_t kShaAt = 1, kRangesAt = 5;
+
+std::vector<std::uint64_t> shard_words(std::uint64_t elements, const std::string& sha,
+                                       const std::vector<FlatRange>& ranges) {
+  std::vector<std::uint64_t> words(kRangesAt + 2 * ranges.size());
+  words[0] = elements;
+  for (int i = 0; i < 4; ++i) words[kShaAt + i] = std::stoull(sha.substr(16 * i, 16), nullptr, 16);
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    words[kRangesAt + 2 * i] = ranges[i].offset;
+    words[kRangesAt + 2 * i + 1] = ranges[i].count;
+  }
+  return words;
+}
+
+// Collective: every rank's shard_words(), rank after rank.
+std::vector<std::uint64_t> gather_shard_words(comm::Communicator& comm,
+                                              const std::vector<std::uint64_t>& words) {
+  std::vector<std::uint64_t> all(words.size() * comm.size());
+  // Moved as bf16 elements, four to a word: the collectives take no 64-bit type.
+  comm.all_gather(words.data(), all.data(), words.size() * 4 * comm.size(), DType::bf16);
+  return all;
+}
+
+// The manifest's entry of shard `rank` from its words; adds its elements to `params`.
+nlohmann::json shard_entry(const std::uint64_t* w, std::size_t range_count, int rank, int ranks,
+                           std::uint64_t& params) {
+  char hex[65];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx%016llx%016llx", (unsigned long long)w[kShaAt],
+                (unsigned long long)w[kShaAt + 1], (unsigned long long)w[kShaAt + 2],
+                (unsigned long long)w[kShaAt + 3]);
+  nlohmann::json ranges = nlohmann::json::array();
+  for (std::size_t i = 0; i < range_count; ++i) {
+    const std::uint64_t offset = w[kRangesAt + 2 * i], count = w[kRangesAt + 2 * i + 1];
+    if (count > 0) ranges.push_back({offset, count});
+    params += count;
+  }
+  return {{"file", shard_name(rank, ranks)},
+          {"bytes", kShardHeaderBytes + kShardBytesPerElement * w[0]},
+          {"elements", w[0]},
+          {"sha256", hex},
+          {"ranges", ranges}};
+}
+
+nlohmann::json manifest_json(const Engine& engine, const EngineState& state, int ranks,
+                             nlohmann::json model, nlohmann::json run,
+                             const std::vector<std::uint64_t>& all_words, std::size_t range_count) {
+  const std::size_t per_rank = all_words.size() / ranks;
+  nlohmann::json shards = nlohmann::json::array();
+  std::uint64_t params = 0;
+  for (int r = 0; r < ranks; ++r) {
+    shards.push_back(shard_entry(all_words.data() + r * per_rank, range_count, r, ranks, params));
+  }
+  const EngineOptions& o = engine.options();
+  return {{"format", "zerodp-checkpoint"},
+          {"version", kFormatVersion},
+          {"model", std::move(model)},
+          {"params", params},
+          {"stage", stage_number(o.stage)},
+          {"ranks", ranks},
+          {"precision", std::string(dtype_name(o.precision))},
+          {"bucket_bytes", o.bucket_bytes},
+          {"state",
+           {{"step", state.step},
+            {"samples_done", state.samples_done},
+            {"loss_scale", state.loss_scale},
+            {"good_steps", state.good_steps}}},
+          {"run", std::move(run)},
+          {"shards", std::move(shards)}};
+}
+
+// The manifest goes in last and is made durable with its folder: from then on the checkpoint
+// exists.
+void write_manifest(const std::string& save_dir, const std::string& folder,
+                    const nlohmann::json& manifest) {
+  AtomicFile file((fs::path(folder) / kManifestFile).string());
+  const std::string text = manifest.dump(2) + "\n";
+  file.write(text.data(), text.size());
+  file.commit();
+  fsync_dir(folder);
+  fsync_dir(save_dir);
+}
+
+// Removes all but the newest `keep` complete checkpoints; called only once the new one is
+// complete.
+void prune(const std::string& save_dir, int keep) {
+  std::vector<fs::path> complete;
+  for (const auto& entry : fs::directory_iterator(save_dir)) {
+    if (is_complete(entry.path())) complete.push_back(entry.path());
+  }
+  std::sort(complete.begin(), complete.end());
+  for (std::size_t i = 0; i + keep < complete.size(); ++i) {
+    std::error_code ec;
+    fs::remove(complete[i] / kManifestFile, ec);  // first: a half-removed folder is ignored
+    fs::remove_all(complete[i], ec);
+  }
+}
+
+// Fault injection for tests: dies by SIGKILL with every shard written and no manifest yet,
+// the worst moment for a save to be interrupted, when ZERODP_INJECT_KILL_BEFORE_MANIFEST is
+// this step.
+void die_here_if_asked(std::int64_t step) {
+  if (const char* at = std::getenv("ZERODP_INJECT_KILL_BEFORE_MANIFEST")) {
+    if (std::strtoll(at, nullptr, 10) == step) ::raise(SIGKILL);
+  }
+}
+
+}  // namespace
+
+std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
+                 const std::string& model_config, const std::string& run_record, int keep) {
+  ZERODP_CHECK(keep >= 1);
+  nlohmann::json model = parse_object(model_config, "the model config");
+  nlohmann::json run = parse_object(run_record, "the run record");
+  const int rank = comm.rank(), ranks = comm.size();
+  const EngineState state = engine.state();
+  const std::string folder = step_folder(save_dir, state.step);
+  const std::vector<FlatRange> ranges = engine.owned_ranges();
+  std::uint64_t elements = 0;
+  for (const FlatRange& r : ranges) elements += r.count;
+
+  std::string sha;
+  const std::string failure =
+      failure_of([&] { sha = write_shard(folder, engine, rank, ranks, elements); });
+  throw_if_any_failed(comm, failure, "checkpoint " + folder + " failed on another rank");
+
+  const std::vector<std::uint64_t> all_words =
+      gather_shard_words(comm, shard_words(elements, sha, ranges));
+  die_here_if_asked(state.step);
+
+  std::string manifest_failure;
+  if (rank == 0) {
+    manifest_failure = failure_of([&] {
+      write_manifest(save_dir, folder,
+                     manifest_json(engine, state, ranks, std::move(model), std::move(run),
+                                   all_words, ranges.size()));
+      prune(save_dir, keep);
+    });
+  }
+  throw_if_any_failed(comm, manifest_failure, "checkpoint " + folder + " failed on rank 0");
+  return folder;
+}
+
+}  // namespace zerodp::checkpoint
