@@ -51,161 +51,206 @@ float validation_loss(Engine& engine, const data::SampleSource& samples, int ran
   return float(sum / double(batches));
 }
 
-struct Summary {
-  nlohmann::json json;
-  std::vector<std::string> lines;
+// The run's settings, parsed and checked once, before any rank starts.
+struct TrainSettings {
+  explicit TrainSettings(const TrainFlags& f);
+  ModelSpec spec;
+  EngineOptions options;
+  Launch launch;
+  std::int64_t steps = 0, warmup = 0, eval_every = 0, log_every = 0, save_every = 0;
+  std::uint64_t eval_batches = 0;
+  float lr = 0;
+  int keep = 0;
+  nlohmann::json run_record;  // the hyper-parameters a checkpoint records
 };
 
-void run_train(const TrainFlags& f) {
-  const ModelSpec spec(f.model);
-  const EngineOptions options = engine_options(f.engine, 8);
-  const Launch launch = launch_options(f.engine);
-  const auto steps = static_cast<std::int64_t>(units::parse_whole(f.steps, "--steps"));
-  const auto warmup = static_cast<std::int64_t>(
+TrainSettings::TrainSettings(const TrainFlags& f)
+    : spec(f.model), options(engine_options(f.engine, 8)), launch(launch_options(f.engine)) {
+  steps = static_cast<std::int64_t>(units::parse_whole(f.steps, "--steps"));
+  warmup = static_cast<std::int64_t>(
       f.warmup.empty() ? std::min<std::int64_t>(50, steps / 10)
                        : units::parse_whole(f.warmup, "--warmup", units::Zero::allowed));
-  const auto eval_every = static_cast<std::int64_t>(
+  eval_every = static_cast<std::int64_t>(
       f.eval_every.empty()
           ? std::max<std::int64_t>(1, steps / 10)
           : units::parse_whole(f.eval_every, "--eval-every", units::Zero::allowed));
-  const std::uint64_t eval_batches =
-      units::parse_whole(f.eval_batches, "--eval-batches", units::Zero::allowed);
-  const auto log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
-  const auto lr = static_cast<float>(
+  eval_batches = units::parse_whole(f.eval_batches, "--eval-batches", units::Zero::allowed);
+  log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
+  lr = static_cast<float>(
       parse_real(f.lr, "--lr", "a positive number such as 3e-4", /*zero_allowed=*/false));
-  const auto save_every = static_cast<std::int64_t>(
+  save_every = static_cast<std::int64_t>(
       f.save_every.empty() ? 0 : units::parse_whole(f.save_every, "--save-every"));
-  const int keep = static_cast<int>(units::parse_whole(f.keep, "--keep"));
+  keep = static_cast<int>(units::parse_whole(f.keep, "--keep"));
   if (save_every > 0 && f.save_dir.empty()) {
     throw UsageError("--save-every: needs --save-dir DIR, the folder to save checkpoints in");
   }
-  if (!f.out.empty()) std::filesystem::create_directories(f.out);
-  configure_blas_threads(launch);
-  // One reader of the checkpoint for all the ranks of this process; it checks every shard.
-  std::optional<checkpoint::Checkpoint> resume;
-  if (!f.resume.empty()) {
-    resume.emplace(checkpoint::Checkpoint::open(f.resume));
-    resume->check_model(spec.config_json().dump());
-    if (resume->state().step >= steps) {
-      throw UsageError("--steps: " + std::to_string(steps) + " steps are done already in " +
-                       resume->folder() + "; ask for more to continue");
-    }
-  }
-  const nlohmann::json run_record = {{"lr", lr},
-                                     {"warmup", warmup},
-                                     {"steps", steps},
-                                     {"seed", options.seed},
-                                     {"clip", options.clip_norm},
-                                     {"grad_accum", options.grad_accum},
-                                     {"micro_batch", options.micro_batch}};
+  run_record = {{"lr", lr},
+                {"warmup", warmup},
+                {"steps", steps},
+                {"seed", options.seed},
+                {"clip", options.clip_norm},
+                {"grad_accum", options.grad_accum},
+                {"micro_batch", options.micro_batch}};
+}
 
-  Summary summary;
-  std::mutex mu;
-  run_ranks(launch, [&](comm::Communicator& comm) {
-    const int rank = comm.rank(), ranks = comm.size();
-    const bool leader = rank == 0;
-    std::unique_ptr<model::Model> model = spec.make();
-    Engine engine(*model, comm, spec.samples(), options);
-    const std::uint64_t tokens_per_step = std::uint64_t(ranks) * options.micro_batch *
-                                          std::uint64_t(options.grad_accum) *
-                                          spec.tokens_per_sample();
-    if (leader && !f.json) {
-      std::printf("zerodp train: %s\n", spec.describe().c_str());
-      if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
-      std::printf(
-          "ZeRO stage %d on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
-          "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
-          stage_number(options.stage), ranks, std::string(comm.backend_name()).c_str(),
-          std::string(dtype_name(options.precision)).c_str(), options.micro_batch,
-          options.grad_accum, (unsigned long long)tokens_per_step, lr, (long long)warmup,
-          (long long)steps);
-    }
-    Progress progress(steps, log_every);
-    LossCurve curve;
-    curve.title = "zerodp: " + std::string(spec.is_gpt() ? "byte-level GPT" : "MLP") + ", " +
-                  units::format_count(spec.param_count()) + " parameters, ZeRO-" +
-                  std::to_string(stage_number(options.stage)) + " on " + std::to_string(ranks) +
-                  " ranks";
-    double seconds = 0, exposed = 0;
-    std::int64_t first_step = 1;
-    if (resume) {
-      engine.import_state(resume->reader(), resume->state());
-      first_step = resume->state().step + 1;
-      if (leader && !f.json) {
-        progress.note("resumed from " + resume->folder() + " (saved by " +
-                      std::to_string(resume->manifest().ranks) + " ranks at stage " +
-                      std::to_string(resume->manifest().stage) + ")");
-      }
-    }
-    StepResult last;
-    float first_loss = 0, last_val = NAN;
-    for (std::int64_t t = first_step; t <= steps; ++t) {
-      last = engine.step(optim::lr_at(t, steps, warmup, lr));
-      if (t == first_step) first_loss = last.loss;
-      seconds += last.seconds;
-      exposed += last.exposed_comm_seconds;
-      curve.train.emplace_back(t, last.loss);
-      const double done = double(t - first_step + 1);
-      const double rate = double(tokens_per_step) * done / seconds;
-      if (leader && !f.json) {
-        progress.step(t, last.loss, rate, seconds / done * double(steps - t), last.skipped);
-      }
-      if (eval_batches > 0 && eval_every > 0 && (t % eval_every == 0 || t == steps)) {
-        last_val =
-            validation_loss(engine, spec.samples(), rank, ranks, options.micro_batch, eval_batches);
-        curve.validation.emplace_back(t, last_val);
-        if (leader && !f.json) {
-          char line[128];
-          std::snprintf(line, sizeof line, "step %lld/%lld  validation loss %.4f", (long long)t,
-                        (long long)steps, last_val);
-          progress.note(line);
-        }
-      }
-      if (save_every > 0 && (t % save_every == 0 || t == steps)) {
-        const std::string folder = checkpoint::save(
-            f.save_dir, engine, comm, spec.config_json().dump(), run_record.dump(), keep);
-        if (leader && !f.json) progress.note("saved " + folder);
-      }
-    }
-    if (leader && !f.json) progress.finish();
-    const std::vector<float> master = engine.gather_master();
-    if (!leader) return;
-
-    const std::uint64_t predicted = plan::model_state_bytes(
-        spec.param_count(), ranks, options.stage, plan::BytesPerParam{2, 2, 12});
-    const Ledger& ledger = engine.ledger();
-    std::lock_guard<std::mutex> lock(mu);
-    summary.json = {
-        {"model", spec.config_json()},
-        {"params", spec.param_count()},
-        {"stage", stage_number(options.stage)},
-        {"ranks", ranks},
-        {"backend", comm.backend_name()},
-        {"steps", steps},
-        {"first_loss", first_loss},
-        {"final_loss", last.loss},
-        {"val_loss", std::isfinite(last_val) ? nlohmann::json(last_val) : nlohmann::json()},
-        {"tokens_per_second", double(tokens_per_step) * double(steps - first_step + 1) / seconds},
-        {"seconds", seconds},
-        {"exposed_comm_seconds", exposed},
-        {"predicted_model_state_bytes", predicted},
-        {"model_state_bytes", ledger.model_state_bytes()},
-        {"peak_bytes", ledger.peak_total()},
-        {"activation_bytes", ledger.peak(Category::activations)},
-        {"weights_sha256", sha256_hex(master.data(), master.size() * sizeof(float))}};
-    if (!f.out.empty()) {
-      curve.write_csv(f.out + "/loss.csv");
-      curve.write_svg(f.out + "/loss.svg");
-      summary.json["curve_csv"] = f.out + "/loss.csv";
-      summary.json["curve_svg"] = f.out + "/loss.svg";
-    }
-  });
-  if (summary.json.is_null()) return;  // an MPI rank other than 0
-  const auto& j = summary.json;
-  if (f.json) {
-    std::printf("%s\n", j.dump(2).c_str());
-    return;
+// The checkpoint --resume names, opened once for all the ranks of this process (it checks
+// every shard), and checked against the run.
+std::optional<checkpoint::Checkpoint> open_resume(const TrainFlags& f, const TrainSettings& s) {
+  if (f.resume.empty()) return std::nullopt;
+  std::optional<checkpoint::Checkpoint> resume(checkpoint::Checkpoint::open(f.resume));
+  resume->check_model(s.spec.config_json().dump());
+  if (resume->state().step >= s.steps) {
+    throw UsageError("--steps: " + std::to_string(s.steps) + " steps are done already in " +
+                     resume->folder() + "; ask for more to continue");
   }
+  return resume;
+}
+
+// One rank's run: its engine, the training loop, and what rank 0 prints and records.
+class RankRun {
+ public:
+  RankRun(const TrainFlags& f, const TrainSettings& s, comm::Communicator& comm)
+      : f_(f),
+        s_(s),
+        comm_(comm),
+        leader_(comm.rank() == 0),
+        talk_(leader_ && !f.json),
+        model_(s.spec.make()),
+        engine_(*model_, comm, s.spec.samples(), s.options),
+        tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
+                         std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()),
+        progress_(s.steps, s.log_every) {}
+
+  void print_header() const;
+  void resume_from(const checkpoint::Checkpoint& ck);
+  void train();
+  // The run's summary (rank 0; a null object on the others), after writing the loss curve.
+  nlohmann::json finish();
+
+ private:
+  void after_step(std::int64_t t);
+  void validate(std::int64_t t);
+
+  const TrainFlags& f_;
+  const TrainSettings& s_;
+  comm::Communicator& comm_;
+  const bool leader_, talk_;  // talk_: rank 0 prints a log (not --json)
+  std::unique_ptr<model::Model> model_;
+  Engine engine_;
+  const std::uint64_t tokens_per_step_;
+  Progress progress_;
+  LossCurve curve_;
+  std::int64_t first_step_ = 1;
+  StepResult last_;
+  double seconds_ = 0, exposed_ = 0;
+  float first_loss_ = 0, last_val_ = NAN;
+};
+
+void RankRun::print_header() const {
+  if (!talk_) return;
+  const ModelSpec& spec = s_.spec;
+  const EngineOptions& o = s_.options;
+  std::printf("zerodp train: %s\n", spec.describe().c_str());
+  if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
+  std::printf(
+      "ZeRO stage %d on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
+      "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
+      stage_number(o.stage), comm_.size(), std::string(comm_.backend_name()).c_str(),
+      std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
+      (unsigned long long)tokens_per_step_, s_.lr, (long long)s_.warmup, (long long)s_.steps);
+}
+
+void RankRun::resume_from(const checkpoint::Checkpoint& ck) {
+  engine_.import_state(ck.reader(), ck.state());
+  first_step_ = ck.state().step + 1;
+  if (talk_) {
+    progress_.note("resumed from " + ck.folder() + " (saved by " +
+                   std::to_string(ck.manifest().ranks) + " ranks at stage " +
+                   std::to_string(ck.manifest().stage) + ")");
+  }
+}
+
+void RankRun::train() {
+  curve_.title = "zerodp: " + std::string(s_.spec.is_gpt() ? "byte-level GPT" : "MLP") + ", " +
+                 units::format_count(s_.spec.param_count()) + " parameters, ZeRO-" +
+                 std::to_string(stage_number(s_.options.stage)) + " on " +
+                 std::to_string(comm_.size()) + " ranks";
+  for (std::int64_t t = first_step_; t <= s_.steps; ++t) {
+    last_ = engine_.step(optim::lr_at(t, s_.steps, s_.warmup, s_.lr));
+    if (t == first_step_) first_loss_ = last_.loss;
+    seconds_ += last_.seconds;
+    exposed_ += last_.exposed_comm_seconds;
+    curve_.train.emplace_back(t, last_.loss);
+    after_step(t);
+  }
+  if (talk_) progress_.finish();
+}
+
+void RankRun::after_step(std::int64_t t) {
+  const double done = double(t - first_step_ + 1);
+  const double rate = double(tokens_per_step_) * done / seconds_;
+  if (talk_)
+    progress_.step(t, last_.loss, rate, seconds_ / done * double(s_.steps - t), last_.skipped);
+  if (s_.eval_batches > 0 && s_.eval_every > 0 && (t % s_.eval_every == 0 || t == s_.steps)) {
+    validate(t);
+  }
+  if (s_.save_every > 0 && (t % s_.save_every == 0 || t == s_.steps)) {
+    const std::string folder = checkpoint::save(
+        f_.save_dir, engine_, comm_, s_.spec.config_json().dump(), s_.run_record.dump(), s_.keep);
+    if (talk_) progress_.note("saved " + folder);
+  }
+}
+
+void RankRun::validate(std::int64_t t) {
+  last_val_ = validation_loss(engine_, s_.spec.samples(), comm_.rank(), comm_.size(),
+                              s_.options.micro_batch, s_.eval_batches);
+  curve_.validation.emplace_back(t, last_val_);
+  if (talk_) {
+    char line[128];
+    std::snprintf(line, sizeof line, "step %lld/%lld  validation loss %.4f", (long long)t,
+                  (long long)s_.steps, last_val_);
+    progress_.note(line);
+  }
+}
+
+nlohmann::json RankRun::finish() {
+  const std::vector<float> master = engine_.gather_master();  // collective: every rank
+  if (!leader_) return nullptr;
+  const ModelSpec& spec = s_.spec;
+  const int ranks = comm_.size();
+  const std::uint64_t predicted = plan::model_state_bytes(
+      spec.param_count(), ranks, s_.options.stage, plan::BytesPerParam{2, 2, 12});
+  const Ledger& ledger = engine_.ledger();
+  nlohmann::json j = {
+      {"model", spec.config_json()},
+      {"params", spec.param_count()},
+      {"stage", stage_number(s_.options.stage)},
+      {"ranks", ranks},
+      {"backend", comm_.backend_name()},
+      {"steps", s_.steps},
+      {"first_loss", first_loss_},
+      {"final_loss", last_.loss},
+      {"val_loss", std::isfinite(last_val_) ? nlohmann::json(last_val_) : nlohmann::json()},
+      {"tokens_per_second",
+       double(tokens_per_step_) * double(s_.steps - first_step_ + 1) / seconds_},
+      {"seconds", seconds_},
+      {"exposed_comm_seconds", exposed_},
+      {"predicted_model_state_bytes", predicted},
+      {"model_state_bytes", ledger.model_state_bytes()},
+      {"peak_bytes", ledger.peak_total()},
+      {"activation_bytes", ledger.peak(Category::activations)},
+      {"weights_sha256", sha256_hex(master.data(), master.size() * sizeof(float))}};
+  if (!f_.out.empty()) {
+    curve_.write_csv(f_.out + "/loss.csv");
+    curve_.write_svg(f_.out + "/loss.svg");
+    j["curve_csv"] = f_.out + "/loss.csv";
+    j["curve_svg"] = f_.out + "/loss.svg";
+  }
+  return j;
+}
+
+// The summary for people, from the JSON summary.
+void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
   auto bytes = [](const nlohmann::json& v) { return units::format_bytes(v.get<std::uint64_t>()); };
   std::printf("\nSummary\n");
   std::printf("  model          %s\n", spec.describe().c_str());
@@ -229,6 +274,30 @@ void run_train(const TrainFlags& f) {
   if (j.contains("curve_svg")) {
     std::printf("  loss curve     %s, %s\n", j["curve_csv"].get<std::string>().c_str(),
                 j["curve_svg"].get<std::string>().c_str());
+  }
+}
+
+void run_train(const TrainFlags& f) {
+  const TrainSettings settings(f);
+  if (!f.out.empty()) std::filesystem::create_directories(f.out);
+  configure_blas_threads(settings.launch);
+  const std::optional<checkpoint::Checkpoint> resume = open_resume(f, settings);
+  nlohmann::json summary;
+  std::mutex mu;
+  run_ranks(settings.launch, [&](comm::Communicator& comm) {
+    RankRun run(f, settings, comm);
+    run.print_header();
+    if (resume) run.resume_from(*resume);
+    run.train();
+    nlohmann::json mine = run.finish();
+    std::lock_guard<std::mutex> lock(mu);
+    if (!mine.is_null()) summary = std::move(mine);
+  });
+  if (summary.is_null()) return;  // an MPI rank other than 0
+  if (f.json) {
+    std::printf("%s\n", summary.dump(2).c_str());
+  } else {
+    print_summary(settings.spec, summary);
   }
 }
 
