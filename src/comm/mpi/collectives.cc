@@ -36,97 +36,102 @@ std::size_t segment_length(const Shard& chunk, std::size_t segment, std::size_t 
   return std::min(elements, chunk.size - begin);
 }
 
+const unsigned char* byte_at(const void* p, std::size_t elements, std::size_t elem) {
+  return static_cast<const unsigned char*>(p) + elements * elem;
+}
+unsigned char* byte_at(void* p, std::size_t elements, std::size_t elem) {
+  return static_cast<unsigned char*>(p) + elements * elem;
+}
+
 }  // namespace
 
-void MpiCommunicator::collective(const Call& call) {
-  const int n = size_;
-  const int r = rank_;
-  const DType dtype = call.dtype;
-  const std::size_t elem = dtype_size(dtype);
-  auto chunk = [&](int j) { return shard_of(call.count, n, j); };
-  auto byte_at = [&](const void* p, std::size_t elements) {
-    return static_cast<const unsigned char*>(p) + elements * elem;
+void MpiCommunicator::reduce_scatter(const Call& call, const void* in, void* out) {
+  const int n = size_, r = rank_;
+  const std::size_t elem = dtype_size(call.dtype);
+  const Shard mine = shard_of(call.count, n, r);
+  const std::size_t capacity = mine.capacity;
+  if (capacity == 0) return;
+  const std::size_t seg = std::min(std::max<std::size_t>(segment_bytes_ / elem, 1), capacity);
+  const std::size_t segments = (capacity + seg - 1) / seg;
+  const std::size_t slot_bytes = seg * elem;
+  unsigned char* stage = n > 1 ? staging(2 * (n - 1) * slot_bytes) : nullptr;
+  // Peer j's slot in staging buffer b: peers in ring order after this rank.
+  auto slot = [&](std::size_t b, int j) {
+    const int k = (j - r - 1 + n) % n;  // 0 .. n-2
+    return stage + (b * (n - 1) + k) * slot_bytes;
   };
-  auto mutable_at = [&](void* p, std::size_t elements) {
-    return static_cast<unsigned char*>(p) + elements * elem;
-  };
-
-  auto reduce_scatter = [&](const void* in, void* out) {
-    const Shard mine = chunk(r);
-    const std::size_t capacity = mine.capacity;
-    if (capacity == 0) return;
-    const std::size_t seg = std::min(std::max<std::size_t>(segment_bytes_ / elem, 1), capacity);
-    const std::size_t segments = (capacity + seg - 1) / seg;
-    const std::size_t slot_bytes = seg * elem;
-    unsigned char* stage = n > 1 ? staging(2 * (n - 1) * slot_bytes) : nullptr;
-    // Peer j's slot in staging buffer b: peers in ring order after this rank.
-    auto slot = [&](std::size_t b, int j) {
-      const int k = (j - r - 1 + n) % n;  // 0 .. n-2
-      return stage + (b * (n - 1) + k) * slot_bytes;
-    };
-    auto post = [&](std::size_t s) {
-      for (int step = 1; step < n; ++step) {
-        const int j = (r + step) % n;
-        if (const std::size_t len = segment_length(mine, s, seg); len > 0) {
-          post_recv(slot(s % 2, j), len * elem, j);
-        }
-        const Shard theirs = chunk(j);
-        if (const std::size_t len = segment_length(theirs, s, seg); len > 0) {
-          post_send(byte_at(in, theirs.offset + s * seg), len * elem, j);
-        }
-      }
-    };
-    std::vector<const void*> inputs(n);
-    post(0);
-    for (std::size_t s = 0; s < segments; ++s) {
-      wait_posted(call, "data");
-      if (s + 1 < segments) post(s + 1);
-      const std::size_t len = segment_length(mine, s, seg);
-      if (len == 0) continue;
-      for (int j = 0; j < n; ++j) {
-        inputs[j] = j == r ? byte_at(in, mine.offset + s * seg) : slot(s % 2, j);
-      }
-      void* dst = mutable_at(out, s * seg);
-      sum_in_rank_order(dtype, inputs.data(), n, &dst, 1, len);
-    }
-  };
-
-  auto all_gather = [&](const void* in, void* out) {
-    const Shard mine = chunk(r);
+  auto post = [&](std::size_t s) {
     for (int step = 1; step < n; ++step) {
       const int j = (r + step) % n;
-      const Shard theirs = chunk(j);
-      if (theirs.size > 0) post_recv(mutable_at(out, theirs.offset), theirs.size * elem, j);
-      if (mine.size > 0) post_send(in, mine.size * elem, j);
+      if (const std::size_t len = segment_length(mine, s, seg); len > 0) {
+        post_recv(slot(s % 2, j), len * elem, j);
+      }
+      const Shard theirs = shard_of(call.count, n, j);
+      if (const std::size_t len = segment_length(theirs, s, seg); len > 0) {
+        post_send(byte_at(in, theirs.offset + s * seg, elem), len * elem, j);
+      }
     }
-    unsigned char* own = mutable_at(out, mine.offset);
-    if (mine.size > 0 && own != in) copy(own, in, mine.size * elem);
-    wait_posted(call, "data");
   };
+  std::vector<const void*> inputs(n);
+  post(0);
+  for (std::size_t s = 0; s < segments; ++s) {
+    wait_posted(call, "data");
+    if (s + 1 < segments) post(s + 1);
+    const std::size_t len = segment_length(mine, s, seg);
+    if (len == 0) continue;
+    for (int j = 0; j < n; ++j) {
+      inputs[j] = j == r ? byte_at(in, mine.offset + s * seg, elem) : slot(s % 2, j);
+    }
+    void* dst = byte_at(out, s * seg, elem);
+    sum_in_rank_order(call.dtype, inputs.data(), n, &dst, 1, len);
+  }
+}
 
+void MpiCommunicator::all_gather(const Call& call, const void* in, void* out) {
+  const int n = size_, r = rank_;
+  const std::size_t elem = dtype_size(call.dtype);
+  const Shard mine = shard_of(call.count, n, r);
+  for (int step = 1; step < n; ++step) {
+    const int j = (r + step) % n;
+    const Shard theirs = shard_of(call.count, n, j);
+    if (theirs.size > 0) post_recv(byte_at(out, theirs.offset, elem), theirs.size * elem, j);
+    if (mine.size > 0) post_send(in, mine.size * elem, j);
+  }
+  unsigned char* own = byte_at(out, mine.offset, elem);
+  if (mine.size > 0 && own != in) copy(own, in, mine.size * elem);
+  wait_posted(call, "data");
+}
+
+void MpiCommunicator::broadcast(const Call& call) {
+  if (call.count == 0) return;
+  const std::size_t bytes = call.count * dtype_size(call.dtype);
+  if (rank_ == call.root) {
+    for (int j = 0; j < size_; ++j) {
+      if (j != rank_) post_send(call.out, bytes, j);
+    }
+  } else {
+    post_recv(call.out, bytes, call.root);
+  }
+  wait_posted(call, "data");
+}
+
+void MpiCommunicator::collective(const Call& call) {
   switch (call.kind) {
     case Collective::reduce_scatter:
-      reduce_scatter(call.in, call.out);
+      reduce_scatter(call, call.in, call.out);
       break;
     case Collective::all_gather:
-      all_gather(call.in, call.out);
+      all_gather(call, call.in, call.out);
       break;
     case Collective::all_reduce: {
-      void* own = mutable_at(call.out, chunk(r).offset);
-      reduce_scatter(call.out, own);
-      all_gather(own, call.out);
+      void* own =
+          byte_at(call.out, shard_of(call.count, size_, rank_).offset, dtype_size(call.dtype));
+      reduce_scatter(call, call.out, own);
+      all_gather(call, own, call.out);
       break;
     }
     case Collective::broadcast:
-      if (call.count == 0) break;
-      if (r == call.root) {
-        for (int j = 0; j < n; ++j) {
-          if (j != r) post_send(call.out, call.count * elem, j);
-        }
-      } else {
-        post_recv(call.out, call.count * elem, call.root);
-      }
-      wait_posted(call, "data");
+      broadcast(call);
       break;
     case Collective::barrier:
       break;

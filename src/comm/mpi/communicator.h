@@ -73,7 +73,10 @@ class MpiCommunicator final : public Front {
   void abort_group(const std::string& reason) noexcept override;
   void drop_transfers() noexcept override { cancel_posted(); }
 
-  void collective(const Call& call);  // collectives.cc
+  void collective(const Call& call);  // collectives.cc: dispatches to the three below
+  void reduce_scatter(const Call& call, const void* in, void* out);
+  void all_gather(const Call& call, const void* in, void* out);
+  void broadcast(const Call& call);
 
   // Failure state of this rank's view of the group; the first reason is kept.
   void fail(const std::string& reason, bool tell_peers) noexcept;
