@@ -158,7 +158,7 @@ void add_plan_command(CLI::App& root) {
   cmd->callback([flags] {
     const plan::PlanReport report = plan::make_plan(read_inputs(*flags));
     if (flags->json) {
-      std::printf("%s\n", plan::plan_json(report).dump(2).c_str());
+      std::printf("%s\n", plan::plan_json(report).c_str());
     } else {
       std::fputs(plan::plan_table(report, flags->binary).c_str(), stdout);
     }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <cstdlib>
 #include <string>
 
@@ -131,7 +132,7 @@ void check_report(const PlanInputs& in, const PlanReport& r) {
   const std::string table = plan_table(r, false) + plan_table(r, true);
   expect(!table.empty(), "empty table");
   for (const std::string& note : plan_notes(r)) expect(!note.empty(), "empty note");
-  const std::string json = plan_json(r).dump();
+  const std::string json = plan_json(r);
   expect(nlohmann::json::parse(json)["stages"].size() == 4, "JSON without four stages");
 }
 

@@ -21,7 +21,6 @@
 
 #include <array>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,7 +92,8 @@ PlanReport make_plan(const PlanInputs& inputs);
 // sentence each, in the order a reader needs them. Units as in the table.
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false);
 
-nlohmann::ordered_json plan_json(const PlanReport& report);
+// The JSON text of the plan (keys above), indented by two spaces.
+std::string plan_json(const PlanReport& report);
 
 // One aligned table with a header naming the inputs and a footer naming the conventions.
 // Decimal units (GB, TB) unless `binary` (GiB, TiB).

@@ -2,6 +2,8 @@
 // add keys freely, never rename or remove one.
 #include "zerodp/plan_report.h"
 
+#include <nlohmann/json.hpp>
+
 namespace zerodp::plan {
 namespace {
 
@@ -39,7 +41,7 @@ json stage_json(const StageReport& s) {
 
 }  // namespace
 
-nlohmann::ordered_json plan_json(const PlanReport& report) {
+std::string plan_json(const PlanReport& report) {
   const PlanInputs& in = report.inputs;
   json j;
   const char* convention = convention_name(in);
@@ -79,7 +81,7 @@ nlohmann::ordered_json plan_json(const PlanReport& report) {
                      "(2P+G)*phi*(N-1)/N for ZeRO-3"},
       {"ring", "bytes the busiest rank sends with ring collectives over shard_of() chunks"},
       {"units", "bytes, seconds, fractions; 1 GB = 1e9 bytes"}};
-  return j;
+  return j.dump(2);
 }
 
 }  // namespace zerodp::plan
