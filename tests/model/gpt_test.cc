@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "model/finite_difference.h"
+#include "model/gpt_terms.h"
+#include "testing/tolerance.h"
 #include "zerodp/error.h"
 #include "zerodp/samples.h"
 
@@ -269,18 +271,26 @@ TEST(GptModel, BackwardAddsAndScalesByGradScale) {
   begin_windows(model, windows, 3);
   forward_backward_all(model, params, again);
   EXPECT_EQ(std::memcmp(once.data(), again.data(), once.size() * sizeof(float)), 0);
+  const auto terms = testing::gpt_terms(c, model.units(), params, windows, 3, 1.0f);
+  ASSERT_EQ(std::memcmp(terms.grads.data(), once.data(), once.size() * sizeof(float)), 0);
+  const double n = static_cast<double>(terms.most_terms);
   for (std::size_t i = 0; i < params.size(); ++i) {
     // grad_scale 2 doubles every term of every sum: exactly twice the bits.
     ASSERT_EQ(scaled[i], 2.0f * once[i]) << i;
-    // Added into what was there: (g + a) + b rounds differently from 2 (a + b), so not the
-    // same bits, but the same value.
-    ASSERT_NEAR(twice[i], 2.0f * once[i], 1e-5f * std::fabs(once[i]) + 1e-10f) << i;
+    // Added into what was there: once + (n terms) and 0 + (n terms) round differently. Each
+    // errs by gamma(operands) * sum |operands|, with sum |terms| = S: |twice - 2 once| <=
+    // gamma(n + 1) (|once| + S) + gamma(n) S.
+    const double S = terms.abs_sum[i];
+    ASSERT_NEAR(twice[i], 2.0f * once[i],
+                tolerance::gamma(n + 1) * (std::fabs(once[i]) + S) + tolerance::gamma(n) * S)
+        << i;
   }
 }
 
-// Threads split the micro-batch's samples: per-position losses are each one sample's, and the
-// gradient is the same sum taken in another order. Fewer samples than threads leaves lanes
-// idle; the same thread count gives the same bits every time, checkpointing included.
+// Threads split the micro-batch's samples: per-position losses are each one sample's, each
+// lane's gradient is its samples' own, and the lanes' are added in order. Fewer samples than
+// threads leaves lanes idle; the same thread count gives the same bits every time, checkpointing
+// included.
 TEST(GptModel, ThreadsSplitTheSamplesAndSumTheirGradients) {
   const GptConfig c = config(2, 2, 16, 8);
   GptModel one(c);
