@@ -113,6 +113,7 @@ TEST(PlanCli, Example6CommunicationInBothConventions) {
   EXPECT_DOUBLE_EQ(j["comm_ratio_zero3_to_dp"]["seed"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(j["comm_ratio_zero3_to_dp"]["ring"].get<double>(), 1.5);
   const auto both = plan_json("--params 175B --gpus 64 --count-both-directions");
+  // The seed's figures to half a unit of their last digit; 2.06, its truncation of 2.0672, to one.
   EXPECT_NEAR(both["stages"][3]["comm_bytes_per_gpu"]["seed"].get<double>() / 1e12, 2.06, 0.01);
   const Result r = zerodp("plan --params 175B --gpus 64");
   EXPECT_TRUE(has(r.out, "0.34 TB")) << r.out;

@@ -1,5 +1,8 @@
 // Every number of the seed's worked examples 1, 3, 4, 5, 6, 7, 8 and of its self-test, at the
-// seed's precision (the seed rounds GB to 0.1 or 0.01, TB to 0.01, percentages to 0.1).
+// seed's precision (the seed rounds GB to 0.1 or 0.01, TB to 0.01, percentages to 0.1): each
+// quoted figure is checked to half a unit of its last digit, the rounding of the quote, except
+// where the seed's own arithmetic is coarser (2.06 TB, truncated from 2.0672; 78.4 %, from the
+// rounded comm time), checked to one unit. The planner's integers are checked exactly.
 #include <gtest/gtest.h>
 
 #include "zerodp/plan_comm.h"

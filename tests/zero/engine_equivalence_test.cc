@@ -107,7 +107,12 @@ TEST(GradAccumulation, PairsOfStagesMatchBitwiseAndAllMatchClosely) {
     worst = std::max(worst, double(std::fabs(master[0][i] - master[2][i])));
   }
   std::printf("stage 0 vs stage 2 with accumulation: worst |dw| = %.3g\n", worst);
-  EXPECT_LT(worst, 2e-3);
+  // Not a rounding bound (none is useful here: Adam divides by sqrt(v) + eps, so a bf16
+  // rounding of a near-zero gradient can move a weight by a good part of lr): a scale. AdamW
+  // moves a weight by about lr a step; after 10 steps the runs must agree to 2 % of that
+  // travel. A lost micro-step (a third of the gradient) moves weights by 0.05 here, 25 times
+  // that; the bf16 roundings move them by about a quarter of it.
+  EXPECT_LT(worst, 0.02 * 10 * 1e-2);
 }
 
 TEST(DataParallelism, NRanksOfBatchBMatchOneRankOfBatchNB) {
@@ -125,8 +130,8 @@ TEST(DataParallelism, NRanksOfBatchBMatchOneRankOfBatchNB) {
     worst = std::max(worst, double(std::fabs(four.master[i] - one.master[i])));
   }
   std::printf("4 ranks x 2 vs 1 rank x 8: worst |dw| = %.3g\n", worst);
-  EXPECT_LT(worst, 2e-3);
-  EXPECT_NEAR(four.losses.back(), one.losses.back(), 1e-2);
+  EXPECT_LT(worst, 0.02 * 10 * 1e-2);                        // 2 % of 10 steps' travel, as above
+  EXPECT_NEAR(four.losses.back(), one.losses.back(), 1e-2);  // a sanity check of the same kind
 }
 
 TEST(MixedPrecision, Fp16TrainsWithDynamicLossScale) {
