@@ -56,8 +56,8 @@ struct UnitViews {
 // seq_len + 1 tokens), a regression reads `inputs` and `targets`; the others stay empty.
 struct MicroBatch {
   std::size_t samples = 0;  // B
-  std::span<const std::uint8_t> tokens;
-  std::span<const float> inputs, targets;
+  std::span<const std::uint8_t> tokens{};
+  std::span<const float> inputs{}, targets{};
   float grad_scale = 1.0f;  // d(objective)/d(mean loss of this micro-batch)
 };
 
