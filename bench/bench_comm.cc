@@ -301,15 +301,20 @@ std::string cell(double seconds, Collective c, int n, std::size_t bytes) {
   return buf;
 }
 
-int run(int argc, char** argv) {
+struct Args {
   std::vector<int> ranks = {2, 4};
-  std::vector<int> sizes_mib = {1, 16, 64, 256};
+  std::vector<std::size_t> sizes;  // bytes
   std::string sizes_arg = "1,16,64,256";
   bool mpi = true, child = false;
   std::string mpirun;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args args;
 #if defined(ZERODP_MPIEXEC)
-  mpirun = ZERODP_MPIEXEC;
+  args.mpirun = ZERODP_MPIEXEC;
 #endif
+  std::vector<int> sizes_mib = {1, 16, 64, 256};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -317,57 +322,54 @@ int run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--ranks") {
-      ranks = parse_list(value());
+      args.ranks = parse_list(value());
     } else if (a == "--sizes-mib") {
-      sizes_arg = value();
-      sizes_mib = parse_list(sizes_arg.c_str());
+      args.sizes_arg = value();
+      sizes_mib = parse_list(args.sizes_arg.c_str());
     } else if (a == "--no-mpi") {
-      mpi = false;
+      args.mpi = false;
     } else if (a == "--mpirun") {
-      mpirun = value();
+      args.mpirun = value();
     } else if (a == "--mpi-child") {
-      child = true;
+      args.child = true;
     } else {
       throw zerodp::UsageError("unknown argument " + a +
                                " (accepted: --ranks 2,4 --sizes-mib 1,16,64,256 --no-mpi "
                                "--mpirun PATH)");
     }
   }
-  std::vector<std::size_t> sizes;
-  for (int mib : sizes_mib) sizes.push_back(static_cast<std::size_t>(mib) * kMiB);
+  for (int mib : sizes_mib) args.sizes.push_back(static_cast<std::size_t>(mib) * kMiB);
+  return args;
+}
 
-#if defined(ZERODP_HAVE_MPI)
-  if (child) return mpi_child(sizes);
-#else
-  if (child) throw zerodp::Error("built without MPI");
-#endif
+// Seconds by rank count, implementation, collective and size.
+using AllResults =
+    std::map<int, std::map<std::string, std::map<std::pair<Collective, std::size_t>, double>>>;
 
-  const double pressure_before = cpu_pressure();
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::fprintf(stderr, "bench_comm: measuring memcpy and a += b on 1..%d threads\n", cores);
-  const Machine machine = measure_machine(cores);
-
-  std::map<int, std::map<std::string, std::map<std::pair<Collective, std::size_t>, double>>> all;
-  for (int n : ranks) {
+AllResults measure_all(const Args& args) {
+  AllResults all;
+  for (int n : args.ranks) {
     std::fprintf(stderr, "bench_comm: threads backend, N = %d\n", n);
-    all[n]["threads"] = time_threads(n, sizes);
+    all[n]["threads"] = time_threads(n, args.sizes);
   }
 #if defined(ZERODP_HAVE_MPI)
-  if (mpi) {
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    for (int n : ranks) {
-      for (bool tunables : {false, true}) {
-        Results r;
-        if (!run_child(mpirun, n, tunables, sizes_arg, r)) {
-          std::fprintf(stderr, "bench_comm: the mpirun child for N = %d failed\n", n);
-        }
-        for (auto& [impl, times] : r) all[n][impl] = times;
+  if (!args.mpi) return all;
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  for (int n : args.ranks) {
+    for (bool tunables : {false, true}) {
+      Results r;
+      if (!run_child(args.mpirun, n, tunables, args.sizes_arg, r)) {
+        std::fprintf(stderr, "bench_comm: the mpirun child for N = %d failed\n", n);
       }
+      for (auto& [impl, times] : r) all[n][impl] = times;
     }
   }
 #endif
+  return all;
+}
 
+void print_machine(double pressure_before, int cores, const Machine& machine) {
   std::printf(
       "cpu pressure (PSI some avg10, %% of time a task waited for a core): %.0f at the "
       "start, %.0f at the end; other load skews every figure\n",
@@ -381,41 +383,72 @@ int run(int argc, char** argv) {
       "cells: busbw (algbw) in GB/s, median over iterations of the slowest rank; "
       "* = GLIBC_TUNABLES=%s\n",
       kTunables);
-  const std::vector<std::string> impls = {"threads", "zerodp-mpi", "zerodp-mpi*", "openmpi",
-                                          "openmpi*"};
-  for (int n : ranks) {
-    std::printf("\nN = %d\n%-15s %7s", n, "collective", "size");
-    for (const auto& impl : impls) std::printf(" %15s", impl.c_str());
-    std::printf(" %15s\n", "bound busbw");
-    for (Collective c : kCollectives) {
-      for (std::size_t bytes : sizes) {
-        std::printf("%-15s %3zu MiB", std::string(zerodp::comm::collective_name(c)).c_str(),
-                    bytes / kMiB);
-        for (const auto& impl : impls) {
-          const auto& m = all[n][impl];
-          const auto it = m.find({c, bytes});
-          std::printf(" %15s", cell(it == m.end() ? 0 : it->second, c, n, bytes).c_str());
+}
+
+const std::vector<std::string> kImpls = {"threads", "zerodp-mpi", "zerodp-mpi*", "openmpi",
+                                         "openmpi*"};
+
+void print_table(const AllResults& all, int n, const std::vector<std::size_t>& sizes,
+                 const Machine& machine, int cores) {
+  std::printf("\nN = %d\n%-15s %7s", n, "collective", "size");
+  for (const auto& impl : kImpls) std::printf(" %15s", impl.c_str());
+  std::printf(" %15s\n", "bound busbw");
+  for (Collective c : kCollectives) {
+    for (std::size_t bytes : sizes) {
+      std::printf("%-15s %3zu MiB", std::string(zerodp::comm::collective_name(c)).c_str(),
+                  bytes / kMiB);
+      for (const auto& impl : kImpls) {
+        double seconds = 0;
+        if (auto at_n = all.find(n); at_n != all.end()) {
+          if (auto m = at_n->second.find(impl); m != at_n->second.end()) {
+            if (auto it = m->second.find({c, bytes}); it != m->second.end()) seconds = it->second;
+          }
         }
-        std::printf(" %15.2f\n", bound_busbw(machine, c, n, cores));
+        std::printf(" %15s", cell(seconds, c, n, bytes).c_str());
       }
+      std::printf(" %15.2f\n", bound_busbw(machine, c, n, cores));
     }
-    // The goal of the threads backend: all_reduce at 64 MiB.
-    const std::pair<Collective, std::size_t> key{Collective::all_reduce, 64 * kMiB};
-    auto busbw = [&](const std::string& impl) {
-      const auto& m = all[n][impl];
-      const auto it = m.find(key);
-      return it == m.end() ? 0.0 : 64.0 * kMiB / it->second / 1e9 * bus_factor(key.first, n);
-    };
-    if (busbw("threads") > 0) {
-      const double best_openmpi = std::max(busbw("openmpi"), busbw("openmpi*"));
-      const double bound = bound_busbw(machine, Collective::all_reduce, n, cores);
-      std::printf("all_reduce 64 MiB, N = %d: threads %.2f GB/s busbw = %.0f%% of the bound", n,
-                  busbw("threads"), 100.0 * busbw("threads") / bound);
-      if (best_openmpi > 0) {
-        std::printf(", %.1fx OpenMPI's best (%.2f)", busbw("threads") / best_openmpi, best_openmpi);
-      }
-      std::printf("\n");
-    }
+  }
+}
+
+// The goal of the threads backend: all_reduce at 64 MiB against OpenMPI and the bound.
+void print_goal(const AllResults& all, int n, const Machine& machine, int cores) {
+  const std::pair<Collective, std::size_t> key{Collective::all_reduce, 64 * kMiB};
+  auto busbw = [&](const std::string& impl) {
+    const auto at_n = all.find(n);
+    if (at_n == all.end()) return 0.0;
+    const auto m = at_n->second.find(impl);
+    if (m == at_n->second.end()) return 0.0;
+    const auto it = m->second.find(key);
+    return it == m->second.end() ? 0.0 : 64.0 * kMiB / it->second / 1e9 * bus_factor(key.first, n);
+  };
+  if (busbw("threads") <= 0) return;
+  const double best_openmpi = std::max(busbw("openmpi"), busbw("openmpi*"));
+  const double bound = bound_busbw(machine, Collective::all_reduce, n, cores);
+  std::printf("all_reduce 64 MiB, N = %d: threads %.2f GB/s busbw = %.0f%% of the bound", n,
+              busbw("threads"), 100.0 * busbw("threads") / bound);
+  if (best_openmpi > 0) {
+    std::printf(", %.1fx OpenMPI's best (%.2f)", busbw("threads") / best_openmpi, best_openmpi);
+  }
+  std::printf("\n");
+}
+
+int run(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+#if defined(ZERODP_HAVE_MPI)
+  if (args.child) return mpi_child(args.sizes);
+#else
+  if (args.child) throw zerodp::Error("built without MPI");
+#endif
+  const double pressure_before = cpu_pressure();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::fprintf(stderr, "bench_comm: measuring memcpy and a += b on 1..%d threads\n", cores);
+  const Machine machine = measure_machine(cores);
+  const AllResults all = measure_all(args);
+  print_machine(pressure_before, cores, machine);
+  for (int n : args.ranks) {
+    print_table(all, n, args.sizes, machine, cores);
+    print_goal(all, n, machine, cores);
   }
   return 0;
 }

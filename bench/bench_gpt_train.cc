@@ -112,6 +112,36 @@ std::vector<int> parse_list(const char* flag, const std::string& text) {
   return out;
 }
 
+// "0:1,3:2": the (stage, ranks) pairs to run.
+std::vector<std::pair<int, int>> parse_configs(const std::string& v) {
+  std::vector<std::pair<int, int>> configs;
+  std::size_t at = 0;
+  while (at <= v.size()) {
+    const std::size_t end = std::min(v.find(',', at), v.size());
+    int stage = -1, n = 0;
+    char tail = 0;
+    if (std::sscanf(v.substr(at, end - at).c_str(), "%d:%d%c", &stage, &n, &tail) != 2) {
+      std::fprintf(stderr, "--configs: expected STAGE:RANKS,... such as 0:1,3:2, got '%s'\n",
+                   v.c_str());
+      std::exit(2);
+    }
+    configs.emplace_back(stage, n);
+    at = end + 1;
+  }
+  return configs;
+}
+
+int parse_whole(const std::string& flag, const std::string& v, int min) {
+  char* stop = nullptr;
+  const long n = std::strtol(v.c_str(), &stop, 10);
+  if (v.empty() || *stop != '\0' || n < min) {
+    std::fprintf(stderr, "%s: expected a whole number >= %d, got '%s'\n", flag.c_str(), min,
+                 v.c_str());
+    std::exit(2);
+  }
+  return static_cast<int>(n);
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<int> stages = {0, 1, 2, 3}, ranks = {1, 2, 4};
@@ -125,36 +155,13 @@ Args parse_args(int argc, char** argv) {
       }
       return argv[++i];
     };
-    auto whole = [&](int min) {
-      const std::string v = value();
-      char* stop = nullptr;
-      const long n = std::strtol(v.c_str(), &stop, 10);
-      if (v.empty() || *stop != '\0' || n < min) {
-        std::fprintf(stderr, "%s: expected a whole number >= %d, got '%s'\n", s.c_str(), min,
-                     v.c_str());
-        std::exit(2);
-      }
-      return static_cast<int>(n);
-    };
+    auto whole = [&](int min) { return parse_whole(s, value(), min); };
     if (s == "--stages") {
       stages = parse_list("--stages", value());
     } else if (s == "--ranks") {
       ranks = parse_list("--ranks", value());
     } else if (s == "--configs") {
-      const std::string v = value();
-      std::size_t at = 0;
-      while (at <= v.size()) {
-        const std::size_t end = std::min(v.find(',', at), v.size());
-        int stage = -1, n = 0;
-        char tail = 0;
-        if (std::sscanf(v.substr(at, end - at).c_str(), "%d:%d%c", &stage, &n, &tail) != 2) {
-          std::fprintf(stderr, "--configs: expected STAGE:RANKS,... such as 0:1,3:2, got '%s'\n",
-                       v.c_str());
-          std::exit(2);
-        }
-        a.configs.emplace_back(stage, n);
-        at = end + 1;
-      }
+      for (auto config : parse_configs(value())) a.configs.push_back(config);
       explicit_configs = true;
     } else if (s == "--warmup") {
       a.warmup = whole(0);
@@ -192,30 +199,30 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-Result run_config(const Args& args, const model::GptConfig& cfg, const data::SampleSource& samples,
-                  int stage, int ranks, int default_threads, int cores) {
-  Result r;
-  r.stage = stage;
-  r.ranks = ranks;
-  r.model_threads = ranks == 1 ? (args.model_threads > 0 ? args.model_threads : cores) : 1;
-  if (ranks > 1) {
-    r.blas_threads = std::max(1, cores / ranks);
+// Threads for one configuration: one rank alone splits its micro-batch over model threads
+// (one OpenBLAS thread each) unless told otherwise; several ranks share the cores.
+void assign_threads(const Args& args, int default_threads, int cores, Result& r) {
+  r.model_threads = r.ranks == 1 ? (args.model_threads > 0 ? args.model_threads : cores) : 1;
+  if (r.ranks > 1) {
+    r.blas_threads = std::max(1, cores / r.ranks);
   } else if (r.model_threads > 1) {
     r.blas_threads = 1;
   } else {
     r.blas_threads = args.blas_threads > 0 ? args.blas_threads : default_threads;
   }
-  r.cores_used = std::min(ranks * r.model_threads * r.blas_threads, cores);
+  r.cores_used = std::min(r.ranks * r.model_threads * r.blas_threads, cores);
   model::set_blas_threads(r.blas_threads);
+}
 
+// Times args.repeats blocks of args.steps steps on every rank, after the warm-up steps.
+void time_blocks(const Args& args, const model::GptConfig& cfg, const data::SampleSource& samples,
+                 const Result& r, std::vector<std::vector<RankBlock>>& blocks,
+                 std::vector<ProcessBlock>& process) {
   EngineOptions opt;
-  opt.stage = stage_from_number(stage);
+  opt.stage = stage_from_number(r.stage);
   opt.micro_batch = args.micro_batch;
   opt.clip_norm = 1.0f;
-  std::vector<std::vector<RankBlock>> blocks(ranks, std::vector<RankBlock>(args.repeats));
-  std::vector<ProcessBlock> process(args.repeats);
-
-  comm::run_thread_ranks(ranks, comm::Options{}, [&](comm::Communicator& comm) {
+  comm::run_thread_ranks(r.ranks, comm::Options{}, [&](comm::Communicator& comm) {
     model::GptModel model(cfg);
     model.set_threads(r.model_threads);
     Engine engine(model, comm, samples, opt);
@@ -237,7 +244,13 @@ Result run_config(const Args& args, const model::GptConfig& cfg, const data::Sam
       }
     }
   });
+}
 
+// Rates and shares of the timed blocks: medians and means over the blocks.
+void summarise(const Args& args, const model::GptConfig& cfg,
+               const std::vector<std::vector<RankBlock>>& blocks,
+               const std::vector<ProcessBlock>& process, Result& r) {
+  const int ranks = r.ranks;
   const double tokens = double(ranks) * double(args.micro_batch) * cfg.seq_len * args.steps;
   const double flops_per_token =
       6.0 * double(cfg.param_count()) + 6.0 * cfg.layers * double(cfg.seq_len) * double(cfg.hidden);
@@ -264,6 +277,18 @@ Result run_config(const Args& args, const model::GptConfig& cfg, const data::Sam
   r.gemm_gflops = gemm_rate / n * 1e-9;
   r.exposed_share = exposed / (n * ranks);
   r.gflops = median(r.tokens_per_second) * flops_per_token * 1e-9;
+}
+
+Result run_config(const Args& args, const model::GptConfig& cfg, const data::SampleSource& samples,
+                  int stage, int ranks, int default_threads, int cores) {
+  Result r;
+  r.stage = stage;
+  r.ranks = ranks;
+  assign_threads(args, default_threads, cores, r);
+  std::vector<std::vector<RankBlock>> blocks(ranks, std::vector<RankBlock>(args.repeats));
+  std::vector<ProcessBlock> process(args.repeats);
+  time_blocks(args, cfg, samples, r, blocks, process);
+  summarise(args, cfg, blocks, process, r);
   return r;
 }
 
@@ -284,6 +309,68 @@ double sgemm_gflops(int threads, bool cpu) {
   return 2.0 * double(n) * double(n) * double(n) / best * 1e-9;
 }
 
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return std::string(v ? v : "(unset)");
+}
+
+// What the figures depend on: the BLAS, its kernels, the cores, the sgemm ceiling.
+void print_environment(const Args& args, const model::GptConfig& cfg, int cores,
+                       int default_threads) {
+  const double sgemm_one = sgemm_gflops(1, args.cpu), sgemm_all = sgemm_gflops(cores, args.cpu);
+  if (args.json) {
+    std::printf(
+        "{\"environment\": {\"OPENBLAS_CORETYPE\": \"%s\", \"OPENBLAS_L2_SIZE\": \"%s\", "
+        "\"OPENBLAS_NUM_THREADS\": \"%s\", \"openblas_core\": \"%s\", \"cores\": %d, "
+        "\"blas_threads_default\": %d, \"sgemm_gflops_1_thread\": %.1f, "
+        "\"sgemm_gflops_all_threads\": %.1f, \"time\": \"%s\"}}\n",
+        env("OPENBLAS_CORETYPE").c_str(), env("OPENBLAS_L2_SIZE").c_str(),
+        env("OPENBLAS_NUM_THREADS").c_str(), model::blas_core_name(), cores, default_threads,
+        sgemm_one, sgemm_all, args.cpu ? "cpu" : "wall");
+    return;
+  }
+  std::printf("zerodp bench_gpt_train: %s: %zu parameters, micro-batch %zu per rank, bf16\n",
+              cfg.describe().c_str(), cfg.param_count(), args.micro_batch);
+  std::printf(
+      "environment: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE=%s, OPENBLAS_NUM_THREADS=%s; "
+      "OpenBLAS core %s, %d BLAS threads by default; %d cores\n",
+      env("OPENBLAS_CORETYPE").c_str(), env("OPENBLAS_L2_SIZE").c_str(),
+      env("OPENBLAS_NUM_THREADS").c_str(), model::blas_core_name(), default_threads, cores);
+  std::printf("OpenBLAS sgemm 1024^3: %.1f GFLOP/s on 1 thread, %.1f on %d\n", sgemm_one, sgemm_all,
+              cores);
+  std::printf(
+      "%s: median of %d blocks of %d steps after %d warm-up steps\n",
+      args.cpu ? "CPU time (larger of process CPU / cores used, busiest rank thread)" : "wall time",
+      args.repeats, args.steps, args.warmup);
+  std::printf(
+      "threads: per rank, model threads x OpenBLAS threads; GFLOP/s: 6 x params + 6 L T C "
+      "(causal attention) per token\n\n");
+  std::printf("%5s %3s %7s %9s %17s %8s %6s %8s %10s %7s\n", "stage", "N", "threads", "tokens/s",
+              "(min - max)", "ms/step", "GEMM", "GFLOP/s", "GEMM/core", "exposed");
+}
+
+void print_result(const Args& args, const Result& r) {
+  const double tps = median(r.tokens_per_second);
+  const auto [lo, hi] = std::minmax_element(r.tokens_per_second.begin(), r.tokens_per_second.end());
+  if (args.json) {
+    std::printf(
+        "{\"stage\": %d, \"ranks\": %d, \"model_threads\": %d, \"blas_threads\": %d, "
+        "\"tokens_per_second\": %.1f, "
+        "\"min\": %.1f, \"max\": %.1f, \"step_ms\": %.3f, \"gemm_share\": %.4f, "
+        "\"gflops\": %.2f, \"gemm_gflops_per_core\": %.2f, \"exposed_comm_share\": %.4f, "
+        "\"time\": \"%s\"}\n",
+        r.stage, r.ranks, r.model_threads, r.blas_threads, tps, *lo, *hi, r.step_seconds * 1e3,
+        r.gemm_share, r.gflops, r.gemm_gflops, r.exposed_share, args.cpu ? "cpu" : "wall");
+  } else {
+    const std::string threads =
+        std::to_string(r.model_threads) + "x" + std::to_string(r.blas_threads);
+    std::printf("%5d %3d %7s %9.0f %8.0f - %6.0f %8.1f %5.0f%% %8.1f %10.1f %6.1f%%\n", r.stage,
+                r.ranks, threads.c_str(), tps, *lo, *hi, r.step_seconds * 1e3, 100 * r.gemm_share,
+                r.gflops, r.gemm_gflops, 100 * r.exposed_share);
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -296,63 +383,9 @@ int main(int argc, char** argv) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int default_threads = model::blas_threads();
   model::set_gemm_clock(args.cpu ? model::GemmClock::thread_cpu : model::GemmClock::wall);
-  auto env = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v ? v : "(unset)");
-  };
-
-  const double sgemm_one = sgemm_gflops(1, args.cpu), sgemm_all = sgemm_gflops(cores, args.cpu);
-  if (args.json) {
-    std::printf(
-        "{\"environment\": {\"OPENBLAS_CORETYPE\": \"%s\", \"OPENBLAS_L2_SIZE\": \"%s\", "
-        "\"OPENBLAS_NUM_THREADS\": \"%s\", \"openblas_core\": \"%s\", \"cores\": %d, "
-        "\"blas_threads_default\": %d, \"sgemm_gflops_1_thread\": %.1f, "
-        "\"sgemm_gflops_all_threads\": %.1f, \"time\": \"%s\"}}\n",
-        env("OPENBLAS_CORETYPE").c_str(), env("OPENBLAS_L2_SIZE").c_str(),
-        env("OPENBLAS_NUM_THREADS").c_str(), model::blas_core_name(), cores, default_threads,
-        sgemm_one, sgemm_all, args.cpu ? "cpu" : "wall");
-  } else {
-    std::printf("zerodp bench_gpt_train: %s: %zu parameters, micro-batch %zu per rank, bf16\n",
-                cfg.describe().c_str(), cfg.param_count(), args.micro_batch);
-    std::printf(
-        "environment: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE=%s, OPENBLAS_NUM_THREADS=%s; "
-        "OpenBLAS core %s, %d BLAS threads by default; %d cores\n",
-        env("OPENBLAS_CORETYPE").c_str(), env("OPENBLAS_L2_SIZE").c_str(),
-        env("OPENBLAS_NUM_THREADS").c_str(), model::blas_core_name(), default_threads, cores);
-    std::printf("OpenBLAS sgemm 1024^3: %.1f GFLOP/s on 1 thread, %.1f on %d\n", sgemm_one,
-                sgemm_all, cores);
-    std::printf("%s: median of %d blocks of %d steps after %d warm-up steps\n",
-                args.cpu ? "CPU time (larger of process CPU / cores used, busiest rank thread)"
-                         : "wall time",
-                args.repeats, args.steps, args.warmup);
-    std::printf(
-        "threads: per rank, model threads x OpenBLAS threads; GFLOP/s: 6 x params + 6 L T C "
-        "(causal attention) per token\n\n");
-    std::printf("%5s %3s %7s %9s %17s %8s %6s %8s %10s %7s\n", "stage", "N", "threads", "tokens/s",
-                "(min - max)", "ms/step", "GEMM", "GFLOP/s", "GEMM/core", "exposed");
-  }
+  print_environment(args, cfg, cores, default_threads);
   for (auto [stage, ranks] : args.configs) {
-    const Result r = run_config(args, cfg, samples, stage, ranks, default_threads, cores);
-    const double tps = median(r.tokens_per_second);
-    const auto [lo, hi] =
-        std::minmax_element(r.tokens_per_second.begin(), r.tokens_per_second.end());
-    if (args.json) {
-      std::printf(
-          "{\"stage\": %d, \"ranks\": %d, \"model_threads\": %d, \"blas_threads\": %d, "
-          "\"tokens_per_second\": %.1f, "
-          "\"min\": %.1f, \"max\": %.1f, \"step_ms\": %.3f, \"gemm_share\": %.4f, "
-          "\"gflops\": %.2f, \"gemm_gflops_per_core\": %.2f, \"exposed_comm_share\": %.4f, "
-          "\"time\": \"%s\"}\n",
-          r.stage, r.ranks, r.model_threads, r.blas_threads, tps, *lo, *hi, r.step_seconds * 1e3,
-          r.gemm_share, r.gflops, r.gemm_gflops, r.exposed_share, args.cpu ? "cpu" : "wall");
-    } else {
-      const std::string threads =
-          std::to_string(r.model_threads) + "x" + std::to_string(r.blas_threads);
-      std::printf("%5d %3d %7s %9.0f %8.0f - %6.0f %8.1f %5.0f%% %8.1f %10.1f %6.1f%%\n", r.stage,
-                  r.ranks, threads.c_str(), tps, *lo, *hi, r.step_seconds * 1e3, 100 * r.gemm_share,
-                  r.gflops, r.gemm_gflops, 100 * r.exposed_share);
-    }
-    std::fflush(stdout);
+    print_result(args, run_config(args, cfg, samples, stage, ranks, default_threads, cores));
   }
   return 0;
 }
