@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 
 #include "zerodp/error.h"
 #include "zerodp/svg.h"
@@ -35,7 +38,46 @@ double tick_step(double span, int target) {
   return 10 * p;
 }
 
+// A loss field of a CSV row: empty (no value at that step) or a number.
+bool parse_loss(const std::string& field, std::optional<double>& value) {
+  value.reset();
+  if (field.empty()) return true;
+  char* end = nullptr;
+  value = std::strtod(field.c_str(), &end);
+  return *end == '\0';
+}
+
 }  // namespace
+
+void LossCurve::load_csv_before(const std::string& path, std::int64_t first_step) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::string line;
+  std::getline(in, line);
+  if (line != "step,train_loss,val_loss") {
+    throw Error(path +
+                ": line 1 is not 'step,train_loss,val_loss'; it is not a zerodp loss "
+                "curve, so a resumed run will not replace it (choose another --out)");
+  }
+  for (int number = 2; std::getline(in, line); ++number) {
+    std::stringstream row(line);
+    std::string step_text, train_text, val_text;
+    std::getline(row, step_text, ',');
+    std::getline(row, train_text, ',');
+    std::getline(row, val_text);
+    char* end = nullptr;
+    const long long step = std::strtoll(step_text.c_str(), &end, 10);
+    std::optional<double> train_loss, val_loss;
+    if (step_text.empty() || *end != '\0' || step < 1 || !parse_loss(train_text, train_loss) ||
+        !parse_loss(val_text, val_loss)) {
+      throw Error(path + ": line " + std::to_string(number) +
+                  " is not 'step,train_loss,val_loss'; choose another --out or remove the file");
+    }
+    if (step >= first_step) continue;
+    if (train_loss) train.emplace_back(step, *train_loss);
+    if (val_loss) validation.emplace_back(step, *val_loss);
+  }
+}
 
 void LossCurve::write_csv(const std::string& path) const {
   std::map<std::int64_t, std::pair<std::string, std::string>> rows;

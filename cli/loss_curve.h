@@ -1,5 +1,5 @@
 // The loss curve of a run: train and validation loss against step, as CSV (for tools) and as
-// an SVG line chart (for people).
+// an SVG line chart (for people). A resumed run continues the history it finds in its CSV.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,11 @@ struct LossCurve {
   std::vector<std::pair<std::int64_t, double>> train, validation;
   std::string title;
 
+  // A resumed run's history: the rows of the CSV at `path` (as write_csv writes it) before
+  // `first_step`, the step the run resumes at. Later rows belong to the run that went on past
+  // the checkpoint, and are superseded. No file: no history. Throws zerodp::Error naming the
+  // path and line when the file is not such a CSV (it is not ours to replace).
+  void load_csv_before(const std::string& path, std::int64_t first_step);
   // Throw zerodp::Error naming the path when it cannot be written.
   void write_csv(const std::string& path) const;
   void write_svg(const std::string& path) const;

@@ -2,7 +2,9 @@
 // with progress, validation, a loss curve and a summary of predicted against measured memory.
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "engine_flags.h"
 #include "loss_curve.h"
 #include "progress.h"
+#include "stop_signal.h"
 #include "train_model.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
@@ -126,10 +129,13 @@ class RankRun {
   void train();
   // The run's summary (rank 0; a null object on the others), after writing the loss curve.
   nlohmann::json finish();
+  // The signal that stopped the run before its last step (the same on every rank), or 0.
+  int stopped_by() const { return stopped_by_; }
 
  private:
   void after_step(std::int64_t t);
   void validate(std::int64_t t);
+  void stop(std::int64_t t);
 
   const TrainFlags& f_;
   const TrainSettings& s_;
@@ -144,6 +150,9 @@ class RankRun {
   StepResult last_;
   double seconds_ = 0, exposed_ = 0;
   float first_loss_ = 0, last_val_ = NAN;
+  std::int64_t last_step_ = 0, saved_step_ = 0;  // the last step taken, and saved
+  std::string saved_folder_;                     // the checkpoint saved at saved_step_
+  int stopped_by_ = 0;
 };
 
 void RankRun::print_header() const {
@@ -175,13 +184,23 @@ void RankRun::train() {
                  units::format_count(s_.spec.param_count()) + " parameters, ZeRO-" +
                  std::to_string(stage_number(s_.options.stage)) + " on " +
                  std::to_string(comm_.size()) + " ranks";
+  // A resumed run continues the curve of the run it resumes, as far as its checkpoint.
+  if (leader_ && first_step_ > 1 && !f_.out.empty()) {
+    curve_.load_csv_before(f_.out + "/loss.csv", first_step_);
+  }
+  const auto stop_requested = [] { return stop_signal::received() != 0; };
   for (std::int64_t t = first_step_; t <= s_.steps; ++t) {
-    last_ = engine_.step(optim::lr_at(t, s_.steps, s_.warmup, s_.lr));
+    last_ = engine_.step(optim::lr_at(t, s_.steps, s_.warmup, s_.lr), stop_requested);
     if (t == first_step_) first_loss_ = last_.loss;
     seconds_ += last_.seconds;
     exposed_ += last_.exposed_comm_seconds;
     curve_.train.emplace_back(t, last_.loss);
+    last_step_ = t;
     after_step(t);
+    if (last_.stop_requested && t < s_.steps) {  // at the last step, the run is complete
+      stop(t);
+      break;
+    }
   }
   if (talk_) progress_.finish();
 }
@@ -198,7 +217,20 @@ void RankRun::after_step(std::int64_t t) {
     const std::string folder = checkpoint::save(
         f_.save_dir, engine_, comm_, s_.spec.config_json().dump(), s_.run_record.dump(), s_.keep);
     if (talk_) progress_.note("saved " + folder);
+    saved_step_ = t, saved_folder_ = folder;
   }
+}
+
+// Every rank agreed to stop after step t (a signal reached one of them): save where the run
+// can resume, unless this step was just saved. finish() writes the curve and says where.
+void RankRun::stop(std::int64_t t) {
+  // A rank the signal did not reach stops for the scheduler's usual reason.
+  stopped_by_ = stop_signal::received() != 0 ? stop_signal::received() : SIGTERM;
+  if (f_.save_dir.empty() || saved_step_ == t) return;
+  saved_folder_ = checkpoint::save(f_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
+                                   s_.run_record.dump(), s_.keep);
+  saved_step_ = t;
+  if (talk_) progress_.note("saved " + saved_folder_);
 }
 
 void RankRun::validate(std::int64_t t) {
@@ -232,7 +264,7 @@ nlohmann::json RankRun::finish() {
       {"final_loss", last_.loss},
       {"val_loss", std::isfinite(last_val_) ? nlohmann::json(last_val_) : nlohmann::json()},
       {"tokens_per_second",
-       double(tokens_per_step_) * double(s_.steps - first_step_ + 1) / seconds_},
+       double(tokens_per_step_) * double(last_step_ - first_step_ + 1) / seconds_},
       {"seconds", seconds_},
       {"exposed_comm_seconds", exposed_},
       {"predicted_model_state_bytes", predicted},
@@ -246,7 +278,35 @@ nlohmann::json RankRun::finish() {
     j["curve_csv"] = f_.out + "/loss.csv";
     j["curve_svg"] = f_.out + "/loss.svg";
   }
+  if (stopped_by_ != 0) {
+    j["stopped"] = {
+        {"signal", stop_signal::name(stopped_by_)},
+        {"step", last_step_},
+        {"checkpoint", saved_step_ == last_step_ ? nlohmann::json(saved_folder_) : nullptr},
+        {"exit_status", stop_signal::exit_status(stopped_by_)}};
+  }
   return j;
+}
+
+// The one line that says where a stopped run left everything it needs to continue.
+std::string stop_line(const TrainFlags& f, const nlohmann::json& j) {
+  const nlohmann::json& stop = j["stopped"];
+  std::string line = "zerodp: stopped by " + stop["signal"].get<std::string>() + " after step " +
+                     std::to_string(stop["step"].get<std::int64_t>()) + " of " +
+                     std::to_string(j["steps"].get<std::int64_t>()) + "; ";
+  if (!stop["checkpoint"].is_null()) {
+    line += "checkpoint " + stop["checkpoint"].get<std::string>() + " (continue with --resume " +
+            f.save_dir + ")";
+  } else {
+    line += "no checkpoint (no --save-dir)";
+  }
+  if (j.contains("curve_csv")) {
+    line += "; loss curve " + j["curve_csv"].get<std::string>() + ", " +
+            j["curve_svg"].get<std::string>();
+  } else {
+    line += "; no loss curve (--out '')";
+  }
+  return line;
 }
 
 // The summary for people, from the JSON summary.
@@ -277,27 +337,47 @@ void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
   }
 }
 
+// Rank 0's report: the summary, and where a stopped run left its checkpoint and curve (on
+// stderr with --json, so stdout stays one JSON object).
+void report(const TrainFlags& f, const TrainSettings& settings, const nlohmann::json& summary) {
+  if (f.json) {
+    std::printf("%s\n", summary.dump(2).c_str());
+  } else {
+    print_summary(settings.spec, summary);
+  }
+  if (summary.contains("stopped")) {
+    std::fprintf(f.json ? stderr : stdout, "%s\n", stop_line(f, summary).c_str());
+  }
+}
+
 void run_train(const TrainFlags& f) {
   const TrainSettings settings(f);
   if (!f.out.empty()) std::filesystem::create_directories(f.out);
+  stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
   configure_blas_threads(settings.launch);
   const std::optional<checkpoint::Checkpoint> resume = open_resume(f, settings);
-  nlohmann::json summary;
+  int stopped_by = 0;  // the same on every rank
   std::mutex mu;
   run_ranks(settings.launch, [&](comm::Communicator& comm) {
     RankRun run(f, settings, comm);
     run.print_header();
     if (resume) run.resume_from(*resume);
     run.train();
-    nlohmann::json mine = run.finish();
+    const nlohmann::json summary = run.finish();
+    if (!summary.is_null()) report(f, settings, summary);  // null: a rank other than 0
+    if (run.stopped_by() != 0) {
+      // mpirun ends the whole job as soon as one process exits with an error status: rank 0
+      // must have reported before any rank exits with 143.
+      std::fflush(nullptr);
+      comm.barrier();
+      stop_signal::ending();
+    }
     std::lock_guard<std::mutex> lock(mu);
-    if (!mine.is_null()) summary = std::move(mine);
+    stopped_by = run.stopped_by();
   });
-  if (summary.is_null()) return;  // an MPI rank other than 0
-  if (f.json) {
-    std::printf("%s\n", summary.dump(2).c_str());
-  } else {
-    print_summary(settings.spec, summary);
+  if (stopped_by != 0) {
+    std::fflush(nullptr);
+    std::exit(stop_signal::exit_status(stopped_by));  // every rank, as a scheduler expects
   }
 }
 

@@ -19,6 +19,12 @@
 //    micro-steps locally and reduce once; stages 2 and 3 hold no full gradient, so they reduce
 //    every micro-step and accumulate the reduced shard: 0 == 1 and 2 == 3 bitwise, 0 vs 2 to
 //    16-bit rounding.
+//  - Stopping: step(lr, stop_requested) asks stop_requested() once per step on each rank, and
+//    StepResult::stop_requested is then the same on every rank: true when any rank answered
+//    true. A caller that stops when it is true stops every rank after the same step, however
+//    the request reached the ranks (a signal to one process, a flag read at different moments
+//    by different threads). The answer rides on the step's scalar all-reduce: no collective
+//    and no byte more (up to 4095 ranks; beyond, one 4-byte all-reduce of its own).
 //  - Failures of the communicator surface as zerodp::Error from step(); the engine is then
 //    unusable.
 //  - Thread-safety: one engine per rank, used from that rank's thread.
@@ -71,6 +77,7 @@ struct StepResult {
   double seconds = 0.0;               // wall clock of the step
   double exposed_comm_seconds = 0.0;  // blocked waiting for collectives
   double compute_seconds = 0.0;       // seconds - exposed_comm_seconds
+  bool stop_requested = false;        // a rank asked to stop at this step: the same on all
 };
 
 // A contiguous range of the flat parameter layout.
@@ -109,7 +116,10 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // One optimizer step: grad_accum micro-batches forward and backward, then the update.
-  StepResult step(float lr);
+  // stop_requested, when given, is asked just before the step's scalar all-reduce (after the
+  // backward pass, so a request made during the step's compute counts for this step); the
+  // step itself is taken in full either way, and the result says whether any rank asked.
+  StepResult step(float lr, const std::function<bool()>& stop_requested = {});
 
   // Mean loss over ranks of forward passes on the given micro-batch (no gradients); every
   // rank passes its own batch (e.g. drawn from the validation split). Collective at stage 3 (params

@@ -20,6 +20,12 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// What the ranks agree on at each step besides the loss and the norm.
+struct Flags {
+  bool overflow = false;  // some rank's gradient chunk holds a non-finite value
+  bool stop = false;      // some rank asked to stop after this step
+};
+
 }  // namespace
 
 void EngineOptions::validate() const {
@@ -64,6 +70,9 @@ struct Engine::Impl {
   // Returns {sum of squares, non-finite count} of this rank's own reduced gradient chunk.
   std::pair<double, double> local_grad_stats() const;
   void update(float lr, float grad_mul);
+  // All-reduces the scalars (loss, squared norm, and the flags in the third) and returns
+  // whether any rank overflowed and whether any rank asked to stop.
+  Flags agree_on_flags(float (&scalars)[3], bool overflow, bool stop);
 
   model::Model& model;
   comm::Communicator& comm;
@@ -268,6 +277,24 @@ void Engine::Impl::update(float lr, float grad_mul) {
   rebuild_params16(opt.overlap);
 }
 
+Flags Engine::Impl::agree_on_flags(float (&scalars)[3], bool overflow, bool stop) {
+  // One float carries both flags: each rank adds 1 if it overflowed and N + 1 if it asks to
+  // stop, so the sum is A + (N + 1) S with A, S <= N, a whole number below 2^24 while
+  // N <= 4095: exact in fp32 in any summation order. Beyond that the stop flag needs a float
+  // of its own.
+  const bool packed = ranks <= 4095;
+  const float stop_weight = float(ranks + 1);
+  scalars[2] = (overflow ? 1.0f : 0.0f) + (packed && stop ? stop_weight : 0.0f);
+  comm.all_reduce(scalars, 3, DType::f32);
+  if (packed) {
+    return {.overflow = std::fmod(scalars[2], stop_weight) > 0.0f,
+            .stop = scalars[2] >= stop_weight};
+  }
+  float stops = stop ? 1.0f : 0.0f;
+  comm.all_reduce(&stops, 1, DType::f32);
+  return {.overflow = scalars[2] > 0.0f, .stop = stops > 0.0f};
+}
+
 void Engine::Impl::rebuild_params16(bool overlap_gathers) {
   // A whole master converts all; otherwise each rank converts its chunks and, unless the
   // params are sharded too, all-gathers them in place.
@@ -307,7 +334,7 @@ Engine::~Engine() {
   }
 }
 
-StepResult Engine::step(float lr) {
+StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   Impl& e = *impl_;
   const auto t0 = Clock::now();
   const comm::Stats before = e.comm.stats();
@@ -331,18 +358,20 @@ StepResult Engine::step(float lr) {
   }
   e.reducer->finish();
 
-  // One small all-reduce carries the loss, the squared norm and the overflow count. It runs
-  // when no ZeRO collective is in flight, so its bytes can be told apart exactly.
+  // One small all-reduce carries the loss, the squared norm and the overflow and stop flags.
+  // It runs when no ZeRO collective is in flight, so its bytes can be told apart exactly.
   auto [sum_sq, non_finite] = e.local_grad_stats();
-  float scalars[3] = {float(loss_sum / K), float(sum_sq), float(non_finite)};
+  const bool stop = stop_requested && stop_requested();
+  float scalars[3] = {float(loss_sum / K), float(sum_sq), 0.0f};
   const std::uint64_t bytes_before_scalars = e.comm.stats().bytes_sent();
-  e.comm.all_reduce(scalars, 3, DType::f32);
+  const Flags flags = e.agree_on_flags(scalars, non_finite > 0.0, stop);
   result.scalar_bytes = e.comm.stats().bytes_sent() - bytes_before_scalars;
+  result.stop_requested = flags.stop;
 
   result.loss = scalars[0] / float(e.ranks);
   const float inv_scale = 1.0f / e.scaler.scale();
   result.grad_norm = std::sqrt(scalars[1]) * inv_scale;
-  const bool overflow = scalars[2] > 0.0f || !std::isfinite(result.grad_norm);
+  const bool overflow = flags.overflow || !std::isfinite(result.grad_norm);
   result.skipped = e.scaler.update(overflow);
   if (!result.skipped) {
     float clip = 1.0f;

@@ -1,0 +1,68 @@
+#include "stop_signal.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+
+namespace zerodp::cli::stop_signal {
+namespace {
+
+std::atomic<int> first_signal{0};   // lock-free, so a handler may write it
+std::atomic<bool> run_over{false};  // see ending()
+bool stderr_is_tty = false;         // read once: isatty is not async-signal-safe
+
+void say(const char* text) {
+  const ssize_t ignored = write(STDERR_FILENO, text, std::strlen(text));
+  (void)ignored;  // nothing to do from a handler if stderr is gone
+}
+
+void on_signal(int sig) {
+  int none = 0;
+  if (run_over.load() || !first_signal.compare_exchange_strong(none, sig)) {
+    // The second signal: the user (or the scheduler) will not wait. Die of it, as if we had
+    // never handled it, so the parent sees the signal.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  if (stderr_is_tty) say("\n");  // past a progress bar drawn in place
+  say(sig == SIGINT ? "zerodp: SIGINT" : "zerodp: SIGTERM");
+  say(": stopping after this step (checkpoint and loss curve follow); send it again to stop "
+      "at once\n");
+}
+
+}  // namespace
+
+void install() {
+  stderr_is_tty = isatty(STDERR_FILENO) == 1;
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // reads, writes and waits in flight carry on
+  sigaction(SIGTERM, &action, nullptr);
+  // A shell starts background jobs with SIGINT ignored, so that Ctrl-C stops only the
+  // foreground: keep it so.
+  struct sigaction before {};
+  sigaction(SIGINT, nullptr, &before);
+  if (before.sa_handler != SIG_IGN) sigaction(SIGINT, &action, nullptr);
+}
+
+void ending() {
+  run_over.store(true);
+}
+
+int received() {
+  return first_signal.load();
+}
+
+const char* name(int signal) {
+  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+int exit_status(int signal) {
+  return 128 + signal;
+}
+
+}  // namespace zerodp::cli::stop_signal
