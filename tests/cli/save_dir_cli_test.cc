@@ -1,6 +1,6 @@
 // A save dir belongs to one run, as `zerodp train` and `export` are used: another run's folder
 // is refused at start, two runs cannot write one folder, a rewind sets the later checkpoints
-// aside, and --save-dir alone saves at the end.
+// aside, --save-dir alone saves at the end, and nothing a command writes lands in a checkpoint.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -132,6 +132,34 @@ TEST(SaveDirCli, ARewindSetsTheLaterCheckpointsAsideAndResumesRight) {
                   "(step-00000004)"))
       << shorter.out;
   EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 3);
+}
+
+TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
+  const std::string dir = fresh_dir("export");
+  ASSERT_EQ(testing::run_zerodp(kTrain + "--steps 1 --save-dir '" + dir + "'").status, 0);
+  const std::string folder = dir + "/step-00000001";
+  const std::string manifest = testing::slurp(folder + "/manifest.json");
+  for (const std::string out : {folder + "/manifest.json", folder + "/model.safetensors"}) {
+    const auto r = testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + out + "'");
+    EXPECT_EQ(r.status, 2) << out;
+    EXPECT_TRUE(has(r.err, "is inside the checkpoint")) << r.err;
+  }
+  EXPECT_EQ(testing::slurp(folder + "/manifest.json"), manifest);
+  EXPECT_FALSE(fs::exists(folder + "/config.json"));
+  EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 1);  // shards and manifest intact
+
+  const std::string work = fresh_dir("export_out");
+  fs::create_directories(work + "/folder");
+  const auto empty =
+      testing::run_zerodp("export --checkpoint '" + dir + "' --out ''", "cd '" + work + "' && ");
+  EXPECT_EQ(empty.status, 2);
+  EXPECT_TRUE(has(empty.err, "--out: expected a file name")) << empty.err;
+  const auto folder_out =
+      testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + work + "/folder'");
+  EXPECT_EQ(folder_out.status, 2);
+  EXPECT_TRUE(has(folder_out.err, "is a folder")) << folder_out.err;
+  for (const auto& e : fs::recursive_directory_iterator(work))
+    EXPECT_EQ(e.path().extension(), "") << "left behind: " << e.path();
 }
 
 }  // namespace
