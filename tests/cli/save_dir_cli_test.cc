@@ -139,7 +139,7 @@ TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
   ASSERT_EQ(testing::run_zerodp(kTrain + "--steps 1 --save-dir '" + dir + "'").status, 0);
   const std::string folder = dir + "/step-00000001";
   const std::string manifest = testing::slurp(folder + "/manifest.json");
-  for (const std::string out : {folder + "/manifest.json", folder + "/model.safetensors"}) {
+  for (const std::string& out : {folder + "/manifest.json", folder + "/model.safetensors"}) {
     const auto r = testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + out + "'");
     EXPECT_EQ(r.status, 2) << out;
     EXPECT_TRUE(has(r.err, "is inside the checkpoint")) << r.err;
