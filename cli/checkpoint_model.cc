@@ -1,5 +1,7 @@
 #include "checkpoint_model.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -7,6 +9,41 @@
 #include "zerodp/error.h"
 
 namespace zerodp::cli {
+namespace {
+
+using nlohmann::json;
+
+// model.KEY of a manifest as a whole number from lo to hi, or Error naming it.
+std::uint64_t config_whole(const json& model, const char* key, std::uint64_t lo, std::uint64_t hi) {
+  const std::string name = std::string("model.") + key;
+  if (!model.contains(key)) throw Error(name + " is missing");
+  const json& v = model.at(key);
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < lo || v.get<std::uint64_t>() > hi) {
+    throw Error(name + " is " + v.dump() + ", expected a whole number from " + std::to_string(lo) +
+                " to " + std::to_string(hi));
+  }
+  return v.get<std::uint64_t>();
+}
+
+// A GPT's config as save() recorded it, every field of its type and range, so that ModelSpec
+// reads it without rounding or wrapping.
+void check_gpt_config(const json& model) {
+  for (const char* key : {"n_layer", "n_head", "n_embd", "n_positions"})
+    config_whole(model, key, 1, 1'000'000);
+  config_whole(model, "data_seed", 0, ~std::uint64_t{0});
+  if (config_whole(model, "vocab_size", 0, ~std::uint64_t{0}) != 256)
+    throw Error("model.vocab_size is " + model.at("vocab_size").dump() +
+                ", the byte-level GPT has 256");
+  if (model.at("n_embd").get<std::uint64_t>() % model.at("n_head").get<std::uint64_t>() != 0)
+    throw Error("model.n_head " + model.at("n_head").dump() + " does not divide model.n_embd " +
+                model.at("n_embd").dump());
+  if (model.contains("data") && !model.at("data").is_string())
+    throw Error("model.data is " + model.at("data").dump() + ", expected a file name");
+  if (model.contains("checkpoint_activations") && !model.at("checkpoint_activations").is_boolean())
+    throw Error("model.checkpoint_activations is not true or false");
+}
+
+}  // namespace
 
 void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags) {
   app->add_option("--checkpoint", flags.checkpoint,
@@ -20,11 +57,17 @@ LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params) {
   checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(flags.checkpoint);
   const nlohmann::json model =
       nlohmann::json::parse(ck.manifest().model);  // open() checked: an object
-  if (model.value("type", "") != "gpt") {
-    throw UsageError("--checkpoint: " + ck.folder() + " holds a " + model.value("type", "?") +
-                     ", not a GPT");
+  const json type = model.contains("type") ? model.at("type") : json("?");
+  if (type != "gpt") {
+    throw UsageError("--checkpoint: " + ck.folder() + " holds a " +
+                     (type.is_string() ? type.get<std::string>() : type.dump()) + ", not a GPT");
   }
   std::optional<ModelSpec> parsed;
+  try {
+    check_gpt_config(model);
+  } catch (const Error& e) {
+    throw Error(ck.folder() + "/manifest.json: " + e.what());
+  }
   try {
     parsed.emplace(model, flags.data);
   } catch (const UsageError& e) {
@@ -40,10 +83,12 @@ LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params) {
   }
   ModelSpec spec = std::move(*parsed);
   // The weights must be this model's: a hand-edited config must not read past them.
-  if (spec.param_count() != ck.params()) {
-    throw Error(ck.folder() + "/manifest.json: the model config has " +
-                std::to_string(spec.param_count()) + " parameters, the shards hold " +
-                std::to_string(ck.params()));
+  if (spec.param_count() != ck.params() ||
+      (model.contains("params") && model.at("params") != ck.params())) {
+    throw Error(ck.folder() + "/manifest.json: the model config makes " +
+                std::to_string(spec.param_count()) + " parameters (model.params says " +
+                (model.contains("params") ? model.at("params").dump() : "nothing") +
+                "), the shards hold " + std::to_string(ck.params()));
   }
   std::vector<float> params;
   if (read_params) {
@@ -51,6 +96,27 @@ LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params) {
     ck.read({0, ck.params()}, params.data(), nullptr, nullptr);
   }
   return {std::move(ck), std::move(spec), std::move(params)};
+}
+
+namespace {
+
+// Under mpirun every process runs train; only the one of world rank 0 writes manifests.
+bool mpi_world_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (const char* rank = std::getenv(name)) return std::string_view(rank) == "0";
+  }
+  return true;  // a singleton MPI process
+}
+
+}  // namespace
+
+std::optional<checkpoint::SaveDir> claim_save_dir(const std::string& save_dir, bool mpi,
+                                                  const checkpoint::Checkpoint* resumed,
+                                                  bool json) {
+  if (save_dir.empty() || (mpi && !mpi_world_rank_zero())) return std::nullopt;
+  checkpoint::SaveDir claim = checkpoint::SaveDir::claim(save_dir, resumed);
+  if (!claim.note().empty()) std::fprintf(json ? stderr : stdout, "%s\n", claim.note().c_str());
+  return claim;
 }
 
 }  // namespace zerodp::cli

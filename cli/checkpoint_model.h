@@ -2,6 +2,7 @@
 // from its manifest and the consolidated fp32 weights.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,15 @@ struct LoadedModel {
   std::vector<float> params;  // the whole fp32 master
 };
 
-// Throws UsageError when --checkpoint is missing or not a GPT's; Error when it cannot be read.
+// Throws UsageError when --checkpoint is missing or not a GPT's; Error when it cannot be read or
+// its model config is not one a GPT can have (each field named: a whole number in range,
+// vocab_size 256, n_head dividing n_embd, params the count the config makes).
 LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params = true);
+
+// Claims --save-dir for a run of train (checkpoint::SaveDir::claim), before any rank starts:
+// nullopt without --save-dir, and in the MPI processes other than world rank 0, which write
+// shards only. Prints the claim's note (checkpoints set aside), to stderr under --json.
+std::optional<checkpoint::SaveDir> claim_save_dir(const std::string& save_dir, bool mpi,
+                                                  const checkpoint::Checkpoint* resumed, bool json);
 
 }  // namespace zerodp::cli

@@ -1,7 +1,9 @@
 // zerodp export: a checkpoint's weights as a Hugging Face GPT-2 model.safetensors and
 // config.json, streamed from the shards one tensor at a time.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "checkpoint_model.h"
 #include "command.h"
@@ -16,7 +18,39 @@ struct ExportFlags {
   std::string out = "model.safetensors";
 };
 
+// --out and the config.json beside it must be new files of their own: never a folder, never
+// a file of a checkpoint (a manifest or a shard replaced is a run lost).
+void check_out(const std::string& out) {
+  namespace fs = std::filesystem;
+  if (out.empty() || fs::path(out).filename().empty()) {
+    throw UsageError("--out: expected a file name such as model.safetensors, got " + quote(out));
+  }
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) {
+    throw UsageError("--out: " + quote(out) + " is a folder; give a file name such as " +
+                     quote((fs::path(out) / "model.safetensors").string()));
+  }
+  const fs::path parent =
+      fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw UsageError("--out: the folder " + quote(parent.string()) + " does not exist");
+  }
+  if (const auto folder = checkpoint::checkpoint_containing(out)) {
+    throw UsageError("--out: " + quote(out) + " is inside the checkpoint " + quote(*folder) +
+                     "; write the export elsewhere, checkpoints hold only their own files");
+  }
+  const std::string config = hf::config_path_beside(out);
+  if (fs::path(out).filename() == "config.json") {
+    throw UsageError("--out: " + quote(out) + " is where the config.json goes; name the weights " +
+                     "file otherwise, such as model.safetensors");
+  }
+  if (fs::is_directory(config, ec)) {
+    throw UsageError("--out: " + quote(config) + ", the config.json beside it, is a folder");
+  }
+}
+
 void run_export(const ExportFlags& f) {
+  check_out(f.out);
   // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
   // out of whichever shards hold it.
   LoadedModel loaded = load_gpt(f.checkpoint, /*read_params=*/false);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "checkpoint_model.h"
 #include "command.h"
 #include "engine_flags.h"
 #include "loss_curve.h"
@@ -213,7 +214,9 @@ void RankRun::after_step(std::int64_t t) {
   if (s_.eval_batches > 0 && s_.eval_every > 0 && (t % s_.eval_every == 0 || t == s_.steps)) {
     validate(t);
   }
-  if (s_.save_every > 0 && (t % s_.save_every == 0 || t == s_.steps)) {
+  // --save-dir alone saves at the end; --save-every K also every K steps.
+  const bool save_now = t == s_.steps || (s_.save_every > 0 && t % s_.save_every == 0);
+  if (!f_.save_dir.empty() && save_now) {
     const std::string folder = checkpoint::save(
         f_.save_dir, engine_, comm_, s_.spec.config_json().dump(), s_.run_record.dump(), s_.keep);
     if (talk_) progress_.note("saved " + folder);
@@ -356,6 +359,9 @@ void run_train(const TrainFlags& f) {
   stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
   configure_blas_threads(settings.launch);
   const std::optional<checkpoint::Checkpoint> resume = open_resume(f, settings);
+  // Held until the run ends: the folder's lock and the run id its manifests record.
+  const std::optional<checkpoint::SaveDir> save_dir = claim_save_dir(
+      f.save_dir, settings.launch.backend == "mpi", resume ? &*resume : nullptr, f.json);
   int stopped_by = 0;  // the same on every rank
   std::mutex mu;
   run_ranks(settings.launch, [&](comm::Communicator& comm) {
@@ -393,7 +399,9 @@ void add_train_command(CLI::App& root) {
                   "micro-batches per rank in each validation [4]");
   app->add_option("--log-every", flags->log_every, "a log line every K steps off a terminal [10]");
   app->add_option("--out", flags->out, "folder for loss.csv and loss.svg [out]");
-  app->add_option("--save-dir", flags->save_dir, "folder for sharded checkpoints");
+  app->add_option("--save-dir", flags->save_dir,
+                  "folder for sharded checkpoints, one run's only: saves at the end, and every "
+                  "--save-every K steps");
   app->add_option("--save-every", flags->save_every,
                   "save a checkpoint every K steps and at the end (needs --save-dir)");
   app->add_option("--keep", flags->keep, "complete checkpoints to keep [2]");

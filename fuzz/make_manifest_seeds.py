@@ -19,7 +19,7 @@ sha=[hashlib.sha256(shard(s)).hexdigest() for s in range(2)]
 gpt={"type":"gpt","n_layer":1,"n_head":1,"n_embd":1,"n_positions":1,"vocab_size":256,
      "checkpoint_activations":False,"data":"","data_seed":0,"params":284}
 def manifest(model, ranges, shas=sha, **over):
-    m={"format":"zerodp-checkpoint","version":1,"model":model,"params":284,"stage":3,"ranks":2,
+    m={"format":"zerodp-checkpoint","version":1,"run_id":"0123456789abcdef0123456789abcdef","model":model,"params":284,"stage":3,"ranks":2,
        "precision":"bf16","bucket_bytes":1048576,
        "state":{"step":10,"samples_done":640,"loss_scale":1.0,"good_steps":10},
        "run":{"lr":0.002,"warmup":20,"steps":100,"seed":0},
@@ -34,6 +34,9 @@ seeds={
      state={"step":3,"samples_done":96,"loss_scale":32768.0,"good_steps":2}),
  "seed_bad_sha": manifest(gpt, [[[0,142]],[[142,142]]], shas=[sha[1],sha[0]]),
 }
+# One manifest as written before run ids, which must still load.
+legacy=json.loads(seeds["seed_gpt_contiguous"]); del legacy["run_id"]
+seeds["seed_no_run_id"]=json.dumps(legacy, indent=2)+"\n"
 for name,text in seeds.items():
     open("fuzz/corpus/manifest/"+name,"w").write(text)
 print(sha)

@@ -12,6 +12,9 @@
 // Properties, for every input:
 //  - Checkpoint::open() returns or throws Error whose message is one line; nothing else
 //    escapes, nothing crashes, nothing is read outside the folder or past a file (ASan);
+//  - open() accepts only fields of their real type and range: the step, sample count and
+//    good-step count are whole numbers written as such, the stage 0-3, the precision fp32,
+//    fp16 or bf16, the run id absent or 32 lowercase hex digits;
 //  - once open() has accepted a manifest, nothing more can fail: params(), state() and
 //    check_model() of its own model config return, and read() of the whole model returns for
 //    every flat offset the value the manifest's ranges say is there, in all three blocks;
@@ -98,8 +101,24 @@ std::vector<std::vector<float>> expected_blocks(const nlohmann::json& manifest,
   return blocks;
 }
 
+// The fields open() accepted are what they claim to be, in the text as in manifest().
+void check_fields(const checkpoint::Checkpoint& ck, const nlohmann::json& manifest) {
+  const auto& state = manifest.at("state");
+  for (const char* key : {"step", "samples_done", "good_steps"})
+    if (!state.at(key).is_number_unsigned())
+      fail(std::string("open() accepted a state.") + key + " that is not a whole number");
+  if (!manifest.at("stage").is_number_unsigned() || ck.manifest().stage > 3)
+    fail("open() accepted a stage that is not 0-3");
+  if (manifest.at("precision") != dtype_name(ck.manifest().precision))
+    fail("open() accepted an unknown precision");
+  const std::string& id = ck.manifest().run_id;
+  if (manifest.contains("run_id") ? manifest.at("run_id") != id : !id.empty())
+    fail("open() read another run id than the manifest's");
+}
+
 // `manifest` is the input, which open() has accepted, so it is JSON.
 void check_accepted(const checkpoint::Checkpoint& ck, const nlohmann::json& manifest) {
+  check_fields(ck, manifest);
   const std::uint64_t params = ck.params();
   if (params != kShards * kElements)
     fail("open() accepted a manifest that does not cover the shards");

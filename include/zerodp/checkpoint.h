@@ -15,9 +15,18 @@
 //  - Reading streams: read() touches only the shard bytes of the range asked for.
 //  - JSON crosses this interface as text: the model config and run record given to save(), and
 //    the model config read back, are each the text of one JSON object.
+//  - One run per save dir: a run claims its save dir (SaveDir::claim) before it trains, which
+//    takes the folder's lock for as long as the claim lives and refuses a folder that holds
+//    another run's checkpoints. Every manifest records the run's identity, a random 128-bit
+//    id made when a fresh run starts and kept across resumes. save() writes only into a folder
+//    this process has claimed, and pruning removes only that run's checkpoints, never the one
+//    just written.
+//  - Every manifest field is read into its type and range (a step is a whole number, a stage
+//    0-3, a precision fp32, fp16 or bf16 ...) and an error names the field otherwise.
 //
 // Layout: SAVE_DIR/step-00000100/ holds rank-00000-of-00004.bin ... and manifest.json. A shard
-// is a 64-byte header ("ZERODPSH", version, rank, ranks, element count) and then the fp32
+// is a 64-byte header ("ZERODPSH", version, rank, ranks, element count, the SHA-256 of the
+// model config the weights are of) and then the fp32
 // master weights, Adam m and Adam v of the rank's owned ranges, each block packed in range
 // order, little-endian. The 16-bit params are not stored: they are always the master rounded.
 // The manifest holds the format version, the model config, the stage and ranks that saved,
@@ -39,24 +48,33 @@ namespace zerodp::checkpoint {
 inline constexpr int kFormatVersion = 1;
 
 // Collective: writes this step's checkpoint of `engine` under save_dir and returns its folder.
-// `model_config` is the model's config and `run_record` the hyper-parameters to record, each
-// the text of a JSON object (ZERODP_CHECK otherwise: the caller makes them). The run record is
-// kept in manifest.json for people; nothing reads it back. Keeps the newest `keep` complete
-// checkpoints (>= 1). Throws Error naming the file on a failed write (disk full,
-// permissions); the previous checkpoint then stays intact.
+// The process of rank 0 must hold a SaveDir claim of save_dir (ZERODP_CHECK otherwise): its run
+// id goes into the manifest. `model_config` is the model's config and `run_record` the
+// hyper-parameters to record, each the text of a JSON object (ZERODP_CHECK otherwise: the
+// caller makes them). The run record is kept in manifest.json for people; nothing reads it
+// back. Keeps the newest `keep` complete checkpoints of this run (>= 1), the one just written
+// always among them; other runs' checkpoints are never removed. Throws Error naming the file
+// on a failed write (disk full, permissions); the previous checkpoint then stays intact.
 std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
                  const std::string& model_config, const std::string& run_record, int keep = 2);
 
 // The newest complete checkpoint folder under save_dir, if any.
 std::optional<std::string> latest(const std::string& save_dir);
 
+// The checkpoint folder (SAVE_DIR/step-*, complete or not) that `path` is or lies inside, if
+// any: where a command must not write its own files.
+std::optional<std::string> checkpoint_containing(const std::string& path);
+
 // What a checkpoint's manifest records and its readers use, checked by Checkpoint::open().
 struct Manifest {
-  std::string model;         // the model config given to save(): the text of a JSON object
-  std::uint64_t params = 0;  // parameters of the flat layout, all held by the shards
-  int stage = 0;             // the ZeRO stage that saved (any stage can load it)
-  int ranks = 0;             // the ranks that saved: one shard each (any number can load it)
-  EngineState state;         // step, data position, loss scale
+  std::string model;              // the model config given to save(): the text of a JSON object
+  std::uint64_t params = 0;       // parameters of the flat layout, all held by the shards
+  int stage = 0;                  // the ZeRO stage that saved (any stage can load it)
+  int ranks = 0;                  // the ranks that saved: one shard each (any number can load it)
+  DType precision = DType::bf16;  // the 16-bit params' type of the run that saved
+  std::uint64_t bucket_bytes = 0;
+  EngineState state;   // step, data position, loss scale
+  std::string run_id;  // 32 hex digits; empty in a manifest written before run ids existed
 };
 
 // A complete checkpoint, opened for reading: its manifest checked and its shards verified.
@@ -90,6 +108,39 @@ class Checkpoint {
  private:
   struct Impl;
   explicit Checkpoint(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A save dir claimed by one run of this process, from claim() until destroyed: the folder's
+// lock (SAVE_DIR/.zerodp-lock, flock, with the holder's pid and host in it) is held all along,
+// and save() into the folder writes this run's id.
+class SaveDir {
+ public:
+  // Claims `save_dir` for a run before it trains; `resumed` is the checkpoint the run resumes,
+  // or null for a fresh run. Creates the folder. Throws UsageError with one line naming the
+  // folder, and what to do, when:
+  //  - it is not a folder (a file is in the way) or cannot be created or written in;
+  //  - another run holds its lock (the holder is named);
+  //  - it holds complete checkpoints of another run: a fresh run accepts only a folder with no
+  //    complete checkpoint; a resumed run only one whose checkpoints are all the resumed
+  //    run's. A manifest without a run id counts as the resumed run's only when the resumed
+  //    checkpoint has none either.
+  // A resumed run takes the resumed run's id (a new one when it has none); a fresh run a new
+  // random one. A resumed run that rewinds (its step is older than the newest checkpoint of the
+  // folder) moves the later checkpoints into SAVE_DIR/superseded-<UTC time>/; note() says so.
+  static SaveDir claim(const std::string& save_dir, const Checkpoint* resumed);
+  ~SaveDir();
+  SaveDir(SaveDir&&) noexcept;
+  SaveDir& operator=(SaveDir&&) noexcept;
+
+  const std::string& path() const;
+  const std::string& run_id() const;
+  // One line for people when claim() set checkpoints aside, else empty.
+  const std::string& note() const;
+
+ private:
+  struct Impl;
+  explicit SaveDir(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -52,6 +52,19 @@ std::optional<std::string> latest(const std::string& save_dir) {
   return best;
 }
 
+std::optional<std::string> checkpoint_containing(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec).lexically_normal();
+  for (; !p.empty(); p = p.parent_path()) {
+    const std::string name = p.filename().string();
+    const bool step_name = name.size() > 5 && name.rfind("step-", 0) == 0 &&
+                           name.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (step_name || fs::exists(p / kManifestFile, ec)) return p.string();
+    if (p == p.root_path()) break;
+  }
+  return std::nullopt;
+}
+
 struct Checkpoint::Impl {
   std::string folder;
   Contents contents;
@@ -108,14 +121,23 @@ Engine::RangeReader Checkpoint::reader() const {
 void Checkpoint::check_model(const std::string& model_config) const {
   const nlohmann::json model = nlohmann::json::parse(model_config, nullptr, false);
   ZERODP_CHECK_MSG(model.is_object(), "check_model: the model config is not a JSON object");
-  for (const auto& [key, value] : impl_->contents.model.items()) {
+  const nlohmann::json& saved = impl_->contents.model;
+  auto absent_or = [](const nlohmann::json& config, const std::string& key) {
+    return config.contains(key) ? config.at(key).dump() : std::string("absent");
+  };
+  // Every key of either side, the checkpoint's first: a key only one side has differs too.
+  nlohmann::json keys = nlohmann::json::array();
+  for (const auto& [key, value] : saved.items()) keys.push_back(key);
+  for (const auto& [key, value] : model.items())
+    if (!saved.contains(key)) keys.push_back(key);
+  for (const auto& k : keys) {
+    const std::string key = k.get<std::string>();
     if (key == "data" || key == "checkpoint_activations")
       continue;  // weights do not depend on them
-    if (!model.contains(key) || model.at(key) != value) {
+    if (!saved.contains(key) || !model.contains(key) || model.at(key) != saved.at(key)) {
       throw Error((fs::path(impl_->folder) / kManifestFile).string() +
                   ": a checkpoint of another model configuration: " + quote(key) + " is " +
-                  value.dump() + " there, " +
-                  (model.contains(key) ? model.at(key).dump() : "absent") + " here");
+                  absent_or(saved, key) + " there, " + absent_or(model, key) + " here");
     }
   }
 }

@@ -8,14 +8,20 @@
 
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
+#include "zerodp/sha256.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
 namespace {
 
 // Header fields after the magic: version, rank and ranks as uint32 from byte 8, the element
-// count as uint64 at byte 24; the rest is zero.
-constexpr std::size_t kFieldsAt = 8, kElementsAt = 24;
+// count as uint64 at byte 24, the model digest's 32 bytes from byte 32 (zeros before digests).
+constexpr std::size_t kFieldsAt = 8, kElementsAt = 24, kDigestAt = 32, kDigestBytes = 32;
+
+void digest_bytes(const std::string& hex, unsigned char* out) {
+  for (std::size_t i = 0; i < kDigestBytes; ++i)
+    out[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+}
 
 }  // namespace
 
@@ -35,17 +41,26 @@ bool is_complete(const fs::path& folder) {
   return folder.filename().string().rfind("step-", 0) == 0 && fs::exists(folder / kManifestFile);
 }
 
+std::string model_digest(const nlohmann::json& model) {
+  nlohmann::json weights = model;
+  weights.erase("data");
+  weights.erase("checkpoint_activations");
+  const std::string text = weights.dump();  // keys sorted: one text per config
+  return sha256_hex(text.data(), text.size());
+}
+
 void encode_shard_header(unsigned char (&header)[kShardHeaderBytes], int rank, int ranks,
-                         std::uint64_t elements) {
+                         std::uint64_t elements, const std::string& model_digest) {
   std::memset(header, 0, kShardHeaderBytes);
   std::memcpy(header, kShardMagic, sizeof kShardMagic);
   const std::uint32_t fields[3] = {kFormatVersion, std::uint32_t(rank), std::uint32_t(ranks)};
   std::memcpy(header + kFieldsAt, fields, sizeof fields);
   std::memcpy(header + kElementsAt, &elements, sizeof elements);
+  digest_bytes(model_digest, header + kDigestAt);
 }
 
 void check_shard_header(int fd, const std::string& file, std::size_t index, std::size_t count,
-                        std::uint64_t elements) {
+                        std::uint64_t elements, const std::string& model_digest) {
   unsigned char header[kShardHeaderBytes];
   if (::pread(fd, header, kShardHeaderBytes, 0) != static_cast<ssize_t>(kShardHeaderBytes))
     throw Error("cannot read the header of " + file + ": " + errno_text());
@@ -57,6 +72,13 @@ void check_shard_header(int fd, const std::string& file, std::size_t index, std:
       fields[1] != index || fields[2] != count || stored != elements) {
     throw Error("shard " + file + ": its header is not that of shard " + std::to_string(index) +
                 " of " + std::to_string(count) + " with " + std::to_string(elements) + " elements");
+  }
+  unsigned char expected[kDigestBytes], none[kDigestBytes] = {};
+  digest_bytes(model_digest, expected);
+  if (std::memcmp(header + kDigestAt, none, kDigestBytes) != 0 &&
+      std::memcmp(header + kDigestAt, expected, kDigestBytes) != 0) {
+    throw Error("shard " + file + " holds the weights of another model config than \"model\" " +
+                "(the manifest's model was changed after the save)");
   }
 }
 

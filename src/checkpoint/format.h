@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace zerodp::checkpoint {
@@ -24,14 +25,22 @@ std::string step_folder(const std::string& save_dir, std::int64_t step);
 // one, and pruning removes it first.
 bool is_complete(const std::filesystem::path& folder);
 
-// The header save() writes at the start of the shard of `rank` of `ranks`.
+// The SHA-256 (hex) of a model config without the keys the weights do not depend on ("data",
+// "checkpoint_activations"). Each shard's header holds it, so that a manifest whose model was
+// changed afterwards is refused: another head count has the same parameter count, and would
+// otherwise be read silently as another model.
+std::string model_digest(const nlohmann::json& model);
+
+// The header save() writes at the start of the shard of `rank` of `ranks`, with the
+// model_digest() of the model it holds.
 void encode_shard_header(unsigned char (&header)[kShardHeaderBytes], int rank, int ranks,
-                         std::uint64_t elements);
+                         std::uint64_t elements, const std::string& model_digest);
 // Throws Error unless the header of the open shard `fd` is the one save() wrote for shard
-// `index` of `count` with `elements` elements: a shard copied in from another checkpoint is
-// named, not read.
+// `index` of `count` with `elements` elements of the model of `model_digest`: a shard copied in
+// from another checkpoint, or a manifest's model edited, is named, not read. A header without a
+// digest (zeros: written before digests) is not compared.
 void check_shard_header(int fd, const std::string& file, std::size_t index, std::size_t count,
-                        std::uint64_t elements);
+                        std::uint64_t elements, const std::string& model_digest);
 
 // strerror(errno), for messages of failed system calls.
 std::string errno_text();

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "checkpoint/format.h"
-#include "zerodp/sha256.h"
 #include "zerodp/error.h"
+#include "zerodp/sha256.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
@@ -31,37 +31,85 @@ json parse_manifest_file(const std::string& manifest_path) {
   }
 }
 
-// The checks below throw Error saying what is wrong, or json::exception for a field that is
-// missing or of the wrong type; read_checkpoint() names the manifest in either case.
+// The checks below throw Error naming the field and what it must be; read_checkpoint() names
+// the manifest. A field of the wrong JSON type is named too, never read as another type: 2.5
+// steps or -1 samples are refused, not rounded or wrapped.
+
+const json& field(const json& parent, const char* key, const std::string& name) {
+  if (!parent.is_object() || !parent.contains(key)) throw Error(name + " is missing");
+  return parent.at(key);
+}
+
+// A whole number from 0 to max, written as one (no fraction, no sign, no quotes).
+std::uint64_t whole_value(const json& v, const std::string& name, std::uint64_t max) {
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max) {
+    throw Error(name + " is " + v.dump() + ", expected a whole number from 0 to " +
+                std::to_string(max));
+  }
+  return v.get<std::uint64_t>();
+}
+
+std::uint64_t whole(const json& parent, const char* key, const std::string& name,
+                    std::uint64_t max) {
+  return whole_value(field(parent, key, name), name, max);
+}
+
+const std::string& text(const json& parent, const char* key, const std::string& name) {
+  const json& v = field(parent, key, name);
+  if (!v.is_string()) throw Error(name + " is " + v.dump() + ", expected a string");
+  return v.get_ref<const std::string&>();
+}
 
 void check_format(const json& m) {
-  if (!m.is_object() || m.at("format") != "zerodp-checkpoint")
+  if (!m.is_object() || !m.contains("format") || m.at("format") != "zerodp-checkpoint")
     throw Error("not a zerodp checkpoint manifest");
-  if (m.at("version") != kFormatVersion) {
-    throw Error("format version " + m.at("version").dump() + ", this zerodp reads version " +
+  const json& version = field(m, "version", "\"version\"");
+  if (!version.is_number_unsigned() || version.get<std::uint64_t>() != kFormatVersion) {
+    throw Error("format version " + version.dump() + ", this zerodp reads version " +
                 std::to_string(kFormatVersion));
   }
-  if (!m.at("model").is_object()) throw Error("\"model\" is not an object");
+  if (!field(m, "model", "\"model\"").is_object()) throw Error("\"model\" is not an object");
+  if (m.contains("run") && !m.at("run").is_object()) throw Error("\"run\" is not an object");
 }
 
 // Read and checked here, once, so that state() cannot fail later.
-EngineState read_state(const json& state) {
-  const auto step = state.at("step").get<std::int64_t>();
-  const auto loss_scale = state.at("loss_scale").get<double>();
-  const auto good_steps = state.at("good_steps").get<std::int64_t>();
-  if (step < 0) throw Error("state.step is negative");
-  if (!(loss_scale > 0) || !std::isfinite(static_cast<float>(loss_scale)))
-    throw Error("state.loss_scale is not a positive finite fp32");
-  if (good_steps < 0 || good_steps > std::numeric_limits<int>::max())
-    throw Error("state.good_steps is out of range");
-  return {step, state.at("samples_done").get<std::uint64_t>(), static_cast<float>(loss_scale),
+EngineState read_state(const json& m) {
+  const json& state = field(m, "state", "\"state\"");
+  const auto step = whole(state, "step", "state.step", std::numeric_limits<std::int64_t>::max());
+  const auto samples =
+      whole(state, "samples_done", "state.samples_done", std::numeric_limits<std::int64_t>::max());
+  const auto good_steps = whole(state, "good_steps", "state.good_steps",
+                                static_cast<std::uint64_t>(std::numeric_limits<int>::max()));
+  const json& scale = field(state, "loss_scale", "state.loss_scale");
+  if (!scale.is_number() || !(scale.get<double>() > 0) ||
+      !std::isfinite(static_cast<float>(scale.get<double>())))
+    throw Error("state.loss_scale is " + scale.dump() + ", expected a positive finite fp32");
+  return {static_cast<std::int64_t>(step), samples, static_cast<float>(scale.get<double>()),
           static_cast<int>(good_steps)};
 }
 
+DType read_precision(const json& m) {
+  const std::string& name = text(m, "precision", "\"precision\"");
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    if (name == dtype_name(t)) return t;
+  throw Error("\"precision\" is " + quote(name) + ", expected fp32, fp16 or bf16");
+}
+
+// Absent in manifests written before run ids: then empty, and the checkpoint is another run's
+// unless it is the one resumed.
+std::string read_run_id(const json& m) {
+  if (!m.contains("run_id")) return {};
+  const json& id = m.at("run_id");
+  if (!id.is_string() || !is_run_id(id.get<std::string>()))
+    throw Error("\"run_id\" is " + id.dump() + ", expected 32 lowercase hex digits");
+  return id.get<std::string>();
+}
+
 const json& shard_list(const json& m) {
-  const json& shards = m.at("shards");
+  const json& shards = field(m, "shards", "\"shards\"");
   if (!shards.is_array() || shards.empty()) throw Error("\"shards\" is not a list of shards");
-  if (m.at("ranks") != shards.size()) throw Error("\"ranks\" is not the number of shards");
+  if (whole(m, "ranks", "\"ranks\"", 1 << 20) != shards.size())
+    throw Error("\"ranks\" is not the number of shards");
   return shards;
 }
 
@@ -90,32 +138,39 @@ std::string sha256_of_file(const std::string& path) {
 // Shard `index` of `count` as its manifest entry describes it: present, of the size its
 // elements make, matching its SHA-256, and with its own header. Opened for reading.
 ShardFile open_shard(const json& entry, const std::string& folder, std::size_t index,
-                     std::size_t count) {
-  const std::string file = shard_path(folder, entry.at("file").get<std::string>());
-  const auto bytes = entry.at("bytes").get<std::uint64_t>();
-  const auto elements = entry.at("elements").get<std::uint64_t>();
-  if (elements > kMaxElements) throw Error("shard " + file + ": too many elements");
+                     std::size_t count, const std::string& digest) {
+  const std::string at = "shards[" + std::to_string(index) + "].";
+  const std::string file = shard_path(folder, text(entry, "file", at + "file"));
+  const auto bytes = whole(entry, "bytes", at + "bytes", kMaxFlat);
+  const auto elements = whole(entry, "elements", at + "elements", kMaxElements);
+  const std::string& sha = text(entry, "sha256", at + "sha256");
   if (!fs::is_regular_file(file)) throw Error("shard " + file + " is missing");
   const std::uint64_t size = fs::file_size(file);
   if (size != bytes || bytes != kShardHeaderBytes + kShardBytesPerElement * elements) {
     throw Error("shard " + file + " is " + std::to_string(size) + " bytes, the manifest says " +
                 std::to_string(bytes) + " (truncated or replaced)");
   }
-  if (sha256_of_file(file) != entry.at("sha256").get<std::string>()) {
+  if (sha256_of_file(file) != sha) {
     throw Error("shard " + file + " does not match its SHA-256 in the manifest (corrupted)");
   }
   ShardFile shard(file, elements);
-  check_shard_header(shard.fd(), file, index, count, elements);
+  check_shard_header(shard.fd(), file, index, count, elements, digest);
   return shard;
 }
 
 // Places the ranges of shard `s` in the flat layout, in order in its blocks; they must fill
 // it exactly. `covered` counts the elements placed by all shards so far.
-void place_ranges(const json& ranges, const ShardFile& shard, int s, std::uint64_t& covered,
+void place_ranges(const json& entry, const ShardFile& shard, int s, std::uint64_t& covered,
                   std::vector<Placement>& index) {
+  const std::string name = "shards[" + std::to_string(s) + "].ranges";
+  const json& ranges = field(entry, "ranges", name);
+  if (!ranges.is_array()) throw Error(name + " is not a list of [offset, count]");
   std::uint64_t local = 0;
   for (const auto& r : ranges) {
-    const auto offset = r.at(0).get<std::uint64_t>(), count = r.at(1).get<std::uint64_t>();
+    if (!r.is_array() || r.size() != 2)
+      throw Error(name + " holds " + r.dump() + ", not [offset, count]");
+    const auto offset = whole_value(r[0], name + " offset", kMaxFlat);
+    const auto count = whole_value(r[1], name + " count", kMaxFlat);
     if (count > shard.elements() - local || offset > kMaxFlat || count > kMaxFlat - offset ||
         covered > kMaxFlat - count)
       throw Error("shard " + shard.path() + ": a range beyond its elements or the model");
@@ -129,7 +184,7 @@ void place_ranges(const json& ranges, const ShardFile& shard, int s, std::uint64
 
 // The shards' ranges must tile the flat layout from 0, with no gap and no overlap, and hold
 // the manifest's parameter count.
-void check_coverage(std::vector<Placement>& index, std::uint64_t covered, const json& params) {
+void check_coverage(std::vector<Placement>& index, std::uint64_t covered, std::uint64_t params) {
   std::sort(index.begin(), index.end(),
             [](const auto& a, const auto& b) { return a.offset < b.offset; });
   std::uint64_t next = 0;
@@ -138,31 +193,30 @@ void check_coverage(std::vector<Placement>& index, std::uint64_t covered, const 
       throw Error("the shards' ranges leave a gap or overlap at " + std::to_string(next));
     next += e.count;
   }
-  if (covered != params.get<std::uint64_t>()) {
+  if (covered != params) {
     throw Error("the shards hold " + std::to_string(covered) + " parameters, the manifest says " +
-                params.dump());
+                std::to_string(params));
   }
-}
-
-// Only for readers to report: any stage loads any checkpoint.
-int read_stage(const json& stage) {
-  if (!stage.is_number_integer() || stage.get<std::int64_t>() < 0 || stage.get<std::int64_t>() > 3)
-    throw Error("\"stage\" is not a ZeRO stage from 0 to 3");
-  return stage.get<int>();
 }
 
 Contents check_manifest(const json& m, const std::string& folder) {
   check_format(m);
   Contents c;
-  c.manifest.state = read_state(m.at("state"));
+  c.manifest.state = read_state(m);
+  c.manifest.stage = static_cast<int>(whole(m, "stage", "\"stage\" (a ZeRO stage)", 3));
+  c.manifest.precision = read_precision(m);
+  c.manifest.bucket_bytes = whole(m, "bucket_bytes", "\"bucket_bytes\"", kMaxFlat);
+  if (c.manifest.bucket_bytes == 0) throw Error("\"bucket_bytes\" is 0, expected at least 1");
+  c.manifest.run_id = read_run_id(m);
+  const std::uint64_t params = whole(m, "params", "\"params\"", kMaxFlat);
   const json& shards = shard_list(m);
+  const std::string digest = model_digest(m.at("model"));
   std::uint64_t covered = 0;
   for (std::size_t s = 0; s < shards.size(); ++s) {
-    c.shards.push_back(open_shard(shards[s], folder, s, shards.size()));
-    place_ranges(shards[s].at("ranges"), c.shards.back(), static_cast<int>(s), covered, c.index);
+    c.shards.push_back(open_shard(shards[s], folder, s, shards.size(), digest));
+    place_ranges(shards[s], c.shards.back(), static_cast<int>(s), covered, c.index);
   }
-  check_coverage(c.index, covered, m.at("params"));
-  c.manifest.stage = read_stage(m.at("stage"));
+  check_coverage(c.index, covered, params);
   c.manifest.ranks = static_cast<int>(shards.size());
   c.manifest.params = covered;
   c.manifest.model = m.at("model").dump();
@@ -182,6 +236,18 @@ Contents read_checkpoint(const std::string& folder) {
   } catch (const std::exception& e) {
     throw Error(manifest_path + ": malformed (" + std::string(e.what()) + ")");
   }
+}
+
+bool is_run_id(const std::string& text) {
+  return text.size() == 32 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::string run_id_of(const std::string& folder) {
+  std::ifstream in((fs::path(folder) / kManifestFile).string());
+  const json m = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!m.is_object() || !m.contains("run_id") || !m.at("run_id").is_string()) return {};
+  const std::string id = m.at("run_id").get<std::string>();
+  return is_run_id(id) ? id : std::string();
 }
 
 }  // namespace zerodp::checkpoint

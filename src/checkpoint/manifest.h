@@ -32,4 +32,12 @@ struct Contents {
 // shard missing, truncated, corrupted or not the one the manifest names.
 Contents read_checkpoint(const std::string& folder);
 
+// The run id in a complete checkpoint's manifest, read without checking the rest: empty when
+// the manifest has none (written before run ids) or cannot be read, so that such a checkpoint
+// counts as another run's.
+std::string run_id_of(const std::string& folder);
+
+// A run id as manifests hold it: 32 lowercase hex digits.
+bool is_run_id(const std::string& text);
+
 }  // namespace zerodp::checkpoint

@@ -12,6 +12,7 @@
 
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/format.h"
+#include "checkpoint/save_dir.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
 
@@ -50,14 +51,14 @@ void throw_if_any_failed(comm::Communicator& comm, const std::string& failure,
 
 // Writes this rank's shard into `folder` (creating it) and returns its SHA-256.
 std::string write_shard(const std::string& folder, Engine& engine, int rank, int ranks,
-                        std::uint64_t elements) {
+                        std::uint64_t elements, const std::string& digest) {
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (!fs::is_directory(folder)) throw Error("cannot create " + folder + ": " + ec.message());
   std::vector<float> master(elements), m(elements), v(elements);
   engine.export_owned(master, m, v);
   unsigned char header[kShardHeaderBytes];
-  encode_shard_header(header, rank, ranks, elements);
+  encode_shard_header(header, rank, ranks, elements, digest);
   AtomicFile file((fs::path(folder) / shard_name(rank, ranks)).string());
   file.write(header, kShardHeaderBytes);
   for (const auto* block : {&master, &m, &v}) file.write(block->data(), elements * sizeof(float));
@@ -111,7 +112,7 @@ nlohmann::json shard_entry(const std::uint64_t* w, std::size_t range_count, int 
 }
 
 nlohmann::json manifest_json(const Engine& engine, const EngineState& state, int ranks,
-                             nlohmann::json model, nlohmann::json run,
+                             const std::string& run_id, nlohmann::json model, nlohmann::json run,
                              const std::vector<std::uint64_t>& all_words, std::size_t range_count) {
   const std::size_t per_rank = all_words.size() / ranks;
   nlohmann::json shards = nlohmann::json::array();
@@ -122,6 +123,7 @@ nlohmann::json manifest_json(const Engine& engine, const EngineState& state, int
   const EngineOptions& o = engine.options();
   return {{"format", "zerodp-checkpoint"},
           {"version", kFormatVersion},
+          {"run_id", run_id},
           {"model", std::move(model)},
           {"params", params},
           {"stage", stage_number(o.stage)},
@@ -149,18 +151,19 @@ void write_manifest(const std::string& save_dir, const std::string& folder,
   fsync_dir(save_dir);
 }
 
-// Removes all but the newest `keep` complete checkpoints; called only once the new one is
-// complete.
-void prune(const std::string& save_dir, int keep) {
-  std::vector<fs::path> complete;
-  for (const auto& entry : fs::directory_iterator(save_dir)) {
-    if (is_complete(entry.path())) complete.push_back(entry.path());
+// Removes all but the newest `keep` complete checkpoints of this run, `written` (the one just
+// completed) always kept; other runs' checkpoints are not this run's to remove.
+void prune(const std::string& save_dir, const fs::path& written, const Ownership& owner, int keep) {
+  std::vector<fs::path> older;
+  for (const Saved& s : complete_checkpoints(save_dir)) {
+    if (owner.owns(s.run_id) && s.folder.filename() != written.filename())
+      older.push_back(s.folder);
   }
-  std::sort(complete.begin(), complete.end());
-  for (std::size_t i = 0; i + keep < complete.size(); ++i) {
+  const std::size_t others = static_cast<std::size_t>(keep - 1);
+  for (std::size_t i = 0; i + others < older.size(); ++i) {
     std::error_code ec;
-    fs::remove(complete[i] / kManifestFile, ec);  // first: a half-removed folder is ignored
-    fs::remove_all(complete[i], ec);
+    fs::remove(older[i] / kManifestFile, ec);  // first: a half-removed folder is ignored
+    fs::remove_all(older[i], ec);
   }
 }
 
@@ -181,15 +184,18 @@ std::string save(const std::string& save_dir, Engine& engine, comm::Communicator
   nlohmann::json model = parse_object(model_config, "the model config");
   nlohmann::json run = parse_object(run_record, "the run record");
   const int rank = comm.rank(), ranks = comm.size();
+  // The run writing the manifest holds the folder; the other ranks' processes need not.
+  const Ownership owner = rank == 0 ? claimed(save_dir) : Ownership{};
   const EngineState state = engine.state();
   const std::string folder = step_folder(save_dir, state.step);
   const std::vector<FlatRange> ranges = engine.owned_ranges();
   std::uint64_t elements = 0;
   for (const FlatRange& r : ranges) elements += r.count;
 
+  const std::string digest = model_digest(model);
   std::string sha;
   const std::string failure =
-      failure_of([&] { sha = write_shard(folder, engine, rank, ranks, elements); });
+      failure_of([&] { sha = write_shard(folder, engine, rank, ranks, elements, digest); });
   throw_if_any_failed(comm, failure, "checkpoint " + folder + " failed on another rank");
 
   const std::vector<std::uint64_t> all_words =
@@ -200,9 +206,9 @@ std::string save(const std::string& save_dir, Engine& engine, comm::Communicator
   if (rank == 0) {
     manifest_failure = failure_of([&] {
       write_manifest(save_dir, folder,
-                     manifest_json(engine, state, ranks, std::move(model), std::move(run),
-                                   all_words, ranges.size()));
-      prune(save_dir, keep);
+                     manifest_json(engine, state, ranks, owner.run_id, std::move(model),
+                                   std::move(run), all_words, ranges.size()));
+      prune(save_dir, folder, owner, keep);
     });
   }
   throw_if_any_failed(comm, manifest_failure, "checkpoint " + folder + " failed on rank 0");
