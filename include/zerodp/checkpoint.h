@@ -41,7 +41,7 @@ inline constexpr int kFormatVersion = 1;
 // Collective: writes this step's checkpoint of `engine` under save_dir and returns its folder.
 // `model_config` is the model's config and `run_record` the hyper-parameters to record, each
 // the text of a JSON object (ZERODP_CHECK otherwise: the caller makes them). The run record is
-// kept in manifest.json for people; nothing reads it back. Keeps the newest `keep` complete
+// kept in manifest.json and read back as Manifest::run. Keeps the newest `keep` complete
 // checkpoints (>= 1). Throws Error naming the file on a failed write (disk full,
 // permissions); the previous checkpoint then stays intact.
 std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
@@ -57,6 +57,9 @@ struct Manifest {
   int stage = 0;             // the ZeRO stage that saved (any stage can load it)
   int ranks = 0;             // the ranks that saved: one shard each (any number can load it)
   EngineState state;         // step, data position, loss scale
+  // The run record given to save(): the text of a JSON object ("{}" when the manifest has
+  // none). Read back so that a resume can hold the run's settings to it.
+  std::string run = "{}";
 };
 
 // A complete checkpoint, opened for reading: its manifest checked and its shards verified.
