@@ -13,6 +13,7 @@
 #include "engine_flags.h"
 #include "loss_curve.h"
 #include "progress.h"
+#include "run_agreement.h"
 #include "train_model.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
@@ -61,8 +62,59 @@ struct TrainSettings {
   std::uint64_t eval_batches = 0;
   float lr = 0;
   int keep = 0;
-  nlohmann::json run_record;  // the hyper-parameters a checkpoint records
+  nlohmann::json run_record;  // the run's settings a checkpoint records
 };
+
+// Every setting that shapes the run, for the ranks to agree on: the model and its data (by its
+// bytes, not its path), the engine, the schedule, validation, saving and resuming. Not --out,
+// --log-every or --json, which only rank 0 uses.
+RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
+  static const std::pair<const char*, const char*> kModelFlags[] = {
+      {"type", "--model"},          {"n_layer", "--layers"},
+      {"n_head", "--heads"},        {"n_embd", "--hidden"},
+      {"n_positions", "--seq-len"}, {"checkpoint_activations", "--checkpoint-activations"},
+      {"data_seed", "--data-seed"}, {"width", "--params"},
+      {"depth", "--params"},        {"vocab_size", "vocabulary"},
+      {"params", "--params"}};
+  RunSettings out;
+  const nlohmann::json config = s.spec.config_json();
+  for (const auto& [field, flag] : kModelFlags) {
+    if (config.contains(field)) out.push_back({flag, config.at(field).dump()});
+  }
+  out.push_back({"--data", s.spec.data_path() + " (" + s.spec.data_fingerprint() + ")",
+                 s.spec.data_fingerprint()});
+  const EngineOptions& o = s.options;
+  auto text = [](const nlohmann::json& v) { return v.dump(); };
+  // A real number is shown short (2e-3, not 0.0020000000949949026) and compared in full.
+  auto real = [](const char* flag, float v) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", double(v));
+    return RunSetting(flag, shown, nlohmann::json(v).dump());
+  };
+  for (RunSetting setting : std::initializer_list<RunSetting>{
+           {"--stage", text(stage_number(o.stage))},
+           {"--precision", std::string(dtype_name(o.precision))},
+           {"--bucket-bytes", text(o.bucket_bytes)},
+           {"--micro-batch", text(o.micro_batch)},
+           {"--grad-accum", text(o.grad_accum)},
+           real("--clip", o.clip_norm),
+           {"--seed", text(o.seed)},
+           {"--no-prefetch", o.prefetch ? "off" : "on"},
+           {"--no-overlap", o.overlap ? "off" : "on"},
+           {"--timeout", text(s.launch.options.timeout.count()) + " ms"},
+           {"--steps", text(s.steps)},
+           real("--lr", s.lr),
+           {"--warmup", text(s.warmup)},
+           {"--eval-every", text(s.eval_every)},
+           {"--eval-batches", text(s.eval_batches)},
+           {"--save-dir", f.save_dir},
+           {"--save-every", text(s.save_every)},
+           {"--keep", text(s.keep)},
+           {"--resume", f.resume}}) {
+    out.push_back(std::move(setting));
+  }
+  return out;
+}
 
 TrainSettings::TrainSettings(const TrainFlags& f)
     : spec(f.model), options(engine_options(f.engine, 8)), launch(launch_options(f.engine)) {
@@ -90,7 +142,14 @@ TrainSettings::TrainSettings(const TrainFlags& f)
                 {"seed", options.seed},
                 {"clip", options.clip_norm},
                 {"grad_accum", options.grad_accum},
-                {"micro_batch", options.micro_batch}};
+                {"micro_batch", options.micro_batch},
+                {"precision", std::string(dtype_name(options.precision))},
+                {"data", spec.data_path()},
+                {"data_fingerprint", spec.data_fingerprint()},
+                {"data_seed", spec.data_seed()},
+                {"eval_every", eval_every},
+                {"eval_batches", eval_batches}};
+  launch.agree = agreement(f, *this);
 }
 
 // The checkpoint --resume names, opened once for all the ranks of this process (it checks
