@@ -13,6 +13,7 @@
 #include "engine_flags.h"
 #include "loss_curve.h"
 #include "progress.h"
+#include "resume_rules.h"
 #include "run_agreement.h"
 #include "train_model.h"
 #include "zerodp/checkpoint.h"
@@ -62,7 +63,13 @@ struct TrainSettings {
   std::uint64_t eval_batches = 0;
   float lr = 0;
   int keep = 0;
-  nlohmann::json run_record;  // the run's settings a checkpoint records
+  nlohmann::json run_record;              // the run's settings a checkpoint records
+  std::vector<std::string> resume_notes;  // what a resume changed (on_ranks()), for rank 0
+
+  // These settings for one rank of `comm`: on resume, the checkpoint's global batch split over
+  // comm.size() ranks (docs/checkpoints.md), after checking that every MPI rank resumes the
+  // same checkpoint.
+  TrainSettings on_ranks(comm::Communicator& comm, const checkpoint::Checkpoint* resume) const;
 };
 
 // Every setting that shapes the run, for the ranks to agree on: the model and its data (by its
@@ -152,11 +159,33 @@ TrainSettings::TrainSettings(const TrainFlags& f)
   launch.agree = agreement(f, *this);
 }
 
+TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
+                                      const checkpoint::Checkpoint* resume) const {
+  TrainSettings mine = *this;
+  if (resume == nullptr) return mine;
+  if (launch.backend == "mpi") {
+    check_ranks_agree(comm,
+                      {{"the checkpoint to resume",
+                        resume->folder() + " at step " + std::to_string(resume->state().step)}});
+  }
+  const ResumePlan plan =
+      plan_resume(resume->folder(), nlohmann::json::parse(resume->manifest().run),
+                  resume->manifest().ranks, run_record, comm.size());
+  mine.options.micro_batch = plan.micro_batch;
+  mine.options.grad_accum = plan.grad_accum;
+  mine.run_record["micro_batch"] = plan.micro_batch;
+  mine.run_record["grad_accum"] = plan.grad_accum;
+  mine.resume_notes = plan.notes;
+  return mine;
+}
+
 // The checkpoint --resume names, opened once for all the ranks of this process (it checks
 // every shard), and checked against the run.
 std::optional<checkpoint::Checkpoint> open_resume(const TrainFlags& f, const TrainSettings& s) {
   if (f.resume.empty()) return std::nullopt;
   std::optional<checkpoint::Checkpoint> resume(checkpoint::Checkpoint::open(f.resume));
+  refuse_resume_changes(resume->folder(), nlohmann::json::parse(resume->manifest().run),
+                        nlohmann::json::parse(resume->manifest().model), s.run_record);
   resume->check_model(s.spec.config_json().dump());
   if (resume->state().step >= s.steps) {
     throw UsageError("--steps: " + std::to_string(s.steps) + " steps are done already in " +
@@ -217,6 +246,7 @@ void RankRun::print_header() const {
       stage_number(o.stage), comm_.size(), std::string(comm_.backend_name()).c_str(),
       std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
       (unsigned long long)tokens_per_step_, s_.lr, (long long)s_.warmup, (long long)s_.steps);
+  for (const std::string& note : s_.resume_notes) std::printf("%s\n", note.c_str());
 }
 
 void RankRun::resume_from(const checkpoint::Checkpoint& ck) {
@@ -344,7 +374,8 @@ void run_train(const TrainFlags& f) {
   nlohmann::json summary;
   std::mutex mu;
   run_ranks(settings.launch, [&](comm::Communicator& comm) {
-    RankRun run(f, settings, comm);
+    const TrainSettings here = settings.on_ranks(comm, resume ? &*resume : nullptr);
+    RankRun run(f, here, comm);
     run.print_header();
     if (resume) run.resume_from(*resume);
     run.train();
