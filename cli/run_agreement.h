@@ -6,7 +6,8 @@
 //  - check_ranks_agree() is collective: every rank calls it with its own list of settings, in
 //    the same order (the same code builds it). It returns when every setting's name and key
 //    are equal on all ranks.
-//  - Otherwise it throws UsageError on every rank with the same one line, naming the first
+//  - Otherwise it throws RanksDisagree (a UsageError) on every rank with the same one line, naming
+//  the first
 //    setting that differs and what each rank runs: "ranks disagree on --seed: rank 0 runs 1,
 //    rank 1 runs 2".
 //  - Only fp32 crosses the communicator: each setting's 64-bit digest travels as four fp32
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "zerodp/comm.h"
+#include "zerodp/error.h"
 
 namespace zerodp::cli {
 
@@ -29,6 +31,14 @@ struct RunSetting {
   std::string key;    // what is compared; empty: the value (e.g. a file's bytes, not its path)
 };
 using RunSettings = std::vector<RunSetting>;
+
+// What check_ranks_agree() throws: every rank throws it, with the same line, after the last
+// collective of the check, so no rank needs to abort the group (an abort would race the
+// peers' last collective and replace their line with "rank 1 aborted: ...").
+class RanksDisagree : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
 
 void check_ranks_agree(comm::Communicator& comm, const RunSettings& settings);
 

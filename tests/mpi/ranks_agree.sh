@@ -29,6 +29,14 @@ expect_disagreement "--lr" "$C" "$C --lr 1e-3"
 expect_disagreement "--micro-batch" "$C --micro-batch 2" "$C --micro-batch 3"
 grep -q "rank 0 runs 2, rank 1 runs 3" "$work/err" || { echo "FAIL: values not named"; exit 1; }
 
+# Three processes: the ranks that agree with each other are named together.
+mpirun --oversubscribe --allow-run-as-root -np 2 $zerodp train --layers 1 --heads 2 --hidden 32 \
+  --seq-len 16 --steps 2 --out '' --backend mpi : -np 1 $zerodp train --layers 1 --heads 2 \
+  --hidden 32 --seq-len 16 --steps 2 --out '' --backend mpi --seed 2 >/dev/null 2>"$work/err"
+[ "$(grep -c "zerodp: ranks disagree on --seed: ranks 0, 1 run 1, rank 2 runs 2" "$work/err")" -eq 3 ] ||
+  { echo "FAIL: three ranks, expected one line each grouping ranks 0, 1:"; cat "$work/err"; exit 1; }
+echo "three ranks: $(grep -m1 "ranks disagree" "$work/err")"
+
 # Data of the same size and path, other bytes: told apart by their fingerprint.
 mkdir -p "$work/a" "$work/b"
 python3 -c "import sys; open(sys.argv[1],'w').write('the quick brown fox jumps over the lazy dog. ' * 40)" "$work/a/text"
