@@ -123,7 +123,7 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
   try {
     check_ranks_agree(*comm, launch.agree);
     fn(*comm);
-  } catch (const RanksDisagree&) {
+  } catch (const UsageErrorOnEveryRank&) {
     throw;  // every rank throws it at the same point: nothing to abort
   } catch (const std::exception& e) {
     comm->abort(e.what());

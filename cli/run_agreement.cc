@@ -110,7 +110,7 @@ void check_ranks_agree(comm::Communicator& comm, const RunSettings& settings) {
   if (!differ.empty()) comm.all_reduce(differ.data(), differ.size(), DType::f32);
   for (std::size_t i = 0; i < settings.size(); ++i) {
     if (differ[i] == 0.0f) continue;
-    throw RanksDisagree(
+    throw UsageErrorOnEveryRank(
         disagreement_line(settings[i].name, gather_values(comm, settings[i].value)));
   }
 }

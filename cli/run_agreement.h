@@ -6,8 +6,8 @@
 //  - check_ranks_agree() is collective: every rank calls it with its own list of settings, in
 //    the same order (the same code builds it). It returns when every setting's name and key
 //    are equal on all ranks.
-//  - Otherwise it throws RanksDisagree (a UsageError) on every rank with the same one line, naming
-//  the first
+//  - Otherwise it throws UsageErrorOnEveryRank (a UsageError) on every rank with the same one line,
+//  naming the first
 //    setting that differs and what each rank runs: "ranks disagree on --seed: rank 0 runs 1,
 //    rank 1 runs 2".
 //  - Only fp32 crosses the communicator: each setting's 64-bit digest travels as four fp32
@@ -32,10 +32,10 @@ struct RunSetting {
 };
 using RunSettings = std::vector<RunSetting>;
 
-// What check_ranks_agree() throws: every rank throws it, with the same line, after the last
-// collective of the check, so no rank needs to abort the group (an abort would race the
-// peers' last collective and replace their line with "rank 1 aborted: ...").
-class RanksDisagree : public UsageError {
+// A UsageError every rank throws at the same point with the same line, as check_ranks_agree()
+// does after its last collective: run_ranks() lets it through without aborting the group (an
+// abort would race the peers' last collective and replace their line with "rank 1 aborted").
+class UsageErrorOnEveryRank : public UsageError {
  public:
   using UsageError::UsageError;
 };

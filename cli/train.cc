@@ -168,9 +168,13 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
                       {{"the checkpoint to resume",
                         resume->folder() + " at step " + std::to_string(resume->state().step)}});
   }
-  const ResumePlan plan =
-      plan_resume(resume->folder(), nlohmann::json::parse(resume->manifest().run),
-                  resume->manifest().ranks, run_record, comm.size());
+  ResumePlan plan;
+  try {  // the same checkpoint and settings on every rank: the same answer
+    plan = plan_resume(resume->folder(), nlohmann::json::parse(resume->manifest().run),
+                       resume->manifest().ranks, run_record, comm.size());
+  } catch (const UsageError& e) {
+    throw UsageErrorOnEveryRank(e.what());
+  }
   mine.options.micro_batch = plan.micro_batch;
   mine.options.grad_accum = plan.grad_accum;
   mine.run_record["micro_batch"] = plan.micro_batch;

@@ -54,3 +54,13 @@ echo "the same bytes at another path: ok"
 # measure shares the engine flags.
 M="measure --params 4224 --steps 1 --json --backend mpi"
 expect_disagreement "--stage" "$M --stage 1" "$M --stage 2"
+
+# A resume the ranks cannot split fails the same way on every rank: a global batch of 4
+# (2 ranks x micro-batch 2) on 3 processes.
+G="train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 --out ''"
+eval "$zerodp $G --ranks 2 --steps 4 --save-every 2 --save-dir $work/ck" >/dev/null
+eval "mpirun --oversubscribe --allow-run-as-root -np 3 $zerodp $G --steps 6 --backend mpi \
+  --resume $work/ck" >/dev/null 2>"$work/err"
+[ "$(grep -c "zerodp: --ranks: the checkpoint .* 3 ranks cannot split it evenly; resume on 1, 2, 4 ranks" "$work/err")" -eq 3 ] ||
+  { echo "FAIL: expected the same refusal from the three ranks:"; cat "$work/err"; exit 1; }
+echo "resume on 3 processes: $(grep -m1 "zerodp: --ranks" "$work/err")"
