@@ -84,6 +84,16 @@ Launch launch_options(const EngineFlags& f) {
   }
   const double timeout = units::parse_seconds(f.timeout, "--timeout");
   l.options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout * 1e3)));
+  l.agree = {{"--stage", f.stage},
+             {"--precision", f.precision},
+             {"--bucket-bytes", f.bucket_bytes},
+             {"--grad-accum", f.grad_accum},
+             {"--micro-batch", f.micro_batch},
+             {"--clip", f.clip},
+             {"--seed", f.seed},
+             {"--timeout", f.timeout},
+             {"--no-prefetch", f.no_prefetch ? "on" : "off"},
+             {"--no-overlap", f.no_overlap ? "on" : "off"}};
   return l;
 }
 
@@ -111,7 +121,10 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
                      " (set the ranks with mpirun -np)");
   }
   try {
+    check_ranks_agree(*comm, launch.agree);
     fn(*comm);
+  } catch (const UsageErrorOnEveryRank&) {
+    throw;  // every rank throws it at the same point: nothing to abort
   } catch (const std::exception& e) {
     comm->abort(e.what());
     throw;

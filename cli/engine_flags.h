@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "run_agreement.h"
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
 
@@ -43,12 +44,17 @@ struct Launch {
   std::string backend;
   int ranks = 1;
   comm::Options options;
+  // The settings every rank must share; run_ranks() checks them on the MPI backend before fn
+  // (threads share one process, so they trivially agree). launch_options() puts in the engine
+  // flags as written; a command replaces them with all of its own.
+  RunSettings agree;
 };
 Launch launch_options(const EngineFlags& flags);
 // One OpenBLAS thread per rank when ranks share the cores: as threads of this process, or as
 // MPI processes on one host (OMPI_COMM_WORLD_LOCAL_SIZE). Two thread pools per core spin
 // against each other.
 void configure_blas_threads(const Launch& launch);
+// Under MPI, throws UsageError on every rank when the ranks disagree on launch.agree.
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn);
 
 }  // namespace zerodp::cli

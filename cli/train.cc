@@ -17,6 +17,8 @@
 #include "loss_curve.h"
 #include "progress.h"
 #include "stop_signal.h"
+#include "resume_rules.h"
+#include "run_agreement.h"
 #include "train_model.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
@@ -65,8 +67,65 @@ struct TrainSettings {
   std::uint64_t eval_batches = 0;
   float lr = 0;
   int keep = 0;
-  nlohmann::json run_record;  // the hyper-parameters a checkpoint records
+  nlohmann::json run_record;              // the run's settings a checkpoint records
+  std::vector<std::string> resume_notes;  // what a resume changed (on_ranks()), for rank 0
+
+  // These settings for one rank of `comm`: on resume, the checkpoint's global batch split over
+  // comm.size() ranks (docs/checkpoints.md), after checking that every MPI rank resumes the
+  // same checkpoint.
+  TrainSettings on_ranks(comm::Communicator& comm, const checkpoint::Checkpoint* resume) const;
 };
+
+// Every setting that shapes the run, for the ranks to agree on: the model and its data (by its
+// bytes, not its path), the engine, the schedule, validation, saving and resuming. Not --out,
+// --log-every or --json, which only rank 0 uses.
+RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
+  static const std::pair<const char*, const char*> kModelFlags[] = {
+      {"type", "--model"},          {"n_layer", "--layers"},
+      {"n_head", "--heads"},        {"n_embd", "--hidden"},
+      {"n_positions", "--seq-len"}, {"checkpoint_activations", "--checkpoint-activations"},
+      {"data_seed", "--data-seed"}, {"width", "--params"},
+      {"depth", "--params"},        {"vocab_size", "vocabulary"},
+      {"params", "--params"}};
+  RunSettings out;
+  const nlohmann::json config = s.spec.config_json();
+  for (const auto& [field, flag] : kModelFlags) {
+    if (config.contains(field)) out.push_back({flag, config.at(field).dump()});
+  }
+  out.push_back({"--data", s.spec.data_path() + " (" + s.spec.data_fingerprint() + ")",
+                 s.spec.data_fingerprint()});
+  const EngineOptions& o = s.options;
+  auto text = [](const nlohmann::json& v) { return v.dump(); };
+  // A real number is shown short (2e-3, not 0.0020000000949949026) and compared in full.
+  auto real = [](const char* flag, float v) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", double(v));
+    return RunSetting(flag, shown, nlohmann::json(v).dump());
+  };
+  for (RunSetting setting : std::initializer_list<RunSetting>{
+           {"--stage", text(stage_number(o.stage))},
+           {"--precision", std::string(dtype_name(o.precision))},
+           {"--bucket-bytes", text(o.bucket_bytes)},
+           {"--micro-batch", text(o.micro_batch)},
+           {"--grad-accum", text(o.grad_accum)},
+           real("--clip", o.clip_norm),
+           {"--seed", text(o.seed)},
+           {"--no-prefetch", o.prefetch ? "off" : "on"},
+           {"--no-overlap", o.overlap ? "off" : "on"},
+           {"--timeout", text(s.launch.options.timeout.count()) + " ms"},
+           {"--steps", text(s.steps)},
+           real("--lr", s.lr),
+           {"--warmup", text(s.warmup)},
+           {"--eval-every", text(s.eval_every)},
+           {"--eval-batches", text(s.eval_batches)},
+           {"--save-dir", f.save_dir},
+           {"--save-every", text(s.save_every)},
+           {"--keep", text(s.keep)},
+           {"--resume", f.resume}}) {
+    out.push_back(std::move(setting));
+  }
+  return out;
+}
 
 TrainSettings::TrainSettings(const TrainFlags& f)
     : spec(f.model), options(engine_options(f.engine, 8)), launch(launch_options(f.engine)) {
@@ -94,7 +153,38 @@ TrainSettings::TrainSettings(const TrainFlags& f)
                 {"seed", options.seed},
                 {"clip", options.clip_norm},
                 {"grad_accum", options.grad_accum},
-                {"micro_batch", options.micro_batch}};
+                {"micro_batch", options.micro_batch},
+                {"precision", std::string(dtype_name(options.precision))},
+                {"data", spec.data_path()},
+                {"data_fingerprint", spec.data_fingerprint()},
+                {"data_seed", spec.data_seed()},
+                {"eval_every", eval_every},
+                {"eval_batches", eval_batches}};
+  launch.agree = agreement(f, *this);
+}
+
+TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
+                                      const checkpoint::Checkpoint* resume) const {
+  TrainSettings mine = *this;
+  if (resume == nullptr) return mine;
+  if (launch.backend == "mpi") {
+    check_ranks_agree(comm,
+                      {{"the checkpoint to resume",
+                        resume->folder() + " at step " + std::to_string(resume->state().step)}});
+  }
+  ResumePlan plan;
+  try {  // the same checkpoint and settings on every rank: the same answer
+    plan = plan_resume(resume->folder(), nlohmann::json::parse(resume->manifest().run),
+                       resume->manifest().ranks, run_record, comm.size());
+  } catch (const UsageError& e) {
+    throw UsageErrorOnEveryRank(e.what());
+  }
+  mine.options.micro_batch = plan.micro_batch;
+  mine.options.grad_accum = plan.grad_accum;
+  mine.run_record["micro_batch"] = plan.micro_batch;
+  mine.run_record["grad_accum"] = plan.grad_accum;
+  mine.resume_notes = plan.notes;
+  return mine;
 }
 
 // The checkpoint --resume names, opened once for all the ranks of this process (it checks
@@ -102,6 +192,8 @@ TrainSettings::TrainSettings(const TrainFlags& f)
 std::optional<checkpoint::Checkpoint> open_resume(const TrainFlags& f, const TrainSettings& s) {
   if (f.resume.empty()) return std::nullopt;
   std::optional<checkpoint::Checkpoint> resume(checkpoint::Checkpoint::open(f.resume));
+  refuse_resume_changes(resume->folder(), nlohmann::json::parse(resume->manifest().run),
+                        nlohmann::json::parse(resume->manifest().model), s.run_record);
   resume->check_model(s.spec.config_json().dump());
   if (resume->state().step >= s.steps) {
     throw UsageError("--steps: " + std::to_string(s.steps) + " steps are done already in " +
@@ -168,6 +260,7 @@ void RankRun::print_header() const {
       stage_number(o.stage), comm_.size(), std::string(comm_.backend_name()).c_str(),
       std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
       (unsigned long long)tokens_per_step_, s_.lr, (long long)s_.warmup, (long long)s_.steps);
+  for (const std::string& note : s_.resume_notes) std::printf("%s\n", note.c_str());
 }
 
 void RankRun::resume_from(const checkpoint::Checkpoint& ck) {
@@ -365,7 +458,8 @@ void run_train(const TrainFlags& f) {
   int stopped_by = 0;  // the same on every rank
   std::mutex mu;
   run_ranks(settings.launch, [&](comm::Communicator& comm) {
-    RankRun run(f, settings, comm);
+    const TrainSettings here = settings.on_ranks(comm, resume ? &*resume : nullptr);
+    RankRun run(f, here, comm);
     run.print_header();
     if (resume) run.resume_from(*resume);
     run.train();

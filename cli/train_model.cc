@@ -1,5 +1,6 @@
 #include "train_model.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "zerodp/error.h"
@@ -76,6 +77,10 @@ void ModelSpec::load_data(const std::string& path) {
   data_ = std::make_shared<const data::TextData>(
       path.empty() ? data::TextData::default_corpus(seq) : data::TextData::from_file(path, seq));
   samples_ = std::make_shared<data::TextWindows>(data_, data_seed_);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)data::fnv1a64(data_->bytes()));
+  data_fingerprint_ =
+      "fnv1a64 " + std::string(hex) + ", " + std::to_string(data_->size()) + " bytes";
 }
 
 std::unique_ptr<model::Model> ModelSpec::make() const {

@@ -47,6 +47,11 @@ class ModelSpec {
   std::size_t tokens_per_sample() const { return samples_->tokens_per_sample(); }
   std::string describe() const;
   nlohmann::json config_json() const;
+  // The data's identity: the text file's path as given ("" for the default corpus), and its
+  // bytes' fingerprint, "fnv1a64 fe680f168f8bdd96, 237320 bytes" ("synthetic" for the MLP).
+  // Two runs read the same data when the fingerprints are equal, whatever the paths.
+  const std::string& data_path() const { return data_path_; }
+  const std::string& data_fingerprint() const { return data_fingerprint_; }
 
  private:
   void load_data(const std::string& path);
@@ -56,6 +61,7 @@ class ModelSpec {
   std::shared_ptr<const data::TextData> data_;
   std::shared_ptr<const data::SampleSource> samples_;
   std::string data_path_;
+  std::string data_fingerprint_ = "synthetic";
   std::uint64_t data_seed_ = 1234;
 };
 

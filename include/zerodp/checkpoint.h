@@ -51,10 +51,10 @@ inline constexpr int kFormatVersion = 1;
 // The process of rank 0 must hold a SaveDir claim of save_dir (ZERODP_CHECK otherwise): its run
 // id goes into the manifest. `model_config` is the model's config and `run_record` the
 // hyper-parameters to record, each the text of a JSON object (ZERODP_CHECK otherwise: the
-// caller makes them). The run record is kept in manifest.json for people; nothing reads it
-// back. Keeps the newest `keep` complete checkpoints of this run (>= 1), the one just written
-// always among them; other runs' checkpoints are never removed. Throws Error naming the file
-// on a failed write (disk full, permissions); the previous checkpoint then stays intact.
+// caller makes them). The run record is kept in manifest.json and read back as Manifest::run.
+// Keeps the newest `keep` complete checkpoints of this run (>= 1), the one just written always
+// among them; other runs' checkpoints are never removed. Throws Error naming the file on a
+// failed write (disk full, permissions); the previous checkpoint then stays intact.
 std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
                  const std::string& model_config, const std::string& run_record, int keep = 2);
 
@@ -75,6 +75,9 @@ struct Manifest {
   std::uint64_t bucket_bytes = 0;
   EngineState state;   // step, data position, loss scale
   std::string run_id;  // 32 hex digits; empty in a manifest written before run ids existed
+  // The run record given to save(): the text of a JSON object ("{}" when the manifest has
+  // none). Read back so that a resume can hold the run's settings to it.
+  std::string run = "{}";
 };
 
 // A complete checkpoint, opened for reading: its manifest checked and its shards verified.

@@ -221,6 +221,11 @@ Contents check_manifest(const json& m, const std::string& folder) {
   c.manifest.params = covered;
   c.manifest.model = m.at("model").dump();
   c.model = m.at("model");
+  // The run record, for a resume to compare the run's settings with; not checked here.
+  if (m.contains("run")) {
+    if (!m.at("run").is_object()) throw Error("\"run\" is not an object");
+    c.manifest.run = m.at("run").dump();
+  }
   return c;
 }
 

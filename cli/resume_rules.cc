@@ -1,0 +1,178 @@
+#include "resume_rules.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+
+#include "zerodp/error.h"
+
+namespace zerodp::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string shown(const json& v) {
+  if (v.is_string()) return v.get<std::string>().empty() ? "(the default)" : v.get<std::string>();
+  if (v.is_number_float()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v.get<double>());
+    return text;
+  }
+  return v.dump();
+}
+
+// The data a run reads, as a person tells it apart: its path and its bytes' fingerprint.
+std::string data_of(const json& run) {
+  const std::string path = run.value("data", std::string());
+  return (path.empty() ? std::string("the default corpus") : path) + " (" +
+         run.value("data_fingerprint", std::string("?")) + ")";
+}
+
+void refuse_data(const std::string& folder, const json& saved, const json& run) {
+  if (!saved.contains("data_fingerprint")) return;
+  if (saved.at("data_fingerprint") == run.at("data_fingerprint")) return;
+  throw UsageError("--data: the checkpoint " + folder + " was trained on " + data_of(saved) +
+                   ", this run reads " + data_of(run) +
+                   "; its data position counts windows of those bytes (resume with them, or "
+                   "start a new run)");
+}
+
+void refuse_data_seed(const std::string& folder, const json& saved_model, const json& run) {
+  if (!saved_model.contains("data_seed") || saved_model.at("data_seed") == run.at("data_seed"))
+    return;
+  throw UsageError("--data-seed: the checkpoint " + folder + " drew its samples with --data-seed " +
+                   shown(saved_model.at("data_seed")) + ", this run asks " +
+                   shown(run.at("data_seed")) +
+                   "; another order of windows mid-run would repeat some and skip others "
+                   "(resume with --data-seed " +
+                   shown(saved_model.at("data_seed")) + ", or start a new run)");
+}
+
+void refuse_precision(const std::string& folder, const json& saved, const json& run) {
+  if (!saved.contains("precision") || saved.at("precision") == run.at("precision")) return;
+  throw UsageError("--precision: the checkpoint " + folder + " trained in " +
+                   shown(saved.at("precision")) + ", this run asks " + shown(run.at("precision")) +
+                   "; the loss-scale state and the 16-bit rounding belong to its precision "
+                   "(resume with --precision " +
+                   shown(saved.at("precision")) + ")");
+}
+
+std::string rank_choices(std::uint64_t global) {
+  std::string out;
+  int listed = 0;
+  for (std::uint64_t n = 1; n <= global && n <= 1024 && listed < 12; ++n) {
+    if (global % n) continue;
+    out += (listed++ ? ", " : "") + std::to_string(n);
+  }
+  return out;
+}
+
+// The largest divisor of `share` not above `asked` (1 divides everything).
+std::uint64_t micro_batch_for(std::uint64_t share, std::uint64_t asked) {
+  for (std::uint64_t b = std::min(share, asked); b > 1; --b) {
+    if (share % b == 0) return b;
+  }
+  return 1;
+}
+
+// The global batch kept on `ranks`; fills the plan's split and its line.
+void plan_batch(const std::string& folder, const json& saved, int saved_ranks, const json& run,
+                int ranks, ResumePlan& plan) {
+  const auto old_b = saved.at("micro_batch").get<std::uint64_t>();
+  const auto old_k = saved.at("grad_accum").get<std::uint64_t>();
+  std::uint64_t global = 0;
+  if (old_b == 0 || old_k == 0 || old_k > std::uint64_t(std::numeric_limits<int>::max()) ||
+      __builtin_mul_overflow(std::uint64_t(saved_ranks) * old_b, old_k, &global) ||
+      global / old_k / old_b != std::uint64_t(saved_ranks)) {
+    throw Error(folder + "/manifest.json: run.micro_batch and run.grad_accum are not a batch " +
+                "that can be true");
+  }
+  const std::string split = std::to_string(saved_ranks) + " ranks x micro-batch " +
+                            std::to_string(old_b) + " x grad-accum " + std::to_string(old_k);
+  if (global % std::uint64_t(ranks) != 0) {
+    throw UsageError("--ranks: the checkpoint " + folder + " trained with a global batch of " +
+                     std::to_string(global) + " samples per step (" + split + "); " +
+                     std::to_string(ranks) + " ranks cannot split it evenly; resume on " +
+                     rank_choices(global) + " ranks");
+  }
+  const std::uint64_t share = global / std::uint64_t(ranks);
+  const auto asked_b = run.at("micro_batch").get<std::uint64_t>();
+  const auto asked_k = run.at("grad_accum").get<std::uint64_t>();
+  std::uint64_t b = asked_b, k = asked_k;
+  if (b * k != share) {
+    b = micro_batch_for(share, asked_b);
+    k = share / b;
+  }
+  if (k > std::uint64_t(std::numeric_limits<int>::max())) {
+    throw UsageError("--micro-batch: " + std::to_string(asked_b) + " leaves " + std::to_string(k) +
+                     " micro-steps per step to keep the global batch of " + std::to_string(global) +
+                     "; ask for a larger micro-batch");
+  }
+  plan.micro_batch = static_cast<std::size_t>(b);
+  plan.grad_accum = static_cast<int>(k);
+  if (b == asked_b && k == asked_k && b == old_b && k == old_k) return;
+  plan.notes.push_back(
+      "resume: global batch of " + std::to_string(global) + " samples per step kept on " +
+      std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + ": micro-batch " +
+      std::to_string(b) + " x grad-accum " + std::to_string(k) + " (the checkpoint ran " + split +
+      "; this run asked " + std::to_string(asked_b) + " x " + std::to_string(asked_k) + ")");
+}
+
+// Settings a resume may change: said, with what the change does.
+void note_changes(const json& saved, const json& run, ResumePlan& plan) {
+  static const struct {
+    const char *field, *flag, *effect;
+  } kAllowed[] = {
+      {"steps", "--steps", "the cosine schedule now ends there"},
+      {"lr", "--lr", "the learning-rate schedule changes from the next step"},
+      {"warmup", "--warmup", "the learning-rate schedule changes from the next step"},
+      {"clip", "--clip", "gradient clipping changes from the next step"},
+      {"seed", "--seed", "no effect: the weights come from the checkpoint"},
+      {"eval_every", "--eval-every", "validation only"},
+      {"eval_batches", "--eval-batches", "validation only"},
+      {"data", "--data", "the same bytes at another path"},
+  };
+  std::vector<std::string> unknown;
+  for (const auto& a : kAllowed) {
+    if (!saved.contains(a.field)) {
+      unknown.push_back(a.flag);
+    } else if (saved.at(a.field) != run.at(a.field)) {
+      plan.notes.push_back("resume: " + std::string(a.flag) + " " + shown(run.at(a.field)) +
+                           " (the checkpoint's run: " + shown(saved.at(a.field)) +
+                           "): " + a.effect);
+    }
+  }
+  for (const char* f : {"precision", "data_fingerprint"}) {
+    if (!saved.contains(f))
+      unknown.push_back(f == std::string("precision") ? "--precision" : "the data's bytes");
+  }
+  if (unknown.empty()) return;
+  std::string line = "resume: the checkpoint does not record";
+  for (std::size_t i = 0; i < unknown.size(); ++i) line += (i ? ", " : " ") + unknown[i];
+  plan.notes.push_back(line + "; not compared");
+}
+
+}  // namespace
+
+void refuse_resume_changes(const std::string& folder, const json& saved_run,
+                           const json& saved_model, const json& run) {
+  refuse_data_seed(folder, saved_model, run);
+  refuse_data(folder, saved_run, run);
+  refuse_precision(folder, saved_run, run);
+}
+
+ResumePlan plan_resume(const std::string& folder, const json& saved_run, int saved_ranks,
+                       const json& run, int ranks) {
+  ResumePlan plan;
+  plan.micro_batch = run.at("micro_batch").get<std::size_t>();
+  plan.grad_accum = run.at("grad_accum").get<int>();
+  if (saved_run.contains("micro_batch") && saved_run.contains("grad_accum")) {
+    plan_batch(folder, saved_run, saved_ranks, run, ranks, plan);
+  } else {
+    plan.notes.push_back("resume: the checkpoint does not record its batch; not compared");
+  }
+  note_changes(saved_run, run, plan);
+  return plan;
+}
+
+}  // namespace zerodp::cli
