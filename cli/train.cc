@@ -259,8 +259,10 @@ void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
   std::printf("  loss           %.4f -> %.4f (train)", j["first_loss"].get<double>(),
               j["final_loss"].get<double>());
   if (!j["val_loss"].is_null()) std::printf(", %.4f (validation)", j["val_loss"].get<double>());
-  std::printf("\n  speed          %s tokens/s over %s\n",
+  // The MLP's samples are one "token" each: its rate is in samples.
+  std::printf("\n  speed          %s %s over %s\n",
               format_rate(j["tokens_per_second"].get<double>()).c_str(),
+              spec.is_gpt() ? "tokens/s" : "samples/s",
               format_duration(j["seconds"].get<double>()).c_str());
   std::printf("  model state    %s per rank predicted, %s measured (rank 0)\n",
               bytes(j["predicted_model_state_bytes"]).c_str(),
@@ -272,8 +274,8 @@ void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
               100.0 * j["exposed_comm_seconds"].get<double>() / j["seconds"].get<double>());
   std::printf("  weights        sha256 %s\n", j["weights_sha256"].get<std::string>().c_str());
   if (j.contains("curve_svg")) {
-    std::printf("  loss curve     %s, %s\n", j["curve_csv"].get<std::string>().c_str(),
-                j["curve_svg"].get<std::string>().c_str());
+    std::printf("  loss curve     %s, %s\n", printable(j["curve_csv"].get<std::string>()).c_str(),
+                printable(j["curve_svg"].get<std::string>()).c_str());
   }
 }
 
