@@ -57,5 +57,27 @@ TEST(ValuesCli, AbsurdSizesAreRefusedWithTheFigureBeforeAllocating) {
   EXPECT_EQ(r.err.find("std::"), std::string::npos) << r.err;
 }
 
+TEST(ValuesCli, TrainCountsHaveTheirRanges) {
+  // Before: --keep 4294967297 kept 1 checkpoint and deleted the rest.
+  expect_refused("train --model mlp --keep 4294967297",
+                 "--keep: expected a whole number from 1 to 1000000, got '4294967297'");
+  expect_refused("train --model mlp --steps 9223372036854775808",
+                 "--steps: expected a whole number from 1 to 1000000000");
+  expect_refused("train --model mlp --log-every 0", "--log-every: expected a whole number from 1");
+}
+
+TEST(ValuesCli, TrainRefusesAMicroBatchNoMachineHolds) {
+  // Before: "zerodp: error: std::bad_alloc".
+  for (const char* model : {"--model mlp --params 20K", "--layers 1 --hidden 32 --heads 2"}) {
+    const auto r = run_zerodp(std::string("train ") + model +
+                              " --ranks 2 --steps 1 --out '' --micro-batch 4294967297");
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("--micro-batch: the run needs "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" per rank (model state "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("), this machine has "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" for 2 ranks\n"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace zerodp
