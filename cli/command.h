@@ -23,4 +23,13 @@ std::vector<CommandRegistration>& command_registry();
 //   const bool registered = zerodp::cli::register_command(10, add_plan_command);
 bool register_command(int order, std::function<void(CLI::App& root)> add);
 
+// Every option of every command given an empty value ("--data ''", "--resume ''") is refused
+// naming it, instead of falling back to its default: an empty path is a mistake in a script,
+// not a choice. Exceptions: --prompt (the empty prompt) and train --out (no loss curve).
+void refuse_empty_values(CLI::App& root);
+
+// The command named by argv[1], when it names none of root's: a UsageError saying so and
+// listing them ("unknown command 'foo'; the commands are plan, ..."). Nothing for a flag.
+void check_command_name(const CLI::App& root, int argc, char** argv);
+
 }  // namespace zerodp::cli

@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <thread>
+
+#include <unistd.h>
 
 #include "zerodp/error.h"
 #include "zerodp/gemm.h"
@@ -13,17 +16,20 @@ namespace zerodp::cli {
 
 void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   if (stage_flag) app->add_option("--stage", f.stage, "ZeRO stage: 0 (DP), 1, 2 or 3 [3]");
-  app->add_option("--ranks", f.ranks,
-                  "ranks: threads of this process [4]; with --backend mpi, the MPI world size");
+  app->add_option(
+      "--ranks", f.ranks,
+      "ranks: threads of this process, 1 to 1024 [4]; with --backend mpi, the MPI world size");
   app->add_option("--backend", f.backend, "threads (one process) or mpi (under mpirun) [threads]");
   app->add_option("--precision", f.precision, "16-bit format: bf16 or fp16 [bf16]");
   app->add_option("--bucket-bytes", f.bucket_bytes,
                   "bytes of 16-bit gradients or params one collective moves [8MiB]");
-  app->add_option("--grad-accum", f.grad_accum, "micro-steps per optimizer step [1]");
-  app->add_option("--micro-batch", f.micro_batch, "samples per rank per micro-step");
+  app->add_option("--grad-accum", f.grad_accum, "micro-steps per optimizer step, 1 to 1000000 [1]");
+  app->add_option("--micro-batch", f.micro_batch,
+                  "samples per rank per micro-step (refused when memory cannot hold it)");
   app->add_option("--clip", f.clip, "clip the global gradient norm to this; 0 disables [1.0]");
   app->add_option("--seed", f.seed, "initialisation seed [1]");
-  app->add_option("--timeout", f.timeout, "a collective not done by then fails [300s]");
+  app->add_option("--timeout", f.timeout,
+                  "a collective not done by then fails, 1ms to 7 days [300s]");
   app->add_flag("--no-prefetch", f.no_prefetch, "stage 3: gather each unit only when needed");
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
 }
@@ -55,7 +61,9 @@ EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_bat
     throw UsageError("--bucket-bytes: expected a size of at least 2B (one 16-bit element), got '" +
                      f.bucket_bytes + "'");
   }
-  o.grad_accum = static_cast<int>(units::parse_whole(f.grad_accum, "--grad-accum"));
+  o.grad_accum =
+      static_cast<int>(units::parse_whole_in(f.grad_accum, "--grad-accum", 1, kMaxGradAccum));
+  // No count limit: what bounds a micro-batch is memory (check_memory()).
   o.micro_batch = f.micro_batch.empty() ? default_micro_batch
                                         : units::parse_whole(f.micro_batch, "--micro-batch");
   o.clip_norm = static_cast<float>(
@@ -76,13 +84,13 @@ Launch launch_options(const EngineFlags& f) {
 #if !defined(ZERODP_HAVE_MPI)
   if (f.backend == "mpi") throw UsageError("--backend: this build of zerodp has no MPI backend");
 #endif
-  if (f.backend == "threads") {
-    l.ranks = f.ranks.empty() ? 4 : static_cast<int>(units::parse_whole(f.ranks, "--ranks"));
-    if (l.ranks > 1024) throw UsageError("--ranks: expected at most 1024 thread ranks");
-  } else {
-    l.ranks = f.ranks.empty() ? 0 : static_cast<int>(units::parse_whole(f.ranks, "--ranks"));
-  }
-  const double timeout = units::parse_seconds(f.timeout, "--timeout");
+  const bool threads = f.backend == "threads";
+  const std::uint64_t max_ranks = threads ? kMaxThreadRanks : kMaxMpiRanks;
+  l.ranks = f.ranks.empty()
+                ? (threads ? 4 : 0)
+                : static_cast<int>(units::parse_whole_in(f.ranks, "--ranks", 1, max_ranks));
+  const double timeout =
+      units::parse_seconds_in(f.timeout, "--timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
   l.options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout * 1e3)));
   l.agree = {{"--stage", f.stage},
              {"--precision", f.precision},
@@ -95,6 +103,69 @@ Launch launch_options(const EngineFlags& f) {
              {"--no-prefetch", f.no_prefetch ? "on" : "off"},
              {"--no-overlap", f.no_overlap ? "on" : "off"}};
   return l;
+}
+
+namespace {
+
+using u128 = unsigned __int128;
+
+// Ranks of this run on this machine, and in the whole run (for the stage's sharding).
+std::pair<u128, u128> ranks_here_and_total(const Launch& launch) {
+  if (launch.backend == "threads") return {u128(launch.ranks), u128(launch.ranks)};
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    const long n = v ? std::atol(v) : 0;
+    return n > 0 ? u128(n) : u128(0);
+  };
+  const u128 here = env("OMPI_COMM_WORLD_LOCAL_SIZE") ? env("OMPI_COMM_WORLD_LOCAL_SIZE") : 1;
+  u128 total = launch.ranks > 0 ? u128(launch.ranks) : env("OMPI_COMM_WORLD_SIZE");
+  return {here, std::max(total, here)};
+}
+
+// The model state one rank of n holds (bytes per parameter 2, 2, 12, as the engine stores
+// them), in 128 bits so that no parameter count can overflow it.
+u128 model_state_per_rank(std::uint64_t params, u128 n, Stage stage) {
+  const u128 p = params;
+  switch (stage) {
+    case Stage::dp:
+      return 16 * p;
+    case Stage::zero1:
+      return 4 * p + 12 * p / n;
+    case Stage::zero2:
+      return 2 * p + 14 * p / n;
+    default:
+      return 16 * p / n;
+  }
+}
+
+std::uint64_t clamp64(u128 v) {
+  return v > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
+                                                       : std::uint64_t(v);
+}
+
+}  // namespace
+
+void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_bytes,
+                          std::uint64_t ranks_here, const std::string& state_flag,
+                          const std::string& activation_flag) {
+  const u128 per_rank = u128(state_bytes) + activation_bytes;
+  const u128 physical =
+      u128(std::max(0L, sysconf(_SC_PHYS_PAGES))) * u128(std::max(0L, sysconf(_SC_PAGE_SIZE)));
+  if (physical == 0 || per_rank * std::max<u128>(1, ranks_here) <= physical) return;
+  const std::string& flag = activation_bytes >= state_bytes ? activation_flag : state_flag;
+  std::string message = flag + ": the run needs " + units::format_bytes(clamp64(per_rank)) +
+                        " per rank (model state " + units::format_bytes(state_bytes) +
+                        ", activations " + units::format_bytes(activation_bytes) + ")";
+  message += ", this machine has " + units::format_bytes(clamp64(physical));
+  if (ranks_here > 1) message += " for " + std::to_string(ranks_here) + " ranks";
+  throw UsageError(message);
+}
+
+void check_memory(const MemoryNeed& need, const EngineOptions& options, const Launch& launch) {
+  const auto [here, total] = ranks_here_and_total(launch);
+  const u128 state = model_state_per_rank(need.params, std::max<u128>(1, total), options.stage);
+  check_fits_in_memory(clamp64(state), need.activation_bytes, clamp64(here), need.size_flag,
+                       "--micro-batch");
 }
 
 void configure_blas_threads(const Launch& launch) {

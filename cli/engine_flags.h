@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -12,6 +13,17 @@
 #include "zerodp/engine.h"
 
 namespace zerodp::cli {
+
+// The ranges of the integer flags, so that nothing is narrowed into a wrapped value. Thread
+// ranks are threads of one process (each with its own engine and buffers): beyond 1024 a
+// machine runs out of cores long before memory. MPI ranks are bounded by the world size,
+// checked once the communicator exists. --micro-batch has no count limit: memory bounds it.
+inline constexpr std::uint64_t kMaxThreadRanks = 1024;
+inline constexpr std::uint64_t kMaxMpiRanks = 1 << 20;
+inline constexpr std::uint64_t kMaxGradAccum = 1'000'000;
+// --timeout: at least a millisecond (the unit collectives wait in), at most a week.
+inline constexpr double kMinTimeoutSeconds = 1e-3;
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 
 struct EngineFlags {
   std::string stage = "3";
@@ -54,6 +66,26 @@ Launch launch_options(const EngineFlags& flags);
 // MPI processes on one host (OMPI_COMM_WORLD_LOCAL_SIZE). Two thread pools per core spin
 // against each other.
 void configure_blas_threads(const Launch& launch);
+
+// What a run needs per rank at least: its share of the model state (16-bit params and grads,
+// fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.
+// `size_flag` names the flag that sets the model's size ("--params").
+struct MemoryNeed {
+  std::uint64_t params = 0;
+  std::uint64_t activation_bytes = 0;  // UINT64_MAX: beyond 64 bits
+  std::string size_flag;
+};
+// Refuses, before anything is allocated, a run whose ranks on this machine need more than its
+// physical memory: UsageError naming --micro-batch or size_flag (whichever needs more) with
+// the figures, e.g. "--micro-batch: the run needs 8.80 PB per rank (model state 51.2 MB,
+// activations 8.80 PB), this machine has 16.8 GB for 4 ranks".
+void check_memory(const MemoryNeed& need, const EngineOptions& options, const Launch& launch);
+// The same for any process: `ranks_here` ranks each holding state_bytes and activation_bytes;
+// the error names state_flag or activation_flag, whichever needs more.
+void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_bytes,
+                          std::uint64_t ranks_here, const std::string& state_flag,
+                          const std::string& activation_flag);
+
 // Under MPI, throws UsageError on every rank when the ranks disagree on launch.agree.
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn);
 

@@ -6,6 +6,7 @@
 
 #include "checkpoint_model.h"
 #include "command.h"
+#include "engine_flags.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -17,16 +18,25 @@ struct EvalFlags {
   bool json = false;
 };
 
+constexpr std::uint64_t kMaxEvalBatch = 1 << 16;
+
+// The weights (fp32) and one pass's activations must fit in this machine's memory.
+void check_eval_memory(const ModelSpec& spec, std::size_t batch) {
+  check_fits_in_memory(4 * spec.param_count(), spec.activation_bytes(batch), 1, "--checkpoint",
+                       "--batch");
+}
+
 void run_eval(const EvalFlags& f) {
-  const auto batch = static_cast<std::size_t>(units::parse_whole(f.batch, "--batch"));
+  // More windows per pass than this only costs memory: the loss is a sum over windows.
+  const auto batch =
+      static_cast<std::size_t>(units::parse_whole_in(f.batch, "--batch", 1, kMaxEvalBatch));
   LoadedModel loaded = load_gpt(f.checkpoint);
   const model::GptConfig& cfg = loaded.spec.gpt();
   const auto T = static_cast<std::size_t>(cfg.seq_len);
-  // A file given: all of it is evaluated. None: the validation split of the training corpus.
-  const data::TextData data =
-      f.checkpoint.data.empty()
-          ? *loaded.spec.data()
-          : data::TextData(data::read_file_bytes(f.checkpoint.data), T, 100, f.checkpoint.data);
+  // A file given: all of it is evaluated (the spec reads it as a 100 % validation split).
+  // None: the validation split of the training corpus.
+  const data::TextData& data = *loaded.spec.data();
+  check_eval_memory(loaded.spec, batch);
   model::GptModel gpt(cfg);
   const std::uint64_t windows = data.validation_windows();
   std::vector<std::uint8_t> bytes(batch * (T + 1));

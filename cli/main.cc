@@ -2,9 +2,45 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include "command.h"
 #include "zerodp/error.h"
+
+namespace {
+
+// The exception being handled, as one line on stderr and an exit status: 2 for bad input,
+// 1 for a failed run. No library's words (std::bad_alloc, a parser's) reach the user alone.
+int report_failure() {
+  try {
+    throw;
+  } catch (const zerodp::UsageError& e) {
+    std::fprintf(stderr, "zerodp: %s\n", e.what());
+    return 2;
+  } catch (const zerodp::Error& e) {
+    std::fprintf(stderr, "zerodp: error: %s\n", e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::fprintf(stderr, "zerodp: error: %s: %s\n", zerodp::quote(e.path1().string()).c_str(),
+                 e.code().message().c_str());
+  } catch (const std::bad_alloc&) {
+    // check_memory() refuses the runs it can foresee; this is one it could not.
+    std::fprintf(stderr,
+                 "zerodp: error: out of memory: this machine cannot hold the run; try a smaller "
+                 "--micro-batch or model, or fewer --ranks\n");
+  } catch (const std::length_error&) {
+    std::fprintf(stderr,
+                 "zerodp: error: out of memory: a buffer of the run is larger than memory can "
+                 "hold; try a smaller --micro-batch or model\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zerodp: error: unexpected failure, please report it (%s)\n",
+                 zerodp::quote(e.what()).c_str());
+  }
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -16,8 +52,10 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.order < b.order; });
   for (const auto& command : registry) command.add(app);
+  zerodp::cli::refuse_empty_values(app);
 
   try {
+    zerodp::cli::check_command_name(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -28,15 +66,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "zerodp: %s (see 'zerodp --help')\n", e.what());
     return 2;
-  } catch (const zerodp::UsageError& e) {
-    std::fprintf(stderr, "zerodp: %s\n", e.what());
-    return 2;
-  } catch (const zerodp::Error& e) {
-    std::fprintf(stderr, "zerodp: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "zerodp: error: %s\n", e.what());
-    return 1;
+  } catch (...) {
+    return report_failure();
   }
   return 0;
 }

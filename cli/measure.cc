@@ -12,6 +12,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "measure_report.h"
+#include "train_model.h"
 #include "zerodp/error.h"
 #include "zerodp/mlp.h"
 #include "zerodp/plan_comm.h"
@@ -20,6 +21,9 @@
 
 namespace zerodp::cli {
 namespace {
+
+// Measured steps: a measurement takes the median of a few; more is only waiting.
+constexpr std::uint64_t kMaxSteps = 10'000;
 
 struct MeasureFlags {
   EngineFlags engine;
@@ -138,14 +142,23 @@ void print_results(const MeasureFlags& f, const MeasureSetup& setup,
   std::printf("%s\n", all.dump(2).c_str());
 }
 
-void run_measure(const MeasureFlags& f) {
+void run_measure(const MeasureFlags& f, bool stage_given) {
+  if (f.all_stages && stage_given) {
+    throw UsageError("--stage and --all-stages exclude each other: give one");
+  }
   const Launch launch = launch_options(f.engine);
   EngineOptions base = engine_options(f.engine, 8);
   const std::uint64_t wanted = units::parse_count(f.params, "--params");
   const model::MlpConfig config = model::MlpConfig::for_params(wanted);
-  const int steps = static_cast<int>(units::parse_whole(f.steps, "--steps"));
+  const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
   std::vector<Stage> stages = {base.stage};
   if (f.all_stages) stages.assign(kStages.begin(), kStages.end());
+  for (Stage stage : stages) {
+    EngineOptions o = base;
+    o.stage = stage;
+    check_memory({config.param_count(), mlp_activation_bytes(config, base.micro_batch), "--params"},
+                 o, launch);
+  }
   configure_blas_threads(launch);
 
   MeasureSetup setup;
@@ -192,7 +205,7 @@ void add_measure_command(CLI::App& root) {
   app->add_flag("--per-rank", flags->per_rank, "print every rank, not only rank 0");
   app->add_flag("--json", flags->json, "print JSON instead of tables");
   add_engine_flags(app, flags->engine);
-  app->callback([flags] { run_measure(*flags); });
+  app->callback([flags, app] { run_measure(*flags, app->count("--stage") > 0); });
 }
 
 const bool registered = register_command(20, add_measure_command);

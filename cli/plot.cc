@@ -25,15 +25,15 @@ void write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+    if (!file) throw Error("cannot write " + quote(tmp) + ": " + std::strerror(errno));
     file << text;
     file.flush();
-    if (!file) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+    if (!file) throw Error("cannot write " + quote(tmp) + ": " + std::strerror(errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw Error("cannot write '" + path + "': " + why);
+    throw Error("cannot write " + quote(path) + ": " + why);
   }
 }
 
@@ -56,7 +56,7 @@ void run(const PlotFlags& f) {
   options.binary = f.binary;
   write_file(f.out, plan::memory_figure_svg(options));
   std::printf("wrote %s: M_DP, M_1, M_2, M_3 for N = 1..%d (%s N axis), floors dashed\n",
-              f.out.c_str(), options.max_gpus, options.log_x ? "log" : "linear");
+              printable(f.out).c_str(), options.max_gpus, options.log_x ? "log" : "linear");
 }
 
 void add_plot_command(CLI::App& root) {

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
 
 namespace zerodp::cli {
 
@@ -31,25 +34,39 @@ std::string format_rate(double v) {
   return buf;
 }
 
-Progress::Progress(std::int64_t total_steps, std::int64_t log_every)
-    : total_(total_steps), log_every_(log_every), tty_(isatty(fileno(stdout)) == 1) {}
+bool interactive_stdout() {
+  if (isatty(fileno(stdout)) != 1) return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  // Open MPI, MPICH and PMIx launchers: their ranks' output ends in the launcher's log.
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(launcher) != nullptr) return false;
+  }
+  return true;
+}
 
-void Progress::step(std::int64_t step, float loss, double tokens_per_second, double seconds_left,
+Progress::Progress(std::int64_t total_steps, std::int64_t log_every, std::string rate_unit)
+    : total_(total_steps),
+      log_every_(log_every),
+      rate_unit_(std::move(rate_unit)),
+      tty_(interactive_stdout()) {}
+
+void Progress::step(std::int64_t step, float loss, double per_second, double seconds_left,
                     bool skipped) {
-  const std::string rate = format_rate(tokens_per_second);
+  const std::string rate = format_rate(per_second);
   const std::string eta = format_duration(seconds_left);
   if (tty_) {
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(kWidth * step / std::max<std::int64_t>(1, total_));
     std::string bar(filled, '#');
     bar.resize(kWidth, '.');
-    std::printf("\r\033[Kstep %lld/%lld [%s] loss %.4f%s | %s tok/s | ETA %s", (long long)step,
+    std::printf("\r\033[Kstep %lld/%lld [%s] loss %.4f%s | %s %s | ETA %s", (long long)step,
                 (long long)total_, bar.c_str(), loss, skipped ? " (skipped)" : "", rate.c_str(),
-                eta.c_str());
+                rate_unit_.c_str(), eta.c_str());
     bar_drawn_ = true;
   } else if (step % log_every_ == 0 || step == total_ || step == 1) {
-    std::printf("step %lld/%lld  loss %.4f%s  %s tok/s  ETA %s\n", (long long)step,
-                (long long)total_, loss, skipped ? " (skipped: fp16 overflow)" : "", rate.c_str(),
+    std::printf("step %lld/%lld  loss %.4f%s  %s %s  ETA %s\n", (long long)step, (long long)total_,
+                loss, skipped ? " (skipped: fp16 overflow)" : "", rate.c_str(), rate_unit_.c_str(),
                 eta.c_str());
   }
   std::fflush(stdout);

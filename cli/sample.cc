@@ -24,9 +24,10 @@ struct SampleFlags {
 };
 
 void run_sample(const SampleFlags& f) {
-  const auto length = units::parse_whole(f.length, "--length");
-  const auto top_k = static_cast<std::size_t>(units::parse_whole(f.top_k, "--top-k"));
-  if (top_k > 256) throw UsageError("--top-k: expected 1 to 256 (the byte vocabulary)");
+  // A gigabyte of text is far beyond what a byte-level model this size says usefully.
+  const auto length = units::parse_whole_in(f.length, "--length", 1, 1'000'000'000);
+  // The vocabulary is the 256 byte values.
+  const auto top_k = static_cast<std::size_t>(units::parse_whole_in(f.top_k, "--top-k", 1, 256));
   const double temperature =
       parse_real(f.temperature, "--temperature",
                  "a number >= 0 such as 0.8 (0 picks the likeliest byte)", true);

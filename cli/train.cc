@@ -129,21 +129,23 @@ RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
 
 TrainSettings::TrainSettings(const TrainFlags& f)
     : spec(f.model), options(engine_options(f.engine, 8)), launch(launch_options(f.engine)) {
-  steps = static_cast<std::int64_t>(units::parse_whole(f.steps, "--steps"));
-  warmup = static_cast<std::int64_t>(
-      f.warmup.empty() ? std::min<std::int64_t>(50, steps / 10)
-                       : units::parse_whole(f.warmup, "--warmup", units::Zero::allowed));
+  // Step counts: a billion steps is years of training; nothing narrows beyond that.
+  constexpr std::uint64_t kSteps = 1'000'000'000;
+  steps = static_cast<std::int64_t>(units::parse_whole_in(f.steps, "--steps", 1, kSteps));
+  warmup = static_cast<std::int64_t>(f.warmup.empty()
+                                         ? std::min<std::int64_t>(50, steps / 10)
+                                         : units::parse_whole_in(f.warmup, "--warmup", 0, kSteps));
   eval_every = static_cast<std::int64_t>(
-      f.eval_every.empty()
-          ? std::max<std::int64_t>(1, steps / 10)
-          : units::parse_whole(f.eval_every, "--eval-every", units::Zero::allowed));
-  eval_batches = units::parse_whole(f.eval_batches, "--eval-batches", units::Zero::allowed);
-  log_every = static_cast<std::int64_t>(units::parse_whole(f.log_every, "--log-every"));
+      f.eval_every.empty() ? std::max<std::int64_t>(1, steps / 10)
+                           : units::parse_whole_in(f.eval_every, "--eval-every", 0, kSteps));
+  eval_batches = units::parse_whole_in(f.eval_batches, "--eval-batches", 0, 1'000'000);
+  log_every =
+      static_cast<std::int64_t>(units::parse_whole_in(f.log_every, "--log-every", 1, kSteps));
   lr = static_cast<float>(
       parse_real(f.lr, "--lr", "a positive number such as 3e-4", /*zero_allowed=*/false));
   save_every = static_cast<std::int64_t>(
-      f.save_every.empty() ? 0 : units::parse_whole(f.save_every, "--save-every"));
-  keep = static_cast<int>(units::parse_whole(f.keep, "--keep"));
+      f.save_every.empty() ? 0 : units::parse_whole_in(f.save_every, "--save-every", 1, kSteps));
+  keep = static_cast<int>(units::parse_whole_in(f.keep, "--keep", 1, 1'000'000));
   if (save_every > 0 && f.save_dir.empty()) {
     throw UsageError("--save-every: needs --save-dir DIR, the folder to save checkpoints in");
   }
@@ -215,7 +217,7 @@ class RankRun {
         engine_(*model_, comm, s.spec.samples(), s.options),
         tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
                          std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()),
-        progress_(s.steps, s.log_every) {}
+        progress_(s.steps, s.log_every, s.spec.is_gpt() ? "tok/s" : "samples/s") {}
 
   void print_header() const;
   void resume_from(const checkpoint::Checkpoint& ck);
@@ -415,8 +417,10 @@ void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
   std::printf("  loss           %.4f -> %.4f (train)", j["first_loss"].get<double>(),
               j["final_loss"].get<double>());
   if (!j["val_loss"].is_null()) std::printf(", %.4f (validation)", j["val_loss"].get<double>());
-  std::printf("\n  speed          %s tokens/s over %s\n",
+  // The MLP's samples are one "token" each: its rate is in samples.
+  std::printf("\n  speed          %s %s over %s\n",
               format_rate(j["tokens_per_second"].get<double>()).c_str(),
+              spec.is_gpt() ? "tokens/s" : "samples/s",
               format_duration(j["seconds"].get<double>()).c_str());
   std::printf("  model state    %s per rank predicted, %s measured (rank 0)\n",
               bytes(j["predicted_model_state_bytes"]).c_str(),
@@ -428,8 +432,8 @@ void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
               100.0 * j["exposed_comm_seconds"].get<double>() / j["seconds"].get<double>());
   std::printf("  weights        sha256 %s\n", j["weights_sha256"].get<std::string>().c_str());
   if (j.contains("curve_svg")) {
-    std::printf("  loss curve     %s, %s\n", j["curve_csv"].get<std::string>().c_str(),
-                j["curve_svg"].get<std::string>().c_str());
+    std::printf("  loss curve     %s, %s\n", printable(j["curve_csv"].get<std::string>()).c_str(),
+                printable(j["curve_svg"].get<std::string>()).c_str());
   }
 }
 
@@ -448,6 +452,10 @@ void report(const TrainFlags& f, const TrainSettings& settings, const nlohmann::
 
 void run_train(const TrainFlags& f) {
   const TrainSettings settings(f);
+  check_memory(
+      {settings.spec.param_count(), settings.spec.activation_bytes(settings.options.micro_batch),
+       settings.spec.size_flag()},
+      settings.options, settings.launch);
   if (!f.out.empty()) std::filesystem::create_directories(f.out);
   stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
   configure_blas_threads(settings.launch);

@@ -1,6 +1,10 @@
 #include "train_model.h"
 
 #include <cstdio>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "zerodp/error.h"
@@ -23,26 +27,54 @@ void add_model_flags(CLI::App* app, ModelFlags& f) {
   app->add_option("--data-seed", f.data_seed, "which windows the sample stream draws [1234]");
 }
 
+namespace {
+
+// The flags of one model given with the other: refused, not silently ignored.
+void check_model_flags(const ModelFlags& f, bool gpt) {
+  auto refuse = [gpt](const char* flag) {
+    throw UsageError(std::string(flag) + " applies to --model " + (gpt ? "mlp" : "gpt") +
+                     "; this run trains --model " + (gpt ? "gpt" : "mlp"));
+  };
+  if (gpt) {
+    if (!f.params.empty()) refuse("--params");
+    return;
+  }
+  const std::pair<const char*, const std::string*> gpt_only[] = {{"--layers", &f.layers},
+                                                                 {"--heads", &f.heads},
+                                                                 {"--hidden", &f.hidden},
+                                                                 {"--seq-len", &f.seq_len},
+                                                                 {"--data", &f.data}};
+  for (const auto& [flag, value] : gpt_only) {
+    if (!value->empty()) refuse(flag);
+  }
+  if (f.checkpoint_activations) refuse("--checkpoint-activations");
+}
+
+// A GPT size flag, or its default when not given, in the range GptConfig::validate() takes.
+int gpt_size(const std::string& text, const char* flag, int fallback, std::uint64_t max) {
+  if (text.empty()) return fallback;
+  return static_cast<int>(units::parse_whole_in(text, flag, 1, max));
+}
+
+}  // namespace
+
 ModelSpec::ModelSpec(const ModelFlags& f) {
   if (f.model != "gpt" && f.model != "mlp") {
-    throw UsageError("--model: expected gpt or mlp, got '" + f.model + "'");
+    throw UsageError("--model: expected gpt or mlp, got " + quote(f.model));
   }
   is_gpt_ = f.model == "gpt";
+  check_model_flags(f, is_gpt_);
   data_seed_ = units::parse_whole(f.data_seed, "--data-seed", units::Zero::allowed);
   if (!is_gpt_) {
-    mlp_ = model::MlpConfig::for_params(units::parse_count(f.params, "--params"));
+    mlp_ = model::MlpConfig::for_params(
+        units::parse_count(f.params.empty() ? "1M" : f.params, "--params"));
     samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);
     return;
   }
-  auto whole = [](const std::string& text, const char* flag) {
-    const std::uint64_t v = units::parse_whole(text, flag);
-    if (v > 1'000'000) throw UsageError(std::string(flag) + ": expected at most 1000000");
-    return static_cast<int>(v);
-  };
-  gpt_.layers = whole(f.layers, "--layers");
-  gpt_.heads = whole(f.heads, "--heads");
-  gpt_.hidden = whole(f.hidden, "--hidden");
-  gpt_.seq_len = whole(f.seq_len, "--seq-len");
+  gpt_.layers = gpt_size(f.layers, "--layers", 4, 1024);
+  gpt_.heads = gpt_size(f.heads, "--heads", 4, 1 << 16);
+  gpt_.hidden = gpt_size(f.hidden, "--hidden", 256, 1 << 16);
+  gpt_.seq_len = gpt_size(f.seq_len, "--seq-len", 128, 1 << 16);
   gpt_.checkpoint_activations = f.checkpoint_activations;
   gpt_.validate();
   load_data(f.data);
@@ -63,24 +95,85 @@ ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) 
   gpt_.seq_len = c.at("n_positions").get<int>();
   gpt_.checkpoint_activations = c.value("checkpoint_activations", false);
   gpt_.validate();
-  load_data(data_override.empty() ? c.value("data", std::string()) : data_override);
+  if (!data_override.empty()) {
+    load_data(data_override, 100);
+    return;
+  }
+  load_data(c.value("data", std::string()));
 }
 
-void ModelSpec::load_data(const std::string& path) {
-  data_path_ = path;
+namespace {
+
+// Why `path` cannot be read as data, or empty when it can: in words a user acts on.
+std::string unreadable_because(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!path.empty() && !std::filesystem::is_regular_file(path, ec)) {
-    throw UsageError("--data: expected a readable file of text or bytes, got '" + path +
-                     "' (no such file)");
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found) return "no such file";
+  if (ec) return ec.message();
+  switch (st.type()) {
+    case fs::file_type::regular:
+      break;
+    case fs::file_type::directory:
+      return "is a directory";
+    case fs::file_type::fifo:
+      return "is a FIFO (named pipe), not a file";
+    case fs::file_type::socket:
+      return "is a socket, not a file";
+    default:
+      return "is not a regular file";
   }
+  if (access(path.c_str(), R_OK) != 0) return std::strerror(errno);
+  return {};
+}
+
+}  // namespace
+
+void ModelSpec::load_data(const std::string& path, int validation_percent) {
+  data_path_ = path;
   const auto seq = static_cast<std::size_t>(gpt_.seq_len);
-  data_ = std::make_shared<const data::TextData>(
-      path.empty() ? data::TextData::default_corpus(seq) : data::TextData::from_file(path, seq));
+  if (path.empty()) {
+    data_ = std::make_shared<const data::TextData>(
+        data::TextData::default_corpus(seq, validation_percent));
+  } else {
+    if (const std::string why = unreadable_because(path); !why.empty()) {
+      throw UsageError("--data: expected a readable file of text or bytes, got " + quote(path) +
+                       " (" + why + ")");
+    }
+    // An evaluated file (100 %) is named as it is; a training file as "data file '...'".
+    const std::string source =
+        validation_percent == 100 ? printable(path) : "data file " + quote(path);
+    data_ = std::make_shared<const data::TextData>(data::read_file_bytes(path), seq,
+                                                   validation_percent, source);
+  }
   samples_ = std::make_shared<data::TextWindows>(data_, data_seed_);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)data::fnv1a64(data_->bytes()));
   data_fingerprint_ =
       "fnv1a64 " + std::string(hex) + ", " + std::to_string(data_->size()) + " bytes";
+}
+
+namespace {
+
+std::uint64_t clamp64(unsigned __int128 bytes) {
+  constexpr std::uint64_t kMax = ~std::uint64_t(0);
+  return bytes > kMax ? kMax : std::uint64_t(bytes);
+}
+
+}  // namespace
+
+std::uint64_t mlp_activation_bytes(const model::MlpConfig& config, std::uint64_t micro_batch) {
+  // Mlp::activation_bytes(): 2 depth + 4 vectors of the width per sample, in fp32.
+  using u128 = unsigned __int128;
+  return clamp64(u128(micro_batch) * config.width * 4 * (2 * u128(config.depth) + 4));
+}
+
+std::uint64_t ModelSpec::activation_bytes(std::uint64_t micro_batch) const {
+  if (!is_gpt_) return mlp_activation_bytes(mlp_, micro_batch);
+  // The GPT's formula is affine in the micro-batch: a(0) + b * (a(1) - a(0)).
+  using u128 = unsigned __int128;
+  const u128 fixed = gpt_.activation_bytes(0);
+  return clamp64(fixed + u128(micro_batch) * (u128(gpt_.activation_bytes(1)) - fixed));
 }
 
 std::unique_ptr<model::Model> ModelSpec::make() const {

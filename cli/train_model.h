@@ -16,10 +16,12 @@
 
 namespace zerodp::cli {
 
+// Empty means "not given" (the defaults are in ModelSpec), so that a flag of the other model
+// is refused rather than ignored.
 struct ModelFlags {
   std::string model = "gpt";
-  std::string params = "1M";  // mlp
-  std::string layers = "4", heads = "4", hidden = "256", seq_len = "128";
+  std::string params;                          // mlp [1M]
+  std::string layers, heads, hidden, seq_len;  // gpt [4, 4, 256, 128]
   bool checkpoint_activations = false;
   std::string data;  // gpt: a file; empty for the default corpus
   std::string data_seed = "1234";
@@ -27,12 +29,17 @@ struct ModelFlags {
 
 void add_model_flags(CLI::App* app, ModelFlags& flags);
 
+// Mlp::activation_bytes() for a micro-batch, before any is allocated; UINT64_MAX when beyond
+// 64 bits.
+std::uint64_t mlp_activation_bytes(const model::MlpConfig& config, std::uint64_t micro_batch);
+
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
 class ModelSpec {
  public:
   // Throws UsageError for bad flags, Error when the data cannot be read.
   explicit ModelSpec(const ModelFlags& flags);
   // From a checkpoint manifest's "model" object (see config_json()).
+  // A data_override is a file to evaluate: all of it is the validation split.
   explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
 
   bool is_gpt() const { return is_gpt_; }
@@ -45,6 +52,10 @@ class ModelSpec {
   std::uint64_t data_seed() const { return data_seed_; }
   std::uint64_t param_count() const;
   std::size_t tokens_per_sample() const { return samples_->tokens_per_sample(); }
+  // Bytes of activations one model holds for a micro-batch; UINT64_MAX when beyond 64 bits.
+  std::uint64_t activation_bytes(std::uint64_t micro_batch) const;
+  // The flag that sets the model's size, as a memory error names it.
+  std::string size_flag() const { return is_gpt_ ? "--hidden" : "--params"; }
   std::string describe() const;
   nlohmann::json config_json() const;
   // The data's identity: the text file's path as given ("" for the default corpus), and its
@@ -54,7 +65,7 @@ class ModelSpec {
   const std::string& data_fingerprint() const { return data_fingerprint_; }
 
  private:
-  void load_data(const std::string& path);
+  void load_data(const std::string& path, int validation_percent = 10);
   bool is_gpt_ = true;
   model::GptConfig gpt_;
   model::MlpConfig mlp_;

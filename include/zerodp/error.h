@@ -28,6 +28,11 @@ class Error : public std::runtime_error {
 // escaped (a newline as \n, others as \xHH), so that the message stays one line.
 std::string quote(std::string_view text);
 
+// Text the user gave, as an output line (not an error) shows it: as it is, unless it holds a
+// control character (a newline, an escape code), then quoted as quote() does, so that a path
+// can neither break a log line nor drive the terminal.
+std::string printable(std::string_view text);
+
 [[noreturn]] void check_failed(const char* condition, const char* file, int line,
                                const std::string& detail);
 

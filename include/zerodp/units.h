@@ -25,11 +25,21 @@ std::uint64_t parse_count(std::string_view text, std::string_view flag, Zero zer
 // "a whole number" would not be what the user meant to be rounded.
 std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zero = Zero::rejected);
 
+// A whole number from `min` to `max`, for a flag stored in a narrower type or with a real limit:
+// "--ranks: expected a whole number from 1 to 1024, got '4294967298'". Never wraps: the text
+// is compared with the range before it is narrowed.
+std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::uint64_t min,
+                             std::uint64_t max);
+
 // A size in bytes with a unit: "80GB", "24GiB", "512MB", "2.06TB", "0B".
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero = Zero::rejected);
 
 // A duration in seconds: "10s", "250ms", "40us", "2min", "1h"; a bare number is seconds.
 double parse_seconds(std::string_view text, std::string_view flag);
+
+// A duration from `min` to `max` seconds, so that it converts to milliseconds without overflow:
+// "--timeout: expected a duration from 1 ms to 7 days such as 300s, got '1e16s'".
+double parse_seconds_in(std::string_view text, std::string_view flag, double min, double max);
 
 // A bandwidth in bytes per second: "300GB/s", "25GiB/s".
 double parse_bandwidth(std::string_view text, std::string_view flag);

@@ -24,6 +24,14 @@ std::string quote(std::string_view text) {
   return out + "'";
 }
 
+std::string printable(std::string_view text) {
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) return quote(text);
+  }
+  return std::string(text);
+}
+
 void check_failed(const char* condition, const char* file, int line, const std::string& detail) {
   std::fprintf(stderr, "zerodp: internal check failed at %s:%d: %s%s%s\n", file, line, condition,
                detail.empty() ? "" : ": ", detail.c_str());

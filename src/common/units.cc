@@ -152,6 +152,24 @@ std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zer
   return parse_with_suffixes(text, flag, zero, expected, {{"", 0, 0}});
 }
 
+std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::uint64_t min,
+                             std::uint64_t max) {
+  const std::string expected =
+      "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
+    reject(flag, expected, text);
+  }
+  const Zero zero = min == 0 ? Zero::allowed : Zero::rejected;
+  std::uint64_t value = 0;
+  try {
+    value = parse_with_suffixes(text, flag, zero, expected, {{"", 0, 0}});
+  } catch (const UsageError&) {
+    reject(flag, expected, text);  // beyond 64 bits: out of range like any other
+  }
+  if (value < min || value > max) reject(flag, expected, text);
+  return value;
+}
+
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero) {
   return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB",
                              {{"B", 0, 0},
@@ -172,6 +190,24 @@ double parse_seconds(std::string_view text, std::string_view flag) {
   return parse_real(
       text, flag, "a duration such as 10s, 250ms or 2min",
       {{"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"min", 60.0}, {"h", 3600.0}});
+}
+
+double parse_seconds_in(std::string_view text, std::string_view flag, double min, double max) {
+  auto plain = [](double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%gs", seconds);
+    return std::string(text);
+  };
+  const std::string expected =
+      "a duration from " + plain(min) + " to " + plain(max) + " such as 10s, 250ms or 2min";
+  double value = 0;
+  try {
+    value = parse_seconds(text, flag);
+  } catch (const UsageError&) {
+    reject(flag, expected, text);
+  }
+  if (!(value >= min && value <= max)) reject(flag, expected, text);
+  return value;
 }
 
 double parse_bandwidth(std::string_view text, std::string_view flag) {

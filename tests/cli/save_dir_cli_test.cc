@@ -153,7 +153,7 @@ TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
   const auto empty =
       testing::run_zerodp("export --checkpoint '" + dir + "' --out ''", "cd '" + work + "' && ");
   EXPECT_EQ(empty.status, 2);
-  EXPECT_TRUE(has(empty.err, "--out: expected a file name")) << empty.err;
+  EXPECT_TRUE(has(empty.err, "--out: expected a value, got an empty one")) << empty.err;
   const auto folder_out =
       testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + work + "/folder'");
   EXPECT_EQ(folder_out.status, 2);

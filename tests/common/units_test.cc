@@ -113,3 +113,42 @@ TEST(ParseFraction, ClosedUnitInterval) {
 
 }  // namespace
 }  // namespace zerodp::units
+
+namespace zerodp::units {
+namespace {
+
+std::string message_of(auto&& parse) {
+  try {
+    parse();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ParseWholeIn, AcceptsTheRangeAndNamesItWhenOutside) {
+  EXPECT_EQ(parse_whole_in("1", "--ranks", 1, 1024), 1u);
+  EXPECT_EQ(parse_whole_in("1024", "--ranks", 1, 1024), 1024u);
+  EXPECT_EQ(parse_whole_in("0", "--warmup", 0, 10), 0u);
+  for (const char* bad : {"0", "1025", "4294967298", "2147483648", "18446744073709551616",
+                          "99999999999999999999999", "", "-1", "2.5", "1e3", " 4"}) {
+    EXPECT_EQ(message_of([&] { parse_whole_in(bad, "--ranks", 1, 1024); }),
+              std::string("--ranks: expected a whole number from 1 to 1024, got '") + bad + "'")
+        << bad;
+  }
+}
+
+TEST(ParseSecondsIn, RefusesDurationsThatWouldOverflowMilliseconds) {
+  EXPECT_DOUBLE_EQ(parse_seconds_in("300s", "--timeout", 1e-3, 604800), 300.0);
+  EXPECT_DOUBLE_EQ(parse_seconds_in("168h", "--timeout", 1e-3, 604800), 604800.0);
+  for (const char* bad : {"1e16s", "169h", "0.0001s", "0", "nan", "inf", "-5s", "1e400"}) {
+    EXPECT_EQ(message_of([&] { parse_seconds_in(bad, "--timeout", 1e-3, 604800); }),
+              std::string("--timeout: expected a duration from 0.001s to 604800s such as 10s, "
+                          "250ms or 2min, got '") +
+                  bad + "'")
+        << bad;
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::units
