@@ -198,8 +198,10 @@ std::optional<checkpoint::Checkpoint> open_resume(const TrainFlags& f, const Tra
                         nlohmann::json::parse(resume->manifest().model), s.run_record);
   resume->check_model(s.spec.config_json().dump());
   if (resume->state().step >= s.steps) {
-    throw UsageError("--steps: " + std::to_string(s.steps) + " steps are done already in " +
-                     resume->folder() + "; ask for more to continue");
+    const std::string done = std::to_string(resume->state().step);
+    throw UsageError("--steps: " + quote(resume->folder()) + " has done " + done +
+                     " steps already and --steps " + std::to_string(s.steps) +
+                     " asks for no more; give --steps above " + done + " to continue");
   }
   return resume;
 }
@@ -269,7 +271,7 @@ void RankRun::resume_from(const checkpoint::Checkpoint& ck) {
   engine_.import_state(ck.reader(), ck.state());
   first_step_ = ck.state().step + 1;
   if (talk_) {
-    progress_.note("resumed from " + ck.folder() + " (saved by " +
+    progress_.note("resumed from " + printable(ck.folder()) + " (saved by " +
                    std::to_string(ck.manifest().ranks) + " ranks at stage " +
                    std::to_string(ck.manifest().stage) + ")");
   }
@@ -314,7 +316,7 @@ void RankRun::after_step(std::int64_t t) {
   if (!f_.save_dir.empty() && save_now) {
     const std::string folder = checkpoint::save(
         f_.save_dir, engine_, comm_, s_.spec.config_json().dump(), s_.run_record.dump(), s_.keep);
-    if (talk_) progress_.note("saved " + folder);
+    if (talk_) progress_.note("saved " + printable(folder));
     saved_step_ = t, saved_folder_ = folder;
   }
 }
@@ -328,7 +330,7 @@ void RankRun::stop(std::int64_t t) {
   saved_folder_ = checkpoint::save(f_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
                                    s_.run_record.dump(), s_.keep);
   saved_step_ = t;
-  if (talk_) progress_.note("saved " + saved_folder_);
+  if (talk_) progress_.note("saved " + printable(saved_folder_));
 }
 
 void RankRun::validate(std::int64_t t) {

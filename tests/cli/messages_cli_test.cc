@@ -127,5 +127,30 @@ TEST(MessagesCli, EvalTakesAFileOfExactlyOneWindow) {
   EXPECT_NE(r.out.find("over 16 tokens (1 windows of 16)"), std::string::npos) << r.out;
 }
 
+TEST(MessagesCli, EveryErrorIsOneLineWhateverItsSourceQuotes) {
+  // The checkpoint reader names the path it could not open as it is; main() still prints one
+  // line with the control characters escaped, so no message of any part can break the log.
+  const auto r = run_zerodp("eval --checkpoint \"$(printf '/nonexistent/c\\nd\\033[31m')\"");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.find('\033'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c\\nd\\x1b[31m"), std::string::npos) << r.err;
+}
+
+TEST(MessagesCli, AResumeWithNoStepsLeftSaysHowManyAreDone) {
+  // Before: "--steps: 3 steps are done already", the asked count given as the done one.
+  const std::string dir = ::testing::TempDir() + "/messages_resume_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  const std::string tiny = "train --model mlp --params 20K --ranks 1 --out '' --save-dir '" + dir;
+  ASSERT_EQ(run_zerodp(tiny + "' --steps 4").status, 0);
+  const auto r = run_zerodp(tiny + "' --steps 3 --resume '" + dir + "'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("has done 4 steps already and --steps 3 asks for no more; give --steps "
+                       "above 4 to continue"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace zerodp
