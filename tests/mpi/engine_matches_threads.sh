@@ -11,7 +11,8 @@ hash_of() { grep -o '"weights_sha256": "[0-9a-f]*"' | cut -d'"' -f4; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-gpt="--layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 --steps 6 --out '' --json"
+# Word-split on purpose: every word is plain (no quotes, no spaces in the mktemp path).
+gpt="--layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 --steps 6 --out $work/out --json"
 for stage in 0 1 2 3; do
   threads=$("$zerodp" train $gpt --ranks 3 --stage $stage | hash_of)
   mpi_hash=$(mpi train $gpt --stage $stage | hash_of)
