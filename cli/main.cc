@@ -13,35 +13,18 @@
 
 namespace {
 
-// An error message as one line that cannot drive the terminal, whatever part of it came from
-// the user or a file (a path, a manifest field): control characters are escaped, a newline as
-// \n, the others as \xHH. Messages that quote() their inputs already hold none.
-std::string one_line(std::string_view message) {
-  std::string out;
-  for (unsigned char c : message) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 // The exception being handled, as one line on stderr and an exit status: 2 for bad input,
 // 1 for a failed run. No library's words (std::bad_alloc, a parser's) reach the user alone.
 int report_failure() {
   try {
     throw;
   } catch (const zerodp::UsageError& e) {
-    std::fprintf(stderr, "zerodp: %s\n", one_line(e.what()).c_str());
+    // Every message as one line that cannot drive the terminal, whatever part of it came from
+    // the user or a file (a path, a manifest field): messages that quote() already hold none.
+    std::fprintf(stderr, "zerodp: %s\n", zerodp::escape_controls(e.what()).c_str());
     return 2;
   } catch (const zerodp::Error& e) {
-    std::fprintf(stderr, "zerodp: error: %s\n", one_line(e.what()).c_str());
+    std::fprintf(stderr, "zerodp: error: %s\n", zerodp::escape_controls(e.what()).c_str());
   } catch (const std::filesystem::filesystem_error& e) {
     std::fprintf(stderr, "zerodp: error: %s: %s\n", zerodp::quote(e.path1().string()).c_str(),
                  e.code().message().c_str());
@@ -85,7 +68,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zerodp: %s (see 'zerodp --help')\n", one_line(e.what()).c_str());
+    std::fprintf(stderr, "zerodp: %s (see 'zerodp --help')\n",
+                 zerodp::escape_controls(e.what()).c_str());
     return 2;
   } catch (...) {
     return report_failure();

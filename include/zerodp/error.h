@@ -24,6 +24,10 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The text with its control characters escaped (a newline as \n, a tab as \t, others as
+// \xHH) and nothing else changed: one line that cannot drive a terminal.
+std::string escape_controls(std::string_view text);
+
 // Text the user gave, as an error message quotes it: in single quotes, with control characters
 // escaped (a newline as \n, others as \xHH), so that the message stays one line.
 std::string quote(std::string_view text);

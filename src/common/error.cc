@@ -5,8 +5,8 @@
 
 namespace zerodp {
 
-std::string quote(std::string_view text) {
-  std::string out = "'";
+std::string escape_controls(std::string_view text) {
+  std::string out;
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
     if (c == '\n') {
@@ -21,7 +21,11 @@ std::string quote(std::string_view text) {
       out += c;
     }
   }
-  return out + "'";
+  return out;
+}
+
+std::string quote(std::string_view text) {
+  return "'" + escape_controls(text) + "'";
 }
 
 std::string printable(std::string_view text) {
