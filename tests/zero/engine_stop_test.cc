@@ -31,9 +31,9 @@ std::vector<RankSteps> train(int ranks, int stage, EngineOptions o, int steps,
   std::vector<RankSteps> out(ranks);
   std::mutex mu;
   const data::SyntheticRegression samples = testing::mlp_samples(small_mlp());
+  o.stage = stage_from_number(stage);  // before the ranks start: they share o
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(small_mlp());
-    o.stage = stage_from_number(stage);
     Engine engine(mlp, comm, samples, o);
     RankSteps mine;
     for (int s = 0; s < steps; ++s) {
