@@ -146,9 +146,13 @@ void run_measure(const MeasureFlags& f, bool stage_given) {
   if (f.all_stages && stage_given) {
     throw UsageError("--stage and --all-stages exclude each other: give one");
   }
-  const Launch launch = launch_options(f.engine);
+  Launch launch = launch_options(f.engine);
   EngineOptions base = engine_options(f.engine, 8);
   const std::uint64_t wanted = units::parse_count(f.params, "--params");
+  // Under MPI, measure's own settings are the run's too: every rank must measure the same.
+  launch.agree.emplace_back("--params", f.params, std::to_string(wanted));
+  launch.agree.emplace_back("--steps", f.steps);
+  launch.agree.emplace_back("--all-stages", f.all_stages ? "given" : "not given");
   const model::MlpConfig config = model::MlpConfig::for_params(wanted);
   const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
   std::vector<Stage> stages = {base.stage};

@@ -6,10 +6,9 @@
 //  - check_ranks_agree() is collective: every rank calls it with its own list of settings, in
 //    the same order (the same code builds it). It returns when every setting's name and key
 //    are equal on all ranks.
-//  - Otherwise it throws UsageErrorOnEveryRank (a UsageError) on every rank with the same one line,
-//  naming the first
-//    setting that differs and what each rank runs: "ranks disagree on --seed: rank 0 runs 1,
-//    rank 1 runs 2".
+//  - Otherwise it throws UsageErrorOnEveryRank (a UsageError) on every rank with the same one
+//    line, naming the first setting that differs and what each rank runs: "ranks disagree on
+//    --seed: rank 0 runs 1, rank 1 runs 2".
 //  - Only fp32 crosses the communicator: each setting's 64-bit digest travels as four fp32
 //    values that hold 16-bit integers exactly; values are shown (not compared) as text bytes.
 #pragma once

@@ -154,9 +154,9 @@ void TextData::window(Split split, std::uint64_t seed, std::uint64_t i,
 std::string TextData::describe() const {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes_)));
-  return source_ + ": " + with_commas(bytes_.size()) + " bytes, fnv1a64 " + hash + ", train " +
-         with_commas(train_bytes()) + " / validation " + with_commas(validation_bytes_) +
-         " (last " + std::to_string(validation_percent_) + " %)";
+  return printable(source_) + ": " + with_commas(bytes_.size()) + " bytes, fnv1a64 " + hash +
+         ", train " + with_commas(train_bytes()) + " / validation " +
+         with_commas(validation_bytes_) + " (last " + std::to_string(validation_percent_) + " %)";
 }
 
 }  // namespace zerodp::data

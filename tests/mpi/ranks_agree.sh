@@ -54,6 +54,9 @@ echo "the same bytes at another path: ok"
 # measure shares the engine flags.
 M="measure --params 4224 --steps 1 --json --backend mpi"
 expect_disagreement "--stage" "$M --stage 1" "$M --stage 2"
+# ... and its own settings: the model's size.
+M="measure --steps 1 --json --backend mpi"
+expect_disagreement "--params" "$M --params 4224" "$M --params 8448"
 
 # A resume the ranks cannot split fails the same way on every rank: a global batch of 4
 # (2 ranks x micro-batch 2) on 3 processes.
