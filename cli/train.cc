@@ -24,7 +24,6 @@
 #include "zerodp/error.h"
 #include "zerodp/optim.h"
 #include "zerodp/plan_memory.h"
-#include "zerodp/sha256.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -346,7 +345,7 @@ void RankRun::validate(std::int64_t t) {
 }
 
 nlohmann::json RankRun::finish() {
-  const std::vector<float> master = engine_.gather_master();  // collective: every rank
+  const std::string weights_sha256 = engine_.weights_sha256();  // collective: every rank
   if (!leader_) return nullptr;
   const ModelSpec& spec = s_.spec;
   const int ranks = comm_.size();
@@ -371,7 +370,7 @@ nlohmann::json RankRun::finish() {
       {"model_state_bytes", ledger.model_state_bytes()},
       {"peak_bytes", ledger.peak_total()},
       {"activation_bytes", ledger.peak(Category::activations)},
-      {"weights_sha256", sha256_hex(master.data(), master.size() * sizeof(float))}};
+      {"weights_sha256", weights_sha256}};
   if (!f_.out.empty()) {
     curve_.write_csv(f_.out + "/loss.csv");
     curve_.write_svg(f_.out + "/loss.svg");

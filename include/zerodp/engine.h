@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "zerodp/comm.h"
@@ -129,8 +130,14 @@ class Engine {
   // Completes collectives still in flight (param gathers overlapped into the next step).
   void flush();
 
-  // The full fp32 master weights, on every rank (collective). For hashes and export.
+  // The full fp32 master weights, on every rank (collective). For export and tests: it holds
+  // a full copy on every rank.
   std::vector<float> gather_master();
+  // SHA-256 (lowercase hex) of the fp32 master weights in flat-layout order, little-endian: the
+  // bytes gather_master() returns, hashed, on every rank (collective). It streams: bucket by
+  // bucket, the chunks are all-gathered in rank order into the engine's fp32 scratch (held
+  // already, counted in the ledger), so no rank ever holds a full copy.
+  std::string weights_sha256();
 
   // Checkpoints. The ranges this rank owns (its chunk of every bucket, in bucket order, empty
   // chunks included, so every rank lists as many): together they tile the layout once,

@@ -11,6 +11,7 @@
 #include "zero/partition.h"
 #include "zerodp/dtype.h"
 #include "zerodp/error.h"
+#include "zerodp/sha256.h"
 
 namespace zerodp {
 namespace {
@@ -413,6 +414,25 @@ std::vector<float> Engine::gather_master() {
                       DType::f32);
   }
   return full;
+}
+
+std::string Engine::weights_sha256() {
+  Impl& e = *impl_;
+  flush();
+  Sha256 hash;
+  if (e.full_optimizer()) {
+    hash.update(e.master.data(), e.part.total * sizeof(float));
+    return hash.hex();
+  }
+  // The flat layout is the buckets in order, each the ranks' chunks in rank order: gathering one
+  // bucket at a time hashes the same bytes as a full copy would. param32 holds the largest
+  // unit's view, so any bucket fits.
+  ZERODP_CHECK(e.param32.size() >= e.part.max_bucket);
+  for (const zero::Bucket& bucket : e.part.buckets) {
+    e.comm.all_gather(e.master.data() + bucket.local, e.param32.data(), bucket.count, DType::f32);
+    hash.update(e.param32.data(), bucket.count * sizeof(float));
+  }
+  return hash.hex();
 }
 
 std::vector<FlatRange> Engine::owned_ranges() const {
