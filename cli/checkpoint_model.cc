@@ -111,12 +111,9 @@ bool mpi_world_rank_zero() {
 }  // namespace
 
 std::optional<checkpoint::SaveDir> claim_save_dir(const std::string& save_dir, bool mpi,
-                                                  const checkpoint::Checkpoint* resumed,
-                                                  bool json) {
+                                                  const checkpoint::Checkpoint* resumed) {
   if (save_dir.empty() || (mpi && !mpi_world_rank_zero())) return std::nullopt;
-  checkpoint::SaveDir claim = checkpoint::SaveDir::claim(save_dir, resumed);
-  if (!claim.note().empty()) std::fprintf(json ? stderr : stdout, "%s\n", claim.note().c_str());
-  return claim;
+  return checkpoint::SaveDir::claim(save_dir, resumed);
 }
 
 }  // namespace zerodp::cli

@@ -30,8 +30,9 @@ LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params = true);
 
 // Claims --save-dir for a run of train (checkpoint::SaveDir::claim), before any rank starts:
 // nullopt without --save-dir, and in the MPI processes other than world rank 0, which write
-// shards only. Prints the claim's note (checkpoints set aside), to stderr under --json.
+// shards only. A rewind's checkpoints are set aside later, once every check has passed
+// (RankRun's start in train.cc).
 std::optional<checkpoint::SaveDir> claim_save_dir(const std::string& save_dir, bool mpi,
-                                                  const checkpoint::Checkpoint* resumed, bool json);
+                                                  const checkpoint::Checkpoint* resumed);
 
 }  // namespace zerodp::cli

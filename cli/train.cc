@@ -16,9 +16,9 @@
 #include "engine_flags.h"
 #include "loss_curve.h"
 #include "progress.h"
-#include "stop_signal.h"
 #include "resume_rules.h"
 #include "run_agreement.h"
+#include "stop_signal.h"
 #include "train_model.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
@@ -462,12 +462,18 @@ void run_train(const TrainFlags& f) {
   configure_blas_threads(settings.launch);
   const std::optional<checkpoint::Checkpoint> resume = open_resume(f, settings);
   // Held until the run ends: the folder's lock and the run id its manifests record.
-  const std::optional<checkpoint::SaveDir> save_dir = claim_save_dir(
-      f.save_dir, settings.launch.backend == "mpi", resume ? &*resume : nullptr, f.json);
+  std::optional<checkpoint::SaveDir> save_dir =
+      claim_save_dir(f.save_dir, settings.launch.backend == "mpi", resume ? &*resume : nullptr);
   int stopped_by = 0;  // the same on every rank
   std::mutex mu;
   run_ranks(settings.launch, [&](comm::Communicator& comm) {
     const TrainSettings here = settings.on_ranks(comm, resume ? &*resume : nullptr);
+    // Every check has passed on every rank: only now may a rewind move checkpoints aside (a
+    // refused run leaves the folder as it found it). The claim lives in rank 0's process.
+    if (save_dir && comm.rank() == 0) {
+      const std::string note = save_dir->set_aside_superseded();
+      if (!note.empty()) std::fprintf(f.json ? stderr : stdout, "%s\n", note.c_str());
+    }
     RankRun run(f, here, comm);
     run.print_header();
     if (resume) run.resume_from(*resume);

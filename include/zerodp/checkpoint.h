@@ -129,8 +129,7 @@ class SaveDir {
   //    run's. A manifest without a run id counts as the resumed run's only when the resumed
   //    checkpoint has none either.
   // A resumed run takes the resumed run's id (a new one when it has none); a fresh run a new
-  // random one. A resumed run that rewinds (its step is older than the newest checkpoint of the
-  // folder) moves the later checkpoints into SAVE_DIR/superseded-<UTC time>/; note() says so.
+  // random one. Claiming moves nothing: see set_aside_superseded().
   static SaveDir claim(const std::string& save_dir, const Checkpoint* resumed);
   ~SaveDir();
   SaveDir(SaveDir&&) noexcept;
@@ -138,8 +137,12 @@ class SaveDir {
 
   const std::string& path() const;
   const std::string& run_id() const;
-  // One line for people when claim() set checkpoints aside, else empty.
-  const std::string& note() const;
+  // A resumed run that rewinds (its step is older than the newest checkpoint of the folder)
+  // moves the later checkpoints into SAVE_DIR/superseded-<UTC time>/ and returns one line for
+  // people saying so (empty when nothing moved). Called once the run is sure to start (every
+  // check passed), so that a refused run leaves the folder as it found it; later calls do
+  // nothing.
+  std::string set_aside_superseded();
 
  private:
   struct Impl;

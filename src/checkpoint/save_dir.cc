@@ -14,6 +14,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -178,7 +179,8 @@ Ownership claimed(const std::string& save_dir) {
 }
 
 struct SaveDir::Impl {
-  std::string path, key, note;
+  std::string path, key;
+  std::optional<std::int64_t> rewind_to;  // the resumed step, until set_aside_superseded()
   Ownership owner;
   int lock_fd = -1;
   ~Impl() {
@@ -208,7 +210,7 @@ SaveDir SaveDir::claim(const std::string& save_dir, const Checkpoint* resumed) {
     if (!resumed || s->run_id != resumed_id) refuse_foreign(save_dir, *s, resumed != nullptr);
   }
   impl->owner = {resumed_id.empty() ? new_run_id() : resumed_id, resumed && resumed_id.empty()};
-  if (resumed) impl->note = set_aside_later(save_dir, saved, resumed->state().step);
+  if (resumed) impl->rewind_to = resumed->state().step;
   std::lock_guard<std::mutex> lock(g_claims_mu);
   // flock refuses a second claim of one folder in this process too: the key is free.
   claims()[impl->key] = impl->owner;
@@ -221,8 +223,11 @@ const std::string& SaveDir::path() const {
 const std::string& SaveDir::run_id() const {
   return impl_->owner.run_id;
 }
-const std::string& SaveDir::note() const {
-  return impl_->note;
+std::string SaveDir::set_aside_superseded() {
+  if (!impl_->rewind_to) return {};
+  const std::int64_t step = *impl_->rewind_to;
+  impl_->rewind_to.reset();
+  return set_aside_later(impl_->path, complete_checkpoints(impl_->path), step);
 }
 
 }  // namespace zerodp::checkpoint

@@ -117,9 +117,9 @@ TEST(SaveDir, AResumeKeepsTheRunIdAndRefusesAnotherRunsFolder) {
   fresh_run(a, {2});
   fresh_run(b, {2});
   const Checkpoint ck = Checkpoint::open(a);
-  const SaveDir resumed = SaveDir::claim(a, &ck);
+  SaveDir resumed = SaveDir::claim(a, &ck);
   EXPECT_EQ(resumed.run_id(), ck.manifest().run_id);
-  EXPECT_TRUE(resumed.note().empty());
+  EXPECT_TRUE(resumed.set_aside_superseded().empty());
   const std::string e = usage_error([&] { SaveDir::claim(b, &ck); });
   EXPECT_TRUE(has(e, "holds checkpoints of another run (step-00000002) than the one --resume"))
       << e;
@@ -130,12 +130,15 @@ TEST(SaveDir, ARewindSetsTheLaterCheckpointsAside) {
   fresh_run(dir, {1, 2, 3, 4}, /*keep=*/4);
   const Checkpoint ck = Checkpoint::open(dir + "/step-00000002");
   {
-    const SaveDir claim = SaveDir::claim(dir, &ck);
-    EXPECT_TRUE(has(claim.note(),
+    SaveDir claim = SaveDir::claim(dir, &ck);
+    EXPECT_EQ(checkpoint::latest(dir), dir + "/step-00000004");  // claiming moves nothing
+    const std::string note = claim.set_aside_superseded();
+    EXPECT_TRUE(has(note,
                     "rewound to step 2: moved 2 later checkpoint(s) of this run "
                     "(step-00000003 to step-00000004) to '" +
                         dir + "/superseded-"))
-        << claim.note();
+        << note;
+    EXPECT_TRUE(claim.set_aside_superseded().empty());  // once
     EXPECT_EQ(checkpoint::latest(dir), dir + "/step-00000002");
     run_saving(claim, &ck, {3}, 4);
   }

@@ -102,6 +102,17 @@ TEST(SaveDirCli, ARewindSetsTheLaterCheckpointsAsideAndResumesRight) {
       testing::run_zerodp(kTrain + "--steps 4 --save-every 1 --keep 4 --save-dir '" + dir + "'")
           .status,
       0);
+  // A rewind that is refused (3 ranks cannot split the global batch of 4) moves nothing.
+  std::string on_three = kTrain;
+  on_three.replace(on_three.find("--ranks 2"), 9, "--ranks 3");
+  const auto refused = testing::run_zerodp(on_three + "--steps 4 --resume '" + dir +
+                                           "/step-00000002' --save-dir '" + dir + "'");
+  ASSERT_EQ(refused.status, 2) << refused.err;
+  EXPECT_TRUE(has(refused.err, "cannot split it evenly")) << refused.err;
+  EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 4);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    EXPECT_NE(e.path().filename().string().rfind("superseded-", 0), 0u) << e.path();
+  }
   const auto r = testing::run_zerodp(kTrain + "--steps 4 --resume '" + dir +
                                      "/step-00000002' --save-dir '" + dir + "' --json");
   ASSERT_EQ(r.status, 0) << r.err;
