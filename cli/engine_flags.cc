@@ -92,7 +92,8 @@ Launch launch_options(const EngineFlags& f) {
   const double timeout =
       units::parse_seconds_in(f.timeout, "--timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
   l.options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout * 1e3)));
-  l.agree = {{"--stage", f.stage},
+  l.agree = {{"--ranks", f.ranks.empty() ? "the world size" : f.ranks},
+             {"--stage", f.stage},
              {"--precision", f.precision},
              {"--bucket-bytes", f.bucket_bytes},
              {"--grad-accum", f.grad_accum},
@@ -186,13 +187,15 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
   }
 #if defined(ZERODP_HAVE_MPI)
   std::unique_ptr<comm::Communicator> comm = comm::make_mpi_communicator(launch.options);
-  if (launch.ranks != 0 && launch.ranks != comm->size()) {
-    throw UsageError("--ranks: " + std::to_string(launch.ranks) +
-                     " does not match the MPI world size " + std::to_string(comm->size()) +
-                     " (set the ranks with mpirun -np)");
-  }
   try {
+    // First every rank meets the others (a rank that left early would leave them waiting),
+    // then, all agreeing on --ranks, all reach the same verdict on the world size.
     check_ranks_agree(*comm, launch.agree);
+    if (launch.ranks != 0 && launch.ranks != comm->size()) {
+      throw UsageErrorOnEveryRank(
+          "--ranks: " + std::to_string(launch.ranks) + " does not match the MPI world size " +
+          std::to_string(comm->size()) + " (set the ranks with mpirun -np)");
+    }
     fn(*comm);
   } catch (const UsageErrorOnEveryRank&) {
     throw;  // every rank throws it at the same point: nothing to abort

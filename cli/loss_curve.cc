@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -15,11 +16,23 @@
 namespace zerodp::cli {
 namespace {
 
+// Written beside and renamed into place: a run killed meanwhile (a second signal, kill -9)
+// leaves the previous file whole, and with it the loss history a resume continues.
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) throw Error("cannot write " + path);
+  std::error_code ec;
+  if (!out) {
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot write " + quote(path));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot write " + quote(path) + ": " + ec.message());
+  }
 }
 
 std::string number(double v, int decimals) {

@@ -75,11 +75,22 @@ std::uint64_t micro_batch_for(std::uint64_t share, std::uint64_t asked) {
   return 1;
 }
 
+// A whole-number field of a checkpoint's run record, or Error naming it: a manifest edited by
+// hand must not turn into a wrapped count or a library's exception.
+std::uint64_t saved_count(const std::string& folder, const json& saved, const char* key) {
+  const json& v = saved.at(key);
+  if (!v.is_number_unsigned()) {
+    throw Error(folder + "/manifest.json: run." + key + " is " + quote(v.dump()) +
+                ", expected a whole number");
+  }
+  return v.get<std::uint64_t>();
+}
+
 // The global batch kept on `ranks`; fills the plan's split and its line.
 void plan_batch(const std::string& folder, const json& saved, int saved_ranks, const json& run,
                 int ranks, ResumePlan& plan) {
-  const auto old_b = saved.at("micro_batch").get<std::uint64_t>();
-  const auto old_k = saved.at("grad_accum").get<std::uint64_t>();
+  const std::uint64_t old_b = saved_count(folder, saved, "micro_batch");
+  const std::uint64_t old_k = saved_count(folder, saved, "grad_accum");
   std::uint64_t global = 0;
   if (old_b == 0 || old_k == 0 || old_k > std::uint64_t(std::numeric_limits<int>::max()) ||
       __builtin_mul_overflow(std::uint64_t(saved_ranks) * old_b, old_k, &global) ||
@@ -154,8 +165,25 @@ void note_changes(const json& saved, const json& run, ResumePlan& plan) {
 
 }  // namespace
 
+// The model's shape: the weights have it. Names the flag, as the other refusals do.
+void refuse_model_shape(const std::string& folder, const json& saved_model, const json& model) {
+  static const std::pair<const char*, const char*> kShape[] = {
+      {"type", "--model"},    {"n_layer", "--layers"},      {"n_head", "--heads"},
+      {"n_embd", "--hidden"}, {"n_positions", "--seq-len"}, {"width", "--params"},
+      {"depth", "--params"}};
+  for (const auto& [key, flag] : kShape) {
+    const json saved = saved_model.value(key, json()), asked = model.value(key, json());
+    if (saved == asked) continue;
+    throw UsageError(std::string(flag) + ": the checkpoint " + folder + " holds a model with " +
+                     key + " " + (saved.is_null() ? "absent" : saved.dump()) + ", this run asks " +
+                     (asked.is_null() ? "absent" : asked.dump()) +
+                     "; the weights have that shape (resume with the checkpoint's " + flag + ")");
+  }
+}
+
 void refuse_resume_changes(const std::string& folder, const json& saved_run,
-                           const json& saved_model, const json& run) {
+                           const json& saved_model, const json& model, const json& run) {
+  refuse_model_shape(folder, saved_model, model);
   refuse_data_seed(folder, saved_model, run);
   refuse_data(folder, saved_run, run);
   refuse_precision(folder, saved_run, run);

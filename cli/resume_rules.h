@@ -15,11 +15,14 @@
 
 namespace zerodp::cli {
 
-// The settings a resume may not change whatever the ranks: the data's bytes, the data seed,
-// the precision. Throws UsageError naming the flag, the checkpoint's value and this run's.
-// `folder` names the checkpoint in messages; `saved_model` is its model config.
+// The settings a resume may not change whatever the ranks: the model's shape, the data's bytes,
+// the data seed, the precision. Throws UsageError naming the flag, the checkpoint's value and
+// this run's.
+// `folder` names the checkpoint in messages; `saved_model` is its model config, `model` this
+// run's.
 void refuse_resume_changes(const std::string& folder, const nlohmann::json& saved_run,
-                           const nlohmann::json& saved_model, const nlohmann::json& run);
+                           const nlohmann::json& saved_model, const nlohmann::json& model,
+                           const nlohmann::json& run);
 
 // How the resumed run splits the checkpoint's global batch over `ranks`, and what it says.
 struct ResumePlan {

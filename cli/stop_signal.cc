@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -19,6 +20,7 @@ void say(const char* text) {
 }
 
 void on_signal(int sig) {
+  const int saved_errno = errno;  // the interrupted code may be about to read it
   int none = 0;
   if (run_over.load() || !first_signal.compare_exchange_strong(none, sig)) {
     // The second signal: the user (or the scheduler) will not wait. Die of it, as if we had
@@ -31,6 +33,7 @@ void on_signal(int sig) {
   say(sig == SIGINT ? "zerodp: SIGINT" : "zerodp: SIGTERM");
   say(": stopping after this step (checkpoint and loss curve follow); send it again to stop "
       "at once\n");
+  errno = saved_errno;
 }
 
 }  // namespace

@@ -88,8 +88,10 @@ RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
       {"params", "--params"}};
   RunSettings out;
   const nlohmann::json config = s.spec.config_json();
+  // Every entry on every rank, "(none)" where this model has no such field, so that ranks
+  // training different models still compare the same list (and name --model).
   for (const auto& [field, flag] : kModelFlags) {
-    if (config.contains(field)) out.push_back({flag, config.at(field).dump()});
+    out.push_back({flag, config.contains(field) ? config.at(field).dump() : "(none)"});
   }
   out.push_back({"--data", s.spec.data_path() + " (" + s.spec.data_fingerprint() + ")",
                  s.spec.data_fingerprint()});
@@ -128,8 +130,9 @@ RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
 
 TrainSettings::TrainSettings(const TrainFlags& f)
     : spec(f.model), options(engine_options(f.engine, 8)), launch(launch_options(f.engine)) {
-  // Step counts: a billion steps is years of training; nothing narrows beyond that.
-  constexpr std::uint64_t kSteps = 1'000'000'000;
+  // Step counts: checkpoint folders are named step-%08d and found in name order, so a step
+  // has at most 8 digits (and 99,999,999 steps is years of training).
+  constexpr std::uint64_t kSteps = 99'999'999;
   steps = static_cast<std::int64_t>(units::parse_whole_in(f.steps, "--steps", 1, kSteps));
   warmup = static_cast<std::int64_t>(f.warmup.empty()
                                          ? std::min<std::int64_t>(50, steps / 10)
@@ -194,7 +197,8 @@ std::optional<checkpoint::Checkpoint> open_resume(const TrainFlags& f, const Tra
   if (f.resume.empty()) return std::nullopt;
   std::optional<checkpoint::Checkpoint> resume(checkpoint::Checkpoint::open(f.resume));
   refuse_resume_changes(resume->folder(), nlohmann::json::parse(resume->manifest().run),
-                        nlohmann::json::parse(resume->manifest().model), s.run_record);
+                        nlohmann::json::parse(resume->manifest().model), s.spec.config_json(),
+                        s.run_record);
   resume->check_model(s.spec.config_json().dump());
   if (resume->state().step >= s.steps) {
     const std::string done = std::to_string(resume->state().step);
@@ -323,8 +327,13 @@ void RankRun::after_step(std::int64_t t) {
 // Every rank agreed to stop after step t (a signal reached one of them): save where the run
 // can resume, unless this step was just saved. finish() writes the curve and says where.
 void RankRun::stop(std::int64_t t) {
-  // A rank the signal did not reach stops for the scheduler's usual reason.
-  stopped_by_ = stop_signal::received() != 0 ? stop_signal::received() : SIGTERM;
+  // Every rank ends with one status: SIGTERM if any rank received it (the scheduler's), else
+  // SIGINT if any did; a rank the signal did not reach takes the others'. One small
+  // all-reduce, on a stop only.
+  const int mine = stop_signal::received();
+  float which[2] = {mine == SIGINT ? 1.0f : 0.0f, mine == SIGTERM ? 1.0f : 0.0f};
+  comm_.all_reduce(which, 2, DType::f32);
+  stopped_by_ = which[1] > 0.0f || which[0] == 0.0f ? SIGTERM : SIGINT;
   if (f_.save_dir.empty() || saved_step_ == t) return;
   saved_folder_ = checkpoint::save(f_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
                                    s_.run_record.dump(), s_.keep);
@@ -394,14 +403,14 @@ std::string stop_line(const TrainFlags& f, const nlohmann::json& j) {
                      std::to_string(stop["step"].get<std::int64_t>()) + " of " +
                      std::to_string(j["steps"].get<std::int64_t>()) + "; ";
   if (!stop["checkpoint"].is_null()) {
-    line += "checkpoint " + stop["checkpoint"].get<std::string>() + " (continue with --resume " +
-            f.save_dir + ")";
+    line += "checkpoint " + printable(stop["checkpoint"].get<std::string>()) +
+            " (continue with --resume " + printable(f.save_dir) + ")";
   } else {
     line += "no checkpoint (no --save-dir)";
   }
   if (j.contains("curve_csv")) {
-    line += "; loss curve " + j["curve_csv"].get<std::string>() + ", " +
-            j["curve_svg"].get<std::string>();
+    line += "; loss curve " + printable(j["curve_csv"].get<std::string>()) + ", " +
+            printable(j["curve_svg"].get<std::string>());
   } else {
     line += "; no loss curve (--out '')";
   }

@@ -34,12 +34,16 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 std::string AtomicFile::commit() {
   if (::fsync(fd_) != 0) throw Error("cannot fsync " + tmp_ + ": " + errno_text());
   if (::close(fd_) != 0) {
+    const std::string why = errno_text();
     fd_ = -1;
-    throw Error("cannot close " + tmp_ + ": " + errno_text());
+    ::unlink(tmp_.c_str());  // the destructor no longer owns it: leave no .tmp behind
+    throw Error("cannot close " + tmp_ + ": " + why);
   }
   fd_ = -1;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    throw Error("cannot rename " + tmp_ + " to " + path_ + ": " + errno_text());
+    const std::string why = errno_text();
+    ::unlink(tmp_.c_str());
+    throw Error("cannot rename " + tmp_ + " to " + path_ + ": " + why);
   }
   return hash_.hex();
 }

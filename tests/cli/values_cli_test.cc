@@ -62,7 +62,10 @@ TEST(ValuesCli, TrainCountsHaveTheirRanges) {
   expect_refused("train --model mlp --keep 4294967297",
                  "--keep: expected a whole number from 1 to 1000000, got '4294967297'");
   expect_refused("train --model mlp --steps 9223372036854775808",
-                 "--steps: expected a whole number from 1 to 1000000000");
+                 "--steps: expected a whole number from 1 to 99999999");
+  // Checkpoint folders hold 8 digits of step: one more would sort before step 99999999.
+  expect_refused("train --model mlp --steps 100000000",
+                 "--steps: expected a whole number from 1 to 99999999, got '100000000'");
   expect_refused("train --model mlp --log-every 0", "--log-every: expected a whole number from 1");
 }
 
