@@ -125,18 +125,13 @@ std::pair<u128, u128> ranks_here_and_total(const Launch& launch) {
 
 // The model state one rank of n holds (bytes per parameter 2, 2, 12, as the engine stores
 // them), in 128 bits so that no parameter count can overflow it.
+// 2 bytes of 16-bit params, 2 of grads, 12 of fp32 master and Adam moments per parameter:
+// whole where the stage keeps them whole, 1/N where it shards them (zerodp/stage.h).
 u128 model_state_per_rank(std::uint64_t params, u128 n, Stage stage) {
+  const Sharding s = sharding(stage);
   const u128 p = params;
-  switch (stage) {
-    case Stage::dp:
-      return 16 * p;
-    case Stage::zero1:
-      return 4 * p + 12 * p / n;
-    case Stage::zero2:
-      return 2 * p + 14 * p / n;
-    default:
-      return 16 * p / n;
-  }
+  const u128 whole = (s.parameters ? 0 : 2) + (s.gradients ? 0 : 2) + (s.optimizer_states ? 0 : 12);
+  return whole * p + (16 - whole) * p / n;
 }
 
 std::uint64_t clamp64(u128 v) {
