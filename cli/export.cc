@@ -64,8 +64,8 @@ void run_export(const ExportFlags& f) {
   const std::string config = hf::config_path_beside(f.out);
   hf::write_gpt2_config(loaded.spec.gpt(), config);
   std::printf("wrote %s and %s (%s, step %lld)\n", printable(f.out).c_str(),
-              printable(config).c_str(),
-              loaded.spec.describe().c_str(), (long long)ck.state().step);
+              printable(config).c_str(), loaded.spec.describe().c_str(),
+              (long long)ck.state().step);
 }
 
 void add_export_command(CLI::App& root) {

@@ -1,7 +1,7 @@
 #include "train_model.h"
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 #include <cerrno>
 #include <cstring>

@@ -14,8 +14,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "zerodp/error.h"

@@ -74,8 +74,8 @@ TEST_F(ResumeRules, AnotherNumberOfRanksKeepsTheGlobalBatchAndSaysHow) {
 TEST_F(ResumeRules, AnotherModelShapeIsRefusedNamingTheFlag) {
   // Before: exit 1 naming the manifest's key ('n_layer'), not the flag the user can change.
   const auto r = testing::run_zerodp("train --layers 2 --heads 2 --hidden 32 --seq-len 16 --data " +
-                                     shell_word(text_) + " --steps 6 --resume " +
-                                     shell_word(ck()) + " --out ''");
+                                     shell_word(text_) + " --steps 6 --resume " + shell_word(ck()) +
+                                     " --out ''");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--layers: the checkpoint "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("n_layer 1, this run asks 2"), std::string::npos) << r.err;
@@ -91,8 +91,7 @@ TEST_F(ResumeRules, AManifestWhoseBatchIsNoWholeNumberIsNamed) {
   std::ofstream(manifest) << m.dump(2);
   const auto r = resume("--ranks 1 --micro-batch 2");
   EXPECT_NE(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("run.micro_batch is '\"two\"', expected a whole number"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("run.micro_batch is '\"two\"', expected a whole number"), std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("unexpected failure"), std::string::npos) << r.err;
 }

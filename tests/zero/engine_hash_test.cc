@@ -61,7 +61,7 @@ TEST(EngineHash, StreamedHashIsTheFullCopysOnEveryRankAndStage) {
           EXPECT_EQ(h[r].streamed.size(), 64u);
           EXPECT_EQ(h[r].streamed, h[r].of_full_copy);
           EXPECT_EQ(h[r].streamed, h[0].streamed);
-          EXPECT_EQ(h[r].peak_after, h[r].peak_before);  // no new buffer
+          EXPECT_EQ(h[r].peak_after, h[r].peak_before);          // no new buffer
           EXPECT_EQ(h[r].streamed_bytes, h[r].full_copy_bytes);  // the same all-gathers
         }
       }
