@@ -10,6 +10,7 @@
 
 #include "zerodp/error.h"
 #include "zerodp/gemm.h"
+#include "zerodp/plan_memory.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -123,15 +124,14 @@ std::pair<u128, u128> ranks_here_and_total(const Launch& launch) {
   return {here, std::max(total, here)};
 }
 
-// The model state one rank of n holds (bytes per parameter 2, 2, 12, as the engine stores
-// them), in 128 bits so that no parameter count can overflow it.
-// 2 bytes of 16-bit params, 2 of grads, 12 of fp32 master and Adam moments per parameter:
-// whole where the stage keeps them whole, 1/N where it shards them (zerodp/stage.h).
-u128 model_state_per_rank(std::uint64_t params, u128 n, Stage stage) {
-  const Sharding s = sharding(stage);
-  const u128 p = params;
-  const u128 whole = (s.parameters ? 0 : 2) + (s.gradients ? 0 : 2) + (s.optimizer_states ? 0 : 12);
-  return whole * p + (16 - whole) * p / n;
+// The model state one rank of n holds: the planner's figure for the engine's 2, 2 and 12
+// bytes per parameter. Past 2^64 / 16 parameters no machine holds it: the largest figure.
+std::uint64_t model_state_per_rank(std::uint64_t params, u128 n, Stage stage) {
+  if (params > std::numeric_limits<std::uint64_t>::max() / 16) {
+    return std::numeric_limits<std::uint64_t>::max();
+  }
+  const int ranks = static_cast<int>(std::min<u128>(n, std::numeric_limits<int>::max()));
+  return plan::model_state_bytes(params, ranks, stage, plan::BytesPerParam{2, 2, 12});
 }
 
 std::uint64_t clamp64(u128 v) {
@@ -159,17 +159,14 @@ void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_by
 
 void check_memory(const MemoryNeed& need, const EngineOptions& options, const Launch& launch) {
   const auto [here, total] = ranks_here_and_total(launch);
-  const u128 state = model_state_per_rank(need.params, std::max<u128>(1, total), options.stage);
-  check_fits_in_memory(clamp64(state), need.activation_bytes, clamp64(here), need.size_flag,
+  const std::uint64_t state =
+      model_state_per_rank(need.params, std::max<u128>(1, total), options.stage);
+  check_fits_in_memory(state, need.activation_bytes, clamp64(here), need.size_flag,
                        "--micro-batch");
 }
 
 void configure_blas_threads(const Launch& launch) {
-  int ranks_here = launch.ranks;
-  if (launch.backend == "mpi") {
-    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    ranks_here = local ? std::atoi(local) : 1;
-  }
+  const int ranks_here = static_cast<int>(ranks_here_and_total(launch).first);
   if (ranks_here <= 1) return;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   model::set_blas_threads(std::max(1, cores / ranks_here));

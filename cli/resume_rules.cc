@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "train_model.h"
 #include "zerodp/error.h"
 
 namespace zerodp::cli {
@@ -163,23 +164,21 @@ void note_changes(const json& saved, const json& run, ResumePlan& plan) {
   plan.notes.push_back(line + "; not compared");
 }
 
-}  // namespace
-
 // The model's shape: the weights have it. Names the flag, as the other refusals do.
 void refuse_model_shape(const std::string& folder, const json& saved_model, const json& model) {
-  static const std::pair<const char*, const char*> kShape[] = {
-      {"type", "--model"},    {"n_layer", "--layers"},      {"n_head", "--heads"},
-      {"n_embd", "--hidden"}, {"n_positions", "--seq-len"}, {"width", "--params"},
-      {"depth", "--params"}};
-  for (const auto& [key, flag] : kShape) {
-    const json saved = saved_model.value(key, json()), asked = model.value(key, json());
+  for (const ConfigField& field : kConfigFields) {
+    if (!field.shape) continue;
+    const json saved = saved_model.value(field.key, json()), asked = model.value(field.key, json());
     if (saved == asked) continue;
-    throw UsageError(std::string(flag) + ": the checkpoint " + folder + " holds a model with " +
-                     key + " " + (saved.is_null() ? "absent" : saved.dump()) + ", this run asks " +
-                     (asked.is_null() ? "absent" : asked.dump()) +
-                     "; the weights have that shape (resume with the checkpoint's " + flag + ")");
+    throw UsageError(
+        std::string(field.flag) + ": the checkpoint " + folder + " holds a model with " +
+        field.key + " " + (saved.is_null() ? "absent" : saved.dump()) + ", this run asks " +
+        (asked.is_null() ? "absent" : asked.dump()) +
+        "; the weights have that shape (resume with the checkpoint's " + field.flag + ")");
   }
 }
+
+}  // namespace
 
 void refuse_resume_changes(const std::string& folder, const json& saved_run,
                            const json& saved_model, const json& model, const json& run) {

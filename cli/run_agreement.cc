@@ -30,21 +30,6 @@ std::vector<float> packed_digests(const RunSettings& settings) {
   return out;
 }
 
-// Control bytes would break the one line (or drive a terminal): shown escaped.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // Every rank's value of one setting, gathered as bytes (truncated to kShownBytes).
 std::vector<std::string> gather_values(comm::Communicator& comm, const std::string& mine) {
   const std::size_t n = static_cast<std::size_t>(comm.size());
@@ -90,7 +75,7 @@ std::string disagreement_line(const std::string& name, const std::vector<std::st
   for (std::size_t g = 0; g < order.size(); ++g) {
     const std::vector<int>& ranks = ranks_of[order[g]];
     line += (g ? ", " : " ") + rank_list(ranks) + (ranks.size() == 1 ? " runs " : " run ") +
-            (order[g].empty() ? "(none)" : printable(order[g]));
+            (order[g].empty() ? "(none)" : escape_controls(order[g]));
   }
   if (order.size() == 1) line += " (the same text, other bytes)";
   return line;

@@ -79,19 +79,13 @@ struct TrainSettings {
 // bytes, not its path), the engine, the schedule, validation, saving and resuming. Not --out,
 // --log-every or --json, which only rank 0 uses.
 RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
-  static const std::pair<const char*, const char*> kModelFlags[] = {
-      {"type", "--model"},          {"n_layer", "--layers"},
-      {"n_head", "--heads"},        {"n_embd", "--hidden"},
-      {"n_positions", "--seq-len"}, {"checkpoint_activations", "--checkpoint-activations"},
-      {"data_seed", "--data-seed"}, {"width", "--params"},
-      {"depth", "--params"},        {"vocab_size", "vocabulary"},
-      {"params", "--params"}};
   RunSettings out;
   const nlohmann::json config = s.spec.config_json();
-  // Every entry on every rank, "(none)" where this model has no such field, so that ranks
+  // Every field on every rank, "(none)" where this model has no such field, so that ranks
   // training different models still compare the same list (and name --model).
-  for (const auto& [field, flag] : kModelFlags) {
-    out.push_back({flag, config.contains(field) ? config.at(field).dump() : "(none)"});
+  for (const ConfigField& field : kConfigFields) {
+    out.push_back(
+        {field.flag, config.contains(field.key) ? config.at(field.key).dump() : "(none)"});
   }
   out.push_back({"--data", s.spec.data_path() + " (" + s.spec.data_fingerprint() + ")",
                  s.spec.data_fingerprint()});
@@ -235,6 +229,7 @@ class RankRun {
  private:
   void after_step(std::int64_t t);
   void validate(std::int64_t t);
+  void save(std::int64_t t);
   void stop(std::int64_t t);
 
   const TrainFlags& f_;
@@ -315,13 +310,17 @@ void RankRun::after_step(std::int64_t t) {
     validate(t);
   }
   // --save-dir alone saves at the end; --save-every K also every K steps.
-  const bool save_now = t == s_.steps || (s_.save_every > 0 && t % s_.save_every == 0);
-  if (!f_.save_dir.empty() && save_now) {
-    const std::string folder = checkpoint::save(
-        f_.save_dir, engine_, comm_, s_.spec.config_json().dump(), s_.run_record.dump(), s_.keep);
-    if (talk_) progress_.note("saved " + printable(folder));
-    saved_step_ = t, saved_folder_ = folder;
-  }
+  if (t == s_.steps || (s_.save_every > 0 && t % s_.save_every == 0)) save(t);
+}
+
+// A checkpoint of step t under --save-dir (collective), unless there is no --save-dir or step
+// t is saved already.
+void RankRun::save(std::int64_t t) {
+  if (f_.save_dir.empty() || saved_step_ == t) return;
+  saved_folder_ = checkpoint::save(f_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
+                                   s_.run_record.dump(), s_.keep);
+  saved_step_ = t;
+  if (talk_) progress_.note("saved " + printable(saved_folder_));
 }
 
 // Every rank agreed to stop after step t (a signal reached one of them): save where the run
@@ -334,11 +333,7 @@ void RankRun::stop(std::int64_t t) {
   float which[2] = {mine == SIGINT ? 1.0f : 0.0f, mine == SIGTERM ? 1.0f : 0.0f};
   comm_.all_reduce(which, 2, DType::f32);
   stopped_by_ = which[1] > 0.0f || which[0] == 0.0f ? SIGTERM : SIGINT;
-  if (f_.save_dir.empty() || saved_step_ == t) return;
-  saved_folder_ = checkpoint::save(f_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
-                                   s_.run_record.dump(), s_.keep);
-  saved_step_ = t;
-  if (talk_) progress_.note("saved " + printable(saved_folder_));
+  save(t);
 }
 
 void RankRun::validate(std::int64_t t) {

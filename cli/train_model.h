@@ -33,6 +33,27 @@ void add_model_flags(CLI::App* app, ModelFlags& flags);
 // 64 bits.
 std::uint64_t mlp_activation_bytes(const model::MlpConfig& config, std::uint64_t micro_batch);
 
+// The fields of config_json() and the flag that sets each, as messages name them. `shape`:
+// the field shapes the weights (a resume cannot change it).
+struct ConfigField {
+  const char* key;
+  const char* flag;
+  bool shape;
+};
+inline constexpr ConfigField kConfigFields[] = {
+    {"type", "--model", true},
+    {"n_layer", "--layers", true},
+    {"n_head", "--heads", true},
+    {"n_embd", "--hidden", true},
+    {"n_positions", "--seq-len", true},
+    {"checkpoint_activations", "--checkpoint-activations", false},
+    {"data_seed", "--data-seed", false},
+    {"width", "--params", true},
+    {"depth", "--params", true},
+    {"vocab_size", "vocabulary", false},
+    {"params", "--params", false},
+};
+
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
 class ModelSpec {
  public:
