@@ -66,6 +66,7 @@
 #include <string_view>
 
 #include "zerodp/dtype.h"
+#include "zerodp/ledger.h"
 
 namespace zerodp::comm {
 
@@ -158,6 +159,15 @@ class Communicator {
   virtual void reset_stats() = 0;
   // Bytes of staging buffers the backend holds for this rank (0 if it copies in place).
   virtual std::size_t buffer_bytes() const = 0;
+  // Counts the staging buffers in `ledger` (Category::comm_buffers) from now on; null: in
+  // none. The ledger must outlive its use. Throws BudgetExceeded when that ledger's budget
+  // refuses what is held already. Call it while no collective is in flight.
+  virtual void set_ledger(Ledger* /*ledger*/) {}
+  // Allocates now the staging that reductions of up to count elements of dtype need, so it is
+  // counted (and refused by a budget) at a known moment, not inside a collective. A backend
+  // that copies in place holds none. MPI: 2 (N-1) s e bytes, with e the element's bytes and s
+  // = min(max(mpi_segment_bytes / e, 1), ceil(count / N)) elements per segment.
+  virtual void reserve(std::size_t /*count*/, DType /*dtype*/) {}
   virtual std::string_view backend_name() const = 0;
 };
 

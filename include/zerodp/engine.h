@@ -25,6 +25,12 @@
 //    the request reached the ranks (a signal to one process, a flag read at different moments
 //    by different threads). The answer rides on the step's scalar all-reduce: no collective
 //    and no byte more (up to 4095 ranks; beyond, one 4-byte all-reduce of its own).
+//  - Memory: every buffer that grows with the model, the batch or N — the engine's, the
+//    model's activations, the communicator's staging — is counted in ledger() by category
+//    while the engine lives (plan::predict_peak predicts its peak). With rank_memory > 0, an
+//    allocation that would take the rank above it throws BudgetExceeded (a zerodp::Error),
+//    from the constructor or from step(), before taking the memory; the engine is then
+//    unusable, and nothing already written (a checkpoint) is touched.
 //  - Failures of the communicator surface as zerodp::Error from step(); the engine is then
 //    unusable.
 //  - Thread-safety: one engine per rank, used from that rank's thread.
@@ -62,6 +68,9 @@ struct EngineOptions {
   optim::AdamWConfig adamw;
   optim::LossScaleConfig loss_scale;  // fp16 only
   std::uint64_t seed = 1;             // parameter initialisation
+  std::size_t rank_memory = 0;        // --rank-memory: each rank's ledger budget in bytes (the
+                                      // engine's, the model's and the communicator's buffers);
+                                      // 0: none. Above it, an allocation throws BudgetExceeded
 
   // Throws UsageError naming the flag when a value is out of range.
   void validate() const;

@@ -19,7 +19,8 @@
 // any before arrives, and reused; forward and backward allocate nothing. activation_bytes()
 // is exactly GptConfig::activation_bytes(largest micro-batch seen), plus, with P threads,
 // (P - 1) private gradient buffers (the largest unit with the units it reads) and attention
-// scratch (T^2 floats).
+// scratch (T^2 floats): every one of them a Buffer in the ledger given by set_ledger(), in
+// Category::activations (plan::gpt_activation_bytes predicts the same sum).
 //
 // Threads (set_threads): 1 by default, all the work on the caller's thread (the GEMMs then use
 // as many threads as OpenBLAS is set to). With P > 1, each unit's forward and backward split
@@ -105,6 +106,7 @@ class GptModel final : public Model {
   void forward(int unit, const UnitViews& views) override;
   float loss() const override;
   void backward(int unit, const UnitViews& views) override;
+  void set_ledger(Ledger* ledger) override;
   std::size_t activation_bytes() const override;
   std::string describe() const override;
 

@@ -34,6 +34,7 @@ class Mlp : public Model {
   float loss() const override { return loss_; }
   void backward(int unit, const UnitViews& views) override;
   std::size_t activation_bytes() const override;
+  void set_ledger(Ledger* ledger) override;
   std::string describe() const override;
 
  private:
@@ -43,11 +44,14 @@ class Mlp : public Model {
   std::vector<UnitInfo> units_;
   MicroBatch batch_;
   std::size_t capacity_ = 0;
-  // Per micro-batch, allocated once for the largest batch seen: unit inputs (depth + 1
-  // buffers, the last being the output), pre-activations, targets, and a gradient buffer.
-  std::vector<std::vector<float>> acts_;     // [depth + 1][B * width]
-  std::vector<std::vector<float>> pre_;      // [depth][B * width]
-  std::vector<float> target_, dact_, dpre_;  // [B * width] each
+  // Per micro-batch, one arena allocated for the largest batch seen (Category::activations):
+  // unit inputs (depth + 1 buffers, the last being the output), pre-activations, targets, and
+  // two gradient buffers: (2 depth + 4) B width floats.
+  Ledger* ledger_ = nullptr;
+  Buffer<float> arena_;
+  std::vector<float*> acts_;  // [depth + 1][B * width]
+  std::vector<float*> pre_;   // [depth][B * width]
+  float *target_ = nullptr, *dact_ = nullptr, *dpre_ = nullptr;  // [B * width] each
   float loss_ = 0.0f;
 };
 

@@ -19,7 +19,9 @@
 //    draws them from a data::SampleSource, zerodp/samples.h); a model never knows where they
 //    come from, which split they are, or which rank it runs on.
 //  - Determinism: the same parameters and samples give the same bits, every call.
-//  - Activations are the model's own memory; activation_bytes() reports what it holds.
+//  - Activations are the model's own memory, allocated through the ledger given to
+//    set_ledger() (the engine's) as Category::activations, so a rank's budget covers them;
+//    activation_bytes() reports what it holds.
 //  - Thread-safety: one Model object per rank; methods are called from that rank's thread.
 #pragma once
 
@@ -28,6 +30,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "zerodp/ledger.h"
 
 namespace zerodp::model {
 
@@ -44,6 +48,13 @@ struct UnitInfo {
   std::vector<TensorInfo> tensors;
   std::vector<int> reads;  // earlier units whose params this unit also reads
 };
+
+// The elements of each unit, in layout order (what a Partition cuts).
+inline std::vector<std::size_t> param_counts(const std::vector<UnitInfo>& units) {
+  std::vector<std::size_t> counts;
+  for (const UnitInfo& u : units) counts.push_back(u.param_count);
+  return counts;
+}
 
 // fp32 views handed to a unit: index 0 is the unit itself, index i is UnitInfo::reads[i-1].
 struct UnitViews {
@@ -82,6 +93,10 @@ class Model {
 
   // Bytes of activations and workspace the model holds for forward and backward.
   virtual std::size_t activation_bytes() const = 0;
+  // Counts what the model holds and will allocate in `ledger` from now on (null: nowhere).
+  // Throws BudgetExceeded, leaving the model usable, when that ledger's budget refuses what it
+  // already holds. The ledger must outlive its use: the engine sets null when it goes.
+  virtual void set_ledger(Ledger* ledger) = 0;
   virtual std::string describe() const = 0;
 };
 

@@ -83,8 +83,11 @@ struct GptModel::Impl {
   float grad_scale = 1.0f;
   float mean_loss = 0.0f;
 
-  std::vector<std::uint8_t> tokens, targets;  // [capacity * T] each
-  std::vector<float> arena;
+  // Everything here that grows with the batch or the model is a Buffer counted in the ledger
+  // (Category::activations) set by set_ledger; null outside the engine.
+  Ledger* ledger = nullptr;
+  Buffer<std::uint8_t> tokens, targets;  // [capacity * T] each
+  Buffer<float> arena;
   std::vector<float*> x;          // L + 1 of [BT, C]
   std::vector<BlockActs> blocks;  // L, or 1 when checkpointing
   float *lnf = nullptr, *lnf_mean = nullptr, *lnf_rstd = nullptr;
@@ -97,7 +100,7 @@ struct GptModel::Impl {
   int lanes = 1;
   std::unique_ptr<LanePool> pool;
   std::size_t max_view = 0;
-  std::vector<std::vector<float>> lane_grads, lane_datt;  // [lanes - 1]
+  std::vector<Buffer<float>> lane_grads, lane_datt;  // [lanes - 1]
 
   explicit Impl(const GptConfig& config)
       : cfg(config),
@@ -118,8 +121,12 @@ struct GptModel::Impl {
     ZERODP_CHECK_MSG(n >= 1, "GptModel::set_threads: expected at least 1 thread");
     pool.reset();
     lanes = n;
-    lane_grads.assign(std::size_t(n - 1), std::vector<float>(max_view));
-    lane_datt.assign(std::size_t(n - 1), std::vector<float>(T * T));
+    lane_grads.clear();
+    lane_datt.clear();
+    for (int p = 1; p < n; ++p) {
+      lane_grads.emplace_back(ledger, Category::activations, max_view);
+      lane_datt.emplace_back(ledger, Category::activations, T * T);
+    }
     if (n > 1) pool = std::make_unique<LanePool>(n);
   }
 
@@ -148,9 +155,13 @@ struct GptModel::Impl {
   // Carves the arena for `samples` samples, in the order of GptConfig::activation_bytes().
   void allocate(std::size_t samples) {
     const std::size_t BT = samples * T;
-    arena.assign((cfg.activation_bytes(samples) - 2 * BT) / sizeof(float), 0.0f);
-    tokens.assign(BT, 0);
-    targets.assign(BT, 0);
+    // The old buffers go first: a larger batch never holds both.
+    arena = {}, tokens = {}, targets = {};
+    capacity = 0;
+    arena = Buffer<float>(ledger, Category::activations,
+                          (cfg.activation_bytes(samples) - 2 * BT) / sizeof(float));
+    tokens = Buffer<std::uint8_t>(ledger, Category::activations, BT);
+    targets = Buffer<std::uint8_t>(ledger, Category::activations, BT);
     float* next = arena.data();
     auto take = [&next](std::size_t n) {
       float* p = next;
@@ -189,6 +200,13 @@ struct GptModel::Impl {
     datt = take(T * T);
     ZERODP_CHECK(next == arena.data() + arena.size());
     capacity = samples;
+  }
+
+  void set_ledger(Ledger* to) {
+    arena.recount(to), tokens.recount(to), targets.recount(to);
+    for (auto& b : lane_grads) b.recount(to);
+    for (auto& b : lane_datt) b.recount(to);
+    ledger = to;
   }
 
   void begin(std::size_t samples, float scale) {
@@ -390,6 +408,10 @@ const std::vector<UnitInfo>& GptModel::units() const {
 void GptModel::set_threads(int threads) {
   impl_->set_lanes(threads);
 }
+void GptModel::set_ledger(Ledger* ledger) {
+  impl_->set_ledger(ledger);
+}
+
 int GptModel::threads() const {
   return impl_->lanes;
 }

@@ -1,6 +1,7 @@
 #include "zerodp/mlp.h"
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <string>
 
@@ -62,12 +63,18 @@ void Mlp::init_unit(int unit, std::span<float> params, std::uint64_t seed) const
 
 void Mlp::ensure_batch_capacity(std::size_t samples) {
   if (samples <= capacity_) return;
-  const std::size_t n = samples * config_.width;
-  acts_.assign(config_.depth + 1, std::vector<float>(n));
-  pre_.assign(config_.depth, std::vector<float>(n));
-  target_.assign(n, 0.0f);
-  dact_.assign(n, 0.0f);
-  dpre_.assign(n, 0.0f);
+  const std::size_t n = samples * config_.width, depth = std::size_t(config_.depth);
+  arena_ = {};  // a larger batch never holds both
+  capacity_ = 0;
+  arena_ = Buffer<float>(ledger_, Category::activations, n * (2 * depth + 4));
+  float* next = arena_.data();
+  acts_.resize(depth + 1);
+  pre_.resize(depth);
+  for (float*& a : acts_) a = std::exchange(next, next + n);
+  for (float*& p : pre_) p = std::exchange(next, next + n);
+  target_ = std::exchange(next, next + n);
+  dact_ = std::exchange(next, next + n);
+  dpre_ = std::exchange(next, next + n);
   capacity_ = samples;
 }
 
@@ -81,18 +88,18 @@ void Mlp::begin_micro_batch(const MicroBatch& batch) {
   }
   ensure_batch_capacity(batch.samples);
   batch_ = {.samples = batch.samples, .grad_scale = batch.grad_scale};  // no views kept
-  std::copy(batch.inputs.begin(), batch.inputs.end(), acts_[0].begin());
-  std::copy(batch.targets.begin(), batch.targets.end(), target_.begin());
+  std::copy(batch.inputs.begin(), batch.inputs.end(), acts_[0]);
+  std::copy(batch.targets.begin(), batch.targets.end(), target_);
 }
 
 void Mlp::forward(int unit, const UnitViews& views) {
   const std::size_t W = config_.width, B = batch_.samples;
   const float* weight = views.params[0].data();  // [W out, W in]
   const float* bias = weight + W * W;            // [W]
-  float* pre = pre_[unit].data();                // [B, W]
+  float* pre = pre_[unit];                // [B, W]
   for (std::size_t b = 0; b < B; ++b) std::copy(bias, bias + W, pre + b * W);
-  gemm(Trans::no, Trans::yes, B, W, W, 1.0f, acts_[unit].data(), weight, 1.0f, pre);
-  float* out = acts_[unit + 1].data();
+  gemm(Trans::no, Trans::yes, B, W, W, 1.0f, acts_[unit], weight, 1.0f, pre);
+  float* out = acts_[unit + 1];
   for (std::size_t i = 0; i < B * W; ++i) out[i] = gelu(pre[i]);
   if (unit + 1 == config_.depth) {
     double sum = 0.0;
@@ -109,24 +116,29 @@ void Mlp::backward(int unit, const UnitViews& views) {
   if (unit + 1 == config_.depth) {
     // d(mean squared error)/d(out), times the engine's scale.
     const float k = 2.0f * batch_.grad_scale / float(n);
-    const float* out = acts_[unit + 1].data();
+    const float* out = acts_[unit + 1];
     for (std::size_t i = 0; i < n; ++i) dact_[i] = k * (out[i] - target_[i]);
   }
-  const float* pre = pre_[unit].data();
+  const float* pre = pre_[unit];
   for (std::size_t i = 0; i < n; ++i) dpre_[i] = dact_[i] * gelu_grad(pre[i]);
   float* dweight = views.grads[0].data();
   float* dbias = dweight + W * W;
   // dW [W out, W in] += dpre^T [W out, B] x [B, W in]
-  gemm(Trans::yes, Trans::no, W, W, B, 1.0f, dpre_.data(), acts_[unit].data(), 1.0f, dweight);
+  gemm(Trans::yes, Trans::no, W, W, B, 1.0f, dpre_, acts_[unit], 1.0f, dweight);
   for (std::size_t b = 0; b < B; ++b) {
-    const float* row = dpre_.data() + b * W;
+    const float* row = dpre_ + b * W;
     for (std::size_t j = 0; j < W; ++j) dbias[j] += row[j];
   }
   if (unit > 0) {
     // dx [B, W in] = dpre [B, W out] W [W out, W in]
-    gemm(Trans::no, Trans::no, B, W, W, 1.0f, dpre_.data(), views.params[0].data(), 0.0f,
-         dact_.data());
+    gemm(Trans::no, Trans::no, B, W, W, 1.0f, dpre_, views.params[0].data(), 0.0f,
+         dact_);
   }
+}
+
+void Mlp::set_ledger(Ledger* ledger) {
+  arena_.recount(ledger);
+  ledger_ = ledger;
 }
 
 std::size_t Mlp::activation_bytes() const {

@@ -8,7 +8,7 @@
 
 #include "zero/grad_reducer.h"
 #include "zero/param_gatherer.h"
-#include "zero/partition.h"
+#include "zerodp/partition.h"
 #include "zerodp/dtype.h"
 #include "zerodp/error.h"
 #include "zerodp/sha256.h"
@@ -55,6 +55,7 @@ struct Engine::Impl {
   bool full_grads() const { return !sharding(opt.stage).gradients; }
   bool full_optimizer() const { return !sharding(opt.stage).optimizer_states; }
 
+  static Ledger& ledger_with_budget(Ledger& ledger, const EngineOptions& o, int rank);
   void init_weights();
   // The 16-bit params from the fp32 master, rounded (after every update and after a load).
   // Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in flight
@@ -82,8 +83,16 @@ struct Engine::Impl {
   EngineOptions opt;
   const std::vector<model::UnitInfo>& units;
   int ranks, rank;
-  zero::Partition part;
+  Partition part;
   Ledger ledger;
+  // Counts the model's activations and the communicator's staging in `ledger` while the
+  // engine lives (every buffer below is counted there too, so they go before it).
+  struct CountIn {
+    CountIn(Ledger& ledger, model::Model& model, comm::Communicator& comm);
+    ~CountIn();
+    model::Model& model;
+    comm::Communicator& comm;
+  } count_in;
 
   Buffer<std::uint16_t> params16, grads16;
   Buffer<float> master, adam_m, adam_v;
@@ -113,7 +122,8 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       units(m.units()),
       ranks(c.size()),
       rank(c.rank()),
-      part(zero::make_partition(units, std::max<std::size_t>(1, o.bucket_bytes / 2), ranks, rank)),
+      part(make_partition(model::param_counts(units), std::max<std::size_t>(1, o.bucket_bytes / 2), ranks, rank)),
+      count_in(ledger_with_budget(ledger, o, c.rank()), m, c),
       scaler(o.loss_scale, o.precision == DType::f16) {
   opt.validate();
   params16 = Buffer<std::uint16_t>(ledger, Category::params16,
@@ -127,7 +137,10 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
 
   is_read.assign(units.size(), false);
   std::size_t max_view = 0;
+  std::size_t next_offset = 0;
   for (const auto& u : units) {
+    ZERODP_CHECK_MSG(u.param_offset == next_offset, "units must tile the flat layout in order");
+    next_offset += u.param_count;
     std::size_t view = u.param_count;
     for (int r : u.reads) {
       ZERODP_CHECK_MSG(r >= 0 && static_cast<std::size_t>(r) < units.size() &&
@@ -149,23 +162,47 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
   if (!full_params()) gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch);
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
                   grads16.data());
+  // The largest reductions a step issues: a bucket of 16-bit grads, and the scalars.
+  comm.reserve(part.max_bucket, opt.precision);
+  comm.reserve(3, DType::f32);
   param_gathers.resize(units.size());
   init_weights();
-  ledger.set(Category::comm_buffers, comm.buffer_bytes());
+}
+
+Ledger& Engine::Impl::ledger_with_budget(Ledger& ledger, const EngineOptions& o, int rank) {
+  ledger.set_rank(rank);
+  ledger.set_budget(o.rank_memory);
+  return ledger;
+}
+
+Engine::Impl::CountIn::CountIn(Ledger& ledger, model::Model& m, comm::Communicator& c)
+    : model(m), comm(c) {
+  model.set_ledger(&ledger);
+  try {
+    comm.set_ledger(&ledger);
+  } catch (...) {
+    model.set_ledger(nullptr);
+    throw;
+  }
+}
+
+Engine::Impl::CountIn::~CountIn() {
+  model.set_ledger(nullptr);  // moving counts to no ledger never throws
+  comm.set_ledger(nullptr);
 }
 
 void Engine::Impl::init_weights() {
   // Every rank initialises every unit in full from the seed, then keeps what it owns: the
-  // weights are the same whatever N and the stage.
-  std::vector<float> unit32(part.max_unit);
+  // weights are the same whatever N and the stage. The unit is built in grad32 (the largest
+  // unit's fp32 scratch, free until the first backward), so setup needs nothing more.
   for (std::size_t u = 0; u < units.size(); ++u) {
     const std::size_t base = units[u].param_offset;
-    std::span<float> w(unit32.data(), units[u].param_count);
+    std::span<float> w(grad32.data(), units[u].param_count);
     model.init_unit(static_cast<int>(u), w, opt.seed);
     if (full_optimizer()) std::copy(w.begin(), w.end(), master.data() + base);
     if (full_params()) float_to_half(opt.precision, w.data(), params16.data() + base, w.size());
     for (int b : part.unit_buckets[u]) {
-      const zero::Bucket& bucket = part.buckets[b];
+      const Bucket& bucket = part.buckets[b];
       const float* own = w.data() + (bucket.offset - base) + bucket.shard.offset;
       if (!full_optimizer()) std::copy(own, own + bucket.shard.size, master.data() + bucket.local);
       if (!full_params()) {
@@ -238,7 +275,7 @@ std::pair<double, double> Engine::Impl::local_grad_stats() const {
   // partial sums, hence the global norm, are then the same bits at every stage.
   double sum_sq = 0.0, non_finite = 0.0;
   float block[1024];
-  for (const zero::Bucket& bucket : part.buckets) {
+  for (const Bucket& bucket : part.buckets) {
     const std::uint16_t* g = full_grads() ? grads16.data() + bucket.offset + bucket.shard.offset
                                           : grads16.data() + bucket.local;
     for (std::size_t done = 0; done < bucket.shard.size; done += 1024) {
@@ -260,7 +297,7 @@ void Engine::Impl::update(float lr, float grad_mul) {
   ++t;
   float block[1024];
   // Unsharded optimizer states: every element on every rank; sharded: this rank's chunks.
-  for (const zero::Bucket& bucket : part.buckets) {
+  for (const Bucket& bucket : part.buckets) {
     const std::size_t first = full_optimizer() ? bucket.offset : bucket.local;
     const std::size_t count = full_optimizer() ? bucket.count : bucket.shard.size;
     const std::uint16_t* g =
@@ -303,7 +340,7 @@ void Engine::Impl::rebuild_params16(bool overlap_gathers) {
     float_to_half(opt.precision, master.data(), params16.data(), part.total);
     return;
   }
-  for (const zero::Bucket& bucket : part.buckets) {
+  for (const Bucket& bucket : part.buckets) {
     const float* own = master.data() + bucket.local;
     if (!full_params()) {
       float_to_half(opt.precision, own, params16.data() + bucket.local, bucket.shard.size);
@@ -351,16 +388,18 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
     const std::uint64_t first = e.samples_done + std::uint64_t(e.rank) * B;
     e.samples_done += std::uint64_t(e.ranks) * B;
     e.samples.draw(data::Split::train, first, B, e.batch);
+    e.ledger.set_phase(Phase::forward);
     e.model.begin_micro_batch(micro_batch_of(e.batch, e.scaler.scale() / float(e.ranks * K)));
     e.forward_pass();
     loss_sum += e.model.loss();
-    e.ledger.set(Category::activations, e.model.activation_bytes());
+    e.ledger.set_phase(Phase::backward);
     e.backward_pass(k == 0, k == K - 1);
   }
   e.reducer->finish();
 
   // One small all-reduce carries the loss, the squared norm and the overflow and stop flags.
   // It runs when no ZeRO collective is in flight, so its bytes can be told apart exactly.
+  e.ledger.set_phase(Phase::optimizer);
   auto [sum_sq, non_finite] = e.local_grad_stats();
   const bool stop = stop_requested && stop_requested();
   float scalars[3] = {float(loss_sum / K), float(sum_sq), 0.0f};
@@ -409,7 +448,7 @@ std::vector<float> Engine::gather_master() {
   flush();
   if (e.full_optimizer()) return {e.master.data(), e.master.data() + e.part.total};
   std::vector<float> full(e.part.total);
-  for (const zero::Bucket& bucket : e.part.buckets) {
+  for (const Bucket& bucket : e.part.buckets) {
     e.comm.all_gather(e.master.data() + bucket.local, full.data() + bucket.offset, bucket.count,
                       DType::f32);
   }
@@ -428,7 +467,7 @@ std::string Engine::weights_sha256() {
   // bucket at a time hashes the same bytes as a full copy would. param32 holds the largest
   // unit's view, so any bucket fits.
   ZERODP_CHECK(e.param32.size() >= e.part.max_bucket);
-  for (const zero::Bucket& bucket : e.part.buckets) {
+  for (const Bucket& bucket : e.part.buckets) {
     e.comm.all_gather(e.master.data() + bucket.local, e.param32.data(), bucket.count, DType::f32);
     hash.update(e.param32.data(), bucket.count * sizeof(float));
   }
@@ -437,7 +476,7 @@ std::string Engine::weights_sha256() {
 
 std::vector<FlatRange> Engine::owned_ranges() const {
   std::vector<FlatRange> ranges;
-  for (const zero::Bucket& bucket : impl_->part.buckets) {
+  for (const Bucket& bucket : impl_->part.buckets) {
     ranges.push_back({bucket.offset + bucket.shard.offset, bucket.shard.size});
   }
   return ranges;
@@ -448,7 +487,7 @@ void Engine::export_owned(std::span<float> master, std::span<float> m, std::span
   flush();
   ZERODP_CHECK(master.size() == e.part.local_total && m.size() == master.size() &&
                v.size() == master.size());
-  for (const zero::Bucket& bucket : e.part.buckets) {
+  for (const Bucket& bucket : e.part.buckets) {
     // Where this rank keeps its chunk: at its flat offset (optimizer states whole) or packed.
     const std::size_t from =
         e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
@@ -461,7 +500,7 @@ void Engine::export_owned(std::span<float> master, std::span<float> m, std::span
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
   Impl& e = *impl_;
   flush();
-  for (const zero::Bucket& bucket : e.part.buckets) {
+  for (const Bucket& bucket : e.part.buckets) {
     if (e.full_optimizer()) {
       read({bucket.offset, bucket.count}, e.master.data() + bucket.offset,
            e.adam_m.data() + bucket.offset, e.adam_v.data() + bucket.offset);

@@ -20,7 +20,7 @@ GradReducer::GradReducer(Sharding sharding, const std::vector<model::UnitInfo>& 
       staging_[s] = Buffer<std::uint16_t>(ledger, Category::buckets, partition_.max_bucket);
       landing_[s] = Buffer<std::uint16_t>(ledger, Category::buckets, partition_.max_chunk);
     }
-    add_scratch_.resize(partition_.max_chunk);
+    add_scratch_ = Buffer<float>(ledger, Category::scratch32, partition_.max_chunk);
   }
 }
 

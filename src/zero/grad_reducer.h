@@ -18,7 +18,8 @@
 #include <span>
 #include <vector>
 
-#include "zero/partition.h"
+#include "zerodp/model.h"
+#include "zerodp/partition.h"
 #include "zerodp/comm.h"
 #include "zerodp/ledger.h"
 #include "zerodp/stage.h"
@@ -64,7 +65,7 @@ class GradReducer {
   Buffer<std::uint16_t> landing_[2];  // reduced chunk to add, for micro-steps after the first
   InFlight in_flight_[2];
   int next_slot_ = 0;
-  std::vector<float> add_scratch_;
+  Buffer<float> add_scratch_;  // fp32 of one landed chunk, to add it into the shard
 };
 
 }  // namespace zerodp::zero

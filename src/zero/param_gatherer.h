@@ -13,7 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "zero/partition.h"
+#include "zerodp/model.h"
+#include "zerodp/partition.h"
 #include "zerodp/comm.h"
 #include "zerodp/ledger.h"
 

@@ -1,2 +1,2 @@
 // Must not compile: a part's internal headers (src/zero/) belong to it alone.
-#include "zero/partition.h"
+#include "zero/grad_reducer.h"

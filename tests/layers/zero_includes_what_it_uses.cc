@@ -1,5 +1,5 @@
 // Must compile: the engine uses comm, optim, model, data and common, and its own internals.
-#include "zero/partition.h"
+#include "zero/grad_reducer.h"
 #include "zerodp/comm.h"
 #include "zerodp/dtype.h"
 #include "zerodp/engine.h"

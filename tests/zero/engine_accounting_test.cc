@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "zero/engine_testing.h"
-#include "zero/partition.h"
+#include "zerodp/partition.h"
 #include "zerodp/shard.h"
 
 namespace zerodp {
@@ -21,11 +21,11 @@ struct Expect {
 Expect expected(const model::MlpConfig& config, int stage, int ranks, int rank,
                 std::size_t bucket_bytes) {
   model::Mlp mlp(config);
-  const zero::Partition part = zero::make_partition(mlp.units(), bucket_bytes / 2, ranks, rank);
+  const Partition part = make_partition(model::param_counts(mlp.units()), bucket_bytes / 2, ranks, rank);
   const std::size_t phi = part.total, local = part.local_total;
   const std::size_t state[4] = {16 * phi, 4 * phi + 12 * local, 2 * phi + 14 * local, 16 * local};
   std::uint64_t reduce_scatter = 0, all_gather = 0;
-  for (const zero::Bucket& b : part.buckets) {
+  for (const Bucket& b : part.buckets) {
     const std::size_t mine = shard_of(b.count, ranks, rank).size;
     const std::size_t next = shard_of(b.count, ranks, (rank + 1) % ranks).size;
     reduce_scatter += 2 * (b.count - mine);

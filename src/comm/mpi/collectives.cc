@@ -54,7 +54,7 @@ void MpiCommunicator::reduce_scatter(const Call& call, const void* in, void* out
   const std::size_t seg = std::min(std::max<std::size_t>(segment_bytes_ / elem, 1), capacity);
   const std::size_t segments = (capacity + seg - 1) / seg;
   const std::size_t slot_bytes = seg * elem;
-  unsigned char* stage = n > 1 ? staging(2 * (n - 1) * slot_bytes) : nullptr;
+  unsigned char* stage = n > 1 ? staging(staging_bytes_for(call.count, elem)) : nullptr;
   // Peer j's slot in staging buffer b: peers in ring order after this rank.
   auto slot = [&](std::size_t b, int j) {
     const int k = (j - r - 1 + n) % n;  // 0 .. n-2

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "comm/mpi/runtime.h"
+#include "zerodp/shard.h"
 #include "zerodp/error.h"
 
 namespace zerodp::comm::mpi {
@@ -255,11 +256,34 @@ void MpiCommunicator::wait_posted(const Call& call, const char* stage) {
 }
 
 unsigned char* MpiCommunicator::staging(std::size_t bytes) {
+  std::lock_guard lock(staging_mu_);
   if (staging_.size() < bytes) {
-    staging_.assign(bytes, 0);  // touched once, here
+    staging_ = {};  // the old buffer goes first: never both at once
+    staging_bytes_.store(0, std::memory_order_relaxed);
+    staging_ = Buffer<unsigned char>(ledger_, Category::comm_buffers, bytes);  // touched here
     staging_bytes_.store(bytes, std::memory_order_relaxed);
   }
   return staging_.data();
+}
+
+std::size_t MpiCommunicator::staging_bytes_for(std::size_t count, std::size_t elem_bytes) const {
+  if (size_ == 1) return 0;
+  const std::size_t capacity = shard_of(count, size_, rank_).capacity;
+  const std::size_t seg =
+      std::min(std::max<std::size_t>(segment_bytes_ / elem_bytes, 1), capacity);
+  return 2 * std::size_t(size_ - 1) * seg * elem_bytes;
+}
+
+void MpiCommunicator::reserve(std::size_t count, DType dtype) {
+  if (const std::size_t bytes = staging_bytes_for(count, dtype_size(dtype)); bytes > 0) {
+    staging(bytes);
+  }
+}
+
+void MpiCommunicator::set_ledger(Ledger* ledger) {
+  std::lock_guard lock(staging_mu_);
+  staging_.recount(ledger);
+  ledger_ = ledger;
 }
 
 void MpiCommunicator::arrive(const Work& work, Clock::time_point deadline) {

@@ -50,6 +50,10 @@ class MpiCommunicator final : public Front {
     return staging_bytes_.load(std::memory_order_relaxed);
   }
   std::string_view backend_name() const override { return "mpi"; }
+  void set_ledger(Ledger* ledger) override;
+  void reserve(std::size_t count, DType dtype) override;
+  // Staging bytes a reduction of count elements of elem_bytes each needs (see reserve()).
+  std::size_t staging_bytes_for(std::size_t count, std::size_t elem_bytes) const;
 
   // --- Used by the algorithms (collectives.cc), on the progress thread. ---
 
@@ -100,7 +104,11 @@ class MpiCommunicator final : public Front {
   std::vector<bool> request_is_recv_;
   std::vector<WireCall> calls_;
   std::vector<Call> peer_calls_;  // calls_ as Calls, for the front's mismatch check
-  std::vector<unsigned char> staging_;
+  // Staging: grown by reserve() on the rank's thread or, when a reduction needs more, on the
+  // progress thread; counted in ledger_.
+  std::mutex staging_mu_;
+  Ledger* ledger_ = nullptr;
+  Buffer<unsigned char> staging_;
   std::atomic<std::size_t> staging_bytes_{0};
   static constexpr int kNoticeBytes = 1024;
   char notice_[kNoticeBytes] = {};

@@ -1,22 +1,23 @@
-// How the flat layout is cut for communication and sharding.
+// How the flat parameter layout is cut for communication and sharding: the one partition of
+// the engine and of the planner's peak prediction.
 //
-// Each unit is cut into buckets of at most `bucket_elems` elements; a bucket is what one
-// collective moves (the DDP/ZeRO sense), and it is sharded over the ranks with shard_of().
-// The partition depends on the units, the bucket size and N only — never on the stage — so
-// every stage reduces, clips and updates the same elements in the same order, which is what
-// makes stages 0-3 bitwise identical.
+// Each unit (a contiguous slice of the layout, in order) is cut into buckets of at most
+// `bucket_elems` elements; a bucket is what one collective moves (the DDP/ZeRO sense), and it
+// is sharded over the ranks with shard_of(). The partition depends on the units, the bucket
+// size and N only — never on the stage — so every stage reduces, clips and updates the same
+// elements in the same order, which is what makes stages 0-3 bitwise identical.
 //
 // A rank's shard of the whole model is the concatenation of its chunks of every bucket, in
 // bucket order: bucket b's chunk sits at local index `local` of the rank's shard buffers.
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
-#include "zerodp/model.h"
 #include "zerodp/shard.h"
 
-namespace zerodp::zero {
+namespace zerodp {
 
 struct Bucket {
   int unit = 0;
@@ -36,8 +37,9 @@ struct Partition {
   std::size_t max_chunk = 0;  // largest chunk of any bucket (capacity)
 };
 
-// Requires bucket_elems >= 1.
-Partition make_partition(const std::vector<model::UnitInfo>& units, std::size_t bucket_elems,
+// unit_counts: the elements of each unit, in layout order. Requires bucket_elems >= 1,
+// ranks >= 1 and 0 <= rank < ranks.
+Partition make_partition(std::span<const std::size_t> unit_counts, std::size_t bucket_elems,
                          int ranks, int rank);
 
-}  // namespace zerodp::zero
+}  // namespace zerodp

@@ -1,0 +1,200 @@
+// The planner's peak (plan_peak.h) against the engine's ledger: for every stage, N = 1..4,
+// both models, with and without prefetch, activation checkpointing and gradient
+// accumulation, the predicted bytes of every category at the peak, the peak and the moment
+// are exactly what the ledger measured over real steps. And a budget: a rank given exactly
+// its predicted peak trains; one byte less is refused with the one-line message.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <variant>
+
+#include "zerodp/engine.h"
+#include "zerodp/gpt.h"
+#include "zerodp/mlp.h"
+#include "zerodp/plan_peak.h"
+#include "zerodp/samples.h"
+#include "zerodp/text_data.h"
+
+namespace zerodp {
+namespace {
+
+// Small shapes whose units span several buckets with uneven shards (bucket 1 KiB = 512
+// elements), so every per-rank term differs between ranks somewhere.
+constexpr std::uint64_t kBucketBytes = 1024;
+const plan::GptShape kGpt{.layers = 2, .heads = 2, .hidden = 16, .seq_len = 8};
+const plan::MlpShape kMlp{.width = 24, .depth = 3};
+
+struct Measured {
+  std::vector<Ledger> ledgers;  // per rank, after the steps
+};
+
+// Trains `steps` steps on run.ranks thread ranks; run.rank_memory is the budget.
+Measured train(const plan::EngineRun& run, std::size_t budget, int steps = 2) {
+  EngineOptions o;
+  o.stage = run.stage;
+  o.micro_batch = run.micro_batch;
+  o.grad_accum = static_cast<int>(run.grad_accum);
+  o.bucket_bytes = run.bucket_bytes;
+  o.prefetch = run.prefetch;
+  o.rank_memory = budget;
+  Measured m;
+  m.ledgers.resize(run.ranks);
+  std::mutex mu;
+  std::shared_ptr<const data::TextData> text;
+  if (const auto* g = std::get_if<plan::GptShape>(&run.model)) {
+    text = std::make_shared<const data::TextData>(data::TextData::default_corpus(g->seq_len));
+  }
+  comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
+    std::unique_ptr<model::Model> model;
+    std::unique_ptr<data::SampleSource> samples;
+    if (const auto* g = std::get_if<plan::GptShape>(&run.model)) {
+      model::GptConfig c;
+      c.layers = int(g->layers), c.heads = int(g->heads), c.hidden = int(g->hidden);
+      c.seq_len = int(g->seq_len), c.checkpoint_activations = g->checkpoint_activations;
+      model = std::make_unique<model::GptModel>(c);
+      samples = std::make_unique<data::TextWindows>(text, 1234);
+    } else {
+      const auto& s = std::get<plan::MlpShape>(run.model);
+      model = std::make_unique<model::Mlp>(model::MlpConfig{s.width, int(s.depth)});
+      samples = std::make_unique<data::SyntheticRegression>(s.width, 1234);
+    }
+    Engine engine(*model, comm, *samples, o);
+    for (int s = 0; s < steps; ++s) engine.step(1e-3f);
+    engine.flush();
+    std::lock_guard lock(mu);
+    m.ledgers[comm.rank()] = engine.ledger();
+  });
+  return m;
+}
+
+using Case = std::tuple<bool /*gpt*/, int /*stage*/, int /*ranks*/, bool /*prefetch*/,
+                        bool /*checkpointing*/, int /*grad_accum*/>;
+
+plan::EngineRun run_of(const Case& c) {
+  const auto [gpt, stage, ranks, prefetch, checkpointing, accum] = c;
+  plan::EngineRun run;
+  if (gpt) {
+    plan::GptShape g = kGpt;
+    g.checkpoint_activations = checkpointing;
+    run.model = g;
+  } else {
+    run.model = kMlp;
+  }
+  run.stage = stage_from_number(stage);
+  run.ranks = ranks;
+  run.micro_batch = 3;
+  run.grad_accum = accum;
+  run.bucket_bytes = kBucketBytes;
+  run.prefetch = prefetch;
+  return run;
+}
+
+class Peak : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Peak, PredictionEqualsTheLedgerOnEveryRank) {
+  const plan::EngineRun run = run_of(GetParam());
+  const std::vector<plan::RankPeak> predicted = plan::predict_peak(run);
+  const Measured measured = train(run, 0);
+  for (int r = 0; r < run.ranks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const Ledger& ledger = measured.ledgers[r];
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const auto cat = static_cast<Category>(c);
+      EXPECT_EQ(predicted[r][cat], ledger.at_peak(cat)) << category_name(cat);
+      // Nothing is freed once allocated: at the peak, every category holds its own peak.
+      EXPECT_EQ(ledger.at_peak(cat), ledger.peak(cat)) << category_name(cat);
+    }
+    EXPECT_EQ(predicted[r].peak_bytes, ledger.peak_total());
+    EXPECT_EQ(phase_name(predicted[r].moment), phase_name(ledger.peak_phase()));
+    EXPECT_LE(predicted[r].peak_bytes, predicted[0].peak_bytes);  // rank 0 holds the most
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const auto [gpt, stage, ranks, prefetch, checkpointing, accum] = info.param;
+  return std::string(gpt ? "gpt" : "mlp") + "_stage" + std::to_string(stage) + "_n" +
+         std::to_string(ranks) + (prefetch ? "" : "_noprefetch") +
+         (checkpointing ? "_checkpointing" : "") + "_accum" + std::to_string(accum);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpt, Peak,
+                         ::testing::Combine(::testing::Values(true), ::testing::Range(0, 4),
+                                            ::testing::Range(1, 5), ::testing::Bool(),
+                                            ::testing::Bool(), ::testing::Values(1, 2)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
+                         ::testing::Combine(::testing::Values(false), ::testing::Range(0, 4),
+                                            ::testing::Range(1, 5), ::testing::Bool(),
+                                            ::testing::Values(false), ::testing::Values(1, 2)),
+                         case_name);
+
+// The boundary is exact: the predicted peak as the budget trains; a byte less is refused, at
+// the allocation that would cross it, with rank, category and bytes in one line.
+TEST(PeakBudget, ThePredictedPeakTrainsAndOneByteLessIsRefused) {
+  for (const int stage : {0, 3}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const plan::EngineRun run = run_of({true, stage, 2, true, false, 1});
+    const std::uint64_t peak = plan::predict_rank_peak(run, 0).peak_bytes;
+    EXPECT_EQ(train(run, peak).ledgers[0].peak_total(), peak);
+    for (const std::uint64_t budget : {peak - 1, peak - peak / 50}) {
+      try {
+        train(run, budget);
+        ADD_FAILURE() << "a budget of " << budget << " below the peak " << peak << " trained";
+      } catch (const BudgetExceeded& e) {
+        EXPECT_LE(e.held, budget);
+        EXPECT_GT(e.held + e.asked, budget);
+        EXPECT_EQ(e.allowed, budget);
+        const std::string what = e.what();
+        EXPECT_NE(what.find("rank "), std::string::npos) << what;
+        EXPECT_NE(what.find(std::string(category_name(e.category))), std::string::npos) << what;
+        EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      } catch (const Error& e) {
+        // Another rank's refusal reached this one as the group's failure: it names it.
+        EXPECT_NE(std::string(e.what()).find("memory budget"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// The formulas of plan_peak.h against the models themselves.
+TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
+  for (const bool checkpointing : {false, true}) {
+    for (const int threads : {1, 3}) {
+      plan::GptShape g = kGpt;
+      g.checkpoint_activations = checkpointing;
+      model::GptConfig c;
+      c.layers = int(g.layers), c.heads = int(g.heads), c.hidden = int(g.hidden);
+      c.seq_len = int(g.seq_len), c.checkpoint_activations = checkpointing;
+      model::GptModel model(c);
+      Ledger ledger;
+      model.set_ledger(&ledger);
+      model.set_threads(threads);
+      const std::vector<std::uint8_t> tokens(5 * (c.seq_len + 1), 7);
+      model.begin_micro_batch({.samples = 5, .tokens = tokens});
+      EXPECT_EQ(ledger.live(Category::activations), plan::gpt_activation_bytes(g, 5, threads));
+      EXPECT_EQ(ledger.live(Category::activations), model.activation_bytes());
+      model.set_ledger(nullptr);
+      EXPECT_EQ(ledger.live_total(), 0u);  // the counts moved out with the model
+      EXPECT_EQ(plan::param_count(g), model.param_count());
+      const plan::UnitLayout layout = plan::unit_layout(g);
+      ASSERT_EQ(layout.counts.size(), model.units().size());
+      for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+        EXPECT_EQ(layout.counts[u], model.units()[u].param_count);
+        EXPECT_EQ(layout.reads[u], model.units()[u].reads);
+      }
+    }
+  }
+  model::Mlp mlp({kMlp.width, int(kMlp.depth)});
+  Ledger ledger;
+  mlp.set_ledger(&ledger);
+  const std::vector<float> x(4 * kMlp.width, 0.5f);
+  mlp.begin_micro_batch({.samples = 4, .inputs = x, .targets = x});
+  EXPECT_EQ(ledger.live(Category::activations), plan::mlp_activation_bytes(kMlp, 4));
+  EXPECT_EQ(plan::param_count(kMlp), mlp.param_count());
+  mlp.set_ledger(nullptr);
+}
+
+}  // namespace
+}  // namespace zerodp
