@@ -31,6 +31,9 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_option("--seed", f.seed, "initialisation seed [1]");
   app->add_option("--timeout", f.timeout,
                   "a collective not done by then fails, 1ms to 7 days [300s]");
+  app->add_option("--rank-memory", f.rank_memory,
+                  "each rank's memory budget, e.g. 2GiB: an allocation above it ends the run "
+                  "with the least N or stage that fits [none]");
   app->add_flag("--no-prefetch", f.no_prefetch, "stage 3: gather each unit only when needed");
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
 }
@@ -72,6 +75,7 @@ EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_bat
   o.seed = units::parse_whole(f.seed, "--seed", units::Zero::allowed);
   o.prefetch = !f.no_prefetch;
   o.overlap = !f.no_overlap;
+  o.rank_memory = f.rank_memory.empty() ? 0 : units::parse_bytes(f.rank_memory, "--rank-memory");
   o.validate();
   return o;
 }
@@ -102,6 +106,7 @@ Launch launch_options(const EngineFlags& f) {
              {"--clip", f.clip},
              {"--seed", f.seed},
              {"--timeout", f.timeout},
+             {"--rank-memory", f.rank_memory.empty() ? "none" : f.rank_memory},
              {"--no-prefetch", f.no_prefetch ? "on" : "off"},
              {"--no-overlap", f.no_overlap ? "on" : "off"}};
   return l;

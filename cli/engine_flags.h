@@ -36,6 +36,7 @@ struct EngineFlags {
   std::string clip = "1.0";
   std::string seed = "1";
   std::string timeout = "300s";
+  std::string rank_memory;  // empty: no budget
   bool no_prefetch = false;
   bool no_overlap = false;
 };

@@ -12,6 +12,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "measure_report.h"
+#include "peak_report.h"
 #include "train_model.h"
 #include "zerodp/error.h"
 #include "zerodp/mlp.h"
@@ -27,7 +28,7 @@ constexpr std::uint64_t kMaxSteps = 10'000;
 
 struct MeasureFlags {
   EngineFlags engine;
-  std::string params = "10M";
+  ModelFlags model;  // --model mlp (with --params 10M) unless told otherwise
   std::string steps = "3";
   bool all_stages = false;
   bool per_rank = false;
@@ -61,11 +62,10 @@ struct Timing {
 
 // A few steps of one configuration: one warm-up step (first touches, buffer growth), then
 // `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
-Timing run_steps(comm::Communicator& comm, const model::MlpConfig& config,
-                 const EngineOptions& options, int steps, RankMeasure* out) {
-  model::Mlp mlp(config);
-  const data::SyntheticRegression samples(config.width, /*seed=*/1234);  // train's default
-  Engine engine(mlp, comm, samples, options);
+Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOptions& options,
+                 int steps, RankMeasure* out) {
+  const std::unique_ptr<model::Model> model = spec.make();
+  Engine engine(*model, comm, spec.samples(), options);
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
   const std::uint64_t sent_before = comm.stats().bytes_sent();
@@ -83,6 +83,7 @@ Timing run_steps(comm::Communicator& comm, const model::MlpConfig& config,
     for (int c = 0; c < kCategoryCount; ++c) {
       out->live[c] = ledger.live(static_cast<Category>(c));
       out->peak[c] = ledger.peak(static_cast<Category>(c));
+      out->at_peak[c] = ledger.at_peak(static_cast<Category>(c));
     }
     out->model_state = ledger.model_state_bytes();
     out->peak_total = ledger.peak_total();
@@ -92,13 +93,10 @@ Timing run_steps(comm::Communicator& comm, const model::MlpConfig& config,
   return {median(step_s), median(exposed_s)};
 }
 
-// Every rank's words, on every rank. all_gather copies bits without arithmetic, so 64-bit
-// words travel as four 16-bit elements.
+// Every rank's figures, on every rank.
 std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasure& mine) {
   const std::vector<std::uint64_t> words = mine.to_words();
-  const std::size_t per_rank = words.size() * 4;  // 16-bit elements
-  std::vector<std::uint64_t> all(words.size() * comm.size());
-  comm.all_gather(words.data(), all.data(), per_rank * comm.size(), DType::bf16);
+  const std::vector<std::uint64_t> all = gather_words(comm, words);
   std::vector<RankMeasure> ranks;
   for (int r = 0; r < comm.size(); ++r) {
     ranks.push_back(RankMeasure::from_words(all.data() + r * words.size()));
@@ -108,20 +106,25 @@ std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasur
 
 // One stage on one rank: its figures with overlap and prefetch, its timings without, and the
 // planner's prediction for this rank.
-RankMeasure measure_rank(comm::Communicator& comm, const model::MlpConfig& config,
-                         EngineOptions options, int steps, std::uint64_t params) {
+RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
+                         EngineOptions options, int steps) {
   RankMeasure m;
+  const plan::RankPeak peak =
+      plan::predict_rank_peak(engine_run(spec, options, launch, comm.size()), comm.rank());
+  m.predicted_at_peak = peak.bytes;
+  m.predicted_peak = peak.peak_bytes;
   m.rss_baseline = proc_status_kib("VmRSS:");
-  const Timing overlapped = run_steps(comm, config, options, steps, &m);
+  const Timing overlapped = run_steps(comm, spec, options, steps, &m);
   m.rss_peak = proc_status_kib("VmHWM:");
   options.overlap = false;
   options.prefetch = false;
-  const Timing sync = run_steps(comm, config, options, steps, nullptr);
+  const Timing sync = run_steps(comm, spec, options, steps, nullptr);
   m.step_seconds = overlapped.step;
   m.exposed_seconds = overlapped.exposed;
   m.step_seconds_sync = sync.step;
   m.exposed_seconds_sync = sync.exposed;
   const plan::BytesPerParam bpp{2, 2, 12};
+  const std::uint64_t params = spec.param_count();
   m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
   m.predicted_comm = plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
   return m;
@@ -142,32 +145,38 @@ void print_results(const MeasureFlags& f, const MeasureSetup& setup,
   std::printf("%s\n", all.dump(2).c_str());
 }
 
-void run_measure(const MeasureFlags& f, bool stage_given) {
+void run_measure(MeasureFlags f, bool stage_given) {
   if (f.all_stages && stage_given) {
     throw UsageError("--stage and --all-stages exclude each other: give one");
   }
+  if (f.model.model == "mlp" && f.model.params.empty()) f.model.params = "10M";
+  const ModelSpec spec(f.model);
   Launch launch = launch_options(f.engine);
   EngineOptions base = engine_options(f.engine, 8);
-  const std::uint64_t wanted = units::parse_count(f.params, "--params");
   // Under MPI, measure's own settings are the run's too: every rank must measure the same.
-  launch.agree.emplace_back("--params", f.params, std::to_string(wanted));
+  for (const ConfigField& field : kConfigFields) {
+    const nlohmann::json config = spec.config_json();
+    launch.agree.emplace_back(field.flag,
+                              config.contains(field.key) ? config.at(field.key).dump() : "(none)");
+  }
+  launch.agree.emplace_back("--data", spec.data_path() + " (" + spec.data_fingerprint() + ")",
+                            spec.data_fingerprint());
   launch.agree.emplace_back("--steps", f.steps);
   launch.agree.emplace_back("--all-stages", f.all_stages ? "given" : "not given");
-  const model::MlpConfig config = model::MlpConfig::for_params(wanted);
   const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
   std::vector<Stage> stages = {base.stage};
   if (f.all_stages) stages.assign(kStages.begin(), kStages.end());
   for (Stage stage : stages) {
     EngineOptions o = base;
     o.stage = stage;
-    check_memory({config.param_count(), mlp_activation_bytes(config, base.micro_batch), "--params"},
+    check_memory({spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_flag()},
                  o, launch);
   }
   configure_blas_threads(launch);
 
   MeasureSetup setup;
-  setup.params = config.param_count();
-  setup.model = model::Mlp(config).describe();
+  setup.params = spec.param_count();
+  setup.model = spec.describe();
   setup.steps = steps;
   setup.micro_batch = base.micro_batch;
   setup.precision = std::string(dtype_name(base.precision));
@@ -185,8 +194,15 @@ void run_measure(const MeasureFlags& f, bool stage_given) {
     run_ranks(launch, [&](comm::Communicator& comm) {
       EngineOptions o = base;
       o.stage = stage;
-      std::vector<RankMeasure> all =
-          gather_ranks(comm, measure_rank(comm, config, o, steps, setup.params));
+      RankMeasure mine;
+      try {  // a budget refuses in the engine's setup or in the first step
+        mine = measure_rank(comm, spec, launch, o, steps);
+      } catch (const BudgetExceeded& e) {
+        throw Error(std::string(e.what()) + "; --rank-memory: " +
+                    fit_advice(engine_run(spec, o, launch, comm.size()), o.rank_memory,
+                               max_ranks_searched(launch)));
+      }
+      std::vector<RankMeasure> all = gather_ranks(comm, mine);
       if (comm.rank() != 0) return;
       std::lock_guard<std::mutex> lock(mu);
       setup.ranks = comm.size();
@@ -203,7 +219,8 @@ void add_measure_command(CLI::App& root) {
   auto flags = std::make_shared<MeasureFlags>();
   CLI::App* app = root.add_subcommand(
       "measure", "Run a few steps and print what each rank holds and sends, beside the plan");
-  app->add_option("--params", flags->params, "MLP size in parameters, e.g. 10M [10M]");
+  flags->model.model = "mlp";
+  add_model_flags(app, flags->model, "10M");
   app->add_option("--steps", flags->steps, "measured steps after one warm-up [3]");
   app->add_flag("--all-stages", flags->all_stages, "measure stages 0-3 side by side");
   app->add_flag("--per-rank", flags->per_rank, "print every rank, not only rank 0");

@@ -44,7 +44,9 @@ std::string bytes(std::uint64_t b) {
 }
 std::string signed_bytes(std::int64_t d) {
   if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + std::to_string(d > 0 ? d : -d) + " B";
+  std::string text(1, d > 0 ? '+' : '-');  // built in steps: GCC 12 warns falsely otherwise
+  text += std::to_string(d > 0 ? d : -d);
+  return text + " B";
 }
 std::string ms(double s) {
   char buf[32];
@@ -58,10 +60,6 @@ std::string fixed(double v, int decimals) {
 }
 std::string percent(double v) {
   return units::format_percent(v, 1);
-}
-
-std::uint64_t temporary(const RankMeasure& m, Category c) {
-  return m.peak[static_cast<int>(c)];
 }
 
 // The measure table names stage 0 with its number, as --stage takes it.
@@ -125,15 +123,20 @@ void add_model_state_rows(StageTable& t, const MeasureSetup& s) {
   });
 }
 
-// Peaks of what the formula leaves out, the ledger's total and the OS's view.
-void add_outside_formula_rows(StageTable& t, const MeasureSetup& s) {
-  for (Category c : {Category::gathered_params, Category::buckets, Category::scratch32,
-                     Category::comm_buffers, Category::activations}) {
-    t.add("  " + std::string(category_name(c)),
-          [c](const StageMeasure& st) { return bytes(temporary(st.ranks[0], c)); });
+// The peak: every category held when the ledger's total peaked, beside the planner's
+// prediction of it (plan_peak.h), then the OS's view of the process.
+void add_peak_rows(StageTable& t, const MeasureSetup& s) {
+  for (int c = 0; c < kCategoryCount; ++c) {
+    t.add("  " + std::string(category_name(static_cast<Category>(c))), [c](const StageMeasure& st) {
+      return bytes(st.ranks[0].at_peak[c]) + " / " + bytes(st.ranks[0].predicted_at_peak[c]);
+    });
   }
-  t.add("peak total (ledger)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].peak_total); });
+  t.add("peak total", [](const StageMeasure& st) {
+    return bytes(st.ranks[0].peak_total) + " / " + bytes(st.ranks[0].predicted_peak);
+  });
+  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::peak_total, &RankMeasure::predicted_peak);
+  });
   t.add(s.rss_per_process ? "process peak RSS (OS)" : "process peak RSS, all ranks (OS)",
         [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
   t.add("  runtime before the engine",
@@ -185,13 +188,15 @@ void add_time_rows(StageTable& t) {
 void print_every_rank(const StageMeasure& st) {
   std::printf("\n%s, every rank\n", stage_label(st.stage).c_str());
   Table r;
-  r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "sent/step", "predicted",
-         "diff"});
+  r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "predicted", "diff",
+         "sent/step", "predicted", "diff"});
   for (std::size_t i = 0; i < st.ranks.size(); ++i) {
     const RankMeasure& m = st.ranks[i];
     r.row({std::to_string(i), bytes(m.model_state), bytes(m.predicted_state),
            signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
-           bytes(m.peak_total), bytes(m.comm_per_step), bytes(m.predicted_comm),
+           bytes(m.peak_total), bytes(m.predicted_peak),
+           signed_bytes(std::int64_t(m.peak_total) - std::int64_t(m.predicted_peak)),
+           bytes(m.comm_per_step), bytes(m.predicted_comm),
            signed_bytes(std::int64_t(m.comm_per_step) - std::int64_t(m.predicted_comm))});
   }
   r.print();
@@ -200,14 +205,16 @@ void print_every_rank(const StageMeasure& st) {
 }  // namespace
 
 std::size_t RankMeasure::word_count() {
-  return 2 * kCategoryCount + 12;
+  return 4 * kCategoryCount + 13;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
   std::vector<std::uint64_t> w(live.begin(), live.end());
   w.insert(w.end(), peak.begin(), peak.end());
+  w.insert(w.end(), at_peak.begin(), at_peak.end());
+  w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
   for (std::uint64_t v : {model_state, peak_total, comm_per_step, scalar_per_step, rss_baseline,
-                          rss_peak, predicted_state, predicted_comm}) {
+                          rss_peak, predicted_state, predicted_comm, predicted_peak}) {
     w.push_back(v);
   }
   for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {
@@ -220,13 +227,16 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   RankMeasure m;
   std::copy(w, w + kCategoryCount, m.live.begin());
   std::copy(w + kCategoryCount, w + 2 * kCategoryCount, m.peak.begin());
-  const std::uint64_t* p = w + 2 * kCategoryCount;
+  std::copy(w + 2 * kCategoryCount, w + 3 * kCategoryCount, m.at_peak.begin());
+  std::copy(w + 3 * kCategoryCount, w + 4 * kCategoryCount, m.predicted_at_peak.begin());
+  const std::uint64_t* p = w + 4 * kCategoryCount;
   m.model_state = p[0], m.peak_total = p[1], m.comm_per_step = p[2], m.scalar_per_step = p[3];
   m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
-  m.step_seconds = std::bit_cast<double>(p[8]);
-  m.exposed_seconds = std::bit_cast<double>(p[9]);
-  m.step_seconds_sync = std::bit_cast<double>(p[10]);
-  m.exposed_seconds_sync = std::bit_cast<double>(p[11]);
+  m.predicted_peak = p[8];
+  m.step_seconds = std::bit_cast<double>(p[9]);
+  m.exposed_seconds = std::bit_cast<double>(p[10]);
+  m.step_seconds_sync = std::bit_cast<double>(p[11]);
+  m.exposed_seconds_sync = std::bit_cast<double>(p[12]);
   return m;
 }
 
@@ -239,8 +249,8 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
   t.row(header);
   add_model_state_rows(t, s);
   t.row({""});
-  t.row({"Outside the formula (peak)"});
-  add_outside_formula_rows(t, s);
+  t.row({"Peak per rank: measured (ledger) / predicted"});
+  add_peak_rows(t, s);
   t.row({""});
   t.row({"Communication per rank per step"});
   add_comm_rows(t);
@@ -253,10 +263,12 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
     for (const auto& st : stages) print_every_rank(st);
   }
   std::printf(
-      "\nA difference from the prediction is chunk rounding: the engine cuts each unit into "
-      "buckets of --bucket-bytes and gives every rank ceil(count/N) elements of each (trailing "
-      "ranks fewer); the planner rounds once over all Φ. Exposed comm is time blocked waiting "
-      "for a collective; with no overlap it is the whole communication time.\n");
+      "\nA model-state difference from the prediction is chunk rounding: the engine cuts each "
+      "unit into buckets of --bucket-bytes and gives every rank ceil(count/N) elements of each "
+      "(trailing ranks fewer); the planner's formula rounds once over all Φ. The peak's "
+      "prediction follows the buckets, so it matches to the byte. Exposed comm is time "
+      "blocked waiting for a collective; with no overlap it is the whole communication "
+      "time.\n");
 }
 
 nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
@@ -268,21 +280,34 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
   j["model"] = s.model;
   j["steps"] = s.steps;
   const RankMeasure& r0 = st.ranks[0];
+  nlohmann::json predicted_by_category;
+  for (int c = 0; c < kCategoryCount; ++c) {
+    predicted_by_category[std::string(category_name(static_cast<Category>(c)))] =
+        r0.predicted_at_peak[c];
+  }
   j["predicted"] = {{"model_state_bytes", r0.predicted_state},
+                    {"peak_bytes", r0.predicted_peak},
+                    {"peak_bytes_by_category", predicted_by_category},
                     {"comm_bytes_per_gpu", r0.predicted_comm},
                     {"comm_convention", "ring"}};
   j["per_rank"] = nlohmann::json::array();
   for (std::size_t i = 0; i < st.ranks.size(); ++i) {
     const RankMeasure& m = st.ranks[i];
-    nlohmann::json categories, peaks;
+    nlohmann::json categories, peaks, at_peak, predicted_at_peak;
     for (int c = 0; c < kCategoryCount; ++c) {
-      categories[std::string(category_name(static_cast<Category>(c)))] = m.live[c];
-      peaks[std::string(category_name(static_cast<Category>(c)))] = m.peak[c];
+      const std::string name(category_name(static_cast<Category>(c)));
+      categories[name] = m.live[c];
+      peaks[name] = m.peak[c];
+      at_peak[name] = m.at_peak[c];
+      predicted_at_peak[name] = m.predicted_at_peak[c];
     }
     j["per_rank"].push_back({{"rank", i},
                              {"model_state_bytes", m.model_state},
                              {"predicted_model_state_bytes", m.predicted_state},
                              {"peak_bytes", m.peak_total},
+                             {"predicted_peak_bytes", m.predicted_peak},
+                             {"at_peak_bytes", at_peak},
+                             {"predicted_at_peak_bytes", predicted_at_peak},
                              {"comm_sent_bytes", m.comm_per_step},
                              {"predicted_comm_bytes", m.predicted_comm},
                              {"scalar_comm_bytes", m.scalar_per_step},

@@ -18,6 +18,7 @@ namespace zerodp::cli {
 struct RankMeasure {
   std::array<std::uint64_t, kCategoryCount> live{};
   std::array<std::uint64_t, kCategoryCount> peak{};
+  std::array<std::uint64_t, kCategoryCount> at_peak{};  // held when the total peaked
   std::uint64_t model_state = 0;
   std::uint64_t peak_total = 0;
   std::uint64_t comm_per_step = 0;                         // ZeRO collectives, bytes sent per step
@@ -29,6 +30,8 @@ struct RankMeasure {
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;
   std::uint64_t predicted_comm = 0;
+  std::array<std::uint64_t, kCategoryCount> predicted_at_peak{};  // plan_peak.h
+  std::uint64_t predicted_peak = 0;
 
   std::vector<std::uint64_t> to_words() const;
   static RankMeasure from_words(const std::uint64_t* words);

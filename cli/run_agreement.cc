@@ -100,4 +100,11 @@ void check_ranks_agree(comm::Communicator& comm, const RunSettings& settings) {
   }
 }
 
+std::vector<std::uint64_t> gather_words(comm::Communicator& comm,
+                                        const std::vector<std::uint64_t>& mine) {
+  std::vector<std::uint64_t> all(mine.size() * std::size_t(comm.size()));
+  comm.all_gather(mine.data(), all.data(), all.size() * 4, DType::bf16);
+  return all;
+}
+
 }  // namespace zerodp::cli

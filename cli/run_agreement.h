@@ -13,6 +13,7 @@
 //    values that hold 16-bit integers exactly; values are shown (not compared) as text bytes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,5 +45,10 @@ void check_ranks_agree(comm::Communicator& comm, const RunSettings& settings);
 // The line check_ranks_agree() throws, from what each rank runs of the setting `name`
 // (values[r] for rank r); exposed for tests. Ranks with equal values are grouped.
 std::string disagreement_line(const std::string& name, const std::vector<std::string>& values);
+
+// Every rank's words, rank by rank, on every rank (collective; every rank gives as many).
+// all_gather copies bits without arithmetic, so 64-bit words travel as four 16-bit elements.
+std::vector<std::uint64_t> gather_words(comm::Communicator& comm,
+                                        const std::vector<std::uint64_t>& mine);
 
 }  // namespace zerodp::cli

@@ -15,6 +15,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "loss_curve.h"
+#include "peak_report.h"
 #include "progress.h"
 #include "resume_rules.h"
 #include "run_agreement.h"
@@ -41,6 +42,7 @@ struct TrainFlags {
   std::string out = "out";
   std::string save_dir, save_every, keep = "2", resume;
   bool json = false;
+  bool dry_run = false;
 };
 
 // Mean loss over `batches` micro-batches of held-out data, on every rank.
@@ -107,6 +109,7 @@ RunSettings agreement(const TrainFlags& f, const TrainSettings& s) {
            {"--seed", text(o.seed)},
            {"--no-prefetch", o.prefetch ? "off" : "on"},
            {"--no-overlap", o.overlap ? "off" : "on"},
+           {"--rank-memory", text(o.rank_memory)},
            {"--timeout", text(s.launch.options.timeout.count()) + " ms"},
            {"--steps", text(s.steps)},
            real("--lr", s.lr),
@@ -350,12 +353,20 @@ void RankRun::validate(std::int64_t t) {
 
 nlohmann::json RankRun::finish() {
   const std::string weights_sha256 = engine_.weights_sha256();  // collective: every rank
+  const std::vector<std::uint64_t> peaks = gather_words(comm_, {engine_.ledger().peak_total()});
   if (!leader_) return nullptr;
   const ModelSpec& spec = s_.spec;
   const int ranks = comm_.size();
   const std::uint64_t predicted = plan::model_state_bytes(
       spec.param_count(), ranks, s_.options.stage, plan::BytesPerParam{2, 2, 12});
   const Ledger& ledger = engine_.ledger();
+  const plan::EngineRun planned = engine_run(spec, s_.options, s_.launch, ranks);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (int r = 0; r < ranks; ++r) {
+    per_rank.push_back({{"rank", r},
+                        {"peak_bytes", peaks[r]},
+                        {"predicted_peak_bytes", plan::predict_rank_peak(planned, r).peak_bytes}});
+  }
   nlohmann::json j = {
       {"model", spec.config_json()},
       {"params", spec.param_count()},
@@ -373,6 +384,8 @@ nlohmann::json RankRun::finish() {
       {"predicted_model_state_bytes", predicted},
       {"model_state_bytes", ledger.model_state_bytes()},
       {"peak_bytes", ledger.peak_total()},
+      {"predicted_peak_bytes", per_rank[0]["predicted_peak_bytes"]},
+      {"per_rank", per_rank},
       {"activation_bytes", ledger.peak(Category::activations)},
       {"weights_sha256", weights_sha256}};
   if (!f_.out.empty()) {
@@ -430,8 +443,16 @@ void print_summary(const ModelSpec& spec, const nlohmann::json& j) {
   std::printf("  model state    %s per rank predicted, %s measured (rank 0)\n",
               bytes(j["predicted_model_state_bytes"]).c_str(),
               bytes(j["model_state_bytes"]).c_str());
-  std::printf("  peak per rank  %s (ledger: model state, buffers, activations %s)\n",
-              bytes(j["peak_bytes"]).c_str(), bytes(j["activation_bytes"]).c_str());
+  std::printf("  peak per rank  %s measured (ledger), %s predicted; activations %s\n",
+              bytes(j["peak_bytes"]).c_str(), bytes(j["predicted_peak_bytes"]).c_str(),
+              bytes(j["activation_bytes"]).c_str());
+  const nlohmann::json& ranks = j["per_rank"];
+  for (std::size_t r = 1; r < ranks.size() && r < 8; ++r) {
+    std::printf("    rank %-8zu %s measured, %s predicted\n", r,
+                bytes(ranks[r]["peak_bytes"]).c_str(),
+                bytes(ranks[r]["predicted_peak_bytes"]).c_str());
+  }
+  if (ranks.size() > 8) std::printf("    (every rank in --json)\n");
   std::printf("  exposed comm   %.2f s of %.2f s (%.1f %%)\n",
               j["exposed_comm_seconds"].get<double>(), j["seconds"].get<double>(),
               100.0 * j["exposed_comm_seconds"].get<double>() / j["seconds"].get<double>());
@@ -455,8 +476,41 @@ void report(const TrainFlags& f, const TrainSettings& settings, const nlohmann::
   }
 }
 
+// --dry-run: the planner's peak for exactly this run, and the verdict for --rank-memory,
+// before anything is allocated. Under mpirun, rank 0 prints.
+void dry_run(const TrainFlags& f, const TrainSettings& settings) {
+  if (!f.resume.empty()) {
+    throw UsageError("--dry-run: plans a new run; give the resumed run's flags without --resume");
+  }
+  const Launch& launch = settings.launch;
+  const plan::EngineRun run =
+      engine_run(settings.spec, settings.options, launch, planned_ranks(launch));
+  const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (launch.backend == "mpi" && world_rank && std::atol(world_rank) != 0) return;
+  const std::uint64_t budget = settings.options.rank_memory;
+  if (f.json) {
+    nlohmann::json j = {{"model", settings.spec.config_json()},
+                        {"params", settings.spec.param_count()},
+                        {"stage", stage_number(run.stage)},
+                        {"ranks", run.ranks},
+                        {"backend", launch.backend},
+                        {"micro_batch", run.micro_batch},
+                        {"grad_accum", run.grad_accum},
+                        {"bucket_bytes", run.bucket_bytes},
+                        {"prefetch", run.prefetch}};
+    j.update(peak_json(run, budget, max_ranks_searched(launch)));
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_peak(settings.spec.describe(), run, budget, max_ranks_searched(launch));
+  }
+}
+
 void run_train(const TrainFlags& f) {
   const TrainSettings settings(f);
+  if (f.dry_run) {
+    dry_run(f, settings);
+    return;
+  }
   check_memory(
       {settings.spec.param_count(), settings.spec.activation_bytes(settings.options.micro_batch),
        settings.spec.size_flag()},
@@ -478,10 +532,18 @@ void run_train(const TrainFlags& f) {
       const std::string note = save_dir->set_aside_superseded();
       if (!note.empty()) std::fprintf(f.json ? stderr : stdout, "%s\n", note.c_str());
     }
-    RankRun run(f, here, comm);
-    run.print_header();
-    if (resume) run.resume_from(*resume);
-    run.train();
+    std::optional<RankRun> run_here;
+    try {  // a budget refuses in the engine's setup or in the first step
+      run_here.emplace(f, here, comm);
+      run_here->print_header();
+      if (resume) run_here->resume_from(*resume);
+      run_here->train();
+    } catch (const BudgetExceeded& e) {
+      throw Error(std::string(e.what()) + "; --rank-memory: " +
+                  fit_advice(engine_run(here.spec, here.options, here.launch, comm.size()),
+                             here.options.rank_memory, max_ranks_searched(here.launch)));
+    }
+    RankRun& run = *run_here;
     const nlohmann::json summary = run.finish();
     if (!summary.is_null()) report(f, settings, summary);  // null: a rank other than 0
     if (run.stopped_by() != 0) {
@@ -522,6 +584,9 @@ void add_train_command(CLI::App& root) {
                   "continue from a checkpoint folder, or the newest one in a --save-dir; any "
                   "--ranks and --stage");
   app->add_flag("--json", flags->json, "print one JSON object at the end instead of a log");
+  app->add_flag("--dry-run", flags->dry_run,
+                "print the predicted peak memory per rank (and the verdict for --rank-memory) "
+                "and exit without training");
   add_engine_flags(app, flags->engine);
   app->callback([flags] { run_train(*flags); });
 }

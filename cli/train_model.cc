@@ -8,12 +8,14 @@
 #include <filesystem>
 
 #include "zerodp/error.h"
+#include "zerodp/plan_peak.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
 
-void add_model_flags(CLI::App* app, ModelFlags& f) {
-  app->add_option("--model", f.model, "gpt (byte-level GPT-2 on --data) or mlp (synthetic) [gpt]");
+void add_model_flags(CLI::App* app, ModelFlags& f, const std::string& default_mlp_params) {
+  app->add_option("--model", f.model,
+                  "gpt (byte-level GPT-2 on --data) or mlp (synthetic) [" + f.model + "]");
   app->add_option(
       "--data", f.data,
       "gpt: a text (or any bytes) file [the license texts in /usr/share/common-licenses]");
@@ -23,7 +25,8 @@ void add_model_flags(CLI::App* app, ModelFlags& f) {
   app->add_option("--seq-len", f.seq_len, "gpt: context length [128]");
   app->add_flag("--checkpoint-activations", f.checkpoint_activations,
                 "gpt: keep each block's input only and recompute the block in backward");
-  app->add_option("--params", f.params, "mlp: size in parameters, e.g. 10M [1M]");
+  app->add_option("--params", f.params,
+                  "mlp: size in parameters, e.g. 10M [" + default_mlp_params + "]");
   app->add_option("--data-seed", f.data_seed, "which windows the sample stream draws [1234]");
 }
 
@@ -153,27 +156,17 @@ void ModelSpec::load_data(const std::string& path, int validation_percent) {
       "fnv1a64 " + std::string(hex) + ", " + std::to_string(data_->size()) + " bytes";
 }
 
-namespace {
-
-std::uint64_t clamp64(unsigned __int128 bytes) {
-  constexpr std::uint64_t kMax = ~std::uint64_t(0);
-  return bytes > kMax ? kMax : std::uint64_t(bytes);
-}
-
-}  // namespace
-
-std::uint64_t mlp_activation_bytes(const model::MlpConfig& config, std::uint64_t micro_batch) {
-  // Mlp::activation_bytes(): 2 depth + 4 vectors of the width per sample, in fp32.
-  using u128 = unsigned __int128;
-  return clamp64(u128(micro_batch) * config.width * 4 * (2 * u128(config.depth) + 4));
-}
-
 std::uint64_t ModelSpec::activation_bytes(std::uint64_t micro_batch) const {
-  if (!is_gpt_) return mlp_activation_bytes(mlp_, micro_batch);
-  // The GPT's formula is affine in the micro-batch: a(0) + b * (a(1) - a(0)).
-  using u128 = unsigned __int128;
-  const u128 fixed = gpt_.activation_bytes(0);
-  return clamp64(fixed + u128(micro_batch) * (u128(gpt_.activation_bytes(1)) - fixed));
+  if (!is_gpt_) {
+    return plan::mlp_activation_bytes({mlp_.width, std::uint64_t(mlp_.depth)}, micro_batch);
+  }
+  return plan::gpt_activation_bytes({.layers = std::uint64_t(gpt_.layers),
+                                     .heads = std::uint64_t(gpt_.heads),
+                                     .hidden = std::uint64_t(gpt_.hidden),
+                                     .seq_len = std::uint64_t(gpt_.seq_len),
+                                     .vocab = std::uint64_t(gpt_.vocab),
+                                     .checkpoint_activations = gpt_.checkpoint_activations},
+                                    micro_batch);
 }
 
 std::unique_ptr<model::Model> ModelSpec::make() const {

@@ -27,11 +27,8 @@ struct ModelFlags {
   std::string data_seed = "1234";
 };
 
-void add_model_flags(CLI::App* app, ModelFlags& flags);
-
-// Mlp::activation_bytes() for a micro-batch, before any is allocated; UINT64_MAX when beyond
-// 64 bits.
-std::uint64_t mlp_activation_bytes(const model::MlpConfig& config, std::uint64_t micro_batch);
+// The help names flags.model as the default model.
+void add_model_flags(CLI::App* app, ModelFlags& flags, const std::string& default_mlp_params = "1M");
 
 // The fields of config_json() and the flag that sets each, as messages name them. `shape`:
 // the field shapes the weights (a resume cannot change it).
@@ -69,6 +66,7 @@ class ModelSpec {
   const data::SampleSource& samples() const { return *samples_; }
   // The GPT's config and data (is_gpt() only).
   const model::GptConfig& gpt() const { return gpt_; }
+  const model::MlpConfig& mlp() const { return mlp_; }
   std::shared_ptr<const data::TextData> data() const { return data_; }
   std::uint64_t data_seed() const { return data_seed_; }
   std::uint64_t param_count() const;

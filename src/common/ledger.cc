@@ -20,12 +20,18 @@ std::string_view phase_name(Phase p) {
 }
 
 namespace {
+// In the units people read, unless the rounding would hide the difference that matters (the
+// total against the budget): then every figure to the byte.
 std::string refusal(int rank, Category category, std::size_t asked, std::size_t held,
                     std::size_t allowed) {
-  return "rank " + std::to_string(rank) + ": " + units::format_bytes(asked) + " of " +
+  const bool exact = units::format_bytes(held + asked) == units::format_bytes(allowed);
+  auto bytes = [exact](std::size_t b) {
+    return exact ? std::to_string(b) + " B" : units::format_bytes(b);
+  };
+  return "rank " + std::to_string(rank) + ": " + bytes(asked) + " of " +
          std::string(category_name(category)) + " would take the rank to " +
-         units::format_bytes(held + asked) + ", above its memory budget of " +
-         units::format_bytes(allowed) + " (it holds " + units::format_bytes(held) + ")";
+         bytes(held + asked) + ", above its memory budget of " + bytes(allowed) +
+         " (it holds " + bytes(held) + ")";
 }
 }  // namespace
 

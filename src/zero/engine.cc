@@ -363,13 +363,21 @@ Engine::Engine(model::Model& model, comm::Communicator& comm, const data::Sample
     : impl_(std::make_unique<Impl>(model, comm, samples, options)) {}
 
 Engine::~Engine() {
-  // Collectives still in flight (param gathers overlapped into the next step) read and write
-  // this engine's buffers: they must land before the buffers go. A failed group has nothing
-  // in flight that could still touch them.
-  try {
-    flush();
-  } catch (const std::exception&) {
+  // Collectives still in flight (param gathers overlapped into the next step, and, when a step
+  // threw — a budget refused an allocation on this rank alone — gathers and reductions of
+  // that step) read and write this engine's buffers, and peers' transfers read them too: they
+  // must land before the buffers go. Every rank issued them, in the same order, so they
+  // complete; a failed group fails them at once.
+  for (std::size_t u = 0; u < impl_->units.size(); ++u) {
+    for (comm::Handle& h : impl_->param_gathers[u]) {
+      try {
+        h.wait();
+      } catch (const std::exception&) {
+      }
+    }
   }
+  if (impl_->gatherer) impl_->gatherer->drain();
+  if (impl_->reducer) impl_->reducer->drain();
 }
 
 StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {

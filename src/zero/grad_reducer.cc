@@ -86,6 +86,21 @@ void GradReducer::complete(InFlight& f, int slot) {
   f = InFlight{};
 }
 
+void GradReducer::drain() noexcept {
+  auto quietly = [](comm::Handle& h) {
+    try {
+      h.wait();
+    } catch (const std::exception&) {
+    }
+  };
+  for (comm::Handle& h : full_pending_) quietly(h);
+  full_pending_.clear();
+  for (InFlight& f : in_flight_) {
+    quietly(f.handle);
+    f = InFlight{};
+  }
+}
+
 void GradReducer::finish() {
   for (comm::Handle& h : full_pending_) h.wait();
   full_pending_.clear();

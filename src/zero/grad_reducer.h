@@ -37,6 +37,8 @@ class GradReducer {
   void unit_done(int unit, std::span<const float> grads32, bool first_micro, bool last_micro);
   // Waits for every reduction in flight; afterwards the reduced gradients are in place.
   void finish();
+  // Waits for every reduction in flight, ignoring failures: before the buffers may go.
+  void drain() noexcept;
 
  private:
   struct InFlight {

@@ -75,6 +75,18 @@ const std::uint16_t* ParamGatherer::data(int unit) const {
   return slots_[slot_of_[unit]].data();
 }
 
+void ParamGatherer::drain() noexcept {
+  for (auto& handles : pending_) {
+    for (comm::Handle& h : handles) {
+      try {
+        h.wait();
+      } catch (const std::exception&) {
+      }
+    }
+    handles.clear();
+  }
+}
+
 void ParamGatherer::release(std::size_t step) {
   for (int u : needs(step)) {
     if (last_use_[u] != step || state_[u] == State::sharded) continue;

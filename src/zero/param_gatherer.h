@@ -34,6 +34,8 @@ class ParamGatherer {
   const std::uint16_t* data(int unit) const;
   // Releases the units whose last use in the pass is step i.
   void release(std::size_t step);
+  // Waits for every gather in flight, ignoring failures: before the slots may go.
+  void drain() noexcept;
 
  private:
   enum class State : std::uint8_t { sharded, gathering, gathered };
