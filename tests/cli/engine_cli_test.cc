@@ -43,7 +43,58 @@ TEST(MeasureCli, JsonContract) {
     EXPECT_EQ(rank["comm_sent_bytes"], rank["predicted_comm_bytes"]);
     EXPECT_GT(rank["peak_bytes"].get<std::uint64_t>(),
               rank["model_state_bytes"].get<std::uint64_t>());
+    EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
   }
+  EXPECT_EQ(j["predicted"]["peak_bytes"], j["per_rank"][0]["peak_bytes"]);
+}
+
+// --dry-run plans exactly the run train would start; its JSON carries the peak, every rank's
+// figures, the breakdown and the budget's verdict, and a real run measures the same peak.
+TEST(TrainCli, DryRunPredictsThePeakTheRunMeasures) {
+  const std::string run = "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 3 "
+                          "--ranks 3 --stage 3 --bucket-bytes 4KiB --steps 2 --out '' --json";
+  const auto plan = run_zerodp(run + " --dry-run --rank-memory 1GB");
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  const auto p = nlohmann::json::parse(plan.out);
+  const std::uint64_t peak = p["predicted_peak_bytes"];
+  ASSERT_EQ(p["per_rank"].size(), 3u);
+  EXPECT_EQ(p["per_rank"][0]["peak_bytes"], peak);
+  std::uint64_t sum = 0;
+  for (const auto& [name, bytes] : p["breakdown"].items()) sum += bytes.get<std::uint64_t>();
+  EXPECT_EQ(sum, peak);
+  EXPECT_EQ(p["budget"]["fits"], true);
+  EXPECT_EQ(p["budget"]["cheapest_stage"], 0);
+  const auto r = run_zerodp(run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["peak_bytes"], peak);
+  EXPECT_EQ(j["predicted_peak_bytes"], peak);
+  for (const auto& rank : j["per_rank"]) EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
+  // A byte less: refused on the rank, in one line naming the budget, with what would fit.
+  const auto refused = run_zerodp(run + " --rank-memory " + std::to_string(peak - 1) + "B");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("above its memory budget of " + std::to_string(peak - 1) + " B"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("--rank-memory: at N = 3"), std::string::npos) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+}
+
+TEST(MeasureCli, TakesTheModelFlagsAndShowsThePredictedPeak) {
+  const auto r = run_zerodp(
+      "measure --model gpt --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 "
+      "--checkpoint-activations --grad-accum 2 --no-prefetch --bucket-bytes 2KiB --precision fp16 "
+      "--ranks 2 --stage 3 --steps 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["model"].get<std::string>().find("GPT-2"), std::string::npos);
+  const std::uint64_t predicted = j["predicted"]["peak_bytes"];
+  EXPECT_GT(predicted, 0u);
+  for (const auto& rank : j["per_rank"]) {
+    EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
+    EXPECT_EQ(rank["at_peak_bytes"], rank["predicted_at_peak_bytes"]);
+  }
+  EXPECT_EQ(j["per_rank"][0]["peak_bytes"], predicted);
 }
 
 TEST(TrainCli, EveryStageEndsWithTheSameWeights) {
@@ -76,6 +127,12 @@ TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
       {"measure --params 0", "--params"},
       {"measure --steps 0", "--steps"},
       {"train --grad-accum 0", "--grad-accum"},
+      {"train --rank-memory lots", "--rank-memory"},
+      {"train --rank-memory 0B", "--rank-memory"},
+      {"measure --rank-memory -1GB", "--rank-memory"},
+      {"measure --model gpt --params 1M", "--params applies to --model mlp"},
+      {"train --dry-run --resume /nonexistent", "--dry-run"},
+      {"train --dry-run --backend mpi", "--ranks"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_zerodp(args);

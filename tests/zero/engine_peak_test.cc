@@ -198,3 +198,46 @@ TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
 
 }  // namespace
 }  // namespace zerodp
+
+namespace zerodp {
+namespace {
+
+// The seed's Example 8 (cell H) and Example 5 (cell E), proven by runs at a small scale: a
+// budget B under which no stage fits at N = 4, and for each stage the planner's least N, at
+// which the engine trains, while at one rank fewer the budget refuses it. B is ZeRO-3's
+// predicted peak at N = 6, so "ZeRO-3 needs N = 6" is the planner's own answer to check.
+TEST(PeakBudget, SeedExample8ScaledNoStageFitsAtFourRanksAndEachLeastNIsProvenByRuns) {
+  plan::EngineRun run;
+  run.model = plan::MlpShape{.width = 64, .depth = 24};  // 99,840 parameters
+  run.micro_batch = 2;
+  run.bucket_bytes = 8 << 10;
+  run.stage = Stage::zero3;
+  run.ranks = 6;
+  const std::uint64_t budget = plan::predict_rank_peak(run, 0).peak_bytes;
+  run.ranks = 4;
+  EXPECT_FALSE(plan::cheapest_stage_that_fits(run, budget).has_value());
+  constexpr int kMaxRanks = 8;  // thread ranks this test is willing to start
+  for (Stage stage : kStages) {
+    SCOPED_TRACE(std::string(stage_name(stage)));
+    run.stage = stage;
+    const std::optional<int> least = plan::least_ranks_that_fit(run, budget, kMaxRanks);
+    if (stage == Stage::zero3) {
+      EXPECT_EQ(least, 6);
+    }
+    // Stages 0-2 keep params (and 0-1 grads) whole: at most N they still do not fit here.
+    if (!least) {
+      run.ranks = kMaxRanks;
+      EXPECT_THROW(train(run, budget, 1), Error);
+      continue;
+    }
+    run.ranks = *least;
+    EXPECT_LE(train(run, budget, 1).ledgers[0].peak_total(), budget);
+    run.ranks = *least - 1;
+    if (run.ranks >= 1) {
+      EXPECT_THROW(train(run, budget, 1), Error);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp
