@@ -152,9 +152,13 @@ class Engine {
   // chunks included, so every rank lists as many): together they tile the layout once,
   // whatever the stage.
   std::vector<FlatRange> owned_ranges() const;
-  // The fp32 master weights and Adam moments of the owned ranges, packed in range order;
-  // each span holds the sum of the ranges' counts.
-  void export_owned(std::span<float> master, std::span<float> m, std::span<float> v);
+  // The fp32 master weights and Adam moments of the owned ranges, in range order, as views of
+  // the engine's own buffers (no copy: a checkpoint streams them to disk), valid until the
+  // next step or import.
+  struct OwnedChunk {
+    std::span<const float> master, m, v;
+  };
+  std::vector<OwnedChunk> owned_chunks();
   // Loads the weights and moments this rank needs — every range at stage 0, its own chunks
   // otherwise — through read(range, master, m, v), which fills count values of each; then
   // rebuilds the 16-bit params (collective at stages 1 and 2) and restores the state. The

@@ -55,13 +55,22 @@ std::string write_shard(const std::string& folder, Engine& engine, int rank, int
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (!fs::is_directory(folder)) throw Error("cannot create " + folder + ": " + ec.message());
-  std::vector<float> master(elements), m(elements), v(elements);
-  engine.export_owned(master, m, v);
   unsigned char header[kShardHeaderBytes];
   encode_shard_header(header, rank, ranks, elements, digest);
   AtomicFile file((fs::path(folder) / shard_name(rank, ranks)).string());
   file.write(header, kShardHeaderBytes);
-  for (const auto* block : {&master, &m, &v}) file.write(block->data(), elements * sizeof(float));
+  // Straight from the engine's buffers, chunk by chunk: the master block, then m, then v. A
+  // save holds no copy of the state (a rank under --rank-memory has no room for one).
+  const std::vector<Engine::OwnedChunk> chunks = engine.owned_chunks();
+  std::uint64_t written = 0;
+  for (auto part : {&Engine::OwnedChunk::master, &Engine::OwnedChunk::m, &Engine::OwnedChunk::v}) {
+    for (const Engine::OwnedChunk& chunk : chunks) {
+      const std::span<const float> values = chunk.*part;
+      file.write(values.data(), values.size_bytes());
+      written += values.size();
+    }
+  }
+  ZERODP_CHECK(written == 3 * elements);
   return file.commit();
 }
 

@@ -490,19 +490,19 @@ std::vector<FlatRange> Engine::owned_ranges() const {
   return ranges;
 }
 
-void Engine::export_owned(std::span<float> master, std::span<float> m, std::span<float> v) {
+std::vector<Engine::OwnedChunk> Engine::owned_chunks() {
   Impl& e = *impl_;
   flush();
-  ZERODP_CHECK(master.size() == e.part.local_total && m.size() == master.size() &&
-               v.size() == master.size());
+  std::vector<OwnedChunk> chunks;
   for (const Bucket& bucket : e.part.buckets) {
     // Where this rank keeps its chunk: at its flat offset (optimizer states whole) or packed.
     const std::size_t from =
         e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
-    std::copy_n(e.master.data() + from, bucket.shard.size, master.data() + bucket.local);
-    std::copy_n(e.adam_m.data() + from, bucket.shard.size, m.data() + bucket.local);
-    std::copy_n(e.adam_v.data() + from, bucket.shard.size, v.data() + bucket.local);
+    const std::size_t n = bucket.shard.size;
+    chunks.push_back({{e.master.data() + from, n}, {e.adam_m.data() + from, n},
+                      {e.adam_v.data() + from, n}});
   }
+  return chunks;
 }
 
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
