@@ -85,8 +85,13 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
     if (*stage != run.stage) {
       plan::EngineRun same = run;
       const auto least = plan::least_ranks_that_fit(same, budget, max_ranks);
-      advice += "; " + stage_label(run.stage) + " needs " +
-                (least ? "N = " + std::to_string(*least) : up_to);
+      if (!least) {
+        advice += "; " + stage_label(run.stage) + " fits at no N: " + up_to;
+      } else if (*least > run.ranks) {
+        advice += "; " + stage_label(run.stage) + " needs N = " + std::to_string(*least);
+      } else {
+        advice += "; the least N for " + stage_label(run.stage) + " is " + std::to_string(*least);
+      }
     }
     return advice;
   }

@@ -28,8 +28,8 @@ int planned_ranks(const Launch& launch);
 int max_ranks_searched(const Launch& launch);
 
 // What fits in `budget` bytes per rank, one clause, e.g. "at N = 4 the cheapest stage that
-// fits is ZeRO-2; ZeRO-2 fits from N = 3" or "no stage fits at N = 4; least N: ZeRO-3 6,
-// ZeRO-2 9, ZeRO-1 none up to 1024, ZeRO-0 none up to 1024".
+// fits is ZeRO-2; ZeRO-3 needs N = 5" or "no stage fits at N = 4; least N: ZeRO-3 6, ZeRO-2 9,
+// ZeRO-1 none up to 1024, ZeRO-0 none up to 1024".
 std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max_ranks);
 
 // {"predicted_peak_bytes", "moment", "per_rank": [{"rank", "peak_bytes", "categories"}...],
