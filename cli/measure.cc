@@ -169,8 +169,8 @@ void run_measure(MeasureFlags f, bool stage_given) {
   for (Stage stage : stages) {
     EngineOptions o = base;
     o.stage = stage;
-    check_memory({spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_flag()},
-                 o, launch);
+    check_memory({spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_flag()}, o,
+                 launch);
   }
   configure_blas_threads(launch);
 

@@ -80,8 +80,7 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
   const std::string n = std::to_string(run.ranks);
   const std::string up_to = "none up to " + std::to_string(max_ranks);
   if (const auto stage = plan::cheapest_stage_that_fits(run, budget)) {
-    std::string advice =
-        "at N = " + n + " the cheapest stage that fits is " + stage_label(*stage);
+    std::string advice = "at N = " + n + " the cheapest stage that fits is " + stage_label(*stage);
     if (*stage != run.stage) {
       plan::EngineRun same = run;
       const auto least = plan::least_ranks_that_fit(same, budget, max_ranks);
@@ -111,11 +110,11 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
     widest.stage = Stage::zero3;
     widest.ranks = max_ranks;
     const plan::RankPeak floor = plan::predict_rank_peak(widest, 0);
-    advice += "; even then ZeRO-3 holds " + units::format_bytes(floor.peak_bytes) +
-              ", activations " + units::format_bytes(floor[Category::activations]) +
-              ": lower --micro-batch" +
-              (std::holds_alternative<plan::GptShape>(run.model) ? " or add --checkpoint-activations"
-                                                                  : std::string());
+    advice +=
+        "; even then ZeRO-3 holds " + units::format_bytes(floor.peak_bytes) + ", activations " +
+        units::format_bytes(floor[Category::activations]) + ": lower --micro-batch" +
+        (std::holds_alternative<plan::GptShape>(run.model) ? " or add --checkpoint-activations"
+                                                           : std::string());
   }
   return advice;
 }
@@ -125,7 +124,8 @@ nlohmann::json peak_json(const plan::EngineRun& run, std::uint64_t budget, int m
   nlohmann::json per_rank = nlohmann::json::array();
   for (int r : shown_ranks(run.ranks)) {
     const plan::RankPeak p = r == 0 ? top : plan::predict_rank_peak(run, r);
-    per_rank.push_back({{"rank", r}, {"peak_bytes", p.peak_bytes}, {"categories", categories_json(p)}});
+    per_rank.push_back(
+        {{"rank", r}, {"peak_bytes", p.peak_bytes}, {"categories", categories_json(p)}});
   }
   nlohmann::json j = {{"predicted_peak_bytes", top.peak_bytes},
                       {"model_state_bytes", top.model_state_bytes()},
@@ -144,7 +144,8 @@ nlohmann::json peak_json(const plan::EngineRun& run, std::uint64_t budget, int m
           least ? nlohmann::json(*least) : nlohmann::json();
     }
     const auto cheapest = plan::cheapest_stage_that_fits(run, budget);
-    j["budget"]["cheapest_stage"] = cheapest ? nlohmann::json(stage_number(*cheapest)) : nlohmann::json();
+    j["budget"]["cheapest_stage"] =
+        cheapest ? nlohmann::json(stage_number(*cheapest)) : nlohmann::json();
   }
   return j;
 }
@@ -179,8 +180,9 @@ void print_peak(const std::string& model, const plan::EngineRun& run, std::uint6
     return;
   }
   const bool fits = top.peak_bytes <= budget;
-  std::printf("\n  budget          %s per rank: %s\n", bytes(budget).c_str(),
-              fits ? "fits" : ("does not fit, " + bytes(top.peak_bytes - budget) + " over").c_str());
+  std::printf(
+      "\n  budget          %s per rank: %s\n", bytes(budget).c_str(),
+      fits ? "fits" : ("does not fit, " + bytes(top.peak_bytes - budget) + " over").c_str());
   std::printf("  what fits       %s\n", fit_advice(run, budget, max_ranks).c_str());
 }
 

@@ -28,7 +28,8 @@ struct ModelFlags {
 };
 
 // The help names flags.model as the default model.
-void add_model_flags(CLI::App* app, ModelFlags& flags, const std::string& default_mlp_params = "1M");
+void add_model_flags(CLI::App* app, ModelFlags& flags,
+                     const std::string& default_mlp_params = "1M");
 
 // The fields of config_json() and the flag that sets each, as messages name them. `shape`:
 // the field shapes the weights (a resume cannot change it).

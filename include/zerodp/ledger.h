@@ -123,8 +123,7 @@ class Buffer {
       throw;
     }
   }
-  Buffer(Ledger& ledger, Category category, std::size_t count)
-      : Buffer(&ledger, category, count) {}
+  Buffer(Ledger& ledger, Category category, std::size_t count) : Buffer(&ledger, category, count) {}
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
   Buffer& operator=(Buffer&& other) noexcept {
     release();

@@ -49,8 +49,8 @@ class Mlp : public Model {
   // two gradient buffers: (2 depth + 4) B width floats.
   Ledger* ledger_ = nullptr;
   Buffer<float> arena_;
-  std::vector<float*> acts_;  // [depth + 1][B * width]
-  std::vector<float*> pre_;   // [depth][B * width]
+  std::vector<float*> acts_;                                     // [depth + 1][B * width]
+  std::vector<float*> pre_;                                      // [depth][B * width]
   float *target_ = nullptr, *dact_ = nullptr, *dpre_ = nullptr;  // [B * width] each
   float loss_ = 0.0f;
 };

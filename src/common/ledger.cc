@@ -29,9 +29,8 @@ std::string refusal(int rank, Category category, std::size_t asked, std::size_t 
     return exact ? std::to_string(b) + " B" : units::format_bytes(b);
   };
   return "rank " + std::to_string(rank) + ": " + bytes(asked) + " of " +
-         std::string(category_name(category)) + " would take the rank to " +
-         bytes(held + asked) + ", above its memory budget of " + bytes(allowed) +
-         " (it holds " + bytes(held) + ")";
+         std::string(category_name(category)) + " would take the rank to " + bytes(held + asked) +
+         ", above its memory budget of " + bytes(allowed) + " (it holds " + bytes(held) + ")";
 }
 }  // namespace
 

@@ -1,9 +1,9 @@
 #include "zerodp/mlp.h"
 
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "zerodp/error.h"
 #include "zerodp/gemm.h"
@@ -96,7 +96,7 @@ void Mlp::forward(int unit, const UnitViews& views) {
   const std::size_t W = config_.width, B = batch_.samples;
   const float* weight = views.params[0].data();  // [W out, W in]
   const float* bias = weight + W * W;            // [W]
-  float* pre = pre_[unit];                // [B, W]
+  float* pre = pre_[unit];                       // [B, W]
   for (std::size_t b = 0; b < B; ++b) std::copy(bias, bias + W, pre + b * W);
   gemm(Trans::no, Trans::yes, B, W, W, 1.0f, acts_[unit], weight, 1.0f, pre);
   float* out = acts_[unit + 1];
@@ -131,8 +131,7 @@ void Mlp::backward(int unit, const UnitViews& views) {
   }
   if (unit > 0) {
     // dx [B, W in] = dpre [B, W out] W [W out, W in]
-    gemm(Trans::no, Trans::no, B, W, W, 1.0f, dpre_, views.params[0].data(), 0.0f,
-         dact_);
+    gemm(Trans::no, Trans::no, B, W, W, 1.0f, dpre_, views.params[0].data(), 0.0f, dact_);
   }
 }
 

@@ -37,7 +37,8 @@ Slots gather_slots(const UnitLayout& layout, bool prefetch) {
   Slots slots;
   std::uint64_t free = 0;
   std::vector<bool> held(U, false);
-  for (const auto& [order, phase] : {std::pair{forward, Phase::forward}, {backward, Phase::backward}}) {
+  for (const auto& [order, phase] :
+       {std::pair{forward, Phase::forward}, {backward, Phase::backward}}) {
     auto needs = [&](std::size_t step) {
       std::vector<int> units = {order[step]};
       for (int r : layout.reads[order[step]]) units.push_back(r);
@@ -74,8 +75,8 @@ Slots gather_slots(const UnitLayout& layout, bool prefetch) {
 std::uint64_t mpi_staging(const EngineRun& run, std::uint64_t count, std::uint64_t elem) {
   if (!run.mpi || run.ranks == 1) return 0;
   const std::uint64_t capacity = shard_of(count, run.ranks, 0).capacity;
-  const std::uint64_t seg = std::min(std::max<std::uint64_t>(run.mpi_segment_bytes / elem, 1),
-                                     capacity);
+  const std::uint64_t seg =
+      std::min(std::max<std::uint64_t>(run.mpi_segment_bytes / elem, 1), capacity);
   return saturate(u128(2) * std::uint64_t(run.ranks - 1) * seg * elem);
 }
 

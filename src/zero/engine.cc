@@ -8,9 +8,9 @@
 
 #include "zero/grad_reducer.h"
 #include "zero/param_gatherer.h"
-#include "zerodp/partition.h"
 #include "zerodp/dtype.h"
 #include "zerodp/error.h"
+#include "zerodp/partition.h"
 #include "zerodp/sha256.h"
 
 namespace zerodp {
@@ -122,7 +122,8 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       units(m.units()),
       ranks(c.size()),
       rank(c.rank()),
-      part(make_partition(model::param_counts(units), std::max<std::size_t>(1, o.bucket_bytes / 2), ranks, rank)),
+      part(make_partition(model::param_counts(units), std::max<std::size_t>(1, o.bucket_bytes / 2),
+                          ranks, rank)),
       count_in(ledger_with_budget(ledger, o, c.rank()), m, c),
       scaler(o.loss_scale, o.precision == DType::f16) {
   opt.validate();
@@ -499,8 +500,8 @@ std::vector<Engine::OwnedChunk> Engine::owned_chunks() {
     const std::size_t from =
         e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
     const std::size_t n = bucket.shard.size;
-    chunks.push_back({{e.master.data() + from, n}, {e.adam_m.data() + from, n},
-                      {e.adam_v.data() + from, n}});
+    chunks.push_back(
+        {{e.master.data() + from, n}, {e.adam_m.data() + from, n}, {e.adam_v.data() + from, n}});
   }
   return chunks;
 }

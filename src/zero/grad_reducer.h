@@ -18,10 +18,10 @@
 #include <span>
 #include <vector>
 
-#include "zerodp/model.h"
-#include "zerodp/partition.h"
 #include "zerodp/comm.h"
 #include "zerodp/ledger.h"
+#include "zerodp/model.h"
+#include "zerodp/partition.h"
 #include "zerodp/stage.h"
 
 namespace zerodp::zero {

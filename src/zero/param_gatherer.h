@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "zerodp/model.h"
-#include "zerodp/partition.h"
 #include "zerodp/comm.h"
 #include "zerodp/ledger.h"
+#include "zerodp/model.h"
+#include "zerodp/partition.h"
 
 namespace zerodp::zero {
 

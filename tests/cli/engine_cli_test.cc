@@ -51,8 +51,9 @@ TEST(MeasureCli, JsonContract) {
 // --dry-run plans exactly the run train would start; its JSON carries the peak, every rank's
 // figures, the breakdown and the budget's verdict, and a real run measures the same peak.
 TEST(TrainCli, DryRunPredictsThePeakTheRunMeasures) {
-  const std::string run = "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 3 "
-                          "--ranks 3 --stage 3 --bucket-bytes 4KiB --steps 2 --out '' --json";
+  const std::string run =
+      "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 3 "
+      "--ranks 3 --stage 3 --bucket-bytes 4KiB --steps 2 --out '' --json";
   const auto plan = run_zerodp(run + " --dry-run --rank-memory 1GB");
   ASSERT_EQ(plan.status, 0) << plan.err;
   const auto p = nlohmann::json::parse(plan.out);
@@ -69,7 +70,8 @@ TEST(TrainCli, DryRunPredictsThePeakTheRunMeasures) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["peak_bytes"], peak);
   EXPECT_EQ(j["predicted_peak_bytes"], peak);
-  for (const auto& rank : j["per_rank"]) EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
+  for (const auto& rank : j["per_rank"])
+    EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
   // A byte less: refused on the rank, in one line naming the budget, with what would fit.
   const auto refused = run_zerodp(run + " --rank-memory " + std::to_string(peak - 1) + "B");
   EXPECT_EQ(refused.status, 1);

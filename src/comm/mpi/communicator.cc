@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "comm/mpi/runtime.h"
-#include "zerodp/shard.h"
 #include "zerodp/error.h"
+#include "zerodp/shard.h"
 
 namespace zerodp::comm::mpi {
 namespace {
@@ -269,8 +269,7 @@ unsigned char* MpiCommunicator::staging(std::size_t bytes) {
 std::size_t MpiCommunicator::staging_bytes_for(std::size_t count, std::size_t elem_bytes) const {
   if (size_ == 1) return 0;
   const std::size_t capacity = shard_of(count, size_, rank_).capacity;
-  const std::size_t seg =
-      std::min(std::max<std::size_t>(segment_bytes_ / elem_bytes, 1), capacity);
+  const std::size_t seg = std::min(std::max<std::size_t>(segment_bytes_ / elem_bytes, 1), capacity);
   return 2 * std::size_t(size_ - 1) * seg * elem_bytes;
 }
 
