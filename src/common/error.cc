@@ -25,7 +25,10 @@ std::string escape_controls(std::string_view text) {
 }
 
 std::string quote(std::string_view text) {
-  return "'" + escape_controls(text) + "'";
+  std::string quoted = "'";  // appended in steps: GCC 12 warns falsely on "'" + string
+  quoted += escape_controls(text);
+  quoted += '\'';
+  return quoted;
 }
 
 std::string printable(std::string_view text) {

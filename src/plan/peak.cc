@@ -37,8 +37,11 @@ Slots gather_slots(const UnitLayout& layout, bool prefetch) {
   Slots slots;
   std::uint64_t free = 0;
   std::vector<bool> held(U, false);
-  for (const auto& [order, phase] :
-       {std::pair{forward, Phase::forward}, {backward, Phase::backward}}) {
+  const std::pair<const std::vector<int>*, Phase> passes[] = {{&forward, Phase::forward},
+                                                              {&backward, Phase::backward}};
+  for (const auto& pass : passes) {
+    const std::vector<int>& order = *pass.first;
+    const Phase phase = pass.second;
     auto needs = [&](std::size_t step) {
       std::vector<int> units = {order[step]};
       for (int r : layout.reads[order[step]]) units.push_back(r);
