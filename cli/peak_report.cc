@@ -105,16 +105,29 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
               (least ? std::to_string(*least) : up_to);
   }
   if (!any) {
-    // What no N shards: at the most ranks searched, ZeRO-3 still holds this much.
+    // What no N shards: at the most ranks searched, ZeRO-3 still holds this much. Name its
+    // largest part besides the model state, and the flag that shrinks it.
     plan::EngineRun widest = run;
     widest.stage = Stage::zero3;
     widest.ranks = max_ranks;
     const plan::RankPeak floor = plan::predict_rank_peak(widest, 0);
-    advice +=
-        "; even then ZeRO-3 holds " + units::format_bytes(floor.peak_bytes) + ", activations " +
-        units::format_bytes(floor[Category::activations]) + ": lower --micro-batch" +
-        (std::holds_alternative<plan::GptShape>(run.model) ? " or add --checkpoint-activations"
-                                                           : std::string());
+    Category largest = Category::activations;
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const auto cat = static_cast<Category>(c);
+      if (!is_model_state(cat) && floor[cat] > floor[largest]) largest = cat;
+    }
+    advice += "; even then ZeRO-3 holds " + units::format_bytes(floor.peak_bytes) +
+              ", the largest part " + std::string(category_name(largest)) + " " +
+              units::format_bytes(floor[largest]);
+    if (largest == Category::activations) {
+      advice += ": lower --micro-batch";
+      if (std::holds_alternative<plan::GptShape>(run.model))
+        advice += " or add --checkpoint-activations";
+    } else if (largest == Category::buckets) {
+      advice += ": lower --bucket-bytes";
+    } else {
+      advice += " (it grows with the largest layer)";
+    }
   }
   return advice;
 }
