@@ -68,14 +68,16 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
   Engine engine(*model, comm, spec.samples(), options);
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
-  const std::uint64_t sent_before = comm.stats().bytes_sent();
-  std::uint64_t scalar = 0;
+  const comm::Stats before = comm.stats();
+  std::uint64_t scalar = 0, scalar_sent = 0, scalar_received = 0;
   std::vector<double> step_s, exposed_s;
   for (int s = 0; s < steps; ++s) {
     StepResult r = engine.step(1e-4f);
     step_s.push_back(r.seconds);
     exposed_s.push_back(r.exposed_comm_seconds);
     scalar += r.scalar_bytes;
+    scalar_sent += r.scalar_sent_bytes;
+    scalar_received += r.scalar_received_bytes;
   }
   engine.flush();
   if (out) {
@@ -87,8 +89,13 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
     }
     out->model_state = ledger.model_state_bytes();
     out->peak_total = ledger.peak_total();
-    out->comm_per_step = (comm.stats().bytes_sent() - sent_before - scalar) / steps;
-    out->scalar_per_step = scalar / steps;
+    // Over the window, the last step's overlapped gathers included (the flush): per step.
+    const comm::Stats after = comm.stats();
+    out->ring_per_step = (after.ring_bytes() - before.ring_bytes() - scalar) / steps;
+    out->sent_per_step = (after.sent_bytes() - before.sent_bytes() - scalar_sent) / steps;
+    out->received_per_step =
+        (after.received_bytes() - before.received_bytes() - scalar_received) / steps;
+    out->scalar_per_step = scalar_sent / steps;
   }
   return {median(step_s), median(exposed_s)};
 }

@@ -144,20 +144,29 @@ void add_peak_rows(StageTable& t, const MeasureSetup& s) {
 }
 
 void add_comm_rows(StageTable& t) {
-  t.add("predicted (ring)",
+  t.add("predicted (planner, ring)",
         [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
-  t.add("measured (bytes sent)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].comm_per_step); });
-  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
-    return worst_difference(st, &RankMeasure::comm_per_step, &RankMeasure::predicted_comm);
+  t.add("counted, sent (backend)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].sent_per_step); });
+  t.add("counted, received (backend)",
+        [](const StageMeasure& st) { return bytes(st.ranks[0].received_per_step); });
+  t.add("counted sent - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::sent_per_step, &RankMeasure::predicted_comm);
+  });
+  t.add("sent, all ranks - predicted, all ranks", [](const StageMeasure& st) {
+    std::int64_t d = 0;
+    for (const RankMeasure& r : st.ranks) {
+      d += std::int64_t(r.sent_per_step) - std::int64_t(r.predicted_comm);
+    }
+    return signed_bytes(d);
   });
   const StageMeasure* dp = nullptr;
   for (const auto& st : t.stages) {
     if (st.stage == Stage::dp) dp = &st;
   }
   if (dp) {
-    t.add("measured / DP", [dp](const StageMeasure& st) {
-      return fixed(double(st.ranks[0].comm_per_step) / double(dp->ranks[0].comm_per_step), 3);
+    t.add("counted sent / DP", [dp](const StageMeasure& st) {
+      return fixed(double(st.ranks[0].sent_per_step) / double(dp->ranks[0].sent_per_step), 3);
     });
   }
   t.add("loss/norm scalars (apart)",
@@ -196,8 +205,8 @@ void print_every_rank(const StageMeasure& st) {
            signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
            bytes(m.peak_total), bytes(m.predicted_peak),
            signed_bytes(std::int64_t(m.peak_total) - std::int64_t(m.predicted_peak)),
-           bytes(m.comm_per_step), bytes(m.predicted_comm),
-           signed_bytes(std::int64_t(m.comm_per_step) - std::int64_t(m.predicted_comm))});
+           bytes(m.sent_per_step), bytes(m.predicted_comm),
+           signed_bytes(std::int64_t(m.sent_per_step) - std::int64_t(m.predicted_comm))});
   }
   r.print();
 }
@@ -205,7 +214,7 @@ void print_every_rank(const StageMeasure& st) {
 }  // namespace
 
 std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 13;
+  return 4 * kCategoryCount + 15;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
@@ -213,8 +222,9 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
   w.insert(w.end(), peak.begin(), peak.end());
   w.insert(w.end(), at_peak.begin(), at_peak.end());
   w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
-  for (std::uint64_t v : {model_state, peak_total, comm_per_step, scalar_per_step, rss_baseline,
-                          rss_peak, predicted_state, predicted_comm, predicted_peak}) {
+  for (std::uint64_t v :
+       {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline, rss_peak,
+        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step}) {
     w.push_back(v);
   }
   for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {
@@ -230,13 +240,13 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   std::copy(w + 2 * kCategoryCount, w + 3 * kCategoryCount, m.at_peak.begin());
   std::copy(w + 3 * kCategoryCount, w + 4 * kCategoryCount, m.predicted_at_peak.begin());
   const std::uint64_t* p = w + 4 * kCategoryCount;
-  m.model_state = p[0], m.peak_total = p[1], m.comm_per_step = p[2], m.scalar_per_step = p[3];
+  m.model_state = p[0], m.peak_total = p[1], m.sent_per_step = p[2], m.scalar_per_step = p[3];
   m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
-  m.predicted_peak = p[8];
-  m.step_seconds = std::bit_cast<double>(p[9]);
-  m.exposed_seconds = std::bit_cast<double>(p[10]);
-  m.step_seconds_sync = std::bit_cast<double>(p[11]);
-  m.exposed_seconds_sync = std::bit_cast<double>(p[12]);
+  m.predicted_peak = p[8], m.received_per_step = p[9], m.ring_per_step = p[10];
+  m.step_seconds = std::bit_cast<double>(p[11]);
+  m.exposed_seconds = std::bit_cast<double>(p[12]);
+  m.step_seconds_sync = std::bit_cast<double>(p[13]);
+  m.exposed_seconds_sync = std::bit_cast<double>(p[14]);
   return m;
 }
 
@@ -252,7 +262,7 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
   t.row({"Peak per rank: measured (ledger) / predicted"});
   add_peak_rows(t, s);
   t.row({""});
-  t.row({"Communication per rank per step"});
+  t.row({"Communication per rank per training step"});
   add_comm_rows(t);
   t.row({""});
   t.row({"Time per step (median)"});
@@ -266,7 +276,13 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
       "\nA model-state difference from the prediction is chunk rounding: the engine cuts each "
       "unit into buckets of --bucket-bytes and gives every rank ceil(count/N) elements of each "
       "(trailing ranks fewer); the planner's formula rounds once over all Φ. The peak's "
-      "prediction follows the buckets, so it matches to the byte. Exposed comm is time "
+      "prediction follows the buckets, so it matches to the byte. Bytes: 'predicted' is the "
+      "planner's ring formula; 'counted' is what the backend moved for this rank, counted as "
+      "it moved it, in the overlapped steps (the no-overlap timing passes are not counted). "
+      "Neither backend runs a ring: threads, each rank copies its own chunk from and to its "
+      "peers' buffers; MPI, each rank sends each peer that peer's chunk (reduce-scatter) and "
+      "its own chunk to every peer (all-gather). Per rank they differ from a ring's when "
+      "chunks are unequal; over all ranks they are the same bytes. Exposed comm is time "
       "blocked waiting for a collective; with no overlap it is the whole communication "
       "time.\n");
 }
@@ -308,7 +324,9 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
                              {"predicted_peak_bytes", m.predicted_peak},
                              {"at_peak_bytes", at_peak},
                              {"predicted_at_peak_bytes", predicted_at_peak},
-                             {"comm_sent_bytes", m.comm_per_step},
+                             {"comm_sent_bytes", m.sent_per_step},
+                             {"comm_received_bytes", m.received_per_step},
+                             {"comm_ring_bytes", m.ring_per_step},
                              {"predicted_comm_bytes", m.predicted_comm},
                              {"scalar_comm_bytes", m.scalar_per_step},
                              {"bytes", categories},

@@ -21,11 +21,13 @@ struct RankMeasure {
   std::array<std::uint64_t, kCategoryCount> at_peak{};  // held when the total peaked
   std::uint64_t model_state = 0;
   std::uint64_t peak_total = 0;
-  std::uint64_t comm_per_step = 0;                         // ZeRO collectives, bytes sent per step
-  std::uint64_t scalar_per_step = 0;                       // loss, norm and overflow scalars
-  std::uint64_t rss_baseline = 0;                          // this process before the engine, bytes
-  std::uint64_t rss_peak = 0;                              // this process's peak while measuring
-  double step_seconds = 0, exposed_seconds = 0;            // medians, overlap and prefetch on
+  // ZeRO collectives per step: counted by the backend as the bytes moved, sent and received,
+  // and what the ring algorithms would send for the same calls (comm.h; a formula).
+  std::uint64_t sent_per_step = 0, received_per_step = 0, ring_per_step = 0;
+  std::uint64_t scalar_per_step = 0;             // loss, norm and overflow scalars, counted sent
+  std::uint64_t rss_baseline = 0;                // this process before the engine, bytes
+  std::uint64_t rss_peak = 0;                    // this process's peak while measuring
+  double step_seconds = 0, exposed_seconds = 0;  // medians, overlap and prefetch on
   double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;

@@ -33,10 +33,11 @@
 //    on every rank then throws Error carrying that rank's reason ("rank 1 aborted: <reason>").
 //    Once failed, a communicator stays failed. Error messages of a failed collective read
 //    "<collective #k (count x dtype)> failed on rank r: <reason>".
-//  - Accounting (stats()): per kind of collective, calls, bytes this rank sent, and seconds
-//    this rank spent blocked in wait(). Calls and bytes are counted when a collective is
-//    issued. Bytes are those of the ring algorithms, exactly, with chunks c_0..c_{N-1} from
-//    shard_of() and rank r sending to rank r+1 (mod N):
+//  - Accounting (stats()): per kind of collective, calls, the ring bytes (a prediction), the
+//    bytes counted as they moved, sent and received, and seconds this rank spent blocked in
+//    wait(). Calls and ring bytes are added when a collective is issued: the bytes the ring
+//    algorithms would send, exactly, with chunks c_0..c_{N-1} from shard_of() and rank r
+//    sending to rank r+1 (mod N):
 //      reduce_scatter: step s = 0..N-2 sends chunk (r-1-s) mod N, so every chunk but c_r:
 //                      bytes = (count - |c_r|) * dtype size
 //      all_gather:     step s = 0..N-2 sends chunk (r-s) mod N, so every chunk but c_{r+1}:
@@ -47,11 +48,22 @@
 //                      bytes = count * dtype size, or 0 if (r+1) mod N == root (or N == 1)
 //      barrier:        0
 //    Summed over ranks each phase moves (N-1) * count elements; with equal chunks every rank
-//    sends (N-1)/N of the buffer per phase. Both backends report these figures. The threads
-//    backend's copies move the same totals ((N-1) * count elements per reduce-scatter,
-//    all-gather or broadcast, over all ranks) but not in ring order (each rank reads its
-//    peers' buffers directly); MPI's own wire traffic is not visible, so the MPI backend
-//    counts what a ring would send.
+//    sends (N-1)/N of the buffer per phase.
+//    Counted bytes: neither backend runs these rings, and each counts what it really moves,
+//    where it moves it (summed over ranks, sent = received = the ring's total, (N-1) * count
+//    elements a phase):
+//      MPI: the bytes handed to MPI send calls (sent) and posted receives (received). Each
+//        rank sends each peer that peer's chunk (reduce_scatter: count - |c_r| sent) and its
+//        own chunk to every peer (all_gather: (N-1) |c_r|); all_reduce is the two; broadcast:
+//        the root sends the buffer to every peer ((N-1) count), the others none. The
+//        handshake that opens every collective and failure notices are control_bytes.
+//      threads: the bytes copied between different ranks' buffers, counted for both ranks:
+//        the rank whose buffer is read sent them, the rank whose buffer is written received
+//        them. Rank r computes its own chunk: reduce_scatter reads c_r of every peer's input
+//        (received (N-1) |c_r|; each peer j sent count - |c_j| in all); all_gather copies every
+//        peer's chunk (received count - |c_r|, sent (N-1) |c_r|); all_reduce reads c_r of every
+//        peer and writes the sum back into each (sent = received = (N-1) |c_r| + count - |c_r|);
+//        broadcast: every other rank copies the root's buffer (the root sent (N-1) count).
 //  - Thread-safety: one communicator belongs to one rank's thread. Handles may be waited on
 //    from that thread only.
 #pragma once
@@ -76,7 +88,13 @@ std::string_view collective_name(Collective c);
 
 struct CollectiveStats {
   std::uint64_t calls = 0;
-  std::uint64_t bytes_sent = 0;
+  // What the ring algorithms above would send for these calls: a formula, added when each
+  // call is issued (a prediction, not a count).
+  std::uint64_t ring_bytes = 0;
+  // Counted where the data moves, as this backend moves it (see "Counted bytes" above):
+  // bytes of this rank's buffers that went to peers, and of peers' buffers that came here.
+  std::uint64_t sent_bytes = 0;
+  std::uint64_t received_bytes = 0;
   double wait_seconds = 0.0;  // time blocked in wait(), i.e. communication not hidden
 };
 
@@ -85,7 +103,12 @@ struct Stats {
   const CollectiveStats& operator[](Collective c) const {
     return by_collective[static_cast<int>(c)];
   }
-  std::uint64_t bytes_sent() const;
+  // The backend's own messages (MPI: each collective's handshake, failure notices), counted
+  // apart from the collectives' data; 0 on the threads backend (its handshake is shared memory).
+  std::uint64_t control_bytes = 0;
+  std::uint64_t ring_bytes() const;
+  std::uint64_t sent_bytes() const;
+  std::uint64_t received_bytes() const;
   double wait_seconds() const;
 };
 

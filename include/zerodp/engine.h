@@ -77,13 +77,23 @@ struct EngineOptions {
 };
 
 struct StepResult {
-  std::int64_t step = 0;              // 1-based optimizer step just taken (or skipped)
-  float loss = 0.0f;                  // mean over ranks and micro-steps
-  float grad_norm = 0.0f;             // global norm of the unscaled gradient, before clipping
-  bool skipped = false;               // fp16 overflow: no update on any rank
-  float loss_scale = 1.0f;            // the scale used for this step
-  std::uint64_t comm_bytes = 0;       // bytes this rank sent in ZeRO collectives this step
-  std::uint64_t scalar_bytes = 0;     // bytes sent for the loss/norm/overflow scalars
+  std::int64_t step = 0;    // 1-based optimizer step just taken (or skipped)
+  float loss = 0.0f;        // mean over ranks and micro-steps
+  float grad_norm = 0.0f;   // global norm of the unscaled gradient, before clipping
+  bool skipped = false;     // fp16 overflow: no update on any rank
+  float loss_scale = 1.0f;  // the scale used for this step
+  // This step's ZeRO collectives (the loss/norm/flag scalars apart): what the ring algorithms
+  // would send for them (a formula, comm.h), and the bytes the backend counted as it moved
+  // them for this rank. Ring bytes count when a collective is issued; counted bytes when its
+  // data moves, so those of a gather overlapped across a step boundary fall in either step
+  // (over steps and a flush() they add up).
+  std::uint64_t ring_bytes = 0;
+  std::uint64_t sent_bytes = 0;
+  std::uint64_t received_bytes = 0;
+  // The one scalar all-reduce: its ring bytes, and the bytes counted for it.
+  std::uint64_t scalar_bytes = 0;
+  std::uint64_t scalar_sent_bytes = 0;
+  std::uint64_t scalar_received_bytes = 0;
   double seconds = 0.0;               // wall clock of the step
   double exposed_comm_seconds = 0.0;  // blocked waiting for collectives
   double compute_seconds = 0.0;       // seconds - exposed_comm_seconds

@@ -2,9 +2,21 @@
 
 namespace zerodp::comm {
 
-std::uint64_t Stats::bytes_sent() const {
+std::uint64_t Stats::ring_bytes() const {
   std::uint64_t total = 0;
-  for (const auto& c : by_collective) total += c.bytes_sent;
+  for (const auto& c : by_collective) total += c.ring_bytes;
+  return total;
+}
+
+std::uint64_t Stats::sent_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& c : by_collective) total += c.sent_bytes;
+  return total;
+}
+
+std::uint64_t Stats::received_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& c : by_collective) total += c.received_bytes;
   return total;
 }
 

@@ -17,13 +17,29 @@ Front::Front(const Options& options) : timeout_ms_(options.timeout.count()) {
   check_timeout(options.timeout);
 }
 
+Stats Front::stats() const {
+  Stats s = *stats_;
+  const MovedBytes& moved = moved_bytes();
+  for (int k = 0; k < kCollectiveCount; ++k) {
+    s.by_collective[k].sent_bytes = moved.sent[k].load(std::memory_order_relaxed);
+    s.by_collective[k].received_bytes = moved.received[k].load(std::memory_order_relaxed);
+  }
+  s.control_bytes = moved.control.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Front::reset_stats() {
+  *stats_ = Stats{};
+  moved_bytes().reset();
+}
+
 Handle Front::issue(const Call& proto) {
   Call call = proto;
   call.seq = ++seq_;
   // Counted when issued (the contract), so a collective that later fails is counted too.
   CollectiveStats& s = stats_->by_collective[static_cast<int>(call.kind)];
   s.calls += 1;
-  s.bytes_sent += ring_bytes_sent(call, size(), rank());
+  s.ring_bytes += ring_bytes_sent(call, size(), rank());
   auto work = std::make_shared<Work>(
       call, std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed)),
       static_cast<Executor*>(this), stats_);

@@ -20,6 +20,7 @@
 // bytes in call.cc), and each backend's data movement (threads/ and mpi/ collectives.cc).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -31,6 +32,23 @@
 #include "zerodp/comm.h"
 
 namespace zerodp::comm {
+
+// The bytes a backend moved for one rank, counted as they move: on progress threads, and on
+// the threads backend by the peer that does the copy. Atomic, so stats() may read them while
+// a collective is under way.
+struct MovedBytes {
+  std::array<std::atomic<std::uint64_t>, kCollectiveCount> sent{}, received{};
+  std::atomic<std::uint64_t> control{0};
+  void count(Collective kind, std::uint64_t sent_bytes, std::uint64_t received_bytes) {
+    sent[static_cast<int>(kind)].fetch_add(sent_bytes, std::memory_order_relaxed);
+    received[static_cast<int>(kind)].fetch_add(received_bytes, std::memory_order_relaxed);
+  }
+  void reset() {
+    for (auto& a : sent) a.store(0, std::memory_order_relaxed);
+    for (auto& a : received) a.store(0, std::memory_order_relaxed);
+    control.store(0, std::memory_order_relaxed);
+  }
+};
 
 class Front : public Communicator, private Executor {
  public:
@@ -44,8 +62,8 @@ class Front : public Communicator, private Executor {
   void barrier() final;
   void abort(const std::string& reason) noexcept final;
   void set_timeout(std::chrono::milliseconds timeout) final;
-  Stats stats() const final { return *stats_; }
-  void reset_stats() final { *stats_ = Stats{}; }
+  Stats stats() const final;
+  void reset_stats() final;
 
  protected:
   explicit Front(const Options& options);
@@ -70,6 +88,9 @@ class Front : public Communicator, private Executor {
   virtual std::string reason() const = 0;
   // After a failed collective: lets go of transfers still under way (default: none).
   virtual void drop_transfers() noexcept {}
+  // Where the backend counts the bytes it moves for this rank (stats()' sent, received and
+  // control bytes).
+  virtual MovedBytes& moved_bytes() const = 0;
 
  private:
   Handle issue(const Call& call);

@@ -412,9 +412,12 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   auto [sum_sq, non_finite] = e.local_grad_stats();
   const bool stop = stop_requested && stop_requested();
   float scalars[3] = {float(loss_sum / K), float(sum_sq), 0.0f};
-  const std::uint64_t bytes_before_scalars = e.comm.stats().bytes_sent();
+  const comm::Stats before_scalars = e.comm.stats();
   const Flags flags = e.agree_on_flags(scalars, non_finite > 0.0, stop);
-  result.scalar_bytes = e.comm.stats().bytes_sent() - bytes_before_scalars;
+  const comm::Stats after_scalars = e.comm.stats();
+  result.scalar_bytes = after_scalars.ring_bytes() - before_scalars.ring_bytes();
+  result.scalar_sent_bytes = after_scalars.sent_bytes() - before_scalars.sent_bytes();
+  result.scalar_received_bytes = after_scalars.received_bytes() - before_scalars.received_bytes();
   result.stop_requested = flags.stop;
 
   result.loss = scalars[0] / float(e.ranks);
@@ -432,7 +435,11 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   result.step = e.t;
 
   const comm::Stats after = e.comm.stats();
-  result.comm_bytes = after.bytes_sent() - before.bytes_sent() - result.scalar_bytes;
+  // Everything but the scalar all-reduce (no ZeRO collective is in flight around it).
+  result.ring_bytes = after.ring_bytes() - before.ring_bytes() - result.scalar_bytes;
+  result.sent_bytes = after.sent_bytes() - before.sent_bytes() - result.scalar_sent_bytes;
+  result.received_bytes =
+      after.received_bytes() - before.received_bytes() - result.scalar_received_bytes;
   result.seconds = seconds_since(t0);
   result.exposed_comm_seconds = after.wait_seconds() - before.wait_seconds();
   result.compute_seconds = result.seconds - result.exposed_comm_seconds;

@@ -14,8 +14,8 @@ TEST(MeasureCli, AllStagesShowTheSeedsPictureMeasured) {
   // 4 layers of 32x32: Φ = 4224, divisible by N = 4, so measured equals predicted exactly.
   const auto r = run_zerodp("measure --all-stages --ranks 4 --params 4224 --steps 2");
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* text :
-       {"16Φ", "4Φ + 12Φ/N", "2Φ + 14Φ/N", "16Φ/N", "predicted (ring)", "exposed comm"}) {
+  for (const char* text : {"16Φ", "4Φ + 12Φ/N", "2Φ + 14Φ/N", "16Φ/N", "predicted (planner, ring)",
+                           "counted, sent (backend)", "exposed comm"}) {
     EXPECT_TRUE(r.has(text)) << text << "\n" << r.out;
   }
   // Bytes per parameter at N = 4: 16, 4 + 3, 2 + 3.5, 4; communication ratio 1.5.
@@ -25,8 +25,12 @@ TEST(MeasureCli, AllStagesShowTheSeedsPictureMeasured) {
   }
   EXPECT_NE(squeezed.find("bytes per parameter 16.000 7.000 5.500 4.000"), std::string::npos)
       << r.out;
-  EXPECT_NE(squeezed.find("measured / DP 1.000 1.000 1.000 1.500"), std::string::npos) << r.out;
+  EXPECT_NE(squeezed.find("counted sent / DP 1.000 1.000 1.000 1.500"), std::string::npos) << r.out;
   EXPECT_NE(squeezed.find("measured - predicted, worst rank 0 0 0 0"), std::string::npos) << r.out;
+  EXPECT_NE(squeezed.find("counted sent - predicted, worst rank 0 0 0 0"), std::string::npos)
+      << r.out;
+  // Nothing computed from a formula is called measured.
+  EXPECT_EQ(squeezed.find("measured (bytes sent)"), std::string::npos) << r.out;
 }
 
 TEST(MeasureCli, JsonContract) {
@@ -41,6 +45,8 @@ TEST(MeasureCli, JsonContract) {
   for (const auto& rank : j["per_rank"]) {
     EXPECT_EQ(rank["model_state_bytes"], rank["predicted_model_state_bytes"]);
     EXPECT_EQ(rank["comm_sent_bytes"], rank["predicted_comm_bytes"]);
+    EXPECT_EQ(rank["comm_received_bytes"], rank["predicted_comm_bytes"]);
+    EXPECT_EQ(rank["comm_ring_bytes"], rank["predicted_comm_bytes"]);
     EXPECT_GT(rank["peak_bytes"].get<std::uint64_t>(),
               rank["model_state_bytes"].get<std::uint64_t>());
     EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
@@ -115,27 +121,27 @@ TEST(TrainCli, EveryStageEndsWithTheSameWeights) {
 
 TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
   const std::pair<const char*, const char*> cases[] = {
-      {"train --stage 4", "--stage: expected 0, 1, 2 or 3"},
-      {"train --ranks 0", "--ranks: expected a whole number"},
-      {"train --ranks 2.5", "--ranks: expected a whole number"},
-      {"train --bucket-bytes 0B", "--bucket-bytes"},
-      {"train --precision fp8", "--precision: expected bf16 or fp16"},
-      {"train --backend nccl", "--backend: expected threads or mpi"},
-      {"train --lr -1", "--lr: expected a positive number"},
-      {"train --model gpt2", "--model: expected gpt or mlp"},
-      {"train --heads 3", "--heads"},
-      {"train --data /nonexistent/file", "/nonexistent/file"},
-      {"train --clip nan", "--clip: expected a norm >= 0"},
-      {"measure --params 0", "--params"},
-      {"measure --steps 0", "--steps"},
-      {"train --grad-accum 0", "--grad-accum"},
-      {"train --rank-memory lots", "--rank-memory"},
-      {"train --rank-memory 0B", "--rank-memory"},
-      {"measure --rank-memory -1GB", "--rank-memory"},
-      {"measure --model gpt --params 1M", "--params applies to --model mlp"},
-      {"train --dry-run --resume /nonexistent", "--dry-run"},
+    {"train --stage 4", "--stage: expected 0, 1, 2 or 3"},
+    {"train --ranks 0", "--ranks: expected a whole number"},
+    {"train --ranks 2.5", "--ranks: expected a whole number"},
+    {"train --bucket-bytes 0B", "--bucket-bytes"},
+    {"train --precision fp8", "--precision: expected bf16 or fp16"},
+    {"train --backend nccl", "--backend: expected threads or mpi"},
+    {"train --lr -1", "--lr: expected a positive number"},
+    {"train --model gpt2", "--model: expected gpt or mlp"},
+    {"train --heads 3", "--heads"},
+    {"train --data /nonexistent/file", "/nonexistent/file"},
+    {"train --clip nan", "--clip: expected a norm >= 0"},
+    {"measure --params 0", "--params"},
+    {"measure --steps 0", "--steps"},
+    {"train --grad-accum 0", "--grad-accum"},
+    {"train --rank-memory lots", "--rank-memory"},
+    {"train --rank-memory 0B", "--rank-memory"},
+    {"measure --rank-memory -1GB", "--rank-memory"},
+    {"measure --model gpt --params 1M", "--params applies to --model mlp"},
+    {"train --dry-run --resume /nonexistent", "--dry-run"},
 #if defined(ZERODP_HAVE_MPI)  // without it, --backend mpi itself is refused
-      {"train --dry-run --backend mpi", "--ranks"},
+    {"train --dry-run --backend mpi", "--ranks"},
 #endif
   };
   for (const auto& [args, message] : cases) {

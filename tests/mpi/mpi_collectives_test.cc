@@ -96,11 +96,26 @@ TEST(MpiAccounting, BytesAreTheRingFigures) {
     ag += chunk(r - s) * 4;
   }
   const Stats st = comm->stats();
-  EXPECT_EQ(st[Collective::all_reduce].bytes_sent, rs + ag);
-  EXPECT_EQ(st[Collective::reduce_scatter].bytes_sent, rs);
-  EXPECT_EQ(st[Collective::all_gather].bytes_sent, ag);
-  EXPECT_EQ(st[Collective::broadcast].bytes_sent, (r + 1) % n == 1 ? 0u : count * 4);
+  EXPECT_EQ(st[Collective::all_reduce].ring_bytes, rs + ag);
+  EXPECT_EQ(st[Collective::reduce_scatter].ring_bytes, rs);
+  EXPECT_EQ(st[Collective::all_gather].ring_bytes, ag);
+  EXPECT_EQ(st[Collective::broadcast].ring_bytes, (r + 1) % n == 1 ? 0u : count * 4);
   EXPECT_EQ(st[Collective::all_reduce].calls, 1u);
+
+  // Counted as handed to MPI: each peer gets its own chunk (reduce_scatter) and this rank's
+  // chunk (all_gather); the root sends the broadcast to every peer. Every message is received.
+  const std::uint64_t mine = chunk(r) * 4, others = count * 4 - mine;
+  const std::uint64_t peers = std::uint64_t(n - 1);
+  EXPECT_EQ(st[Collective::reduce_scatter].sent_bytes, others);
+  EXPECT_EQ(st[Collective::reduce_scatter].received_bytes, peers * mine);
+  EXPECT_EQ(st[Collective::all_gather].sent_bytes, peers * mine);
+  EXPECT_EQ(st[Collective::all_gather].received_bytes, others);
+  EXPECT_EQ(st[Collective::all_reduce].sent_bytes, others + peers * mine);
+  EXPECT_EQ(st[Collective::all_reduce].received_bytes, peers * mine + others);
+  EXPECT_EQ(st[Collective::broadcast].sent_bytes, r == 1 ? peers * count * 4 : 0u);
+  EXPECT_EQ(st[Collective::broadcast].received_bytes, r == 1 ? 0u : count * 4);
+  // The handshake: one call record to each peer per collective, apart from the data.
+  EXPECT_GE(st.control_bytes, 4 * peers * 24);
 }
 
 // Rank 0's all_gather completes while it computes, without wait(): the progress thread moved

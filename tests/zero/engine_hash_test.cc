@@ -36,13 +36,13 @@ std::vector<RankHash> hashes(int ranks, Stage stage, std::size_t bucket_bytes) {
     engine.flush();
     RankHash h;
     h.peak_before = engine.ledger().peak_total();
-    std::uint64_t sent = comm.stats().bytes_sent();
+    std::uint64_t sent = comm.stats().ring_bytes();
     h.streamed = engine.weights_sha256();
-    h.streamed_bytes = comm.stats().bytes_sent() - sent;
+    h.streamed_bytes = comm.stats().ring_bytes() - sent;
     h.peak_after = engine.ledger().peak_total();
-    sent = comm.stats().bytes_sent();
+    sent = comm.stats().ring_bytes();
     const std::vector<float> full = engine.gather_master();
-    h.full_copy_bytes = comm.stats().bytes_sent() - sent;
+    h.full_copy_bytes = comm.stats().ring_bytes() - sent;
     h.of_full_copy = sha256_hex(full.data(), full.size() * sizeof(float));
     std::lock_guard<std::mutex> lock(mu);
     out[comm.rank()] = h;

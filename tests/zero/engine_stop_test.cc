@@ -58,7 +58,8 @@ TEST(EngineStop, ARequestOnOneRankReachesEveryRankAtThatStepAndChangesNothingEls
             << "stage " << stage << " rank " << r << " step " << s;
         EXPECT_FALSE(plain[r].steps[s].stop_requested);
         EXPECT_EQ(asked[r].steps[s].scalar_bytes, plain[r].steps[s].scalar_bytes);
-        EXPECT_EQ(asked[r].steps[s].comm_bytes, plain[r].steps[s].comm_bytes);
+        EXPECT_EQ(asked[r].steps[s].scalar_sent_bytes, plain[r].steps[s].scalar_sent_bytes);
+        EXPECT_EQ(asked[r].steps[s].ring_bytes, plain[r].steps[s].ring_bytes);
         EXPECT_EQ(asked[r].steps[s].loss, plain[r].steps[s].loss);
       }
       ASSERT_EQ(asked[r].master.size(), plain[r].master.size());

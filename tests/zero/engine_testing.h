@@ -19,7 +19,7 @@ inline data::SyntheticRegression mlp_samples(const model::MlpConfig& config) {
 
 struct RankReport {
   std::size_t model_state_bytes = 0;
-  std::uint64_t comm_bytes = 0;  // over all steps, after flush
+  std::uint64_t comm_bytes = 0;  // ring bytes over all steps, after flush
   std::uint64_t scalar_bytes = 0;
   Ledger ledger;
 };
@@ -52,7 +52,7 @@ inline TrainRun train_mlp(const model::MlpConfig& config, EngineOptions options,
     }
     engine.flush();
     RankReport report;
-    report.comm_bytes = comm.stats().bytes_sent() - before.bytes_sent() - scalar;
+    report.comm_bytes = comm.stats().ring_bytes() - before.ring_bytes() - scalar;
     report.scalar_bytes = scalar;
     report.model_state_bytes = engine.ledger().model_state_bytes();
     report.ledger = engine.ledger();

@@ -116,6 +116,7 @@ void MpiCommunicator::broadcast(const Call& call) {
 }
 
 void MpiCommunicator::collective(const Call& call) {
+  moving_ = call.kind;  // what post_send() and post_recv() count the bytes under
   switch (call.kind) {
     case Collective::reduce_scatter:
       reduce_scatter(call, call.in, call.out);

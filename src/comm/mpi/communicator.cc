@@ -142,6 +142,7 @@ void MpiCommunicator::send_notice() {
     if (MPI_Isend(outgoing_notice_.data(), static_cast<int>(outgoing_notice_.size()), MPI_CHAR,
                   peer, kTagNotice, control_, &r) == MPI_SUCCESS) {
       MPI_Request_free(&r);
+      moved_.control.fetch_add(outgoing_notice_.size(), std::memory_order_relaxed);
     }
   }
   notice_sent_ = true;
@@ -169,6 +170,7 @@ void MpiCommunicator::post_send(const void* data, std::size_t bytes, int peer) {
     request_peer_.push_back(peer);
     request_is_recv_.push_back(false);
   }
+  moved_.count(moving_, bytes, 0);
 }
 
 void MpiCommunicator::post_recv(void* data, std::size_t bytes, int peer) {
@@ -180,6 +182,7 @@ void MpiCommunicator::post_recv(void* data, std::size_t bytes, int peer) {
     request_peer_.push_back(peer);
     request_is_recv_.push_back(true);
   }
+  moved_.count(moving_, 0, bytes);
 }
 
 void MpiCommunicator::cancel_posted() noexcept {
@@ -307,6 +310,7 @@ void MpiCommunicator::arrive(const Work& work, Clock::time_point deadline) {
     check(MPI_Isend(&calls_[rank_], sizeof(WireCall), MPI_BYTE, peer, kTagCall, data_,
                     &requests_.back()),
           "MPI_Isend");
+    moved_.control.fetch_add(sizeof(WireCall), std::memory_order_relaxed);
     // A send that cannot complete says nothing of who is missing: blame the receives.
     request_peer_.push_back(peer);
     request_is_recv_.push_back(false);

@@ -51,6 +51,7 @@ class MpiCommunicator final : public Front {
   }
   std::string_view backend_name() const override { return "mpi"; }
   void set_ledger(Ledger* ledger) override;
+  MovedBytes& moved_bytes() const override { return moved_; }
   void reserve(std::size_t count, DType dtype) override;
   // Staging bytes a reduction of count elements of elem_bytes each needs (see reserve()).
   std::size_t staging_bytes_for(std::size_t count, std::size_t elem_bytes) const;
@@ -104,6 +105,10 @@ class MpiCommunicator final : public Front {
   std::vector<bool> request_is_recv_;
   std::vector<WireCall> calls_;
   std::vector<Call> peer_calls_;  // calls_ as Calls, for the front's mismatch check
+  // Counted where the bytes are handed to MPI: data under the collective being moved, the
+  // handshake and notices as control.
+  mutable MovedBytes moved_;
+  Collective moving_ = Collective::barrier;  // progress thread
   // Staging: grown by reserve() on the rank's thread or, when a reduction needs more, on the
   // progress thread; counted in ledger_.
   std::mutex staging_mu_;

@@ -17,7 +17,8 @@
 // reuse the buffer) while a peer may still read or write it.
 //
 // Bytes: the copies here move (N-1) * count elements per reduce-scatter or all-gather summed
-// over ranks, as a ring does, though not in ring order; stats report the ring figures.
+// over ranks, as a ring does, though not in ring order. Each copy between two ranks' buffers
+// is counted where it happens, for both (zerodp/comm.h, "Counted bytes").
 #include "comm/threads/collectives.h"
 
 #include <vector>
@@ -62,6 +63,12 @@ void reduce_scatter(const Group& g, int rank, std::uint64_t seq) {
   for (int j = 0; j < n; ++j) inputs[j] = at(g.call(j, seq).in, c.offset, call.dtype);
   void* out = call.out;
   sum_in_rank_order(call.dtype, inputs.data(), n, &out, 1, c.size);
+  // Read c_r of every peer's input.
+  const std::uint64_t chunk = bytes_of(c.size, call.dtype);
+  for (int j = 0; j < n; ++j) {
+    if (j != rank) g.moved(j).count(call.kind, chunk, 0);
+  }
+  g.moved(rank).count(call.kind, 0, chunk * std::uint64_t(n - 1));
 }
 
 void all_reduce(const Group& g, int rank, std::uint64_t seq) {
@@ -77,6 +84,12 @@ void all_reduce(const Group& g, int rank, std::uint64_t seq) {
     outputs[j] = at(g.call((rank + j) % n, seq).out, c.offset, call.dtype);
   }
   sum_in_rank_order(call.dtype, inputs.data(), n, outputs.data(), n, c.size);
+  // Read c_r of every peer's buffer, and wrote the sum back into it.
+  const std::uint64_t chunk = bytes_of(c.size, call.dtype);
+  for (int j = 0; j < n; ++j) {
+    if (j != rank) g.moved(j).count(call.kind, chunk, chunk);
+  }
+  g.moved(rank).count(call.kind, chunk * std::uint64_t(n - 1), chunk * std::uint64_t(n - 1));
 }
 
 void all_gather(const Group& g, int rank, std::uint64_t seq) {
@@ -89,6 +102,10 @@ void all_gather(const Group& g, int rank, std::uint64_t seq) {
     void* dst = at(call.out, c.offset, call.dtype);
     const void* src = g.call(j, seq).in;
     if (c.size > 0 && dst != src) copy(dst, src, bytes_of(c.size, call.dtype));
+    if (j != rank) {  // a copy within this rank's own buffers moves nothing between ranks
+      g.moved(j).count(call.kind, bytes_of(c.size, call.dtype), 0);
+      g.moved(rank).count(call.kind, 0, bytes_of(c.size, call.dtype));
+    }
   }
 }
 
@@ -96,6 +113,8 @@ void broadcast(const Group& g, int rank, std::uint64_t seq) {
   const Call& call = g.call(rank, seq);
   if (rank == call.root || call.count == 0) return;
   copy(call.out, g.call(call.root, seq).out, bytes_of(call.count, call.dtype));
+  g.moved(call.root).count(call.kind, bytes_of(call.count, call.dtype), 0);
+  g.moved(rank).count(call.kind, 0, bytes_of(call.count, call.dtype));
 }
 
 // A byte range one rank touches in a collective.

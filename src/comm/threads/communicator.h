@@ -29,6 +29,7 @@ class ThreadCommunicator final : public Front {
   int size() const override { return group_->size(); }
   std::size_t buffer_bytes() const override { return 0; }
   std::string_view backend_name() const override { return "threads"; }
+  MovedBytes& moved_bytes() const override { return group_->moved(rank_); }
 
   // The rank's function has returned: lets issued collectives finish, then tells the peers
   // that this rank will issue no more (so that theirs fail at once instead of timing out).

@@ -22,6 +22,7 @@
 
 #include "comm/bell.h"
 #include "comm/call.h"
+#include "comm/front.h"
 
 namespace zerodp::comm::threads {
 
@@ -49,12 +50,17 @@ class Group {
   // rank will issue no more collectives (its function returned).
   void leave(int rank) noexcept;
 
+  // The bytes moved for rank, counted by whichever rank does the copy. Kept here, not in the
+  // rank's communicator, so a peer's count never outlives what it counts into.
+  MovedBytes& moved(int rank) const { return state_[rank].moved; }
+
  private:
   struct alignas(64) RankState {
     Call calls[2];
     std::atomic<std::uint64_t> phase{0};
     std::atomic<std::uint64_t> seq{0};
     std::atomic<bool> left{false};
+    mutable MovedBytes moved;
   };
 
   std::string missing_ranks(std::uint64_t phase, const Call& call, bool* any_left) const;
