@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,22 @@ void reset_peak_rss() {
   std::ofstream("/proc/self/clear_refs") << "5";
 }
 
+// The wire: with ZERODP_WIRE_IF set (scripts/cluster.sh sets it on every rank), the bytes this
+// host's interface has sent, from the kernel's counter; 0 without it.
+std::uint64_t wire_tx_bytes() {
+  const char* iface = std::getenv("ZERODP_WIRE_IF");
+  if (iface == nullptr || *iface == '\0') return 0;
+  std::ifstream counter(std::string("/sys/class/net/") + iface + "/statistics/tx_bytes");
+  std::uint64_t bytes = 0;
+  counter >> bytes;
+  return bytes;
+}
+// The first rank of its host reports the host's wire (mpirun sets the local rank).
+bool first_on_host() {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return local != nullptr && std::string(local) == "0";
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty()      ? 0.0
@@ -68,6 +85,8 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
   Engine engine(*model, comm, spec.samples(), options);
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
+  comm.barrier();  // every rank of a host inside the window before its interface is read
+  const std::uint64_t wire_before = wire_tx_bytes();
   const comm::Stats before = comm.stats();
   std::uint64_t scalar = 0, scalar_sent = 0, scalar_received = 0;
   std::vector<double> step_s, exposed_s;
@@ -80,7 +99,11 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
     scalar_received += r.scalar_received_bytes;
   }
   engine.flush();
+  comm.barrier();
+  const std::uint64_t wire_after = wire_tx_bytes();
   if (out) {
+    out->wire_first_on_host = first_on_host() && std::getenv("ZERODP_WIRE_IF") != nullptr;
+    out->wire_tx_per_step = (wire_after - wire_before) / std::uint64_t(steps);
     const Ledger& ledger = engine.ledger();
     for (int c = 0; c < kCategoryCount; ++c) {
       out->live[c] = ledger.live(static_cast<Category>(c));

@@ -150,6 +150,10 @@ void add_comm_rows(StageTable& t) {
         [](const StageMeasure& st) { return bytes(st.ranks[0].sent_per_step); });
   t.add("counted, received (backend)",
         [](const StageMeasure& st) { return bytes(st.ranks[0].received_per_step); });
+  if (!t.stages.empty() && t.stages[0].ranks[0].wire_first_on_host) {
+    t.add("on the wire, rank 0's host (kernel)",
+          [](const StageMeasure& st) { return bytes(st.ranks[0].wire_tx_per_step); });
+  }
   t.add("counted sent - predicted, worst rank", [](const StageMeasure& st) {
     return worst_difference(st, &RankMeasure::sent_per_step, &RankMeasure::predicted_comm);
   });
@@ -214,7 +218,7 @@ void print_every_rank(const StageMeasure& st) {
 }  // namespace
 
 std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 15;
+  return 4 * kCategoryCount + 17;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
@@ -224,7 +228,8 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
   w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
   for (std::uint64_t v :
        {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline, rss_peak,
-        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step}) {
+        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step,
+        wire_tx_per_step, wire_first_on_host}) {
     w.push_back(v);
   }
   for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {
@@ -243,10 +248,11 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   m.model_state = p[0], m.peak_total = p[1], m.sent_per_step = p[2], m.scalar_per_step = p[3];
   m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
   m.predicted_peak = p[8], m.received_per_step = p[9], m.ring_per_step = p[10];
-  m.step_seconds = std::bit_cast<double>(p[11]);
-  m.exposed_seconds = std::bit_cast<double>(p[12]);
-  m.step_seconds_sync = std::bit_cast<double>(p[13]);
-  m.exposed_seconds_sync = std::bit_cast<double>(p[14]);
+  m.wire_tx_per_step = p[11], m.wire_first_on_host = p[12];
+  m.step_seconds = std::bit_cast<double>(p[13]);
+  m.exposed_seconds = std::bit_cast<double>(p[14]);
+  m.step_seconds_sync = std::bit_cast<double>(p[15]);
+  m.exposed_seconds_sync = std::bit_cast<double>(p[16]);
   return m;
 }
 
@@ -306,6 +312,19 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
                     {"peak_bytes_by_category", predicted_by_category},
                     {"comm_bytes_per_gpu", r0.predicted_comm},
                     {"comm_convention", "ring"}};
+  // Each host's interface, in host order (mpirun fills hosts in rank order). With one rank per
+  // host everything a rank sends crosses its host's link, so the ring column is the
+  // prediction beside it; with more, ranks of one host talk through shared memory.
+  nlohmann::json wire_tx = nlohmann::json::array(), wire_ring = nlohmann::json::array();
+  for (const RankMeasure& m : st.ranks) {
+    if (!m.wire_first_on_host) continue;
+    wire_tx.push_back(m.wire_tx_per_step);
+    wire_ring.push_back(m.predicted_comm);
+  }
+  if (!wire_tx.empty()) {
+    j["wire"] = {{"tx_bytes_per_step", wire_tx}};
+    if (wire_tx.size() == st.ranks.size()) j["wire"]["predicted_ring_bytes_per_step"] = wire_ring;
+  }
   j["per_rank"] = nlohmann::json::array();
   for (std::size_t i = 0; i < st.ranks.size(); ++i) {
     const RankMeasure& m = st.ranks[i];

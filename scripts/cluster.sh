@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# K hosts on one machine: network namespaces joined by veth pairs to a bridge, each host's link
+# shaped with tc, and zerodp's MPI backend run across them over TCP.
+#
+#   scripts/cluster.sh --hosts K [--ranks-per-host R] [--rate RATE] [--delay D] [--loss P]
+#                      [--cut H@S] -- ZERODP_ARGS...
+#
+# Runs `zerodp ZERODP_ARGS --backend mpi` (the binary: build/zerodp, or $ZERODP) as K*R ranks,
+# R per host, prints its output and exits with its status. Hosts are namespaces zerodp-h0 ..
+# zerodp-h{K-1} with one interface, eth0, at 10.213.0.(h+1)/24; the bridge lives in a
+# namespace of its own (zerodp-net), so no address exists outside the namespaces this script
+# creates and nothing has a route off the machine. Between hosts MPI uses TCP only over that
+# subnet; between ranks of one host, shared memory.
+#   --rate RATE   each host's egress rate (tbf): 1gbit, 200mbit, ...; default unshaped
+#   --delay D     one-way delay (netem), e.g. 5ms; refused where the kernel has no netem
+#   --loss P      drop this fraction of each host's egress packets (nftables), e.g. 0.1
+#   --cut H@S     take host H's link down S seconds after the start
+# Each rank gets ZERODP_WIRE_IF=eth0, so `measure` reports what each host's interface sent
+# (the kernel's counter) as "wire".
+#
+# Everything is removed on exit, failure or Ctrl-C; names with the zerodp- prefix left by a
+# crashed run are removed at the next start. One cluster at a time (a lock). Without root or
+# CAP_NET_ADMIN it says so in one line and exits 77.
+set -euo pipefail
+usage() {
+  sed -n '/^#   scripts/,/^#                      \[--cut/p' "$0" | sed 's/^#//' >&2
+  exit 2
+}
+fail() {
+  echo "cluster.sh: $*" >&2
+  exit 2
+}
+
+hosts="" per_host=1 rate="" delay="" loss="" cut=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --hosts) hosts=${2:-}; shift 2 ;;
+    --ranks-per-host) per_host=${2:-}; shift 2 ;;
+    --rate) rate=${2:-}; shift 2 ;;
+    --delay) delay=${2:-}; shift 2 ;;
+    --loss) loss=${2:-}; shift 2 ;;
+    --cut) cut=${2:-}; shift 2 ;;
+    --) shift; break ;;
+    *) usage ;;
+  esac
+done
+[ $# -gt 0 ] || usage
+[[ $hosts =~ ^[1-9][0-9]*$ ]] && [ "$hosts" -le 64 ] || fail "--hosts: expected a whole number from 1 to 64, got '$hosts'"
+[[ $per_host =~ ^[1-9][0-9]*$ ]] && [ "$per_host" -le 64 ] || fail "--ranks-per-host: expected a whole number from 1 to 64, got '$per_host'"
+[ -z "$rate" ] || [[ $rate =~ ^[0-9]+(\.[0-9]+)?(k|m|g)?bit$ ]] || fail "--rate: expected a rate such as 1gbit or 200mbit, got '$rate'"
+[ -z "$delay" ] || [[ $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || fail "--delay: expected a time such as 5ms, got '$delay'"
+[ -z "$loss" ] || [[ $loss =~ ^0?\.[0-9]+$ ]] || fail "--loss: expected a fraction below 1 such as 0.1, got '$loss'"
+cut_host="" cut_after=""
+if [ -n "$cut" ]; then
+  [[ $cut =~ ^([0-9]+)@([0-9]+(\.[0-9]+)?)$ ]] || fail "--cut: expected HOST@SECONDS such as 1@5, got '$cut'"
+  cut_host=${BASH_REMATCH[1]} cut_after=${BASH_REMATCH[2]}
+  [ "$cut_host" -lt "$hosts" ] || fail "--cut: host $cut_host is not one of the $hosts hosts (0 to $((hosts - 1)))"
+fi
+here=$(cd "$(dirname "$0")/.." && pwd)
+zerodp=$(realpath "${ZERODP:-$here/build/zerodp}")
+[ -x "$zerodp" ] || fail "no zerodp binary at $zerodp (build it, or set ZERODP)"
+
+if ! ip netns add zerodp-probe-$$ 2>/dev/null; then
+  echo "cluster.sh: cannot create network namespaces here (needs root or CAP_NET_ADMIN): skipped" >&2
+  exit 77
+fi
+ip netns del zerodp-probe-$$
+if [ -n "$delay" ] && ! { ip netns add zerodp-probe-$$ && ip netns exec zerodp-probe-$$ tc qdisc add dev lo root netem delay 1ms 2>/dev/null; }; then
+  ip netns del zerodp-probe-$$ 2>/dev/null || true
+  fail "--delay: this kernel has no netem qdisc, so no delay can be added"
+fi
+ip netns del zerodp-probe-$$ 2>/dev/null || true
+if [ -n "$loss" ] && ! command -v nft >/dev/null; then
+  fail "--loss: needs nftables (apt install nftables)"
+fi
+
+exec 9>/run/zerodp-cluster.lock
+flock 9  # one cluster at a time: a second would remove the first's namespaces
+
+work=$(mktemp -d)
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  [ -n "${cutter:-}" ] && kill "$cutter" 2>/dev/null || true
+  for ns in $(ip netns list | awk '/^zerodp-/ {print $1}'); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# Leftovers of a crashed run.
+for ns in $(ip netns list | awk '/^zerodp-/ {print $1}'); do
+  ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  ip netns del "$ns"
+done
+
+ip netns add zerodp-net
+ip netns exec zerodp-net ip link add br0 type bridge
+ip netns exec zerodp-net ip link set br0 up
+hostlist=""
+for h in $(seq 0 $((hosts - 1))); do
+  ns=zerodp-h$h addr=10.213.0.$((h + 1))
+  ip netns add "$ns"
+  ip link add zerodp-v$h netns "$ns" type veth peer name p$h netns zerodp-net
+  ip netns exec "$ns" ip link set zerodp-v$h name eth0
+  ip netns exec "$ns" ip addr add "$addr/24" dev eth0
+  ip netns exec "$ns" ip link set eth0 up
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec zerodp-net ip link set p$h master br0
+  ip netns exec zerodp-net ip link set p$h up
+  if [ -n "$delay" ]; then
+    ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: netem delay "$delay"
+    [ -z "$rate" ] || ip netns exec "$ns" tc qdisc add dev eth0 parent 1: handle 2: tbf rate "$rate" burst 64kb latency 1s
+  elif [ -n "$rate" ]; then
+    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb latency 1s
+  fi
+  if [ -n "$loss" ]; then
+    ip netns exec "$ns" nft add table inet zerodp
+    ip netns exec "$ns" nft add chain inet zerodp out '{ type filter hook output priority 0; }'
+    ip netns exec "$ns" nft add rule inet zerodp out oifname eth0 numgen random mod 1000 \< "$(awk -v p="$loss" 'BEGIN { printf "%d", p * 1000 }')" drop
+  fi
+  echo "$addr $ns" >> "$work/hosts"
+  hostlist+="${hostlist:+,}$addr:$per_host"
+done
+
+# mpirun reaches each host by running its daemon under `ip netns exec` of the namespace that
+# owns the host's address.
+cat > "$work/agent" <<EOF
+#!/usr/bin/env bash
+while [ "\${1#-}" != "\$1" ]; do shift; done  # ssh-style options
+ns=\$(awk -v a="\$1" '\$1 == a {print \$2}' "$work/hosts")
+[ -n "\$ns" ] || { echo "cluster agent: unknown host \$1" >&2; exit 1; }
+shift
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+EOF
+chmod +x "$work/agent"
+
+if [ -n "$cut" ]; then
+  (sleep "$cut_after" && ip netns exec zerodp-h$cut_host ip link set eth0 down &&
+     echo "cluster.sh: host $cut_host's link is down (--cut $cut)" >&2) &
+  cutter=$!
+fi
+
+set +e
+ip netns exec zerodp-h0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  mpirun --allow-run-as-root --oversubscribe -np $((hosts * per_host)) --host "$hostlist" \
+  --mca plm_rsh_agent "$work/agent" --mca btl tcp,self,vader \
+  --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
+  --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
+  --mca orte_timeout_for_stack_trace 0 \
+  -x ZERODP_WIRE_IF=eth0 -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
+  "$zerodp" "$@" --backend mpi
+status=$?
+set -e
+exit $status
