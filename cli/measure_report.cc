@@ -226,10 +226,9 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
   w.insert(w.end(), peak.begin(), peak.end());
   w.insert(w.end(), at_peak.begin(), at_peak.end());
   w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
-  for (std::uint64_t v :
-       {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline, rss_peak,
-        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step,
-        wire_tx_per_step, wire_first_on_host}) {
+  for (std::uint64_t v : {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline,
+                          rss_peak, predicted_state, predicted_comm, predicted_peak,
+                          received_per_step, ring_per_step, wire_tx_per_step, wire_first_on_host}) {
     w.push_back(v);
   }
   for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {

@@ -24,14 +24,14 @@ struct RankMeasure {
   // ZeRO collectives per step: counted by the backend as the bytes moved, sent and received,
   // and what the ring algorithms would send for the same calls (comm.h; a formula).
   std::uint64_t sent_per_step = 0, received_per_step = 0, ring_per_step = 0;
-  std::uint64_t scalar_per_step = 0;             // loss, norm and overflow scalars, counted sent
+  std::uint64_t scalar_per_step = 0;  // loss, norm and overflow scalars, counted sent
   // On cluster hosts (ZERODP_WIRE_IF): the bytes this host's interface sent per step in the
   // overlapped steps (the kernel's counter), reported by the host's first rank.
   std::uint64_t wire_tx_per_step = 0;
   std::uint64_t wire_first_on_host = 0;
-  std::uint64_t rss_baseline = 0;                // this process before the engine, bytes
-  std::uint64_t rss_peak = 0;                    // this process's peak while measuring
-  double step_seconds = 0, exposed_seconds = 0;  // medians, overlap and prefetch on
+  std::uint64_t rss_baseline = 0;                          // this process before the engine, bytes
+  std::uint64_t rss_peak = 0;                              // this process's peak while measuring
+  double step_seconds = 0, exposed_seconds = 0;            // medians, overlap and prefetch on
   double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;
