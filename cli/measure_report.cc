@@ -218,7 +218,7 @@ void print_every_rank(const StageMeasure& st) {
 }  // namespace
 
 std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 17;
+  return 4 * kCategoryCount + 18;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
@@ -226,9 +226,10 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
   w.insert(w.end(), peak.begin(), peak.end());
   w.insert(w.end(), at_peak.begin(), at_peak.end());
   w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
-  for (std::uint64_t v : {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline,
-                          rss_peak, predicted_state, predicted_comm, predicted_peak,
-                          received_per_step, ring_per_step, wire_tx_per_step, wire_first_on_host}) {
+  for (std::uint64_t v :
+       {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline, rss_peak,
+        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step,
+        wire_tx_per_step, wire_first_on_host, wire_predicted_per_step}) {
     w.push_back(v);
   }
   for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {
@@ -247,11 +248,11 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   m.model_state = p[0], m.peak_total = p[1], m.sent_per_step = p[2], m.scalar_per_step = p[3];
   m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
   m.predicted_peak = p[8], m.received_per_step = p[9], m.ring_per_step = p[10];
-  m.wire_tx_per_step = p[11], m.wire_first_on_host = p[12];
-  m.step_seconds = std::bit_cast<double>(p[13]);
-  m.exposed_seconds = std::bit_cast<double>(p[14]);
-  m.step_seconds_sync = std::bit_cast<double>(p[15]);
-  m.exposed_seconds_sync = std::bit_cast<double>(p[16]);
+  m.wire_tx_per_step = p[11], m.wire_first_on_host = p[12], m.wire_predicted_per_step = p[13];
+  m.step_seconds = std::bit_cast<double>(p[14]);
+  m.exposed_seconds = std::bit_cast<double>(p[15]);
+  m.step_seconds_sync = std::bit_cast<double>(p[16]);
+  m.exposed_seconds_sync = std::bit_cast<double>(p[17]);
   return m;
 }
 
@@ -311,17 +312,36 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
                     {"peak_bytes_by_category", predicted_by_category},
                     {"comm_bytes_per_gpu", r0.predicted_comm},
                     {"comm_convention", "ring"}};
+  // The seed's cell G, measured (rank 0's medians per training step): compute is the
+  // overlapped step less its exposed wait; the communication time is what the same steps
+  // waited with overlap and prefetch off (every collective waited at once).
+  {
+    const RankMeasure& m = st.ranks[0];
+    const double compute = m.step_seconds - m.exposed_seconds;
+    const double comm = m.exposed_seconds_sync;
+    j["timing"] = {{"step_seconds", m.step_seconds},
+                   {"compute_seconds", compute},
+                   {"comm_seconds", comm},
+                   {"exposed_seconds", m.exposed_seconds},
+                   {"hidden_fraction", comm > 0 ? 1.0 - m.exposed_seconds / comm : 0.0},
+                   {"efficiency", compute / (compute + m.exposed_seconds)},
+                   {"efficiency_no_overlap", (m.step_seconds_sync - comm) / m.step_seconds_sync}};
+  }
   // Each host's interface, in host order (mpirun fills hosts in rank order). With one rank per
   // host everything a rank sends crosses its host's link, so the ring column is the
   // prediction beside it; with more, ranks of one host talk through shared memory.
-  nlohmann::json wire_tx = nlohmann::json::array(), wire_ring = nlohmann::json::array();
+  nlohmann::json wire_tx = nlohmann::json::array(), wire_ring = nlohmann::json::array(),
+                 wire_predicted = nlohmann::json::array();
   for (const RankMeasure& m : st.ranks) {
     if (!m.wire_first_on_host) continue;
     wire_tx.push_back(m.wire_tx_per_step);
     wire_ring.push_back(m.predicted_comm);
+    wire_predicted.push_back(m.wire_predicted_per_step);
   }
   if (!wire_tx.empty()) {
-    j["wire"] = {{"tx_bytes_per_step", wire_tx}};
+    // predicted_bytes_per_step: what the backend's algorithm sends off each host (any number
+    // of ranks per host); the ring column only with one rank per host.
+    j["wire"] = {{"tx_bytes_per_step", wire_tx}, {"predicted_bytes_per_step", wire_predicted}};
     if (wire_tx.size() == st.ranks.size()) j["wire"]["predicted_ring_bytes_per_step"] = wire_ring;
   }
   j["per_rank"] = nlohmann::json::array();

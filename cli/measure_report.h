@@ -29,9 +29,10 @@ struct RankMeasure {
   // overlapped steps (the kernel's counter), reported by the host's first rank.
   std::uint64_t wire_tx_per_step = 0;
   std::uint64_t wire_first_on_host = 0;
-  std::uint64_t rss_baseline = 0;                          // this process before the engine, bytes
-  std::uint64_t rss_peak = 0;                              // this process's peak while measuring
-  double step_seconds = 0, exposed_seconds = 0;            // medians, overlap and prefetch on
+  std::uint64_t wire_predicted_per_step = 0;     // plan::predict_host_send_bytes for this host
+  std::uint64_t rss_baseline = 0;                // this process before the engine, bytes
+  std::uint64_t rss_peak = 0;                    // this process's peak while measuring
+  double step_seconds = 0, exposed_seconds = 0;  // medians, overlap and prefetch on
   double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;

@@ -128,14 +128,16 @@ for h in $(seq 0 $((hosts - 1))); do
 done
 
 # mpirun reaches each host by running its daemon under `ip netns exec` of the namespace that
-# owns the host's address.
+# owns the host's address, with a host name of its own (a UTS namespace): Open MPI names its
+# session files and shared-memory segments after the host, and two hosts called alike would
+# share them.
 cat > "$work/agent" <<EOF
 #!/usr/bin/env bash
 while [ "\${1#-}" != "\$1" ]; do shift; done  # ssh-style options
 ns=\$(awk -v a="\$1" '\$1 == a {print \$2}' "$work/hosts")
 [ -n "\$ns" ] || { echo "cluster agent: unknown host \$1" >&2; exit 1; }
 shift
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
+exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$ns && exec \$*"
 EOF
 chmod +x "$work/agent"
 
@@ -146,8 +148,8 @@ if [ -n "$cut" ]; then
 fi
 
 set +e
-ip netns exec zerodp-h0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  mpirun --allow-run-as-root --oversubscribe -np $((hosts * per_host)) --host "$hostlist" \
+ip netns exec zerodp-h0 unshare --uts env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  /bin/sh -c 'hostname zerodp-h0 && exec "$@"' sh mpirun --allow-run-as-root --oversubscribe -np $((hosts * per_host)) --host "$hostlist" \
   --mca plm_rsh_agent "$work/agent" --mca btl tcp,self,vader \
   --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
   --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \

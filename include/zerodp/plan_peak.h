@@ -94,6 +94,16 @@ RankPeak predict_rank_peak(const EngineRun& run, int rank);
 // Every rank's. Rank 0's is the largest: its chunk of every bucket is the largest.
 std::vector<RankPeak> predict_peak(const EngineRun& run);
 
+// The bytes each host sends to other hosts per training step in the step's ZeRO collectives,
+// with the MPI backend's algorithm (zerodp/comm.h: each rank sends each peer its chunk of a
+// reduce-scatter, and its own chunk of an all-gather to every peer, directly), ranks filling
+// hosts in order, ranks_per_host to a host (run.ranks a multiple of it). Stage 0 all-reduces
+// every bucket; stages 1 and 2 reduce-scatter it and all-gather the updated params; stage 3
+// gathers the params twice (forward, backward) and reduce-scatters the grads. The scalars'
+// all-reduce (12 bytes) is left out. With one rank per host this is the ring column whenever
+// N divides every bucket.
+std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
+
 // The least N in [1, max_ranks] at which the run's peak (rank 0's) fits in budget bytes, or
 // nullopt. The peak need not fall with N (MPI staging grows with it): the least is searched.
 std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks);

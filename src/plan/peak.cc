@@ -203,6 +203,32 @@ std::vector<RankPeak> predict_peak(const EngineRun& run) {
   return peaks;
 }
 
+std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host) {
+  ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0 && run.bucket_bytes >= 2);
+  const UnitLayout layout = unit_layout(run.model);
+  const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
+  const Partition part = make_partition(counts, run.bucket_bytes / 2, run.ranks, 0);
+  const int hosts = run.ranks / ranks_per_host;
+  // Passes of each collective per step: {reduce-scatters, all-gathers} (an all-reduce is one
+  // of each).
+  const Stage stage = run.stage;
+  const std::uint64_t scatters = 1;
+  const std::uint64_t gathers = stage == Stage::zero3 ? 2 : 1;
+  std::vector<std::uint64_t> sent(hosts, 0);
+  for (const Bucket& bucket : part.buckets) {
+    for (int r = 0; r < run.ranks; ++r) {
+      const int host = r / ranks_per_host;
+      const std::uint64_t mine = shard_of(bucket.count, run.ranks, r).size;
+      for (int j = 0; j < run.ranks; ++j) {
+        if (j / ranks_per_host == host) continue;  // shared memory, not the wire
+        const std::uint64_t theirs = shard_of(bucket.count, run.ranks, j).size;
+        sent[host] += 2 * (scatters * theirs + gathers * mine);
+      }
+    }
+  }
+  return sent;
+}
+
 std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks) {
   for (int n = 1; n <= max_ranks; ++n) {
     run.ranks = n;

@@ -52,6 +52,14 @@ TEST(MeasureCli, JsonContract) {
     EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
   }
   EXPECT_EQ(j["predicted"]["peak_bytes"], j["per_rank"][0]["peak_bytes"]);
+  // Cell G, measured: efficiency = compute / (compute + exposed), from the same medians.
+  const auto& t = j["timing"];
+  const double compute = t["compute_seconds"], exposed = t["exposed_seconds"];
+  EXPECT_GT(compute, 0.0);
+  EXPECT_GE(exposed, 0.0);
+  EXPECT_DOUBLE_EQ(t["efficiency"].get<double>(), compute / (compute + exposed));
+  EXPECT_NEAR(t["step_seconds"].get<double>(), compute + exposed, 1e-12);
+  EXPECT_FALSE(j.contains("wire"));  // no cluster host here
 }
 
 // --dry-run plans exactly the run train would start; its JSON carries the peak, every rank's

@@ -2,22 +2,37 @@
 # Bytes on a real link: 4 hosts (network namespaces joined by veth pairs, scripts/cluster.sh),
 # one rank each, TCP between them. What each host's interface sent per training step (the
 # kernel's counter) is within [0.99, 1.10] of the planner's ring column at stages 0 and 3 (the
-# rest is TCP/IP headers), and ZeRO-3 / DP on the wire is 1.5 +- 0.08. Exit 77 (skipped) where
-# namespaces cannot be made. Usage: wire_bytes.sh path/to/zerodp
+# rest is TCP/IP headers), and ZeRO-3 / DP on the wire is 1.5 +- 0.08. Then 2 hosts of 2 ranks
+# (shared memory within a host): each host's wire bytes within [0.99, 1.10] of what the
+# planner predicts the backend sends off the host. Exit 77 (skipped) where namespaces cannot be
+# made. Usage: wire_bytes.sh path/to/zerodp
 set -euo pipefail
 zerodp=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for stage in 0 3; do
+run() {  # run NAME CLUSTER_FLAGS... -- measure flags
+  local name=$1
+  shift
   set +e
-  ZERODP="$zerodp" "$here/scripts/cluster.sh" --hosts 4 -- \
-    measure --params 2M --stage $stage --steps 2 --json > "$work/$stage.json" 2> "$work/err"
-  status=$?
+  ZERODP="$zerodp" "$here/scripts/cluster.sh" "$@" --json > "$work/$name.json" 2> "$work/err"
+  local status=$?
   set -e
   if [ $status = 77 ]; then cat "$work/err"; exit 77; fi
   [ $status = 0 ] || { cat "$work/err"; echo "FAIL: cluster measure exited $status"; exit 1; }
+}
+for stage in 0 3; do
+  run $stage --hosts 4 -- measure --params 2M --stage $stage --steps 2
+  run pair$stage --hosts 2 --ranks-per-host 2 -- measure --params 2M --stage $stage --steps 2
 done
+python3 - "$work/pair0.json" "$work/pair3.json" <<'PY'
+import json, sys
+for stage, path in zip((0, 3), sys.argv[1:]):
+    w = json.load(open(path))["wire"]
+    for host, (tx, want) in enumerate(zip(w["tx_bytes_per_step"], w["predicted_bytes_per_step"])):
+        print(f"2 ranks per host, stage {stage} host {host}: {tx:,} B on the wire per step, predicted {want:,} B, x{tx / want:.4f}")
+        assert 0.99 <= tx / want <= 1.10, (stage, host, tx, want)
+PY
 python3 - "$work/0.json" "$work/3.json" <<'PY'
 import json, sys
 wire = [json.load(open(p))["wire"] for p in sys.argv[1:]]
