@@ -465,8 +465,8 @@ void print_goal(const AllResults& all, int n, const std::vector<std::size_t>& si
       const double theirs = best("openmpi", "openmpi*", c, bytes);
       if (ours > 0 && theirs > ours) {
         std::printf("OpenMPI is faster: %s %zu MiB, N = %d: %.2f vs %.2f GB/s busbw\n",
-                    std::string(zerodp::comm::collective_name(c)).c_str(), bytes / kMiB, n,
-                    theirs, ours);
+                    std::string(zerodp::comm::collective_name(c)).c_str(), bytes / kMiB, n, theirs,
+                    ours);
       }
     }
   }
