@@ -3,7 +3,7 @@
 # shaped with tc, and zerodp's MPI backend run across them over TCP.
 #
 #   scripts/cluster.sh --hosts K [--ranks-per-host R] [--rate RATE] [--delay D] [--loss P]
-#                      [--cut H@S] -- ZERODP_ARGS...
+#                      [--cut H@S] [--kill H@S] -- ZERODP_ARGS...
 #
 # Runs `zerodp ZERODP_ARGS --backend mpi` (the binary: build/zerodp, or $ZERODP) as K*R ranks,
 # R per host, prints its output and exits with its status. Hosts are namespaces zerodp-h0 ..
@@ -15,6 +15,7 @@
 #   --delay D     one-way delay (netem), e.g. 5ms; refused where the kernel has no netem
 #   --loss P      drop this fraction of each host's egress packets (nftables), e.g. 0.1
 #   --cut H@S     take host H's link down S seconds after the start
+#   --kill H@S    kill host H's zerodp processes (SIGKILL) S seconds after the start
 # Each rank gets ZERODP_WIRE_IF=eth0, so `measure` reports what each host's interface sent
 # (the kernel's counter) as "wire".
 #
@@ -31,7 +32,7 @@ fail() {
   exit 2
 }
 
-hosts="" per_host=1 rate="" delay="" loss="" cut=""
+hosts="" per_host=1 rate="" delay="" loss="" cut="" kill=""
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=${2:-}; shift 2 ;;
@@ -40,6 +41,7 @@ while [ $# -gt 0 ]; do
     --delay) delay=${2:-}; shift 2 ;;
     --loss) loss=${2:-}; shift 2 ;;
     --cut) cut=${2:-}; shift 2 ;;
+    --kill) kill=${2:-}; shift 2 ;;
     --) shift; break ;;
     *) usage ;;
   esac
@@ -55,6 +57,12 @@ if [ -n "$cut" ]; then
   [[ $cut =~ ^([0-9]+)@([0-9]+(\.[0-9]+)?)$ ]] || fail "--cut: expected HOST@SECONDS such as 1@5, got '$cut'"
   cut_host=${BASH_REMATCH[1]} cut_after=${BASH_REMATCH[2]}
   [ "$cut_host" -lt "$hosts" ] || fail "--cut: host $cut_host is not one of the $hosts hosts (0 to $((hosts - 1)))"
+fi
+kill_host="" kill_after=""
+if [ -n "$kill" ]; then
+  [[ $kill =~ ^([0-9]+)@([0-9]+(\.[0-9]+)?)$ ]] || fail "--kill: expected HOST@SECONDS such as 1@5, got '$kill'"
+  kill_host=${BASH_REMATCH[1]} kill_after=${BASH_REMATCH[2]}
+  [ "$kill_host" -lt "$hosts" ] || fail "--kill: host $kill_host is not one of the $hosts hosts (0 to $((hosts - 1)))"
 fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 zerodp=$(realpath "${ZERODP:-$here/build/zerodp}")
@@ -82,6 +90,7 @@ cleanup() {
   local status=$?
   trap - EXIT INT TERM
   [ -n "${cutter:-}" ] && kill "$cutter" 2>/dev/null || true
+  [ -n "${killer:-}" ] && kill "$killer" 2>/dev/null || true
   for ns in $(ip netns list | awk '/^zerodp-/ {print $1}'); do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
@@ -145,6 +154,15 @@ if [ -n "$cut" ]; then
   (sleep "$cut_after" && ip netns exec zerodp-h$cut_host ip link set eth0 down &&
      echo "cluster.sh: host $cut_host's link is down (--cut $cut)" >&2) &
   cutter=$!
+fi
+
+if [ -n "$kill" ]; then
+  (sleep "$kill_after" &&
+     for pid in $(ip netns pids zerodp-h$kill_host); do
+       [ "$(cat /proc/$pid/comm 2>/dev/null)" = zerodp ] && kill -9 "$pid"
+     done
+     echo "cluster.sh: host $kill_host's zerodp processes killed (--kill $kill)" >&2) &
+  killer=$!
 fi
 
 set +e

@@ -20,7 +20,7 @@ grep -v '^\[' "$log" | head -20
 [ $status = 77 ] && exit 77
 [ $status != 124 ] || { echo "FAIL: the job hung (killed after 120 s)"; exit 1; }
 [ $status != 0 ] || { echo "FAIL: the job ended with status 0 after its host was cut"; exit 1; }
-grep -Eq "rank [01] did not (arrive|complete the transfer)" "$log" ||
-  { echo "FAIL: no error naming the peer"; exit 1; }
+grep -Eq "rank [01] did not (arrive|complete the transfer) \(rank [01] is on host zerodp-h[01]\)" "$log" ||
+  { echo "FAIL: no error naming the peer and its host"; exit 1; }
 [ "$elapsed" -le 60 ] || { echo "FAIL: the job took $elapsed s to end"; exit 1; }
 echo "host cut: the job ended after $elapsed s (status $status), naming the peer"

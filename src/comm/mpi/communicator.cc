@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "comm/mpi/runtime.h"
@@ -82,11 +83,51 @@ MpiCommunicator::MpiCommunicator(const Options& options)
     }
     MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+    learn_hosts(deadline);
     check(MPI_Irecv(notice_, kNoticeBytes, MPI_CHAR, MPI_ANY_SOURCE, kTagNotice, control_,
                     &notice_request_),
           "MPI_Irecv");
   });
   runtime.add_wake_hook(this, [this] { poll_control(); });
+}
+
+void MpiCommunicator::learn_hosts(Clock::time_point deadline) {
+  // Every rank's host name, so that a rank that stops answering is named with its host. Fixed
+  // size, so one nonblocking all-gather on the control communicator carries them.
+  std::vector<char> names(std::size_t(size_) * MPI_MAX_PROCESSOR_NAME, '\0');
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  check(MPI_Get_processor_name(mine, &len), "MPI_Get_processor_name");
+  MPI_Request r;
+  check(MPI_Iallgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME,
+                       MPI_CHAR, control_, &r),
+        "MPI_Iallgather");
+  for (int done = 0; !done;) {
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (!done && Clock::now() > deadline) {
+      throw Error("creating the MPI communicator timed out: not every rank sent its host name");
+    }
+    if (!done) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  hosts_.clear();
+  for (int r = 0; r < size_; ++r) {
+    const char* name = names.data() + std::size_t(r) * MPI_MAX_PROCESSOR_NAME;
+    hosts_.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
+}
+
+std::string MpiCommunicator::where(const std::vector<int>& ranks) const {
+  // On one host the names say nothing more; across hosts, each late rank's.
+  if (std::all_of(hosts_.begin(), hosts_.end(),
+                  [&](const std::string& h) { return h == hosts_[0]; })) {
+    return {};
+  }
+  std::string s = " (";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    s += (i == 0 ? "rank " : ", rank ") + std::to_string(ranks[i]) + " is on host " +
+         printable(hosts_[ranks[i]]);
+  }
+  return s + ")";
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -245,7 +286,8 @@ void MpiCommunicator::wait_posted(const Call& call, const char* stage) {
       const std::string after = " timed out after " + std::to_string(timeout_.count()) + " ms: ";
       give_up(call, describe(call) + after + rank_list(late) +
                         (std::string(stage) == "arrive" ? " did not arrive"
-                                                        : " did not complete the transfer"));
+                                                        : " did not complete the transfer") +
+                        where(late));
     }
     if (completed > 0) continue;
     const auto waited = now - start;

@@ -52,6 +52,8 @@ class MpiCommunicator final : public Front {
   std::string_view backend_name() const override { return "mpi"; }
   void set_ledger(Ledger* ledger) override;
   MovedBytes& moved_bytes() const override { return moved_; }
+  // " (rank 1 is on host h1)" for ranks on other hosts than the rest share; "" on one host.
+  std::string where(const std::vector<int>& ranks) const;
   void reserve(std::size_t count, DType dtype) override;
   // Staging bytes a reduction of count elements of elem_bytes each needs (see reserve()).
   std::size_t staging_bytes_for(std::size_t count, std::size_t elem_bytes) const;
@@ -104,7 +106,9 @@ class MpiCommunicator final : public Front {
   std::vector<int> request_peer_;
   std::vector<bool> request_is_recv_;
   std::vector<WireCall> calls_;
-  std::vector<Call> peer_calls_;  // calls_ as Calls, for the front's mismatch check
+  std::vector<Call> peer_calls_;                 // calls_ as Calls, for the front's mismatch check
+  void learn_hosts(Clock::time_point deadline);  // progress thread, at construction
+  std::vector<std::string> hosts_;               // each rank's host name (processor name)
   // Counted where the bytes are handed to MPI: data under the collective being moved, the
   // handshake and notices as control.
   mutable MovedBytes moved_;
