@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A fault on one of 2 hosts (scripts/cluster.sh) 3 s into a long run with --timeout 5s:
+#   cut    host 1's link taken down: the job ends with zerodp's line naming the rank that
+#          stopped answering and its host ("rank 1 did not ... (rank 1 is on host zerodp-h1)");
+#   kill   host 1's zerodp killed (SIGKILL): the job ends with a line naming rank 1 and its host
+#          (today Open MPI's, "process rank 1 ... on node 10.213.0.2": mpirun ends the job
+#          before a collective times out).
+# Either way the job must end non-zero within a minute, never hang. Exit 77 (skipped) where
+# namespaces cannot be made. Usage: host_fault.sh path/to/zerodp cut|kill
+set -euo pipefail
+zerodp=$1 fault=$2
+case $fault in
+  cut) named='rank 1 did not (arrive|complete the transfer) \(rank 1 is on host zerodp-h1\)' ;;
+  kill) named='rank 1 .*(10\.213\.0\.2|zerodp-h1)' ;;
+  *) echo "usage: host_fault.sh ZERODP cut|kill" >&2; exit 2 ;;
+esac
+here=$(cd "$(dirname "$0")/../.." && pwd)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+start=$(date +%s)
+set +e
+ZERODP="$zerodp" timeout 120 "$here/scripts/cluster.sh" --hosts 2 --$fault 1@3 -- \
+  train --model mlp --params 1M --steps 1000000 --timeout 5s --out '' --log-every 100000 \
+  > "$log" 2>&1
+status=$?
+set -e
+elapsed=$(($(date +%s) - start))
+grep -E "zerodp|rank 1" "$log" | head -10
+[ $status = 77 ] && exit 77
+[ $status != 124 ] || { echo "FAIL: the job hung (killed after 120 s)"; exit 1; }
+[ $status != 0 ] || { echo "FAIL: the job ended with status 0 after the fault"; exit 1; }
+grep -Eq "$named" "$log" || { echo "FAIL: no line naming rank 1 and its host"; exit 1; }
+[ "$elapsed" -le 60 ] || { echo "FAIL: the job took $elapsed s to end"; exit 1; }
+echo "host $fault: the job ended after $elapsed s (status $status), naming rank 1 and its host"
