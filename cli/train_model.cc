@@ -69,8 +69,16 @@ ModelSpec::ModelSpec(const ModelFlags& f) {
   check_model_flags(f, is_gpt_);
   data_seed_ = units::parse_whole(f.data_seed, "--data-seed", units::Zero::allowed);
   if (!is_gpt_) {
-    mlp_ = model::MlpConfig::for_params(
-        units::parse_count(f.params.empty() ? "1M" : f.params, "--params"));
+    // The synthetic MLP is a test bed, not a model to plan a cluster with: up to 4096 layers of
+    // 4096 x 4096, so that every command (a --dry-run included) answers at once.
+    constexpr std::uint64_t kMaxMlpParams = std::uint64_t{4096} * (4096 * 4096 + 4096);
+    const std::string text = f.params.empty() ? "1M" : f.params;
+    const std::uint64_t wanted = units::parse_count(text, "--params");
+    if (wanted > kMaxMlpParams) {
+      throw UsageError("--params: the MLP has at most " + units::format_count(kMaxMlpParams) +
+                       " parameters (4096 layers of 4096 x 4096), got " + quote(text));
+    }
+    mlp_ = model::MlpConfig::for_params(wanted);
     samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);
     return;
   }

@@ -144,41 +144,64 @@ std::uint64_t mlp_activation_bytes(const MlpShape& s, std::uint64_t micro_batch)
   return saturate(u128(4) * (2 * u128(s.depth) + 4) * micro_batch * s.width);
 }
 
-RankPeak predict_rank_peak(const EngineRun& run, int rank) {
+namespace {
+
+// What a peak needs of the model and the gather order, whatever N: computed once for a search
+// over N and stages.
+struct Fixed {
+  UnitLayout layout;
+  u128 total = 0, max_unit = 0, max_view = 0, read_units = 0;
+  Slots slots;
+  Fixed(const EngineModel& model, bool prefetch)
+      : layout(unit_layout(model)), slots(gather_slots(layout, prefetch)) {
+    std::vector<bool> is_read(layout.counts.size(), false);
+    for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+      u128 view = layout.counts[u];
+      for (int r : layout.reads[u]) view += layout.counts[r], is_read[r] = true;
+      max_view = std::max(max_view, view);
+      max_unit = std::max<u128>(max_unit, layout.counts[u]);
+      total += layout.counts[u];
+    }
+    for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+      read_units += is_read[u] ? layout.counts[u] : 0;
+    }
+  }
+};
+
+// Rank r's peak, in O(units): a unit of c elements is cut into c / E buckets of E elements and
+// one of c % E (partition.h), and the rank holds shard_of() of each; the largest bucket is
+// min(E, largest unit), the largest chunk its capacity.
+RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   ZERODP_CHECK(run.ranks >= 1 && rank >= 0 && rank < run.ranks && run.bucket_bytes >= 2);
-  const UnitLayout layout = unit_layout(run.model);
-  const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
-  const Partition part = make_partition(counts, run.bucket_bytes / 2, run.ranks, rank);
+  const std::uint64_t E = run.bucket_bytes / 2;
+  const std::uint64_t full_chunk = shard_of(E, run.ranks, rank).size;
+  u128 local = 0;
+  for (std::uint64_t c : f.layout.counts) {
+    local += u128(c / E) * full_chunk + shard_of(c % E, run.ranks, rank).size;
+  }
+  const u128 max_bucket = std::min<u128>(E, f.max_unit);
+  const u128 max_chunk = shard_of(std::uint64_t(max_bucket), run.ranks, 0).capacity;
   const Sharding shards = sharding(run.stage);
-  const u128 total = part.total, local = part.local_total;
 
   RankPeak p;
   auto set = [&p](Category c, u128 bytes) { p.bytes[static_cast<int>(c)] = saturate(bytes); };
-  set(Category::params16, 2 * (shards.parameters ? local : total));
-  set(Category::grads16, 2 * (shards.gradients ? local : total));
-  const u128 optimizer = 4 * (shards.optimizer_states ? local : total);
+  set(Category::params16, 2 * (shards.parameters ? local : f.total));
+  set(Category::grads16, 2 * (shards.gradients ? local : f.total));
+  const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
   set(Category::master32, optimizer);
   set(Category::adam_m, optimizer);
   set(Category::adam_v, optimizer);
 
   // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
   // grads of units that others read (kept across the backward pass).
-  u128 max_view = 0, read_units = 0;
-  std::vector<bool> is_read(counts.size(), false);
-  for (std::size_t u = 0; u < counts.size(); ++u) {
-    u128 view = counts[u];
-    for (int r : layout.reads[u]) view += counts[r], is_read[r] = true;
-    max_view = std::max(max_view, view);
-  }
-  for (std::size_t u = 0; u < counts.size(); ++u) read_units += is_read[u] ? counts[u] : 0;
-  u128 scratch = 4 * (max_view + part.max_unit + read_units);
+  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units);
   if (shards.gradients) {
-    scratch += 4 * u128(part.max_chunk);  // the reducer's fp32 of a landed chunk
-    set(Category::buckets, 2 * (2 * u128(part.max_bucket) + 2 * u128(part.max_chunk)));
+    scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
+    set(Category::buckets, 2 * (2 * max_bucket + 2 * max_chunk));
   }
   set(Category::scratch32, scratch);
   set(Category::comm_buffers,
-      std::max(mpi_staging(run, part.max_bucket, 2), mpi_staging(run, 3, 4)));
+      std::max(mpi_staging(run, std::uint64_t(max_bucket), 2), mpi_staging(run, 3, 4)));
 
   // The first step: activations at the forward's start, then the gathers.
   p.moment = Phase::forward;
@@ -189,17 +212,23 @@ RankPeak predict_rank_peak(const EngineRun& run, int rank) {
         mlp_activation_bytes(std::get<MlpShape>(run.model), run.micro_batch));
   }
   if (shards.parameters) {
-    const Slots slots = gather_slots(layout, run.prefetch);
-    set(Category::gathered_params, u128(slots.count) * 2 * part.max_unit);
-    p.moment = std::max(p.moment, slots.grown_in);
+    set(Category::gathered_params, u128(f.slots.count) * 2 * f.max_unit);
+    p.moment = std::max(p.moment, f.slots.grown_in);
   }
   for (std::uint64_t b : p.bytes) p.peak_bytes = add(p.peak_bytes, b);
   return p;
 }
 
+}  // namespace
+
+RankPeak predict_rank_peak(const EngineRun& run, int rank) {
+  return peak_of(run, Fixed(run.model, run.prefetch), rank);
+}
+
 std::vector<RankPeak> predict_peak(const EngineRun& run) {
+  const Fixed fixed(run.model, run.prefetch);
   std::vector<RankPeak> peaks;
-  for (int r = 0; r < run.ranks; ++r) peaks.push_back(predict_rank_peak(run, r));
+  for (int r = 0; r < run.ranks; ++r) peaks.push_back(peak_of(run, fixed, r));
   return peaks;
 }
 
@@ -230,17 +259,19 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
 }
 
 std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks) {
+  const Fixed fixed(run.model, run.prefetch);
   for (int n = 1; n <= max_ranks; ++n) {
     run.ranks = n;
-    if (predict_rank_peak(run, 0).peak_bytes <= budget) return n;
+    if (peak_of(run, fixed, 0).peak_bytes <= budget) return n;
   }
   return std::nullopt;
 }
 
 std::optional<Stage> cheapest_stage_that_fits(EngineRun run, std::uint64_t budget) {
+  const Fixed fixed(run.model, run.prefetch);
   for (Stage stage : kStages) {
     run.stage = stage;
-    if (predict_rank_peak(run, 0).peak_bytes <= budget) return stage;
+    if (peak_of(run, fixed, 0).peak_bytes <= budget) return stage;
   }
   return std::nullopt;
 }

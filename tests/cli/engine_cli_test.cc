@@ -147,6 +147,7 @@ TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
     {"train --rank-memory 0B", "--rank-memory"},
     {"measure --rank-memory -1GB", "--rank-memory"},
     {"measure --model gpt --params 1M", "--params applies to --model mlp"},
+    {"train --model mlp --params 1e15 --dry-run", "--params: the MLP has at most"},
     {"train --dry-run --resume /nonexistent", "--dry-run"},
 #if defined(ZERODP_HAVE_MPI)  // without it, --backend mpi itself is refused
     {"train --dry-run --backend mpi", "--ranks"},

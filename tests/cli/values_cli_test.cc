@@ -49,12 +49,20 @@ TEST(ValuesCli, TimeoutNamesTheFlagAndTheRange) {
 }
 
 TEST(ValuesCli, AbsurdSizesAreRefusedWithTheFigureBeforeAllocating) {
-  // Before: "zerodp: error: std::bad_alloc" after trying to allocate 1.6 PB.
-  const auto r = run_zerodp("measure --params 100T --ranks 1 --steps 1");
+  // Before: "zerodp: error: std::bad_alloc" after trying to allocate 1.6 PB. 60B parameters
+  // (3575 layers of 4096 x 4096 + 4096) need 16 bytes each; no machine of this kind has 961 GB.
+  const auto r = run_zerodp("measure --params 60B --ranks 1 --steps 1");
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("--params: the run needs 1.60 PB per rank"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--params: the run needs 961 GB per rank (model state 960 GB"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("this machine has"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("std::"), std::string::npos) << r.err;
+  // Beyond the MLP's 4096 layers: refused for what it is, before any memory figure.
+  const auto huge = run_zerodp("measure --params 100T --ranks 1 --steps 1");
+  EXPECT_EQ(huge.status, 2) << huge.err;
+  EXPECT_NE(huge.err.find("--params: the MLP has at most 68.7B parameters"), std::string::npos)
+      << huge.err;
 }
 
 TEST(ValuesCli, TrainCountsHaveTheirRanges) {
