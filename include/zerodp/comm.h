@@ -136,6 +136,9 @@ class Handle {
   explicit Handle(std::shared_ptr<State> state) : state_(std::move(state)) {}
   // Blocks until the collective completes; throws zerodp::Error if it failed. Idempotent.
   void wait();
+  // Blocks until the collective completes or fails, and never throws: for the owner of its
+  // buffers, which must not free them while the collective may still touch them.
+  void settle() noexcept;
   bool completed() const { return !state_ || state_->completed(); }
 
  private:

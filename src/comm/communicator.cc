@@ -1,23 +1,25 @@
 #include "zerodp/comm.h"
 
+#include <exception>
+
 namespace zerodp::comm {
 
+namespace {
+std::uint64_t sum(const Stats& s, std::uint64_t CollectiveStats::*field) {
+  std::uint64_t total = 0;
+  for (const auto& c : s.by_collective) total += c.*field;
+  return total;
+}
+}  // namespace
+
 std::uint64_t Stats::ring_bytes() const {
-  std::uint64_t total = 0;
-  for (const auto& c : by_collective) total += c.ring_bytes;
-  return total;
+  return sum(*this, &CollectiveStats::ring_bytes);
 }
-
 std::uint64_t Stats::sent_bytes() const {
-  std::uint64_t total = 0;
-  for (const auto& c : by_collective) total += c.sent_bytes;
-  return total;
+  return sum(*this, &CollectiveStats::sent_bytes);
 }
-
 std::uint64_t Stats::received_bytes() const {
-  std::uint64_t total = 0;
-  for (const auto& c : by_collective) total += c.received_bytes;
-  return total;
+  return sum(*this, &CollectiveStats::received_bytes);
 }
 
 double Stats::wait_seconds() const {
@@ -28,6 +30,13 @@ double Stats::wait_seconds() const {
 
 void Handle::wait() {
   if (state_) state_->wait();
+}
+
+void Handle::settle() noexcept {
+  try {
+    wait();
+  } catch (const std::exception&) {
+  }
 }
 
 }  // namespace zerodp::comm

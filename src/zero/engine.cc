@@ -55,7 +55,6 @@ struct Engine::Impl {
   bool full_grads() const { return !sharding(opt.stage).gradients; }
   bool full_optimizer() const { return !sharding(opt.stage).optimizer_states; }
 
-  static Ledger& ledger_with_budget(Ledger& ledger, const EngineOptions& o, int rank);
   void init_weights();
   // The 16-bit params from the fp32 master, rounded (after every update and after a load).
   // Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in flight
@@ -85,10 +84,11 @@ struct Engine::Impl {
   int ranks, rank;
   Partition part;
   Ledger ledger;
-  // Counts the model's activations and the communicator's staging in `ledger` while the
-  // engine lives (every buffer below is counted there too, so they go before it).
+  // Gives `ledger` the rank's budget, and counts the model's activations and the
+  // communicator's staging in it while the engine lives (every buffer below is counted there
+  // too, so they go before it).
   struct CountIn {
-    CountIn(Ledger& ledger, model::Model& model, comm::Communicator& comm);
+    CountIn(Ledger& ledger, const EngineOptions& o, model::Model& model, comm::Communicator& comm);
     ~CountIn();
     model::Model& model;
     comm::Communicator& comm;
@@ -124,7 +124,7 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       rank(c.rank()),
       part(make_partition(model::param_counts(units), std::max<std::size_t>(1, o.bucket_bytes / 2),
                           ranks, rank)),
-      count_in(ledger_with_budget(ledger, o, c.rank()), m, c),
+      count_in(ledger, o, m, c),
       scaler(o.loss_scale, o.precision == DType::f16) {
   opt.validate();
   params16 = Buffer<std::uint16_t>(ledger, Category::params16,
@@ -170,14 +170,11 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
   init_weights();
 }
 
-Ledger& Engine::Impl::ledger_with_budget(Ledger& ledger, const EngineOptions& o, int rank) {
-  ledger.set_rank(rank);
-  ledger.set_budget(o.rank_memory);
-  return ledger;
-}
-
-Engine::Impl::CountIn::CountIn(Ledger& ledger, model::Model& m, comm::Communicator& c)
+Engine::Impl::CountIn::CountIn(Ledger& ledger, const EngineOptions& o, model::Model& m,
+                               comm::Communicator& c)
     : model(m), comm(c) {
+  ledger.set_rank(comm.rank());
+  ledger.set_budget(o.rank_memory);
   model.set_ledger(&ledger);
   try {
     comm.set_ledger(&ledger);
@@ -369,13 +366,8 @@ Engine::~Engine() {
   // that step) read and write this engine's buffers, and peers' transfers read them too: they
   // must land before the buffers go. Every rank issued them, in the same order, so they
   // complete; a failed group fails them at once.
-  for (std::size_t u = 0; u < impl_->units.size(); ++u) {
-    for (comm::Handle& h : impl_->param_gathers[u]) {
-      try {
-        h.wait();
-      } catch (const std::exception&) {
-      }
-    }
+  for (auto& handles : impl_->param_gathers) {
+    for (comm::Handle& h : handles) h.settle();
   }
   if (impl_->gatherer) impl_->gatherer->drain();
   if (impl_->reducer) impl_->reducer->drain();

@@ -87,16 +87,10 @@ void GradReducer::complete(InFlight& f, int slot) {
 }
 
 void GradReducer::drain() noexcept {
-  auto quietly = [](comm::Handle& h) {
-    try {
-      h.wait();
-    } catch (const std::exception&) {
-    }
-  };
-  for (comm::Handle& h : full_pending_) quietly(h);
+  for (comm::Handle& h : full_pending_) h.settle();
   full_pending_.clear();
   for (InFlight& f : in_flight_) {
-    quietly(f.handle);
+    f.handle.settle();
     f = InFlight{};
   }
 }

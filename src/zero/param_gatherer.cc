@@ -77,12 +77,7 @@ const std::uint16_t* ParamGatherer::data(int unit) const {
 
 void ParamGatherer::drain() noexcept {
   for (auto& handles : pending_) {
-    for (comm::Handle& h : handles) {
-      try {
-        h.wait();
-      } catch (const std::exception&) {
-      }
-    }
+    for (comm::Handle& h : handles) h.settle();
     handles.clear();
   }
 }
