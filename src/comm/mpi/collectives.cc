@@ -12,6 +12,11 @@
 //   broadcast       the root sends the buffer to every peer.
 //   barrier         nothing: the handshake was the barrier.
 //
+// Sends are posted before receives. Open MPI's TCP transport moves a pair's two directions at
+// once only that way round: on 2 hosts joined at 200 Mbit/s, a 4 MiB fp32 all-gather (2 MiB
+// each way) took 171 ms with receives first and 92 ms with sends first, a link's full rate in
+// both directions (Open MPI's own MPI_Allgather: 178 ms).
+//
 // Messages between two ranks on one tag arrive in the order sent, and both sides post them in
 // the same order, so segments and phases match without sequence numbers. No data moves before
 // the handshake, so data messages are never left half-matched by a rank that did not arrive.
@@ -63,12 +68,15 @@ void MpiCommunicator::reduce_scatter(const Call& call, const void* in, void* out
   auto post = [&](std::size_t s) {
     for (int step = 1; step < n; ++step) {
       const int j = (r + step) % n;
-      if (const std::size_t len = segment_length(mine, s, seg); len > 0) {
-        post_recv(slot(s % 2, j), len * elem, j);
-      }
       const Shard theirs = shard_of(call.count, n, j);
       if (const std::size_t len = segment_length(theirs, s, seg); len > 0) {
         post_send(byte_at(in, theirs.offset + s * seg, elem), len * elem, j);
+      }
+    }
+    for (int step = 1; step < n; ++step) {
+      const int j = (r + step) % n;
+      if (const std::size_t len = segment_length(mine, s, seg); len > 0) {
+        post_recv(slot(s % 2, j), len * elem, j);
       }
     }
   };
@@ -92,10 +100,12 @@ void MpiCommunicator::all_gather(const Call& call, const void* in, void* out) {
   const std::size_t elem = dtype_size(call.dtype);
   const Shard mine = shard_of(call.count, n, r);
   for (int step = 1; step < n; ++step) {
+    if (mine.size > 0) post_send(in, mine.size * elem, (r + step) % n);
+  }
+  for (int step = 1; step < n; ++step) {
     const int j = (r + step) % n;
     const Shard theirs = shard_of(call.count, n, j);
     if (theirs.size > 0) post_recv(byte_at(out, theirs.offset, elem), theirs.size * elem, j);
-    if (mine.size > 0) post_send(in, mine.size * elem, j);
   }
   unsigned char* own = byte_at(out, mine.offset, elem);
   if (mine.size > 0 && own != in) copy(own, in, mine.size * elem);
