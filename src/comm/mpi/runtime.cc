@@ -1,6 +1,11 @@
 #include "comm/mpi/runtime.h"
 
 #include <mpi.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 
 #include <atomic>
 #include <cstdio>
@@ -12,6 +17,19 @@
 
 namespace zerodp::comm::mpi {
 namespace {
+
+// The progress thread moves every message of every collective. It mostly sleeps; when it wakes,
+// a message is waiting on it and the link idles until it runs. Ten nice levels above the
+// compute threads it overlaps, it gets a core at once instead of after their time slice: on
+// two busy cores this took 2 hosts at 200 Mbit/s from 76 % to 86 % efficiency at ZeRO-0 and
+// from 53 % to 73 % at ZeRO-3 (docs/comm.md). Raising a priority needs CAP_SYS_NICE; without
+// it the thread keeps the process's, which changes timing only.
+void raise_priority() {
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, 0);  // this thread's, on Linux
+  if (errno != 0) return;
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), std::max(nice - 10, -20));
+}
 
 // How long MPI_Finalize may take at exit before the process gives up on it: it waits for
 // peers, and a peer that is gone would hold it forever.
@@ -39,6 +57,7 @@ Runtime& Runtime::get() {
 
 Runtime::Runtime() {
   ProgressThread::Hooks hooks;
+  hooks.on_start = raise_priority;
   hooks.on_wake = [this] { on_wake(); };
   hooks.on_stop = [this] {
     if (finalize_) MPI_Finalize();
