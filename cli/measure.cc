@@ -14,11 +14,13 @@
 #include "engine_flags.h"
 #include "measure_report.h"
 #include "peak_report.h"
+#include "run_agreement.h"
 #include "train_model.h"
 #include "zerodp/error.h"
 #include "zerodp/mlp.h"
 #include "zerodp/plan_comm.h"
 #include "zerodp/plan_memory.h"
+#include "zerodp/plan_schedule.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -27,6 +29,10 @@ namespace {
 // Measured steps: a measurement takes the median of a few; more is only waiting.
 constexpr std::uint64_t kMaxSteps = 10'000;
 
+struct LinkFlags {
+  std::string rate, delay;
+};
+
 struct MeasureFlags {
   EngineFlags engine;
   ModelFlags model;  // --model mlp (with --params 10M) unless told otherwise
@@ -34,6 +40,7 @@ struct MeasureFlags {
   bool all_stages = false;
   bool per_rank = false;
   bool json = false;
+  LinkFlags link;
 };
 
 // The kernel's figures for this process: resident now and its peak (VmHWM). Writing 5 to
@@ -75,6 +82,7 @@ double median(std::vector<double> v) {
 
 struct Timing {
   double step = 0, exposed = 0;
+  std::vector<plan::StepCompute> compute;  // each measured step's, waits excluded
 };
 
 // A few steps of one configuration: one warm-up step (first touches, buffer growth), then
@@ -90,10 +98,14 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
   const comm::Stats before = comm.stats();
   std::uint64_t scalar = 0, scalar_sent = 0, scalar_received = 0;
   std::vector<double> step_s, exposed_s;
+  std::vector<plan::StepCompute> compute;
   for (int s = 0; s < steps; ++s) {
     StepResult r = engine.step(1e-4f);
     step_s.push_back(r.seconds);
     exposed_s.push_back(r.exposed_comm_seconds);
+    plan::StepCompute c{r.unit_forward_seconds, r.unit_backward_seconds, r.optimizer_seconds, 0};
+    c.other = std::max(0.0, r.compute_seconds - c.total());
+    compute.push_back(std::move(c));
     scalar += r.scalar_bytes;
     scalar_sent += r.scalar_sent_bytes;
     scalar_received += r.scalar_received_bytes;
@@ -120,7 +132,71 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
         (after.received_bytes() - before.received_bytes() - scalar_received) / steps;
     out->scalar_per_step = scalar_sent / steps;
   }
-  return {median(step_s), median(exposed_s)};
+  return {median(step_s), median(exposed_s), std::move(compute)};
+}
+
+// The link between hosts, for the planner's replay of the step: --link-rate/--link-delay, or
+// what scripts/cluster.sh shaped (ZERODP_LINK_RATE, ZERODP_LINK_DELAY); rate 0 when unknown.
+plan::Link link_of(const LinkFlags& f) {
+  plan::Link link;
+  std::string rate = f.rate, delay = f.delay;
+  if (rate.empty()) {
+    if (const char* env = std::getenv("ZERODP_LINK_RATE")) rate = env;
+    if (const char* env = std::getenv("ZERODP_LINK_DELAY"); env && delay.empty()) delay = env;
+  }
+  if (!delay.empty() && rate.empty()) {
+    throw UsageError("--link-delay needs --link-rate: the replay of a step needs the link's rate");
+  }
+  if (!rate.empty()) link.bits_per_second = 8.0 * units::parse_bandwidth(rate, "--link-rate");
+  if (!delay.empty()) link.delay_seconds = units::parse_seconds_in(delay, "--link-delay", 0, 60);
+  return link;
+}
+
+// Every rank's compute of each measured step: [step][rank].
+std::vector<std::vector<plan::StepCompute>> every_rank(comm::Communicator& comm,
+                                                       const std::vector<plan::StepCompute>& mine) {
+  std::vector<std::uint64_t> words;
+  auto put = [&](double d) { words.push_back(std::bit_cast<std::uint64_t>(d)); };
+  for (const plan::StepCompute& c : mine) {
+    put(c.optimizer);
+    put(c.other);
+    for (double d : c.forward) put(d);
+    for (double d : c.backward) put(d);
+  }
+  const std::vector<std::uint64_t> all = gather_words(comm, words);
+  auto get = [&](std::size_t i) { return std::bit_cast<double>(all[i]); };
+  std::vector<std::vector<plan::StepCompute>> steps(mine.size());
+  std::size_t at = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    for (std::size_t s = 0; s < mine.size(); ++s) {
+      const std::size_t units = mine[s].forward.size();
+      plan::StepCompute c;
+      c.optimizer = get(at), c.other = get(at + 1);
+      for (std::size_t u = 0; u < units; ++u) c.forward.push_back(get(at + 2 + u));
+      for (std::size_t u = 0; u < units; ++u) c.backward.push_back(get(at + 2 + units + u));
+      at += 2 + 2 * units;
+      steps[s].push_back(std::move(c));
+    }
+  }
+  return steps;
+}
+
+// The median over the measured steps of the planner's replay of each, with every rank's
+// compute of that step (plan_schedule.h).
+double predicted_step(const plan::EngineRun& run, int ranks_per_host, const plan::Link& link,
+                      const std::vector<std::vector<plan::StepCompute>>& steps, bool overlap) {
+  std::vector<double> seconds;
+  for (const auto& ranks : steps) {
+    seconds.push_back(plan::predict_step(run, ranks_per_host, link, ranks, overlap).step_seconds);
+  }
+  return median(seconds);
+}
+
+// Ranks per host under mpirun (it fills hosts in rank order); every rank on one host else.
+int ranks_per_host(const comm::Communicator& comm) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int per_host = local ? std::atoi(local) : 0;
+  return per_host >= 1 && comm.size() % per_host == 0 ? per_host : comm.size();
 }
 
 // Every rank's figures, on every rank.
@@ -137,7 +213,7 @@ std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasur
 // One stage on one rank: its figures with overlap and prefetch, its timings without, and the
 // planner's prediction for this rank.
 RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
-                         EngineOptions options, int steps) {
+                         EngineOptions options, int steps, const plan::Link& link) {
   RankMeasure m;
   const plan::EngineRun planned = engine_run(spec, options, launch, comm.size());
   const plan::RankPeak peak = plan::predict_rank_peak(planned, comm.rank());
@@ -154,6 +230,7 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.rss_baseline = proc_status_kib("VmRSS:");
   const Timing overlapped = run_steps(comm, spec, options, steps, &m);
   m.rss_peak = proc_status_kib("VmHWM:");
+  const bool overlap = options.overlap;
   options.overlap = false;
   options.prefetch = false;
   const Timing sync = run_steps(comm, spec, options, steps, nullptr);
@@ -161,6 +238,19 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.exposed_seconds = overlapped.exposed;
   m.step_seconds_sync = sync.step;
   m.exposed_seconds_sync = sync.exposed;
+  if (link.bits_per_second > 0) {
+    const int per_host = ranks_per_host(comm);
+    plan::EngineRun sync_run = planned;
+    sync_run.prefetch = false;
+    m.link_bits_per_second = link.bits_per_second;
+    m.link_delay_seconds = link.delay_seconds;
+    m.predicted_step_seconds =
+        predicted_step(planned, per_host, link, every_rank(comm, overlapped.compute), overlap);
+    m.predicted_step_seconds_sync =
+        predicted_step(sync_run, per_host, link, every_rank(comm, sync.compute), false);
+    m.predicted_link_seconds =
+        plan::predict_step(planned, per_host, link, overlapped.compute[0], overlap).comm_seconds;
+  }
   const plan::BytesPerParam bpp{2, 2, 12};
   const std::uint64_t params = spec.param_count();
   m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
@@ -202,6 +292,9 @@ void run_measure(MeasureFlags f, bool stage_given) {
   launch.agree.emplace_back("--steps", f.steps);
   launch.agree.emplace_back("--all-stages", f.all_stages ? "given" : "not given");
   const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
+  const plan::Link link = link_of(f.link);
+  launch.agree.emplace_back("--link-rate", f.link.rate.empty() ? "(none)" : f.link.rate);
+  launch.agree.emplace_back("--link-delay", f.link.delay.empty() ? "(none)" : f.link.delay);
   std::vector<Stage> stages = {base.stage};
   if (f.all_stages) stages.assign(kStages.begin(), kStages.end());
   for (Stage stage : stages) {
@@ -234,7 +327,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
       o.stage = stage;
       RankMeasure mine;
       try {  // a budget refuses in the engine's setup or in the first step
-        mine = measure_rank(comm, spec, launch, o, steps);
+        mine = measure_rank(comm, spec, launch, o, steps, link);
       } catch (const BudgetExceeded& e) {
         throw Error(std::string(e.what()) + "; --rank-memory: " +
                     fit_advice(engine_run(spec, o, launch, comm.size()), o.rank_memory,
@@ -263,6 +356,11 @@ void add_measure_command(CLI::App& root) {
   app->add_flag("--all-stages", flags->all_stages, "measure stages 0-3 side by side");
   app->add_flag("--per-rank", flags->per_rank, "print every rank, not only rank 0");
   app->add_flag("--json", flags->json, "print JSON instead of tables");
+  app->add_option("--link-rate", flags->link.rate,
+                  "the link between hosts (200Mbit/s, 1gbit, 12.5GB/s): adds the planner's "
+                  "replay of the step on it [scripts/cluster.sh's --rate]");
+  app->add_option("--link-delay", flags->link.delay,
+                  "the link's one-way delay (250us, 2ms) [scripts/cluster.sh's --delay, else 0]");
   add_engine_flags(app, flags->engine);
   app->callback([flags, app] { run_measure(*flags, app->count("--stage") > 0); });
 }

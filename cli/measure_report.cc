@@ -188,6 +188,16 @@ void add_time_rows(StageTable& t) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
   });
+  const bool link = t.stages[0].ranks[0].link_bits_per_second > 0;
+  if (link) {
+    t.add("  predicted step (replay)",
+          [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds); });
+    t.add("  predicted efficiency", [](const StageMeasure& st) {
+      const auto& r = st.ranks[0];
+      return percent(
+          std::min(1.0, (r.step_seconds - r.exposed_seconds) / r.predicted_step_seconds));
+    });
+  }
   t.add("step, no overlap",
         [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
   t.add("  exposed comm (= comm time)",
@@ -196,6 +206,15 @@ void add_time_rows(StageTable& t) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
   });
+  if (link) {
+    t.add("  predicted step (replay)",
+          [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds_sync); });
+    t.add("  predicted efficiency", [](const StageMeasure& st) {
+      const auto& r = st.ranks[0];
+      return percent(std::min(
+          1.0, (r.step_seconds_sync - r.exposed_seconds_sync) / r.predicted_step_seconds_sync));
+    });
+  }
 }
 
 void print_every_rank(const StageMeasure& st) {
@@ -218,7 +237,7 @@ void print_every_rank(const StageMeasure& st) {
 }  // namespace
 
 std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 18;
+  return 4 * kCategoryCount + 23;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
@@ -232,7 +251,9 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
         wire_tx_per_step, wire_first_on_host, wire_predicted_per_step}) {
     w.push_back(v);
   }
-  for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync}) {
+  for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync,
+                   link_bits_per_second, link_delay_seconds, predicted_step_seconds,
+                   predicted_link_seconds, predicted_step_seconds_sync}) {
     w.push_back(std::bit_cast<std::uint64_t>(d));
   }
   return w;
@@ -253,6 +274,11 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   m.exposed_seconds = std::bit_cast<double>(p[15]);
   m.step_seconds_sync = std::bit_cast<double>(p[16]);
   m.exposed_seconds_sync = std::bit_cast<double>(p[17]);
+  m.link_bits_per_second = std::bit_cast<double>(p[18]);
+  m.link_delay_seconds = std::bit_cast<double>(p[19]);
+  m.predicted_step_seconds = std::bit_cast<double>(p[20]);
+  m.predicted_link_seconds = std::bit_cast<double>(p[21]);
+  m.predicted_step_seconds_sync = std::bit_cast<double>(p[22]);
   return m;
 }
 
@@ -326,6 +352,22 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
                    {"hidden_fraction", comm > 0 ? 1.0 - m.exposed_seconds / comm : 0.0},
                    {"efficiency", compute / (compute + m.exposed_seconds)},
                    {"efficiency_no_overlap", (m.step_seconds_sync - comm) / m.step_seconds_sync}};
+    // The planner's replay of the engine's schedule on the link (the slowest rank's compute,
+    // part by part): a predicted step. Its efficiency is the compute measured here over that
+    // step, so predicted and measured efficiency differ exactly as the steps do.
+    if (m.link_bits_per_second > 0) {
+      const double compute_sync = m.step_seconds_sync - comm;
+      nlohmann::json& t = j["timing"];
+      t["link"] = {{"rate_bits_per_second", m.link_bits_per_second},
+                   {"delay_seconds", m.link_delay_seconds}};
+      t["predicted_step_seconds"] = m.predicted_step_seconds;
+      t["predicted_comm_seconds"] = m.predicted_link_seconds;
+      t["predicted_exposed_seconds"] = std::max(0.0, m.predicted_step_seconds - compute);
+      t["predicted_efficiency"] = std::min(1.0, compute / m.predicted_step_seconds);
+      t["predicted_step_seconds_no_overlap"] = m.predicted_step_seconds_sync;
+      t["predicted_efficiency_no_overlap"] =
+          std::min(1.0, compute_sync / m.predicted_step_seconds_sync);
+    }
   }
   // Each host's interface, in host order (mpirun fills hosts in rank order). With one rank per
   // host everything a rank sends crosses its host's link, so the ring column is the

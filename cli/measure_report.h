@@ -34,6 +34,11 @@ struct RankMeasure {
   std::uint64_t rss_peak = 0;                    // this process's peak while measuring
   double step_seconds = 0, exposed_seconds = 0;  // medians, overlap and prefetch on
   double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
+  // With a link known (--link-rate, or the cluster's): the planner's replay of the engine's
+  // schedule (plan_schedule.h) from this rank's measured compute, with overlap and prefetch
+  // and without; 0 without a link.
+  double link_bits_per_second = 0, link_delay_seconds = 0;
+  double predicted_step_seconds = 0, predicted_link_seconds = 0, predicted_step_seconds_sync = 0;
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;
   std::uint64_t predicted_comm = 0;

@@ -17,7 +17,8 @@
 #   --cut H@S     take host H's link down S seconds after the start
 #   --kill H@S    kill host H's zerodp processes (SIGKILL) S seconds after the start
 # Each rank gets ZERODP_WIRE_IF=eth0, so `measure` reports what each host's interface sent
-# (the kernel's counter) as "wire".
+# (the kernel's counter) as "wire", and ZERODP_LINK_RATE/ZERODP_LINK_DELAY (--rate, --delay),
+# so that it replays the step on the link it runs on ("predicted_efficiency").
 #
 # Everything is removed on exit, failure or Ctrl-C; names with the zerodp- prefix left by a
 # crashed run are removed at the next start. One cluster at a time (a lock). Without root or
@@ -165,6 +166,11 @@ if [ -n "$kill" ]; then
   killer=$!
 fi
 
+# The hosts share this machine's cores: each rank gets its share for its BLAS threads, as it
+# would have a host's cores to itself, rather than every rank starting one thread per core.
+blas_threads=$(( $(nproc) / (hosts * per_host) ))
+[ "$blas_threads" -ge 1 ] || blas_threads=1
+
 set +e
 ip netns exec zerodp-h0 unshare --uts env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   /bin/sh -c 'hostname zerodp-h0 && exec "$@"' sh mpirun --allow-run-as-root --oversubscribe -np $((hosts * per_host)) --host "$hostlist" \
@@ -172,7 +178,9 @@ ip netns exec zerodp-h0 unshare --uts env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RU
   --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
   --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
   --mca orte_timeout_for_stack_trace 0 \
-  -x ZERODP_WIRE_IF=eth0 -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
+  -x ZERODP_WIRE_IF=eth0 -x ZERODP_LINK_RATE="$rate" -x ZERODP_LINK_DELAY="$delay" \
+  -x OPENBLAS_NUM_THREADS="$blas_threads" \
+  -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
   "$zerodp" "$@" --backend mpi
 status=$?
 set -e

@@ -97,7 +97,14 @@ struct StepResult {
   double seconds = 0.0;               // wall clock of the step
   double exposed_comm_seconds = 0.0;  // blocked waiting for collectives
   double compute_seconds = 0.0;       // seconds - exposed_comm_seconds
-  bool stop_requested = false;        // a rank asked to stop at this step: the same on all
+  // Where the compute went, waits for collectives excluded (what plan_schedule.h replays):
+  // each unit's forward and backward (its gathers' bookkeeping, the 16-bit conversions and the
+  // issue of its reductions included) over the step's micro-steps, and the optimizer (the
+  // gradient norm, the update, the rounding to 16 bits). The rest of compute_seconds is
+  // drawing samples and the loss.
+  std::vector<double> unit_forward_seconds, unit_backward_seconds;
+  double optimizer_seconds = 0.0;
+  bool stop_requested = false;  // a rank asked to stop at this step: the same on all
 };
 
 // A contiguous range of the flat parameter layout.

@@ -41,7 +41,8 @@ double parse_seconds(std::string_view text, std::string_view flag);
 // "--timeout: expected a duration from 1 ms to 7 days such as 300s, got '1e16s'".
 double parse_seconds_in(std::string_view text, std::string_view flag, double min, double max);
 
-// A bandwidth in bytes per second: "300GB/s", "25GiB/s".
+// A bandwidth in bytes per second: "300GB/s", "25GiB/s", or a bit rate: "200Mbit/s", "1gbit"
+// (tc's spelling).
 double parse_bandwidth(std::string_view text, std::string_view flag);
 
 // A fraction in [0, 1]: "0.6" or "60%".

@@ -211,8 +211,15 @@ double parse_seconds_in(std::string_view text, std::string_view flag, double min
 }
 
 double parse_bandwidth(std::string_view text, std::string_view flag) {
-  return parse_real(text, flag, "a bandwidth such as 300GB/s or 25GiB/s",
+  // Bit rates as links and tc(8) name them: 1 Mbit/s = 125 KB/s.
+  return parse_real(text, flag, "a bandwidth such as 300GB/s, 25GiB/s or 200Mbit/s",
                     {{"B/s", 1.0},
+                     {"Kbit/s", 125.0},
+                     {"Mbit/s", 125e3},
+                     {"Gbit/s", 125e6},
+                     {"kbit", 125.0},
+                     {"mbit", 125e3},
+                     {"gbit", 125e6},
                      {"KB/s", 1e3},
                      {"MB/s", 1e6},
                      {"GB/s", 1e9},

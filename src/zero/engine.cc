@@ -21,6 +21,27 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Compute seconds between laps: wall time less the time this thread spent blocked on
+// collectives (the communicator counts it), so a region's figure is its own work.
+class ComputeClock {
+ public:
+  explicit ComputeClock(const comm::Communicator& comm)
+      : comm_(comm), at_(Clock::now()), waited_(comm.stats().wait_seconds()) {}
+  double lap() {
+    const auto now = Clock::now();
+    const double waited = comm_.stats().wait_seconds();
+    const double seconds = std::chrono::duration<double>(now - at_).count() - (waited - waited_);
+    at_ = now;
+    waited_ = waited;
+    return std::max(seconds, 0.0);
+  }
+
+ private:
+  const comm::Communicator& comm_;
+  Clock::time_point at_;
+  double waited_;
+};
+
 // What the ranks agree on at each step besides the loss and the norm.
 struct Flags {
   bool overflow = false;  // some rank's gradient chunk holds a non-finite value
@@ -66,8 +87,9 @@ struct Engine::Impl {
   // fp32 views of a unit's params (and of the units it reads), and in backward of the
   // gradients they accumulate into.
   model::UnitViews views(int unit, bool with_grads);
-  void forward_pass();
-  void backward_pass(bool first_micro, bool last_micro);
+  // With unit_seconds, adds each unit's compute seconds (ComputeClock) into it.
+  void forward_pass(std::vector<double>* unit_seconds = nullptr);
+  void backward_pass(bool first_micro, bool last_micro, std::vector<double>* unit_seconds);
   // Returns {sum of squares, non-finite count} of this rank's own reduced gradient chunk.
   std::pair<double, double> local_grad_stats() const;
   void update(float lr, float grad_mul);
@@ -239,24 +261,28 @@ model::UnitViews Engine::Impl::views(int unit, bool with_grads) {
   return v;
 }
 
-void Engine::Impl::forward_pass() {
+void Engine::Impl::forward_pass(std::vector<double>* unit_seconds) {
   std::vector<int> order(units.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   if (gatherer) gatherer->begin_pass(order, params16.data());
+  ComputeClock clock(comm);
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (gatherer) gatherer->acquire(i);
     model.forward(order[i], views(order[i], false));
     if (gatherer) gatherer->release(i);
+    if (unit_seconds) (*unit_seconds)[order[i]] += clock.lap();
   }
 }
 
-void Engine::Impl::backward_pass(bool first_micro, bool last_micro) {
+void Engine::Impl::backward_pass(bool first_micro, bool last_micro,
+                                 std::vector<double>* unit_seconds) {
   std::vector<int> order(units.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(units.size() - 1 - i);
   for (std::size_t u = 0; u < units.size(); ++u) {
     if (is_read[u]) std::fill_n(read_grad32.data()[u].data(), units[u].param_count, 0.0f);
   }
   if (gatherer) gatherer->begin_pass(order, params16.data());
+  ComputeClock clock(comm);
   for (std::size_t i = 0; i < order.size(); ++i) {
     const int unit = order[i];
     if (gatherer) gatherer->acquire(i);
@@ -265,6 +291,7 @@ void Engine::Impl::backward_pass(bool first_micro, bool last_micro) {
     if (gatherer) gatherer->release(i);
     const float* g = is_read[unit] ? read_grad32[unit].data() : grad32.data();
     reducer->unit_done(unit, {g, units[unit].param_count}, first_micro, last_micro);
+    if (unit_seconds) (*unit_seconds)[unit] += clock.lap();
   }
 }
 
@@ -382,6 +409,8 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
 
   double loss_sum = 0.0;
   const int K = e.opt.grad_accum;
+  result.unit_forward_seconds.assign(e.units.size(), 0.0);
+  result.unit_backward_seconds.assign(e.units.size(), 0.0);
   for (int k = 0; k < K; ++k) {
     // The sample stream is consumed N*B samples a micro-step, rank r taking the r-th B: any
     // N continues a stream where another N left it.
@@ -391,12 +420,13 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
     e.samples.draw(data::Split::train, first, B, e.batch);
     e.ledger.set_phase(Phase::forward);
     e.model.begin_micro_batch(micro_batch_of(e.batch, e.scaler.scale() / float(e.ranks * K)));
-    e.forward_pass();
+    e.forward_pass(&result.unit_forward_seconds);
     loss_sum += e.model.loss();
     e.ledger.set_phase(Phase::backward);
-    e.backward_pass(k == 0, k == K - 1);
+    e.backward_pass(k == 0, k == K - 1, &result.unit_backward_seconds);
   }
   e.reducer->finish();
+  ComputeClock optimizer_clock(e.comm);
 
   // One small all-reduce carries the loss, the squared norm and the overflow and stop flags.
   // It runs when no ZeRO collective is in flight, so its bytes can be told apart exactly.
@@ -424,6 +454,7 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
     }
     e.update(lr, inv_scale * clip);
   }
+  result.optimizer_seconds = optimizer_clock.lap();
   result.step = e.t;
 
   const comm::Stats after = e.comm.stats();

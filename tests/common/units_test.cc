@@ -97,6 +97,11 @@ TEST(ParseSeconds, UnitsScale) {
 TEST(ParseBandwidth, BytesPerSecond) {
   EXPECT_DOUBLE_EQ(parse_bandwidth("300GB/s", "--bandwidth"), 300e9);
   EXPECT_DOUBLE_EQ(parse_bandwidth("1GiB/s", "--bandwidth"), 1073741824.0);
+  // Bit rates: 200 Mbit/s is 25 MB/s, in tc's spelling too.
+  EXPECT_DOUBLE_EQ(parse_bandwidth("200Mbit/s", "--link-rate"), 25e6);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("200mbit", "--link-rate"), 25e6);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1gbit", "--link-rate"), 125e6);
+  EXPECT_THROW(parse_bandwidth("200mbits", "--link-rate"), UsageError);
   EXPECT_THROW(parse_bandwidth("300GB", "--bandwidth"), UsageError);
   EXPECT_THROW(parse_bandwidth("0GB/s", "--bandwidth"), UsageError);
 }
