@@ -214,6 +214,12 @@ std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasur
 // planner's prediction for this rank.
 RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
                          EngineOptions options, int steps, const plan::Link& link) {
+  const int per_host = ranks_per_host(comm);
+  if (link.bits_per_second > 0 && per_host == comm.size()) {  // alike on every rank
+    throw UsageErrorOnEveryRank("--link-rate: all " + std::to_string(comm.size()) +
+                                " ranks are on one host, so no collective crosses a link; give "
+                                "it for ranks on more than one host");
+  }
   RankMeasure m;
   const plan::EngineRun planned = engine_run(spec, options, launch, comm.size());
   const plan::RankPeak peak = plan::predict_rank_peak(planned, comm.rank());
@@ -239,7 +245,6 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.step_seconds_sync = sync.step;
   m.exposed_seconds_sync = sync.exposed;
   if (link.bits_per_second > 0) {
-    const int per_host = ranks_per_host(comm);
     plan::EngineRun sync_run = planned;
     sync_run.prefetch = false;
     m.link_bits_per_second = link.bits_per_second;
@@ -293,6 +298,11 @@ void run_measure(MeasureFlags f, bool stage_given) {
   launch.agree.emplace_back("--all-stages", f.all_stages ? "given" : "not given");
   const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
   const plan::Link link = link_of(f.link);
+  if (link.bits_per_second > 0 && launch.backend == "threads") {
+    throw UsageError(
+        "--link-rate: the threads backend's ranks share one process and no link; measure across "
+        "hosts with --backend mpi (under mpirun, or scripts/cluster.sh)");
+  }
   launch.agree.emplace_back("--link-rate", f.link.rate.empty() ? "(none)" : f.link.rate);
   launch.agree.emplace_back("--link-delay", f.link.delay.empty() ? "(none)" : f.link.delay);
   std::vector<Stage> stages = {base.stage};

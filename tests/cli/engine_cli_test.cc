@@ -149,6 +149,10 @@ TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
     {"measure --model gpt --params 1M", "--params applies to --model mlp"},
     {"train --model mlp --params 1e15 --dry-run", "--params: the MLP has at most"},
     {"train --dry-run --resume /nonexistent", "--dry-run"},
+    {"measure --link-rate 200mbits", "--link-rate: expected a bandwidth"},
+    {"measure --link-delay 2ms", "--link-delay needs --link-rate"},
+    {"measure --link-rate 1gbit --link-delay soon", "--link-delay"},
+    {"measure --link-rate 1gbit", "--link-rate: the threads backend"},
 #if defined(ZERODP_HAVE_MPI)  // without it, --backend mpi itself is refused
     {"train --dry-run --backend mpi", "--ranks"},
 #endif

@@ -67,3 +67,12 @@ eval "mpirun --oversubscribe --allow-run-as-root -np 3 $zerodp $G --steps 6 --ba
 [ "$(grep -c "zerodp: --ranks: the checkpoint .* 3 ranks cannot split it evenly; resume on 1, 2, 4 ranks" "$work/err")" -eq 3 ] ||
   { echo "FAIL: expected the same refusal from the three ranks:"; cat "$work/err"; exit 1; }
 echo "resume on 3 processes: $(grep -m1 "zerodp: --ranks" "$work/err")"
+
+# A link to replay the step on needs ranks on more than one host: every rank ends with the same
+# one line, exit 2, before measuring.
+mpirun --oversubscribe --allow-run-as-root -np 2 $zerodp measure --params 4224 --steps 1 \
+  --backend mpi --link-rate 1gbit >/dev/null 2>"$work/err"
+status=$?
+[ $status -ne 0 ] && [ "$(grep -c "zerodp: --link-rate: all 2 ranks are on one host" "$work/err")" -eq 2 ] ||
+  { echo "FAIL: --link-rate on one host: expected the line from both ranks, exit $status:"; cat "$work/err"; exit 1; }
+echo "--link-rate on one host: $(grep -m1 "link-rate" "$work/err")"
