@@ -3,7 +3,7 @@
 # shaped with tc, and zerodp's MPI backend run across them over TCP.
 #
 #   scripts/cluster.sh --hosts K [--ranks-per-host R] [--rate RATE] [--delay D] [--loss P]
-#                      [--cut H@S] [--kill H@S] -- ZERODP_ARGS...
+#                      [--cut H@S] [--partition A@S] [--kill H@S] -- ZERODP_ARGS...
 #
 # Runs `zerodp ZERODP_ARGS --backend mpi` (the binary: build/zerodp, or $ZERODP) as K*R ranks,
 # R per host, prints its output and exits with its status. Hosts are namespaces zerodp-h0 ..
@@ -15,6 +15,8 @@
 #   --delay D     one-way delay (netem), e.g. 5ms; refused where the kernel has no netem
 #   --loss P      drop this fraction of each host's egress packets (nftables), e.g. 0.1
 #   --cut H@S     take host H's link down S seconds after the start
+#   --partition A@S  S seconds after the start, hosts 0..A-1 and A..K-1 stop reaching each
+#                 other (blackhole routes both ways); each side's links stay up
 #   --kill H@S    kill host H's zerodp processes (SIGKILL) S seconds after the start
 # Each rank gets ZERODP_WIRE_IF=eth0, so `measure` reports what each host's interface sent
 # (the kernel's counter) as "wire", and ZERODP_LINK_RATE/ZERODP_LINK_DELAY (--rate, --delay),
@@ -33,7 +35,7 @@ fail() {
   exit 2
 }
 
-hosts="" per_host=1 rate="" delay="" loss="" cut="" kill=""
+hosts="" per_host=1 rate="" delay="" loss="" cut="" kill="" partition=""
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=${2:-}; shift 2 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --loss) loss=${2:-}; shift 2 ;;
     --cut) cut=${2:-}; shift 2 ;;
     --kill) kill=${2:-}; shift 2 ;;
+    --partition) partition=${2:-}; shift 2 ;;
     --) shift; break ;;
     *) usage ;;
   esac
@@ -58,6 +61,12 @@ if [ -n "$cut" ]; then
   [[ $cut =~ ^([0-9]+)@([0-9]+(\.[0-9]+)?)$ ]] || fail "--cut: expected HOST@SECONDS such as 1@5, got '$cut'"
   cut_host=${BASH_REMATCH[1]} cut_after=${BASH_REMATCH[2]}
   [ "$cut_host" -lt "$hosts" ] || fail "--cut: host $cut_host is not one of the $hosts hosts (0 to $((hosts - 1)))"
+fi
+part_at="" part_after=""
+if [ -n "$partition" ]; then
+  [[ $partition =~ ^([0-9]+)@([0-9]+(\.[0-9]+)?)$ ]] || fail "--partition: expected A@SECONDS such as 2@5 (hosts 0..A-1 apart from the rest), got '$partition'"
+  part_at=${BASH_REMATCH[1]} part_after=${BASH_REMATCH[2]}
+  [ "$part_at" -ge 1 ] && [ "$part_at" -lt "$hosts" ] || fail "--partition: A must split the $hosts hosts in two (1 to $((hosts - 1))), got $part_at"
 fi
 kill_host="" kill_after=""
 if [ -n "$kill" ]; then
@@ -157,6 +166,18 @@ if [ -n "$cut" ]; then
   cutter=$!
 fi
 
+if [ -n "$partition" ]; then
+  (sleep "$part_after" &&
+     for h in $(seq 0 $((hosts - 1))); do
+       for o in $(seq 0 $((hosts - 1))); do
+         if [ $(( h < part_at )) != $(( o < part_at )) ]; then
+           ip netns exec zerodp-h$h ip route add blackhole 10.213.0.$((o + 1))/32
+         fi
+       done
+     done &&
+     echo "cluster.sh: hosts 0-$((part_at - 1)) and $part_at-$((hosts - 1)) are apart (--partition $partition)" >&2) &
+fi
+
 if [ -n "$kill" ]; then
   (sleep "$kill_after" &&
      for pid in $(ip netns pids zerodp-h$kill_host); do
@@ -165,6 +186,12 @@ if [ -n "$kill" ]; then
      echo "cluster.sh: host $kill_host's zerodp processes killed (--kill $kill)" >&2) &
   killer=$!
 fi
+
+# mpirun learns a host is gone when its daemon misses 3 keepalive probes a second apart. Where
+# packets are dropped on purpose, a probe or its answer is lost one time in five: 10 in a row
+# before giving up (a few in 10^8), so that loss alone never ends a job.
+probes=3
+[ -z "$loss" ] || probes=10
 
 # The hosts share this machine's cores: each rank gets its share for its BLAS threads, as it
 # would have a host's cores to itself, rather than every rank starting one thread per core.
@@ -176,7 +203,7 @@ ip netns exec zerodp-h0 unshare --uts env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RU
   /bin/sh -c 'hostname zerodp-h0 && exec "$@"' sh mpirun --allow-run-as-root --oversubscribe -np $((hosts * per_host)) --host "$hostlist" \
   --mca plm_rsh_agent "$work/agent" --mca btl tcp,self,vader \
   --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
-  --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
+  --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes "$probes" \
   --mca orte_timeout_for_stack_trace 0 \
   -x ZERODP_WIRE_IF=eth0 -x ZERODP_LINK_RATE="$rate" -x ZERODP_LINK_DELAY="$delay" \
   -x OPENBLAS_NUM_THREADS="$blas_threads" \

@@ -11,6 +11,7 @@ packages=(
   libssl-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-dev
+  iproute2 nftables
 )
 
 missing=()

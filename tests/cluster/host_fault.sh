@@ -4,22 +4,27 @@
 #          stopped answering and its host ("rank 1 did not ... (rank 1 is on host zerodp-h1)");
 #   kill   host 1's zerodp killed (SIGKILL): the job ends with a line naming rank 1 and its host
 #          (today Open MPI's, "process rank 1 ... on node 10.213.0.2": mpirun ends the job
-#          before a collective times out).
+#          before a collective times out);
+#   partition  4 hosts, hosts 0-1 and 2-3 apart: the ranks of one side end with zerodp's line
+#          naming a rank of the other and its host.
 # Either way the job must end non-zero within a minute, never hang. Exit 77 (skipped) where
-# namespaces cannot be made. Usage: host_fault.sh path/to/zerodp cut|kill
+# namespaces cannot be made. Usage: host_fault.sh path/to/zerodp cut|kill|partition
 set -euo pipefail
 zerodp=$1 fault=$2
 case $fault in
   cut) named='rank 1 did not (arrive|complete the transfer) \(rank 1 is on host zerodp-h1\)' ;;
   kill) named='rank 1 .*(10\.213\.0\.2|zerodp-h1)' ;;
-  *) echo "usage: host_fault.sh ZERODP cut|kill" >&2; exit 2 ;;
+  partition) named='rank ([0-3]) did not (arrive|complete the transfer) \(rank \1 is on host zerodp-h\1\)' ;;
+  *) echo "usage: host_fault.sh ZERODP cut|kill|partition" >&2; exit 2 ;;
 esac
+fault_flags="--hosts 2 --$fault 1@3"
+[ "$fault" != partition ] || fault_flags="--hosts 4 --partition 2@3"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s)
 set +e
-ZERODP="$zerodp" timeout 120 "$here/scripts/cluster.sh" --hosts 2 --$fault 1@3 -- \
+ZERODP="$zerodp" timeout 120 "$here/scripts/cluster.sh" $fault_flags -- \
   train --model mlp --params 1M --steps 1000000 --timeout 5s --out '' --log-every 100000 \
   > "$log" 2>&1
 status=$?
@@ -29,6 +34,6 @@ grep -E "zerodp|rank 1" "$log" | head -10
 [ $status = 77 ] && exit 77
 [ $status != 124 ] || { echo "FAIL: the job hung (killed after 120 s)"; exit 1; }
 [ $status != 0 ] || { echo "FAIL: the job ended with status 0 after the fault"; exit 1; }
-grep -Eq "$named" "$log" || { echo "FAIL: no line naming rank 1 and its host"; exit 1; }
+grep -Eq "$named" "$log" || { echo "FAIL: no line naming the peer and its host"; exit 1; }
 [ "$elapsed" -le 60 ] || { echo "FAIL: the job took $elapsed s to end"; exit 1; }
-echo "host $fault: the job ended after $elapsed s (status $status), naming rank 1 and its host"
+echo "host $fault: the job ended after $elapsed s (status $status), naming the peer and its host"
