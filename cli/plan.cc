@@ -3,7 +3,9 @@
 // turns flags into PlanInputs, naming the flag in every error.
 #include <climits>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "command.h"
 #include "plan_options.h"
@@ -17,9 +19,11 @@ namespace {
 
 struct PlanFlags {
   std::string params, gpus, gpu_memory, activations, round_to;
+  std::string model, model_config;
+  bool list_models = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
-  PrecisionFlags model;
+  PrecisionFlags model_bytes;
   bool both_directions = false, binary = false, json = false;
 };
 
@@ -94,12 +98,74 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
                           ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
 }
 
+// The parameter count of a published model: from the catalogue (--model) or a config.json
+// (--model-config). Either replaces --params.
+std::optional<plan::ModelInput> read_model(const PlanFlags& f) {
+  if (f.model.empty() && f.model_config.empty()) return std::nullopt;
+  if (!f.model.empty() && !f.model_config.empty()) {
+    throw UsageError("--model: not with --model-config; give one");
+  }
+  const char* flag = f.model.empty() ? "--model-config" : "--model";
+  if (!f.params.empty()) {
+    throw UsageError(std::string("--params: not with ") + flag + ", which gives the count");
+  }
+  for (const auto& [shape_flag, text] :
+       {std::pair{"--layers", &f.layers}, {"--hidden", &f.hidden}, {"--heads", &f.heads}}) {
+    if (!text->empty()) {
+      throw UsageError(std::string(shape_flag) + ": not with " + flag +
+                       ", whose config gives the shape (activations from a model's config are "
+                       "not computed yet: give --activations)");
+    }
+  }
+  plan::ModelInput m;
+  std::string text;
+  if (!f.model.empty()) {
+    const plan::CatalogueModel* known = plan::find_model(f.model);
+    if (!known) {
+      throw UsageError("--model: unknown model " + quote(f.model) +
+                       "; known: " + plan::catalogue_names() + " (or --model-config config.json)");
+    }
+    m.name = std::string(known->name);
+    m.source = std::string(known->hf_id);
+    text = std::string(known->config_json);
+  } else {
+    std::ifstream file(f.model_config);
+    if (!file) {
+      throw UsageError("--model-config: cannot read " + quote(f.model_config) +
+                       " (expected a Hugging Face config.json)");
+    }
+    std::ostringstream all;
+    all << file.rdbuf();
+    text = all.str();
+    m.name = f.model_config;
+    m.source = "--model-config";
+  }
+  const plan::ModelConfig config = plan::parse_model_config(text, std::string(flag) + " " + m.name);
+  m.model_type = config.model_type;
+  m.params = plan::model_params(config);
+  return m;
+}
+
+void list_models() {
+  std::printf("%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
+              "config published as");
+  for (const plan::CatalogueModel& m : plan::model_catalogue()) {
+    const plan::ModelConfig c = plan::parse_model_config(m.config_json, std::string(m.name));
+    const plan::ModelParams p = plan::model_params(c);
+    std::printf("%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
+                c.model_type.c_str(), units::format_count(p.params).c_str(),
+                units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
+  }
+}
+
 plan::PlanInputs read_inputs(const PlanFlags& f) {
   plan::PlanInputs in;
-  const ModelBytes model = parse_precision_flags(f.model);
+  const ModelBytes model = parse_precision_flags(f.model_bytes);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
+  in.model = read_model(f);
+  if (in.model) in.params = in.model->params.params;
   if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
   if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_bytes(f.gpu_memory, "--gpu-memory");
   read_activations(f, in);
@@ -132,6 +198,13 @@ void add_plan_command(CLI::App& root) {
   };
   PlanFlags& f = *flags;
   opt("--params", f.params, "parameters: 1e9, 7.5B, 175B, 50M", "COUNT");
+  opt("--model", f.model, "a published model by name (--list-models): its exact parameter count",
+      "NAME");
+  opt("--model-config", f.model_config,
+      "a Hugging Face config.json (gpt2, gpt_neox, llama, mistral, qwen2, mixtral): its exact "
+      "parameter count",
+      "FILE");
+  cmd->add_flag("--list-models", f.list_models, "list the models --model knows, and exit");
   opt("--gpus", f.gpus, "data-parallel GPUs N (ranks)", "N");
   opt("--gpu-memory", f.gpu_memory, "memory per GPU: 80GB, 24GiB", "BYTES");
   opt("--activations", f.activations, "activation memory per GPU: 12GB", "BYTES");
@@ -141,7 +214,7 @@ void add_plan_command(CLI::App& root) {
   opt("--seq-len", f.seq_len, "sequence length s", "N");
   opt("--micro-batch", f.micro_batch, "micro-batch size b per GPU", "N");
   opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
-  add_precision_flags(*cmd, f.model);
+  add_precision_flags(*cmd, f.model_bytes);
   opt("--round-to", f.round_to, "round the least N up to a multiple of this node size", "K");
   cmd->add_flag("--count-both-directions", f.both_directions,
                 "seed column: count bytes sent and received (doubles it)");
@@ -156,6 +229,10 @@ void add_plan_command(CLI::App& root) {
   cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
   cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
   cmd->callback([flags] {
+    if (flags->list_models) {
+      list_models();
+      return;
+    }
     const plan::PlanReport report = plan::make_plan(read_inputs(*flags));
     if (flags->json) {
       std::printf("%s\n", plan::plan_json(report).c_str());

@@ -10,7 +10,9 @@
 //  - Byte figures are exact integers (see plan_memory.h and plan_comm.h for the conventions);
 //    seconds and fractions are doubles.
 //  - plan_json() is a contract other tools read; see docs/planner.md. Its keys: "inputs",
-//    "bytes_per_param", "activation_bytes", "budget_bytes", "stages" (four objects with
+//    "model" (with --model or --model-config: "name", "source", "model_type", "params",
+//    "active_params", "largest_layer_params", "embedding_params", "per_layer_params"; else
+//    null), "bytes_per_param", "activation_bytes", "budget_bytes", "stages" (four objects with
 //    "stage", "name", "model_state_bytes", "total_bytes", "floor_bytes", "savings_vs_dp",
 //    "fits", "min_gpus", "max_params", "comm_bytes_per_gpu" {"seed", "ring"},
 //    "comm_seconds", "exposed_seconds", "efficiency"), "cheapest_fitting_stage",
@@ -28,6 +30,7 @@
 #include "zerodp/plan_comm.h"
 #include "zerodp/plan_efficiency.h"
 #include "zerodp/plan_memory.h"
+#include "zerodp/plan_model.h"
 
 namespace zerodp::plan {
 
@@ -36,8 +39,17 @@ enum class CommConvention { seed, ring };
 
 // The answers asked for are those whose inputs are present. Flags named in the comments are
 // those the errors of make_plan() name.
+// A published model the parameter count came from (--model, --model-config).
+struct ModelInput {
+  std::string name;    // the catalogue's name, or the config file's path
+  std::string source;  // where its config is published, or "--model-config PATH"
+  std::string model_type;
+  ModelParams params;
+};
+
 struct PlanInputs {
-  std::optional<std::uint64_t> params;      // --params: Φ
+  std::optional<std::uint64_t> params;      // --params: Φ (or the model's count)
+  std::optional<ModelInput> model;          // --model, --model-config
   std::optional<int> gpus;                  // --gpus: N
   std::optional<std::uint64_t> gpu_memory;  // --gpu-memory: bytes per GPU
 

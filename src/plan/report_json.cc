@@ -58,6 +58,19 @@ std::string plan_json(const PlanReport& report) {
       {"comm_bytes", or_null(in.comm_bytes)},
       {"time_from", convention ? json(convention) : json(nullptr)},
   };
+  if (in.model) {
+    const ModelParams& p = in.model->params;
+    j["model"] = {{"name", in.model->name},
+                  {"source", in.model->source},
+                  {"model_type", in.model->model_type},
+                  {"params", p.params},
+                  {"active_params", p.active_params},
+                  {"largest_layer_params", p.largest_layer_params},
+                  {"embedding_params", p.embedding_params},
+                  {"per_layer_params", p.per_layer_params}};
+  } else {
+    j["model"] = nullptr;
+  }
   j["bytes_per_param"] = {{"params", in.bpp.params},
                           {"grads", in.bpp.grads},
                           {"optimizer", in.bpp.optimizer},

@@ -59,6 +59,16 @@ std::uint64_t largest(const PlanReport& report, T field) {
   return most;
 }
 
+// An exact count with thousands separators: 8,030,261,248.
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string header(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
@@ -66,6 +76,13 @@ std::string header(const PlanReport& report, bool binary) {
   if (in.params) out += " params = " + units::format_count(*in.params);
   if (in.gpus) out += std::string(in.params ? "," : "") + " N = " + std::to_string(*in.gpus);
   out += in.params || in.gpus ? "\n" : " efficiency of a given volume\n";
+  if (in.model) {
+    const ModelParams& p = in.model->params;
+    out += "model: " + in.model->name + " (" + in.model->model_type + ", " + in.model->source +
+           "): " + grouped(p.params) + " parameters";
+    if (p.active_params != p.params) out += ", " + grouped(p.active_params) + " active per token";
+    out += "; largest layer " + grouped(p.largest_layer_params) + "\n";
+  }
   const BytesPerParam& b = in.bpp;
   out += "bytes per param: " + std::to_string(b.params) + " params + " + std::to_string(b.grads) +
          " grads + " + std::to_string(b.optimizer) + " optimizer = " + std::to_string(b.total()) +

@@ -177,6 +177,37 @@ struct BadInput {
   const char* message_start;  // what stderr starts with after "zerodp: "
 };
 
+TEST(PlanCli, APublishedModelGivesItsExactCount) {
+  // Llama-3-8B by name: 8,030,261,248 parameters (its published count), the largest module the
+  // 128256 x 4096 embedding; the plan is --params 8030261248's.
+  const auto j = plan_json("--model llama-3-8b --gpus 8");
+  EXPECT_EQ(j["model"]["params"].get<std::uint64_t>(), 8'030'261'248u);
+  EXPECT_EQ(j["model"]["active_params"].get<std::uint64_t>(), 8'030'261'248u);
+  EXPECT_EQ(j["model"]["largest_layer_params"].get<std::uint64_t>(), 128'256u * 4096);
+  EXPECT_EQ(j["model"]["source"], "meta-llama/Meta-Llama-3-8B");
+  EXPECT_EQ(j["inputs"]["params"].get<std::uint64_t>(), 8'030'261'248u);
+  EXPECT_EQ(j["stages"], plan_json("--params 8030261248 --gpus 8")["stages"]);
+  EXPECT_TRUE(plan_json("--params 1e9 --gpus 8")["model"].is_null());
+
+  // The same from a config.json on disk; Mixtral's active parameters in the table.
+  const std::string path = ::testing::TempDir() + "/mixtral-config.json";
+  std::ofstream(path) << R"({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+    "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+    "num_local_experts": 8, "num_experts_per_tok": 2, "rope_theta": 1e6,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16"})";
+  const Result r = zerodp("plan --model-config " + path + " --gpus 8");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "46,702,792,704 parameters, 12,879,925,248 active per token")) << r.out;
+
+  // Every catalogue model is listed with its count.
+  const Result list = zerodp("plan --list-models");
+  EXPECT_EQ(list.status, 0);
+  for (const char* name : {"gpt2-xl", "pythia-12b", "llama-2-70b", "mistral-7b", "qwen2.5-7b"}) {
+    EXPECT_TRUE(has(list.out, name)) << name;
+  }
+}
+
 TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
   const BadInput cases[] = {
       {"plan", "--params: required"},
@@ -213,6 +244,11 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1e9 --layers 2 --hidden 64", "--heads: required"},
       {"plan --params 1e9 --comm-convention both --compute-time 1s --bandwidth 1GB/s --gpus 2",
        "--comm-convention: expected seed or ring"},
+      {"plan --model gpt5", "--model: unknown model 'gpt5'; known: gpt2, gpt2-medium"},
+      {"plan --model gpt2 --params 1B", "--params: not with --model, which gives the count"},
+      {"plan --model gpt2 --model-config c.json", "--model: not with --model-config"},
+      {"plan --model-config /nonexistent/config.json", "--model-config: cannot read"},
+      {"plan --model llama-3-8b --layers 32", "--layers: not with --model"},
       {"plot --max-gpus 64 --out x.svg", "--params: required"},
       {"plot --params 1e9", "--out: required"},
       {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},
