@@ -19,7 +19,7 @@ namespace {
 
 struct PlanFlags {
   std::string params, gpus, gpu_memory, activations, round_to;
-  std::string model, model_config;
+  std::string model, model_config, attention;
   bool list_models = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
@@ -59,8 +59,67 @@ plan::Checkpointing parse_checkpointing(const std::string& text) {
   return plan::Checkpointing::none;
 }
 
+plan::Attention parse_attention(const std::string& text) {
+  if (text == "flash") return plan::Attention::flash;
+  if (!text.empty() && text != "eager") {
+    throw UsageError("--attention: expected eager or flash, got " + quote(text));
+  }
+  return plan::Attention::eager;
+}
+
+// Activations of a published model, from its config and --seq-len, --micro-batch.
+void read_model_activations(const PlanFlags& f, const plan::ModelConfig& config,
+                            plan::PlanInputs& in) {
+  if (f.seq_len.empty() && f.micro_batch.empty()) {
+    for (const auto& [flag, text] :
+         {std::pair{"--checkpointing", &f.checkpointing}, {"--attention", &f.attention}}) {
+      if (!text->empty()) {
+        throw UsageError(std::string(flag) + ": needs --seq-len and --micro-batch");
+      }
+    }
+    if (f.activations.empty()) return;
+    in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
+    in.activations_given = true;
+    in.activations_source = "given";
+    return;
+  }
+  if (!f.activations.empty()) {
+    throw UsageError(
+        "--activations: not with --seq-len and --micro-batch, from which they are computed");
+  }
+  for (const auto& [flag, text] :
+       {std::pair{"--seq-len", &f.seq_len}, {"--micro-batch", &f.micro_batch}}) {
+    if (text->empty()) {
+      throw UsageError(std::string(flag) +
+                       ": required with the other (--seq-len, --micro-batch), a whole number");
+    }
+  }
+  const std::uint64_t s = units::parse_whole(f.seq_len, "--seq-len");
+  const std::uint64_t b = units::parse_whole(f.micro_batch, "--micro-batch");
+  const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
+  const plan::Attention attention = parse_attention(f.attention);
+  const auto bytes = plan::model_activation_bytes(config, s, b, checkpointing, attention);
+  if (!bytes) {
+    throw UsageError(
+        "--seq-len, --micro-batch: expected a size whose activation bytes fit in "
+        "64 bits");
+  }
+  in.activation_bytes = bytes->total;
+  in.activations_given = true;
+  in.activations_flag = "--seq-len, --micro-batch";
+  in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + f.micro_batch +
+                          ", checkpointing " +
+                          std::string(plan::checkpointing_name(checkpointing)) + ", " +
+                          std::string(plan::attention_name(attention)) + " attention; layers " +
+                          units::format_bytes(bytes->layers) + ", logits and loss " +
+                          units::format_bytes(bytes->logits_and_loss);
+}
+
 // Activations: given in bytes, or from a transformer shape (all five flags), or none.
 void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
+  if (!f.attention.empty()) {
+    throw UsageError("--attention: applies to --model or --model-config");
+  }
   const ShapeFlag shape_flags[5] = {{"--layers", &f.layers},
                                     {"--hidden", &f.hidden},
                                     {"--heads", &f.heads},
@@ -100,7 +159,7 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
 
 // The parameter count of a published model: from the catalogue (--model) or a config.json
 // (--model-config). Either replaces --params.
-std::optional<plan::ModelInput> read_model(const PlanFlags& f) {
+std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig& config) {
   if (f.model.empty() && f.model_config.empty()) return std::nullopt;
   if (!f.model.empty() && !f.model_config.empty()) {
     throw UsageError("--model: not with --model-config; give one");
@@ -113,8 +172,8 @@ std::optional<plan::ModelInput> read_model(const PlanFlags& f) {
        {std::pair{"--layers", &f.layers}, {"--hidden", &f.hidden}, {"--heads", &f.heads}}) {
     if (!text->empty()) {
       throw UsageError(std::string(shape_flag) + ": not with " + flag +
-                       ", whose config gives the shape (activations from a model's config are "
-                       "not computed yet: give --activations)");
+                       ", whose config gives the shape (its activations come from --seq-len "
+                       "and --micro-batch)");
     }
   }
   plan::ModelInput m;
@@ -140,7 +199,7 @@ std::optional<plan::ModelInput> read_model(const PlanFlags& f) {
     m.name = f.model_config;
     m.source = "--model-config";
   }
-  const plan::ModelConfig config = plan::parse_model_config(text, std::string(flag) + " " + m.name);
+  config = plan::parse_model_config(text, std::string(flag) + " " + m.name);
   m.model_type = config.model_type;
   m.params = plan::model_params(config);
   return m;
@@ -164,11 +223,16 @@ plan::PlanInputs read_inputs(const PlanFlags& f) {
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
-  in.model = read_model(f);
+  plan::ModelConfig config;
+  in.model = read_model(f, config);
   if (in.model) in.params = in.model->params.params;
   if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
   if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_bytes(f.gpu_memory, "--gpu-memory");
-  read_activations(f, in);
+  if (in.model) {
+    read_model_activations(f, config, in);
+  } else {
+    read_activations(f, in);
+  }
   if (!f.round_to.empty()) in.round_to = units::parse_whole(f.round_to, "--round-to");
   if (f.both_directions) in.seed_directions = plan::Directions::both;
   if (!f.compute_time.empty()) {
@@ -211,9 +275,12 @@ void add_plan_command(CLI::App& root) {
   opt("--layers", f.layers, "transformer layers L (activations from the shape)", "N");
   opt("--hidden", f.hidden, "hidden size h", "N");
   opt("--heads", f.heads, "attention heads a", "N");
-  opt("--seq-len", f.seq_len, "sequence length s", "N");
-  opt("--micro-batch", f.micro_batch, "micro-batch size b per GPU", "N");
+  opt("--seq-len", f.seq_len, "sequence length s (with the shape, or with --model)", "N");
+  opt("--micro-batch", f.micro_batch, "micro-batch size b per GPU (with the shape, or --model)",
+      "N");
   opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
+  opt("--attention", f.attention,
+      "with --model: eager (default; keeps the s^2 scores) or flash (keeps none)", "KIND");
   add_precision_flags(*cmd, f.model_bytes);
   opt("--round-to", f.round_to, "round the least N up to a multiple of this node size", "K");
   cmd->add_flag("--count-both-directions", f.both_directions,

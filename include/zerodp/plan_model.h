@@ -28,6 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include "zerodp/plan_activations.h"
+
 namespace zerodp::plan {
 
 struct ModelConfig {
@@ -44,6 +46,8 @@ struct ModelConfig {
   bool parallel_residual = false;
   std::uint64_t experts = 0;            // mixture of experts per layer; 0 for a dense MLP
   std::uint64_t experts_per_token = 0;  // active experts per token
+  bool attention_dropout = false;       // dropout on the attention probabilities (> 0)
+  bool hidden_dropout = false;          // dropout on each residual branch (> 0)
 };
 
 struct ModelParams {
@@ -57,6 +61,41 @@ struct ModelParams {
 // json_text: a config.json; source names it in errors ("--model-config llama.json").
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source);
 ModelParams model_params(const ModelConfig& config);
+
+// Activation bytes one rank keeps for backward in one micro-batch of b sequences of s tokens,
+// with 16-bit activations, as the Hugging Face implementations keep them. Per layer, with q and
+// k the widths of the query and of each of key and value (heads x head_dim, kv heads x
+// head_dim), I the MLP width and a the heads:
+//   norms        2 x 2sbh (the input of each)
+//   attention    2sbh (qkv input) + 2sb(q + 2k) (Q, K, V) + 2sbq (output projection input)
+//                eager: + 2as²b (softmax), + 3as²b with attention dropout (mask and output)
+//                flash: + 4asb (fp32 log-sum-exp per row; no s² scores kept)
+//   MLP          2sbh (input) + 4sbI (activation's input and output), gated: 2sbh + 8sbI (gate,
+//                up, activation, product); a mixture keeps that for each of the k experts a
+//                token goes to, and 6sbE for the router (logits, fp32 softmax)
+//   dropout      + sbh per residual branch with hidden dropout (masks)
+// With GPT-2's shape (q = k = h, I = 4h, dropout, eager) this is Korthikanti et al.'s
+// 34sbh + 5as²b (plan_activations.h). Selective recomputation drops the s² terms; full
+// checkpointing keeps each layer's input (2sbh) and, while a layer is recomputed in backward,
+// that layer's activations. Outside the layers: the final norm's input (2sbh) and the logits
+// with the loss's working memory, 10sbV: the 16-bit logits, their fp32 copy and the fp32
+// log-softmax the cross-entropy keeps (V the vocabulary; with 128k-152k vocabularies this
+// term can pass all the layers').
+enum class Attention { eager, flash };
+std::string_view attention_name(Attention attention);  // "eager", "flash"
+
+struct ModelActivations {
+  std::uint64_t per_layer = 0;        // one layer's, without checkpointing
+  std::uint64_t layers = 0;           // all layers', as the checkpointing keeps them
+  std::uint64_t logits_and_loss = 0;  // final norm, logits, loss
+  std::uint64_t total = 0;
+};
+// nullopt when the bytes do not fit in 64 bits; seq_len, micro_batch >= 1.
+std::optional<ModelActivations> model_activation_bytes(const ModelConfig& config,
+                                                       std::uint64_t seq_len,
+                                                       std::uint64_t micro_batch,
+                                                       Checkpointing checkpointing,
+                                                       Attention attention);
 
 struct CatalogueModel {
   std::string_view name;           // what --model takes

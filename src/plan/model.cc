@@ -84,6 +84,14 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
     throw UsageError(source + ": \"model_type\" is missing; supported: " + std::string(kFamilies));
   }
   const Fields f(j, source);
+  // A dropout probability above 0 means masks kept for backward.
+  auto dropout = [&](const char* field, double fallback) {
+    if (!j.contains(field) || j[field].is_null()) return fallback > 0;
+    if (!j[field].is_number() || j[field].get<double>() < 0 || j[field].get<double>() >= 1) {
+      f.fail(field, "must be a probability in [0, 1), got " + j[field].dump());
+    }
+    return j[field].get<double>() > 0;
+  };
   ModelConfig c;
   c.model_type = j["model_type"].get<std::string>();
   const std::string& t = c.model_type;
@@ -96,6 +104,8 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
     c.intermediate = f.whole_or("n_inner", 4 * c.hidden);
     c.tied_embeddings = f.flag_or("tie_word_embeddings", true);
     c.qkv_bias = c.out_bias = c.mlp_bias = c.norm_bias = true;
+    c.attention_dropout = dropout("attn_pdrop", 0.1);  // GPT2Config's defaults
+    c.hidden_dropout = dropout("resid_pdrop", 0.1);
   } else if (t == "gpt_neox") {
     c.vocab = f.whole("vocab_size");
     c.hidden = f.whole("hidden_size");
@@ -106,6 +116,8 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
     c.qkv_bias = c.out_bias = f.flag_or("attention_bias", true);
     c.mlp_bias = c.norm_bias = true;
     c.parallel_residual = f.flag_or("use_parallel_residual", true);
+    c.attention_dropout = dropout("attention_dropout", 0.0);
+    c.hidden_dropout = dropout("hidden_dropout", 0.0);
   } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "mixtral") {
     c.vocab = f.whole("vocab_size");
     c.hidden = f.whole("hidden_size");
@@ -118,6 +130,7 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
     c.qkv_bias = t == "qwen2" || f.flag_or("attention_bias", false);
     c.out_bias = t != "qwen2" && f.flag_or("attention_bias", false);
     c.mlp_bias = f.flag_or("mlp_bias", false);
+    c.attention_dropout = dropout("attention_dropout", 0.0);
     if (t == "mixtral") {
       c.experts = f.whole("num_local_experts");
       c.experts_per_token = f.whole("num_experts_per_tok");
@@ -180,6 +193,56 @@ ModelParams model_params(const ModelConfig& c) {
                                                 router};
   p.largest_layer_params = *std::max_element(modules.begin(), modules.end());
   return p;
+}
+
+std::string_view attention_name(Attention attention) {
+  return attention == Attention::flash ? "flash" : "eager";
+}
+
+std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std::uint64_t s,
+                                                       std::uint64_t b, Checkpointing checkpointing,
+                                                       Attention attention) {
+  using u128 = unsigned __int128;
+  // A rough size first (an overestimate), so that the exact sums below cannot wrap 128 bits.
+  const long double rough =
+      static_cast<long double>(s) * b *
+      (64.0L * c.hidden + 8.0L * c.heads * s + 8.0L * c.intermediate * (c.experts_per_token + 1) +
+       6.0L * c.experts + 8.0L * c.heads * c.head_dim + 16.0L * c.kv_heads * c.head_dim +
+       10.0L * c.vocab) *
+      (c.layers + 1.0L);
+  if (!(rough < 1e36L)) return std::nullopt;  // far beyond 64 bits either way
+  const u128 sb = u128(s) * b, h = c.hidden, a = c.heads, I = c.intermediate;
+  const u128 q = u128(c.heads) * c.head_dim, k = u128(c.kv_heads) * c.head_dim;
+  const u128 norms = 2 * 2 * sb * h;
+  u128 attention_bytes = 2 * sb * h + 2 * sb * (q + 2 * k) + 2 * sb * q;
+  u128 scores = 0;  // the s² terms
+  if (attention == Attention::eager) {
+    scores = 2 * a * s * sb + (c.attention_dropout ? 3 * a * s * sb : 0);
+  } else {
+    attention_bytes += 4 * a * sb;
+  }
+  const u128 expert = c.gated_mlp ? 2 * sb * h + 8 * sb * I : 2 * sb * h + 4 * sb * I;
+  const u128 mlp = c.experts > 0 ? u128(c.experts_per_token) * expert + 6 * sb * c.experts : expert;
+  const u128 masks = c.hidden_dropout ? 2 * sb * h : 0;
+  const u128 per_layer_no_scores = norms + attention_bytes + mlp + masks;
+  const u128 per_layer = per_layer_no_scores + scores;
+  u128 layers = 0;
+  switch (checkpointing) {
+    case Checkpointing::none:
+      layers = per_layer * c.layers;
+      break;
+    case Checkpointing::selective:
+      layers = per_layer_no_scores * c.layers;
+      break;
+    case Checkpointing::full:
+      layers = 2 * sb * h * c.layers + per_layer;
+      break;
+  }
+  const u128 outside = 2 * sb * h + 10 * sb * c.vocab;
+  const u128 total = layers + outside;
+  if (total > UINT64_MAX) return std::nullopt;
+  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(outside),
+                          std::uint64_t(total)};
 }
 
 namespace {

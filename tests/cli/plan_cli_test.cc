@@ -200,6 +200,16 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "46,702,792,704 parameters, 12,879,925,248 active per token")) << r.out;
 
+  // Its activations from --seq-len and --micro-batch: at s = 2048, b = 1 with full
+  // checkpointing and flash attention, 32 layer inputs (2sbh each) and one layer recomputed
+  // (344,195,072 B) are 881,065,984 B; the logits and the loss (10 bytes x 2048 x 128256) and
+  // the final norm's input 2,643,460,096 B: the vocabulary outweighs every layer.
+  const auto act = plan_json(
+      "--model llama-3-8b --gpus 8 --seq-len 2048 --micro-batch 1 --checkpointing full "
+      "--attention flash");
+  EXPECT_EQ(act["activation_bytes"].get<std::uint64_t>(), 881'065'984u + 2'643'460'096u);
+  EXPECT_TRUE(has(act["activations_source"].get<std::string>(), "flash attention"));
+
   // Every catalogue model is listed with its count.
   const Result list = zerodp("plan --list-models");
   EXPECT_EQ(list.status, 0);
@@ -249,6 +259,13 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --model gpt2 --model-config c.json", "--model: not with --model-config"},
       {"plan --model-config /nonexistent/config.json", "--model-config: cannot read"},
       {"plan --model llama-3-8b --layers 32", "--layers: not with --model"},
+      {"plan --model gpt2 --seq-len 1024", "--micro-batch: required with the other"},
+      {"plan --model gpt2 --checkpointing full", "--checkpointing: needs --seq-len"},
+      {"plan --model gpt2 --seq-len 8 --micro-batch 1 --attention paged",
+       "--attention: expected eager or flash"},
+      {"plan --params 1e9 --attention flash", "--attention: applies to --model"},
+      {"plan --model gpt2 --seq-len 8 --micro-batch 1 --activations 1GB",
+       "--activations: not with --seq-len"},
       {"plot --max-gpus 64 --out x.svg", "--params: required"},
       {"plot --params 1e9", "--out: required"},
       {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},

@@ -95,3 +95,69 @@ TEST(ModelParams, BadConfigsAreOneLineErrorsNamingTheField) {
 
 }  // namespace
 }  // namespace zerodp::plan
+
+namespace zerodp::plan {
+namespace {
+
+TEST(ModelActivations, GptTwosShapeIsKorthikantisFormula) {
+  // GPT-2 (dropout 0.1, eager attention, q = k = h, I = 4h): its layers keep exactly
+  // 34sbh + 5as²b each, as plan_activations.h computes for the same shape.
+  const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
+  const TransformerShape shape{12, 768, 12, 1024, 4};
+  for (Checkpointing ck : {Checkpointing::none, Checkpointing::selective}) {
+    const auto mine = model_activation_bytes(gpt2, 1024, 4, ck, Attention::eager);
+    ASSERT_TRUE(mine.has_value());
+    EXPECT_EQ(mine->layers, *activation_bytes(shape, ck)) << checkpointing_name(ck);
+    // Outside the layers: the final norm's input and 10 bytes per logit.
+    EXPECT_EQ(mine->logits_and_loss, 2u * 4096 * 768 + 10u * 4096 * 50257);
+    EXPECT_EQ(mine->total, mine->layers + mine->logits_and_loss);
+  }
+  // Full checkpointing: each layer's input, and one layer recomputed at a time in backward.
+  const auto full = model_activation_bytes(gpt2, 1024, 4, Checkpointing::full, Attention::eager);
+  const auto none = model_activation_bytes(gpt2, 1024, 4, Checkpointing::none, Attention::eager);
+  EXPECT_EQ(full->layers, *activation_bytes(shape, Checkpointing::full) + none->per_layer);
+  // Flash attention keeps no s² scores (5as²b) but a fp32 log-sum-exp per row (4asb).
+  const auto flash = model_activation_bytes(gpt2, 1024, 4, Checkpointing::none, Attention::flash);
+  EXPECT_EQ(none->per_layer - flash->per_layer, 5u * 12 * 1024 * 1024 * 4 - 4u * 12 * 1024 * 4);
+}
+
+TEST(ModelActivations, ASmallLlamaByHand) {
+  // s = 4, b = 2 (sb = 8), h = 8, 4 heads of 2 (q = 8), 2 kv heads (k = 4), I = 16, vocab 10,
+  // no dropout, eager: norms 4·8·8 = 256; attention 2·8·8 + 2·8·(8 + 8) + 2·8·8 = 512, scores
+  // 2·4·4·8 = 256; gated MLP 2·8·8 + 8·8·16 = 1152. Per layer 2176, two layers 4352; outside
+  // 2·8·8 + 10·8·10 = 928.
+  const ModelConfig c = parse_model_config(
+      R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 16})",
+      "test");
+  const auto a = model_activation_bytes(c, 4, 2, Checkpointing::none, Attention::eager);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->per_layer, 2176u);
+  EXPECT_EQ(a->layers, 4352u);
+  EXPECT_EQ(a->logits_and_loss, 928u);
+  EXPECT_EQ(a->total, 5280u);
+}
+
+TEST(ModelActivations, AMixtureKeepsTheActiveExpertsAndTheRouter) {
+  // Mixtral: each token's MLP activations in 2 experts, and 6sbE for the router: the layer's
+  // MLP part is 2 (2sbh + 8sbI) + 6sb·8 against a dense model's 2sbh + 8sbI.
+  const ModelConfig moe = parse_model_config(find_model("mixtral-8x7b")->config_json, "m");
+  ModelConfig dense = moe;
+  dense.experts = dense.experts_per_token = 0;
+  const std::uint64_t sb = 512, expert = 2 * sb * 4096 + 8 * sb * 14336;
+  const auto a = model_activation_bytes(moe, 512, 1, Checkpointing::none, Attention::flash);
+  const auto d = model_activation_bytes(dense, 512, 1, Checkpointing::none, Attention::flash);
+  EXPECT_EQ(a->per_layer - d->per_layer, expert + 6 * sb * 8);
+}
+
+TEST(ModelActivations, SizesBeyondSixtyFourBitsAreRefused) {
+  const ModelConfig c = parse_model_config(find_model("llama-3-70b")->config_json, "l");
+  EXPECT_FALSE(
+      model_activation_bytes(c, 1ull << 40, 1ull << 40, Checkpointing::none, Attention::eager)
+          .has_value());
+  EXPECT_TRUE(
+      model_activation_bytes(c, 8192, 1, Checkpointing::none, Attention::eager).has_value());
+}
+
+}  // namespace
+}  // namespace zerodp::plan
