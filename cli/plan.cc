@@ -59,6 +59,14 @@ plan::Checkpointing parse_checkpointing(const std::string& text) {
   return plan::Checkpointing::none;
 }
 
+// --activations, when given, in bytes.
+void read_given_activations(const PlanFlags& f, plan::PlanInputs& in) {
+  if (f.activations.empty()) return;
+  in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
+  in.activations_given = true;
+  in.activations_source = "given";
+}
+
 plan::Attention parse_attention(const std::string& text) {
   if (text == "flash") return plan::Attention::flash;
   if (!text.empty() && text != "eager") {
@@ -77,10 +85,7 @@ void read_model_activations(const PlanFlags& f, const plan::ModelConfig& config,
         throw UsageError(std::string(flag) + ": needs --seq-len and --micro-batch");
       }
     }
-    if (f.activations.empty()) return;
-    in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
-    in.activations_given = true;
-    in.activations_source = "given";
+    read_given_activations(f, in);
     return;
   }
   if (!f.activations.empty()) {
@@ -132,10 +137,7 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
       throw UsageError(std::string("--checkpointing: needs the transformer shape (") + kShapeFlags +
                        ")");
     }
-    if (f.activations.empty()) return;
-    in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
-    in.activations_given = true;
-    in.activations_source = "given";
+    read_given_activations(f, in);
     return;
   }
   if (!f.activations.empty()) {

@@ -71,6 +71,9 @@ std::string format_bytes(std::uint64_t bytes, bool binary = false);
 // otherwise three significant digits ("3.26M").
 std::string format_count(std::uint64_t count);
 
+// An exact whole number with thousands separators: 8,030,261,248.
+std::string format_with_commas(std::uint64_t n);
+
 // Seconds with a unit that keeps two decimals meaningful: "6.87 s", "250.00 ms", "40.00 us".
 std::string format_seconds(double seconds);
 

@@ -270,6 +270,16 @@ std::string format_bytes(std::uint64_t bytes, bool binary) {
   return format_bytes_in(bytes, unit, decimals);
 }
 
+std::string format_with_commas(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string format_count(std::uint64_t count) {
   static constexpr std::pair<std::uint64_t, char> kSuffixes[] = {
       {1'000'000'000'000ull, 'T'}, {1'000'000'000ull, 'B'}, {1'000'000ull, 'M'}, {1'000ull, 'K'}};

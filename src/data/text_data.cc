@@ -9,6 +9,7 @@
 
 #include "zerodp/error.h"
 #include "zerodp/rng.h"
+#include "zerodp/units.h"
 
 namespace zerodp::data {
 
@@ -16,15 +17,6 @@ namespace {
 
 // Sub-stream of the seed that draws train windows (model units use small stream numbers).
 constexpr std::uint64_t kTrainWindowStream = 0x747261696e5f7769ULL;  // "train_wi"
-
-std::string with_commas(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::size_t validation_bytes_of(std::size_t n, int percent) {
   return static_cast<std::size_t>(static_cast<unsigned __int128>(n) * percent / 100);
@@ -109,11 +101,12 @@ TextData::TextData(std::vector<std::uint8_t> bytes, std::size_t seq_len, int val
                      std::to_string(validation_percent));
   }
   if (!splits_fit(bytes_.size(), window_bytes(), validation_percent)) {
-    throw Error(source_ + " has " + with_commas(bytes_.size()) + " bytes; --seq-len " +
-                std::to_string(seq_len) + " with a " + std::to_string(validation_percent) +
-                " % validation split needs at least " +
-                with_commas(minimum_bytes(window_bytes(), validation_percent)) + " (" +
-                with_commas(window_bytes()) + " bytes, one window, in each split)");
+    throw Error(source_ + " has " + units::format_with_commas(bytes_.size()) +
+                " bytes; --seq-len " + std::to_string(seq_len) + " with a " +
+                std::to_string(validation_percent) + " % validation split needs at least " +
+                units::format_with_commas(minimum_bytes(window_bytes(), validation_percent)) +
+                " (" + units::format_with_commas(window_bytes()) +
+                " bytes, one window, in each split)");
   }
   validation_bytes_ = validation_bytes_of(bytes_.size(), validation_percent);
 }
@@ -154,9 +147,10 @@ void TextData::window(Split split, std::uint64_t seed, std::uint64_t i,
 std::string TextData::describe() const {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes_)));
-  return printable(source_) + ": " + with_commas(bytes_.size()) + " bytes, fnv1a64 " + hash +
-         ", train " + with_commas(train_bytes()) + " / validation " +
-         with_commas(validation_bytes_) + " (last " + std::to_string(validation_percent_) + " %)";
+  return printable(source_) + ": " + units::format_with_commas(bytes_.size()) + " bytes, fnv1a64 " +
+         hash + ", train " + units::format_with_commas(train_bytes()) + " / validation " +
+         units::format_with_commas(validation_bytes_) + " (last " +
+         std::to_string(validation_percent_) + " %)";
 }
 
 }  // namespace zerodp::data

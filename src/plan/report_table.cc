@@ -59,16 +59,6 @@ std::uint64_t largest(const PlanReport& report, T field) {
   return most;
 }
 
-// An exact count with thousands separators: 8,030,261,248.
-std::string grouped(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string header(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
@@ -79,9 +69,10 @@ std::string header(const PlanReport& report, bool binary) {
   if (in.model) {
     const ModelParams& p = in.model->params;
     out += "model: " + in.model->name + " (" + in.model->model_type + ", " + in.model->source +
-           "): " + grouped(p.params) + " parameters";
-    if (p.active_params != p.params) out += ", " + grouped(p.active_params) + " active per token";
-    out += "; largest layer " + grouped(p.largest_layer_params) + "\n";
+           "): " + units::format_with_commas(p.params) + " parameters";
+    if (p.active_params != p.params)
+      out += ", " + units::format_with_commas(p.active_params) + " active per token";
+    out += "; largest layer " + units::format_with_commas(p.largest_layer_params) + "\n";
   }
   const BytesPerParam& b = in.bpp;
   out += "bytes per param: " + std::to_string(b.params) + " params + " + std::to_string(b.grads) +
