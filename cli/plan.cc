@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "command.h"
 #include "plan_options.h"
 #include "zerodp/error.h"
 #include "zerodp/plan_activations.h"
+#include "zerodp/plan_deepspeed.h"
 #include "zerodp/plan_report.h"
 #include "zerodp/units.h"
 
@@ -20,6 +23,7 @@ namespace {
 struct PlanFlags {
   std::string params, gpus, gpu_memory, activations, round_to;
   std::string model, model_config, attention;
+  std::string estimator, largest_layer, gpus_per_node, nodes;
   bool list_models = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
@@ -219,6 +223,119 @@ void list_models() {
   }
 }
 
+// --estimator deepspeed: what DeepSpeed's estimators print for the same model and GPUs.
+struct DeepSpeedRun {
+  std::uint64_t params = 0, largest_layer = 0;
+  int gpus_per_node = 1, nodes = 1;
+};
+
+std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs& in) {
+  if (f.estimator.empty()) {
+    for (const auto& [flag, text] : {std::pair{"--largest-layer", &f.largest_layer},
+                                     {"--gpus-per-node", &f.gpus_per_node},
+                                     {"--nodes", &f.nodes}}) {
+      if (!text->empty()) throw UsageError(std::string(flag) + ": needs --estimator deepspeed");
+    }
+    return std::nullopt;
+  }
+  if (f.estimator != "deepspeed") {
+    throw UsageError("--estimator: expected deepspeed, got " + quote(f.estimator));
+  }
+  if (!in.params) {
+    throw UsageError("--params: required with --estimator deepspeed (or --model, --model-config)");
+  }
+  DeepSpeedRun run;
+  run.params = *in.params;
+  if (!f.gpus_per_node.empty()) {
+    run.gpus_per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
+  }
+  if (!f.nodes.empty()) run.nodes = parse_gpu_count(f.nodes, "--nodes", 1, 1 << 20);
+  if (!f.largest_layer.empty()) {
+    if (in.model) {
+      throw UsageError("--largest-layer: not with --model or --model-config, which give it");
+    }
+    run.largest_layer = units::parse_count(f.largest_layer, "--largest-layer");
+    if (run.largest_layer > run.params) {
+      throw UsageError("--largest-layer: expected at most --params (" +
+                       units::format_count(run.params) + "), got " + quote(f.largest_layer));
+    }
+  } else if (in.model) {
+    run.largest_layer = in.model->params.largest_layer_params;
+  } else {
+    throw UsageError(
+        "--largest-layer: required with --estimator deepspeed and --params (ZeRO-3's estimate "
+        "counts the largest layer), a count such as 65M");
+  }
+  const std::uint64_t gpus = std::uint64_t(run.gpus_per_node) * run.nodes;
+  if (in.gpus && std::uint64_t(*in.gpus) != gpus) {
+    throw UsageError("--gpus: " + std::to_string(*in.gpus) + " is not --gpus-per-node x --nodes (" +
+                     std::to_string(gpus) + "); give one or the other");
+  }
+  if (gpus > INT_MAX)
+    throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
+  in.gpus = static_cast<int>(gpus);
+  return run;
+}
+
+std::string deepspeed_section(const DeepSpeedRun& ds, const plan::PlanReport& report) {
+  std::string out =
+      "\nDeepSpeed's estimate, as DeepSpeed v0.16.4 prints it "
+      "(estimate_zero2/3_model_states_mem_needs_all_cold):\n\n";
+  out += plan::deepspeed_zero2_text(ds.params, ds.gpus_per_node, ds.nodes);
+  out += "\n";
+  out += plan::deepspeed_zero3_text(ds.params, ds.largest_layer, ds.gpus_per_node, ds.nodes);
+  const auto gb = [](std::uint64_t b) { return units::format_bytes(b); };
+  const plan::StageReport& z2 = report.stages[2];
+  const plan::StageReport& z3 = report.stages[3];
+  out += "\nzerodp for the same model on " + std::to_string(*report.inputs.gpus) +
+         " GPUs, without offload: ZeRO-2 " + gb(*z2.model_state_bytes) + ", ZeRO-3 " +
+         gb(*z3.model_state_bytes) +
+         " of model state per GPU (GB = 1e9 bytes; DeepSpeed's GB "
+         "is 2^30). Where the figures differ:\n";
+  out +=
+      "  - bytes per parameter: DeepSpeed's sharded part is 18 (16-bit and fp32 gradients, "
+      "2 + 4; fp32 master, 4; Adam's m and v, 8: its code's comment) beside the 16-bit params "
+      "(2); zerodp counts " +
+      std::to_string(report.inputs.bpp.total()) + " (" + report.inputs.bpp_source + ": " +
+      std::to_string(report.inputs.bpp.params) + " params + " +
+      std::to_string(report.inputs.bpp.grads) + " grads + " +
+      std::to_string(report.inputs.bpp.optimizer) +
+      " optimizer), the seed's convention, with no fp32 copy of the gradients;\n";
+  out += "  - ZeRO-3: DeepSpeed adds 4 x the largest layer (" +
+         units::format_count(ds.largest_layer) +
+         " params) for a layer gathered whole; zerodp's model state has no such term (its "
+         "engine's gathered units are in `train --dry-run`'s peak);\n";
+  out +=
+      "  - neither side counts activations or buffers here: DeepSpeed's cold estimate is "
+      "model states only; zerodp adds activations with --activations or --seq-len.\n";
+  return out;
+}
+
+nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds) {
+  nlohmann::ordered_json j;
+  j["version"] = "DeepSpeed v0.16.4, estimate_zero2/3_model_states_mem_needs_all_cold";
+  j["gpus_per_node"] = ds.gpus_per_node;
+  j["nodes"] = ds.nodes;
+  j["largest_layer_params"] = ds.largest_layer;
+  j["zero2"] = nlohmann::ordered_json::array();
+  for (const plan::DeepSpeedRow& r :
+       plan::deepspeed_zero2_cold(ds.params, ds.gpus_per_node, ds.nodes)) {
+    j["zero2"].push_back({{"offload_optimizer", r.offload_optimizer},
+                          {"cpu_bytes", r.cpu_bytes},
+                          {"gpu_bytes", r.gpu_bytes}});
+  }
+  j["zero3"] = nlohmann::ordered_json::array();
+  for (const plan::DeepSpeedRow& r :
+       plan::deepspeed_zero3_cold(ds.params, ds.largest_layer, ds.gpus_per_node, ds.nodes)) {
+    j["zero3"].push_back({{"offload_optimizer", r.offload_optimizer},
+                          {"offload_params", r.offload_param},
+                          {"zero_init", *r.zero_init},
+                          {"cpu_bytes", r.cpu_bytes},
+                          {"gpu_bytes", r.gpu_bytes}});
+  }
+  return j;
+}
+
 plan::PlanInputs read_inputs(const PlanFlags& f) {
   plan::PlanInputs in;
   const ModelBytes model = parse_precision_flags(f.model_bytes);
@@ -271,6 +388,13 @@ void add_plan_command(CLI::App& root) {
       "parameter count",
       "FILE");
   cmd->add_flag("--list-models", f.list_models, "list the models --model knows, and exit");
+  opt("--estimator", f.estimator,
+      "deepspeed: also print DeepSpeed's own ZeRO-2/3 estimate for the same model and GPUs",
+      "NAME");
+  opt("--largest-layer", f.largest_layer,
+      "with --estimator and --params: the largest layer's parameters (ZeRO-3's estimate)", "COUNT");
+  opt("--gpus-per-node", f.gpus_per_node, "with --estimator: GPUs per node [1]", "N");
+  opt("--nodes", f.nodes, "with --estimator: nodes [1]", "K");
   opt("--gpus", f.gpus, "data-parallel GPUs N (ranks)", "N");
   opt("--gpu-memory", f.gpu_memory, "memory per GPU: 80GB, 24GiB", "BYTES");
   opt("--activations", f.activations, "activation memory per GPU: 12GB", "BYTES");
@@ -302,11 +426,20 @@ void add_plan_command(CLI::App& root) {
       list_models();
       return;
     }
-    const plan::PlanReport report = plan::make_plan(read_inputs(*flags));
+    plan::PlanInputs inputs = read_inputs(*flags);
+    const std::optional<DeepSpeedRun> ds = read_estimator(*flags, inputs);
+    const plan::PlanReport report = plan::make_plan(inputs);
     if (flags->json) {
-      std::printf("%s\n", plan::plan_json(report).c_str());
+      if (!ds) {
+        std::printf("%s\n", plan::plan_json(report).c_str());
+        return;
+      }
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(plan::plan_json(report));
+      j["deepspeed"] = deepspeed_json(*ds);
+      std::printf("%s\n", j.dump(2).c_str());
     } else {
       std::fputs(plan::plan_table(report, flags->binary).c_str(), stdout);
+      if (ds) std::fputs(deepspeed_section(*ds, report).c_str(), stdout);
     }
   });
 }

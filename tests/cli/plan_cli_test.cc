@@ -218,6 +218,38 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
   }
 }
 
+TEST(PlanCli, DeepSpeedsEstimateBesideThePlan) {
+  // memory.rst's model (2851e6 params, 32e6 in its largest layer) on one node of 8 GPUs:
+  // DeepSpeed v0.16.4's text, then zerodp's figures and the differences.
+  const Result r =
+      zerodp("plan --params 2851e6 --largest-layer 32e6 --gpus-per-node 8 --estimator deepspeed");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "HW: Setup with 1 node, 8 GPUs per node.\n"
+                  "SW: Model with 2851M total params, 32M largest layer params.\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "  127.45GB |  11.28GB | offload_optimizer=none\n")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "    1.43GB |   6.09GB | offload_param=none, offload_optimizer=none, "
+                  "zero_init=1\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "ZeRO-2 10.7 GB, ZeRO-3 5.70 GB of model state per GPU")) << r.out;
+
+  // JSON: the rows in bytes, six for ZeRO-3; with a model, its largest layer.
+  const auto j = plan_json("--model llama-3-8b --gpus-per-node 8 --nodes 2 --estimator deepspeed");
+  ASSERT_EQ(j["deepspeed"]["zero2"].size(), 2u);
+  ASSERT_EQ(j["deepspeed"]["zero3"].size(), 6u);
+  EXPECT_EQ(j["inputs"]["gpus"].get<int>(), 16);
+  EXPECT_EQ(j["deepspeed"]["largest_layer_params"].get<std::uint64_t>(), 128'256u * 4096);
+  // ZeRO-3, nothing offloaded: 4 x the largest layer + int(18 params / 16) per GPU.
+  const auto& last = j["deepspeed"]["zero3"][5];
+  EXPECT_EQ(last["offload_params"], "none");
+  EXPECT_EQ(last["offload_optimizer"], "none");
+  EXPECT_EQ(last["zero_init"], false);
+  EXPECT_EQ(last["gpu_bytes"].get<std::uint64_t>(), 4u * 128'256 * 4096 + 18u * 8'030'261'248 / 16);
+  EXPECT_FALSE(plan_json("--params 1e9 --gpus 8").contains("deepspeed"));
+}
+
 TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
   const BadInput cases[] = {
       {"plan", "--params: required"},
@@ -266,6 +298,14 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1e9 --attention flash", "--attention: applies to --model"},
       {"plan --model gpt2 --seq-len 8 --micro-batch 1 --activations 1GB",
        "--activations: not with --seq-len"},
+      {"plan --params 1B --estimator ds", "--estimator: expected deepspeed"},
+      {"plan --params 1B --estimator deepspeed", "--largest-layer: required"},
+      {"plan --params 1B --nodes 2", "--nodes: needs --estimator deepspeed"},
+      {"plan --params 1B --largest-layer 2B --estimator deepspeed",
+       "--largest-layer: expected at most --params"},
+      {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 8",
+       "--gpus: 4 is not --gpus-per-node x --nodes (8)"},
+      {"plan --estimator deepspeed --gpus-per-node 8", "--params: required with --estimator"},
       {"plot --max-gpus 64 --out x.svg", "--params: required"},
       {"plot --params 1e9", "--out: required"},
       {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},
