@@ -24,6 +24,7 @@ struct PlanFlags {
   std::string params, gpus, gpu_memory, activations, round_to;
   std::string model, model_config, attention;
   std::string estimator, largest_layer, gpus_per_node, nodes;
+  std::string offload_optimizer, offload_params;
   bool list_models = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
@@ -229,12 +230,33 @@ struct DeepSpeedRun {
   int gpus_per_node = 1, nodes = 1;
 };
 
+plan::OffloadDevice parse_offload(const std::string& text, const char* flag) {
+  if (text.empty() || text == "none") return plan::OffloadDevice::none;
+  if (text == "cpu") return plan::OffloadDevice::cpu;
+  if (text == "nvme") return plan::OffloadDevice::nvme;
+  throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + quote(text));
+}
+
+// --gpus-per-node for the offload's per-node figures (the estimator reads it too).
+void read_offload_nodes(const PlanFlags& f, plan::PlanInputs& in) {
+  if (f.gpus_per_node.empty() || !in.offload.any()) return;
+  in.gpus_per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
+  if (in.gpus && *in.gpus_per_node > *in.gpus) {
+    throw UsageError("--gpus-per-node: expected at most --gpus (" + std::to_string(*in.gpus) +
+                     "), got " + quote(f.gpus_per_node));
+  }
+}
+
 std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs& in) {
   if (f.estimator.empty()) {
-    for (const auto& [flag, text] : {std::pair{"--largest-layer", &f.largest_layer},
-                                     {"--gpus-per-node", &f.gpus_per_node},
-                                     {"--nodes", &f.nodes}}) {
+    for (const auto& [flag, text] :
+         {std::pair{"--largest-layer", &f.largest_layer}, {"--nodes", &f.nodes}}) {
       if (!text->empty()) throw UsageError(std::string(flag) + ": needs --estimator deepspeed");
+    }
+    if (!f.gpus_per_node.empty() && !in.offload.any()) {
+      throw UsageError(
+          "--gpus-per-node: needs --estimator deepspeed or --offload-optimizer/--offload-params "
+          "(it sets their per-node figures)");
     }
     return std::nullopt;
   }
@@ -274,6 +296,7 @@ std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs&
   if (gpus > INT_MAX)
     throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
   in.gpus = static_cast<int>(gpus);
+  in.gpus_per_node = run.gpus_per_node;
   return run;
 }
 
@@ -342,6 +365,8 @@ plan::PlanInputs read_inputs(const PlanFlags& f) {
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
+  in.offload.optimizer = parse_offload(f.offload_optimizer, "--offload-optimizer");
+  in.offload.params = parse_offload(f.offload_params, "--offload-params");
   plan::ModelConfig config;
   in.model = read_model(f, config);
   if (in.model) in.params = in.model->params.params;
@@ -393,7 +418,12 @@ void add_plan_command(CLI::App& root) {
       "NAME");
   opt("--largest-layer", f.largest_layer,
       "with --estimator and --params: the largest layer's parameters (ZeRO-3's estimate)", "COUNT");
-  opt("--gpus-per-node", f.gpus_per_node, "with --estimator: GPUs per node [1]", "N");
+  opt("--offload-optimizer", f.offload_optimizer,
+      "none (default), cpu or nvme: the optimizer states leave the GPU (ZeRO-1, 2, 3)", "DEVICE");
+  opt("--offload-params", f.offload_params,
+      "none (default), cpu or nvme: the 16-bit params leave the GPU (ZeRO-3)", "DEVICE");
+  opt("--gpus-per-node", f.gpus_per_node,
+      "GPUs per node, for --estimator [1] and the offload's host memory per node", "N");
   opt("--nodes", f.nodes, "with --estimator: nodes [1]", "K");
   opt("--gpus", f.gpus, "data-parallel GPUs N (ranks)", "N");
   opt("--gpu-memory", f.gpu_memory, "memory per GPU: 80GB, 24GiB", "BYTES");
@@ -428,6 +458,7 @@ void add_plan_command(CLI::App& root) {
     }
     plan::PlanInputs inputs = read_inputs(*flags);
     const std::optional<DeepSpeedRun> ds = read_estimator(*flags, inputs);
+    read_offload_nodes(*flags, inputs);
     const plan::PlanReport report = plan::make_plan(inputs);
     if (flags->json) {
       if (!ds) {

@@ -13,9 +13,11 @@
 //    "model" (with --model or --model-config: "name", "source", "model_type", "params",
 //    "active_params", "largest_layer_params", "embedding_params", "per_layer_params"; else
 //    null), "bytes_per_param", "activation_bytes", "budget_bytes", "stages" (four objects with
-//    "stage", "name", "model_state_bytes", "total_bytes", "floor_bytes", "savings_vs_dp",
-//    "fits", "min_gpus", "max_params", "comm_bytes_per_gpu" {"seed", "ring"},
-//    "comm_seconds", "exposed_seconds", "efficiency"), "cheapest_fitting_stage",
+//    "stage", "name", "model_state_bytes" (on the GPU), "total_bytes", "floor_bytes",
+//    "savings_vs_dp", "fits", "min_gpus", "max_params", "comm_bytes_per_gpu" {"seed", "ring"},
+//    "comm_seconds", "exposed_seconds", "efficiency", "offload": null or {"host_bytes_per_gpu",
+//    "host_bytes_per_node", "nvme_bytes_per_gpu", "nvme_bytes_per_node",
+//    "pcie_to_host_bytes_per_step", "pcie_to_gpu_bytes_per_step"}), "cheapest_fitting_stage",
 //    "comm_ratio_zero3_to_dp" {"seed", "ring"}, "activations_dominate", "notes". Bytes,
 //    seconds and fractions are plain numbers; null where the inputs do not determine a value.
 //  - Pure: no I/O; the caller prints.
@@ -31,6 +33,7 @@
 #include "zerodp/plan_efficiency.h"
 #include "zerodp/plan_memory.h"
 #include "zerodp/plan_model.h"
+#include "zerodp/plan_offload.h"
 
 namespace zerodp::plan {
 
@@ -62,6 +65,8 @@ struct PlanInputs {
   std::string activations_flag = "--activations";  // the flag(s) they came from
   std::string activations_source;                  // how they were obtained, for people
 
+  Offload offload;                               // --offload-optimizer, --offload-params
+  std::optional<int> gpus_per_node;              // --gpus-per-node: host memory per node
   std::optional<std::uint64_t> round_to;         // --round-to: node size for min N
   Directions seed_directions = Directions::one;  // --count-both-directions
 
@@ -86,6 +91,10 @@ struct StageReport {
   std::optional<std::uint64_t> comm_ring;          // ring column, busiest rank
   std::optional<StepTime> time;                    // given compute inputs
   std::optional<std::uint64_t> time_comm_bytes;    // the volume the time was computed from
+  // With offload that applies at this stage (plan_offload.h): model_state_bytes, floor_bytes,
+  // fits and min_gpus are then what stays on the GPU, and this is the rest, at N.
+  bool offloaded = false;
+  std::optional<OffloadBytes> offload;
 };
 
 struct PlanReport {

@@ -87,10 +87,14 @@ PlanReport make_plan(const PlanInputs& in) {
   for (Stage stage : kStages) {
     StageReport& s = report.stages[stage_number(stage)];
     s.stage = stage;
+    // What stays on the GPU: offload takes states off it, the network moves the same bytes.
+    const BytesPerParam gpu = gpu_bytes_per_param(in.bpp, in.offload, stage);
+    s.offloaded = offload_applies(in.offload, stage);
     if (in.params) {
-      s.floor_bytes = floor_bytes(*in.params, stage, in.bpp);
+      s.floor_bytes = floor_bytes(*in.params, stage, gpu);
       if (in.gpus) {
-        s.model_state_bytes = model_state_bytes(*in.params, *in.gpus, stage, in.bpp);
+        s.model_state_bytes = model_state_bytes(*in.params, *in.gpus, stage, gpu);
+        s.offload = offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
         s.total_bytes = *s.model_state_bytes + in.activation_bytes;
         s.comm_seed = seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
         s.comm_ring = ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
@@ -98,10 +102,10 @@ PlanReport make_plan(const PlanInputs& in) {
       }
       if (report.budget) {
         s.min_gpus_asked = true;
-        s.min_gpus = min_gpus(*in.params, stage, in.bpp, *report.budget, in.round_to.value_or(1));
+        s.min_gpus = min_gpus(*in.params, stage, gpu, *report.budget, in.round_to.value_or(1));
       }
     } else if (in.gpus && report.budget) {
-      s.max_params = max_params(*in.gpus, stage, in.bpp, *report.budget);
+      s.max_params = max_params(*in.gpus, stage, gpu, *report.budget);
     }
     if (in.compute_seconds) {
       if (in.comm_bytes) {

@@ -20,7 +20,7 @@ const char* convention_name(const PlanInputs& in) {
   return in.time_convention == CommConvention::seed ? "seed" : "ring";
 }
 
-json stage_json(const StageReport& s) {
+json stage_json(const StageReport& s, const PlanInputs& in) {
   json j;
   j["stage"] = stage_number(s.stage);
   j["name"] = std::string(stage_name(s.stage));
@@ -36,6 +36,20 @@ json stage_json(const StageReport& s) {
   j["hidden_seconds"] = s.time ? json(s.time->hidden_seconds) : json(nullptr);
   j["exposed_seconds"] = s.time ? json(s.time->exposed_seconds) : json(nullptr);
   j["efficiency"] = s.time ? json(s.time->efficiency) : json(nullptr);
+  if (s.offload) {
+    const OffloadBytes& o = *s.offload;
+    const auto per_node = [&](std::uint64_t b) {
+      return in.gpus_per_node ? json(b * std::uint64_t(*in.gpus_per_node)) : json(nullptr);
+    };
+    j["offload"] = {{"host_bytes_per_gpu", o.host_bytes},
+                    {"host_bytes_per_node", per_node(o.host_bytes)},
+                    {"nvme_bytes_per_gpu", o.nvme_bytes},
+                    {"nvme_bytes_per_node", per_node(o.nvme_bytes)},
+                    {"pcie_to_host_bytes_per_step", o.pcie_to_host_per_step},
+                    {"pcie_to_gpu_bytes_per_step", o.pcie_to_gpu_per_step}};
+  } else {
+    j["offload"] = nullptr;
+  }
   return j;
 }
 
@@ -51,6 +65,9 @@ std::string plan_json(const PlanReport& report) {
       {"gpu_memory_bytes", or_null(in.gpu_memory)},
       {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},
       {"round_to", or_null(in.round_to)},
+      {"offload_optimizer", std::string(offload_device_name(in.offload.optimizer))},
+      {"offload_params", std::string(offload_device_name(in.offload.params))},
+      {"gpus_per_node", or_null(in.gpus_per_node)},
       {"count_both_directions", in.seed_directions == Directions::both},
       {"compute_seconds", or_null(in.compute_seconds)},
       {"bandwidth_bytes_per_second", or_null(in.bandwidth)},
@@ -80,7 +97,7 @@ std::string plan_json(const PlanReport& report) {
   j["activations_source"] = in.activations_given ? json(in.activations_source) : json(nullptr);
   j["budget_bytes"] = or_null(report.budget);
   j["stages"] = json::array();
-  for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s));
+  for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s, in));
   j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);
   j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},
                                  {"ring", or_null(report.comm_ratio_ring)}};

@@ -82,6 +82,12 @@ std::string header(const PlanReport& report, bool binary) {
     out += "activations: " + bytes(in.activation_bytes) + " per GPU (" + in.activations_source +
            "; not sharded by ZeRO)\n";
   }
+  if (in.offload.any()) {
+    out += "offload: optimizer states to " +
+           std::string(offload_device_name(in.offload.optimizer)) + " (ZeRO-1, 2, 3), params to " +
+           std::string(offload_device_name(in.offload.params)) +
+           " (ZeRO-3); model state is what stays on the GPU\n";
+  }
   if (report.budget) {
     out += "GPU memory: " + bytes(*in.gpu_memory) +
            (in.activations_given ? " - activations " + bytes(in.activation_bytes) : "") +
@@ -191,6 +197,34 @@ void add_comm_columns(std::vector<Column>& columns, const PlanReport& report, bo
   }
 }
 
+// Where the offloaded state goes and what crosses PCIe, per stage it applies to.
+std::string offload_table(const PlanReport& report, bool binary) {
+  const int per_node = report.inputs.gpus_per_node.value_or(0);
+  auto field = [binary](std::uint64_t OffloadBytes::*f) {
+    return [binary, f](const S& s) {
+      return s.offload ? units::format_bytes((*s.offload).*f, binary) : std::string("-");
+    };
+  };
+  std::vector<Column> columns = {
+      {"offload at N", [](const S& s) { return std::string(stage_name(s.stage)); }},
+      {"host/GPU", field(&OffloadBytes::host_bytes)}};
+  if (per_node > 0) {
+    columns.push_back(
+        {"host/node (" + std::to_string(per_node) + " GPUs)", [binary, per_node](const S& s) {
+           return s.offload ? units::format_bytes(s.offload->host_bytes * per_node, binary)
+                            : std::string("-");
+         }});
+  }
+  columns.push_back({"NVMe/GPU", field(&OffloadBytes::nvme_bytes)});
+  columns.push_back({"PCIe to host/step", field(&OffloadBytes::pcie_to_host_per_step)});
+  columns.push_back({"PCIe to GPU/step", field(&OffloadBytes::pcie_to_gpu_per_step)});
+  return render(columns, report) +
+         "host: the offloaded states and an fp32 copy of the rank's gradient shard (the CPU "
+         "optimizer steps on it); PCIe: the 16-bit gradient shard down, the updated 16-bit "
+         "params up, and with params offloaded their shard up for each gather (plan_offload.h). "
+         "'-': the offload does not apply at that stage.\n";
+}
+
 }  // namespace
 
 std::string plan_table(const PlanReport& report, bool binary) {
@@ -201,6 +235,9 @@ std::string plan_table(const PlanReport& report, bool binary) {
   add_comm_columns(columns, report, binary);
 
   std::string out = header(report, binary) + render(columns, report);
+  if (report.inputs.offload.any() && report.inputs.params && report.inputs.gpus) {
+    out += "\n" + offload_table(report, binary);
+  }
   const std::vector<std::string> notes = plan_notes(report, binary);
   if (!notes.empty()) out += "\n";
   for (const std::string& note : notes) out += note + "\n";

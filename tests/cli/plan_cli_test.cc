@@ -250,6 +250,27 @@ TEST(PlanCli, DeepSpeedsEstimateBesideThePlan) {
   EXPECT_FALSE(plan_json("--params 1e9 --gpus 8").contains("deepspeed"));
 }
 
+TEST(PlanCli, OffloadTakesTheOptimizerOffTheGpu) {
+  // Llama-3-8B on 8 GPUs of 40 GB, the optimizer on the CPU: ZeRO-2 keeps 2 x 8.03e9 (the
+  // 16-bit params) + 2 x ceil(8.03e9 / 8) on the GPU; the host keeps 16 bytes for each of the
+  // rank's 1,003,782,656 params, 8 GPUs a node.
+  const auto j = plan_json(
+      "--model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu --gpus-per-node 8");
+  const std::uint64_t phi = 8'030'261'248, shard = 1'003'782'656;
+  const auto& z2 = j["stages"][2];
+  EXPECT_EQ(z2["model_state_bytes"].get<std::uint64_t>(), 2 * phi + 2 * shard);
+  EXPECT_EQ(z2["offload"]["host_bytes_per_gpu"].get<std::uint64_t>(), 16 * shard);
+  EXPECT_EQ(z2["offload"]["host_bytes_per_node"].get<std::uint64_t>(), 8 * 16 * shard);
+  EXPECT_EQ(z2["offload"]["pcie_to_host_bytes_per_step"].get<std::uint64_t>(), 2 * shard);
+  EXPECT_TRUE(j["stages"][0]["offload"].is_null());  // DP keeps everything
+  EXPECT_EQ(j["inputs"]["offload_optimizer"], "cpu");
+  EXPECT_TRUE(plan_json("--params 1e9 --gpus 8")["stages"][2]["offload"].is_null());
+  const Result r =
+      zerodp("plan --model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu");
+  EXPECT_TRUE(has(r.out, "offload: optimizer states to cpu")) << r.out;
+  EXPECT_TRUE(has(r.out, "PCIe to host/step")) << r.out;
+}
+
 TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
   const BadInput cases[] = {
       {"plan", "--params: required"},
@@ -306,6 +327,11 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 8",
        "--gpus: 4 is not --gpus-per-node x --nodes (8)"},
       {"plan --estimator deepspeed --gpus-per-node 8", "--params: required with --estimator"},
+      {"plan --params 1B --gpus 8 --offload-optimizer gpu", "--offload-optimizer: expected none"},
+      {"plan --params 1B --gpus 8 --offload-params disk", "--offload-params: expected none"},
+      {"plan --params 1B --gpus 8 --gpus-per-node 8", "--gpus-per-node: needs --estimator"},
+      {"plan --params 1B --gpus 8 --offload-optimizer cpu --gpus-per-node 16",
+       "--gpus-per-node: expected at most --gpus (8)"},
       {"plot --max-gpus 64 --out x.svg", "--params: required"},
       {"plot --params 1e9", "--out: required"},
       {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},
