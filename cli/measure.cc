@@ -225,13 +225,9 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   const plan::RankPeak peak = plan::predict_rank_peak(planned, comm.rank());
   m.predicted_at_peak = peak.bytes;
   m.predicted_peak = peak.peak_bytes;
-  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && first_on_host()) {
-    // This host's ranks are a block of local ranks (mpirun fills hosts in rank order).
-    const int per_host = std::atoi(local);
-    if (per_host >= 1 && comm.size() % per_host == 0) {
-      m.wire_predicted_per_step =
-          plan::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
-    }
+  if (first_on_host()) {  // this host's ranks are a block (mpirun fills hosts in rank order)
+    m.wire_predicted_per_step =
+        plan::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
   }
   m.rss_baseline = proc_status_kib("VmRSS:");
   const Timing overlapped = run_steps(comm, spec, options, steps, &m);

@@ -79,7 +79,7 @@ class EngineSchedule {
     for (int id : reductions_) replay_.wait(id);
     reductions_.clear();
     in_slot_[0] = in_slot_[1] = -1;
-    done(replay_.issue(scalars_));
+    replay_.wait(replay_.issue(scalars_));  // the scalars: always waited at once
     replay_.compute(compute_, [](const StepCompute& c) { return c.optimizer; });
     if (gathers_after_update_) {
       for (std::size_t b = 0; b < part_.buckets.size(); ++b) {
@@ -95,11 +95,6 @@ class EngineSchedule {
     std::vector<int> units = {unit};
     for (int r : layout_.reads[unit]) units.push_back(r);
     return units;
-  }
-  // A collective the engine waits for at once without overlap.
-  int done(int id) {
-    replay_.wait(id);
-    return id;
   }
   // Stage 3's gatherer: issue the gathers of a unit not yet gathered in this pass.
   void gather(int unit) {
