@@ -14,6 +14,7 @@
 #include "zerodp/error.h"
 #include "zerodp/plan_activations.h"
 #include "zerodp/plan_deepspeed.h"
+#include "zerodp/plan_ds_config.h"
 #include "zerodp/plan_report.h"
 #include "zerodp/units.h"
 
@@ -24,7 +25,7 @@ struct PlanFlags {
   std::string params, gpus, gpu_memory, activations, round_to;
   std::string model, model_config, attention;
   std::string estimator, largest_layer, gpus_per_node, nodes;
-  std::string offload_optimizer, offload_params;
+  std::string offload_optimizer, offload_params, deepspeed_config;
   bool list_models = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
@@ -164,6 +165,18 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
                           ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
 }
 
+// A config file's text; a file that cannot be read is one line naming the flag.
+std::string read_file(const std::string& path, const char* flag, const char* expected) {
+  std::ifstream file(path);
+  if (!file) {
+    throw UsageError(std::string(flag) + ": cannot read " + quote(path) + " (expected " + expected +
+                     ")");
+  }
+  std::ostringstream all;
+  all << file.rdbuf();
+  return all.str();
+}
+
 // The parameter count of a published model: from the catalogue (--model) or a config.json
 // (--model-config). Either replaces --params.
 std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig& config) {
@@ -195,14 +208,7 @@ std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig
     m.source = std::string(known->hf_id);
     text = std::string(known->config_json);
   } else {
-    std::ifstream file(f.model_config);
-    if (!file) {
-      throw UsageError("--model-config: cannot read " + quote(f.model_config) +
-                       " (expected a Hugging Face config.json)");
-    }
-    std::ostringstream all;
-    all << file.rdbuf();
-    text = all.str();
+    text = read_file(f.model_config, "--model-config", "a Hugging Face config.json");
     m.name = f.model_config;
     m.source = "--model-config";
   }
@@ -359,12 +365,102 @@ nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds) {
   return j;
 }
 
-plan::PlanInputs read_inputs(const PlanFlags& f) {
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// A value the config sets fills its flag; a flag that says otherwise is a contradiction.
+void take_from_config(std::string& flag_value, const std::string& config_value, const char* flag,
+                      const std::string& key, const std::string& file) {
+  if (flag_value.empty()) {
+    flag_value = config_value;
+  } else if (flag_value != config_value) {
+    throw UsageError(std::string(flag) + ": " + quote(flag_value) + " contradicts " + file + "'s " +
+                     key + " (" + config_value + "); give one");
+  }
+}
+
+// --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
+// what the plan says about it.
+std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
+  if (f.deepspeed_config.empty()) return std::nullopt;
+  const std::string& path = f.deepspeed_config;
+  plan::DeepSpeedConfig c = plan::parse_deepspeed_config(
+      read_file(path, "--deepspeed-config", "a DeepSpeed config, ds.json"),
+      "--deepspeed-config " + path);
+  if (c.precision) {
+    if (!f.model_bytes.bytes_per_param.empty()) {
+      throw UsageError("--bytes-per-param: not with " + path +
+                       ", whose bf16/fp16 sections set the precision");
+    }
+    const plan::Precision p = *c.precision;
+    take_from_config(f.model_bytes.precision,
+                     p == plan::Precision::bf16   ? "bf16"
+                     : p == plan::Precision::fp16 ? "fp16"
+                                                  : "fp32",
+                     "--precision", "bf16/fp16", path);
+  }
+  if (c.optimizer) {
+    const plan::Optimizer o = *c.optimizer;
+    take_from_config(f.model_bytes.optimizer,
+                     o == plan::Optimizer::adam           ? "adam"
+                     : o == plan::Optimizer::sgd_momentum ? "sgd-momentum"
+                                                          : "sgd",
+                     "--optimizer", "optimizer.type", path);
+  }
+  const auto device = [](plan::OffloadDevice d) {
+    return std::string(plan::offload_device_name(d));
+  };
+  if (c.offload_optimizer != plan::OffloadDevice::none) {
+    take_from_config(f.offload_optimizer, device(c.offload_optimizer), "--offload-optimizer",
+                     "zero_optimization.offload_optimizer.device", path);
+  }
+  if (c.offload_params != plan::OffloadDevice::none) {
+    take_from_config(f.offload_params, device(c.offload_params), "--offload-params",
+                     "zero_optimization.offload_param.device", path);
+  }
+  // The micro-batch sizes activations only with a sequence length to go with it.
+  if (c.micro_batch && !f.seq_len.empty()) {
+    take_from_config(f.micro_batch, std::to_string(*c.micro_batch), "--micro-batch",
+                     "train_micro_batch_size_per_gpu", path);
+  }
+  if (!c.unknown.empty()) {
+    std::fprintf(stderr, "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
+                 path.c_str(), join(c.unknown).c_str());
+  }
+  return c;
+}
+
+std::string deepspeed_summary(const plan::DeepSpeedConfig& c) {
+  std::vector<std::string> parts;
+  if (c.stage) parts.push_back(std::string(plan::stage_name(*c.stage)));
+  parts.push_back("optimizer states to " +
+                  std::string(plan::offload_device_name(c.offload_optimizer)) + ", params to " +
+                  std::string(plan::offload_device_name(c.offload_params)));
+  if (c.precision) parts.push_back(std::string(plan::precision_name(*c.precision)));
+  if (c.micro_batch) parts.push_back("micro-batch " + std::to_string(*c.micro_batch));
+  if (c.grad_accum) parts.push_back("gradient accumulation " + std::to_string(*c.grad_accum));
+  std::string out = join(parts);
+  if (!c.auto_keys.empty()) out += "; \"auto\" left to the flags: " + join(c.auto_keys);
+  if (!c.not_in_plan.empty()) out += "; read but not counted yet: " + join(c.not_in_plan);
+  return out;
+}
+
+plan::PlanInputs read_inputs(const PlanFlags& given) {
+  PlanFlags f = given;
+  const std::optional<plan::DeepSpeedConfig> ds_config = read_deepspeed_config(f);
   plan::PlanInputs in;
   const ModelBytes model = parse_precision_flags(f.model_bytes);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
+  if (ds_config) {
+    in.deepspeed_config = f.deepspeed_config;
+    in.deepspeed_summary = deepspeed_summary(*ds_config);
+    in.configured_stage = ds_config->stage;
+  }
   in.offload.optimizer = parse_offload(f.offload_optimizer, "--offload-optimizer");
   in.offload.params = parse_offload(f.offload_params, "--offload-params");
   plan::ModelConfig config;
@@ -418,6 +514,9 @@ void add_plan_command(CLI::App& root) {
       "NAME");
   opt("--largest-layer", f.largest_layer,
       "with --estimator and --params: the largest layer's parameters (ZeRO-3's estimate)", "COUNT");
+  opt("--deepspeed-config", f.deepspeed_config,
+      "a DeepSpeed config (ds.json): its stage, offload, precision, optimizer and micro-batch",
+      "FILE");
   opt("--offload-optimizer", f.offload_optimizer,
       "none (default), cpu or nvme: the optimizer states leave the GPU (ZeRO-1, 2, 3)", "DEVICE");
   opt("--offload-params", f.offload_params,

@@ -65,7 +65,11 @@ struct PlanInputs {
   std::string activations_flag = "--activations";  // the flag(s) they came from
   std::string activations_source;                  // how they were obtained, for people
 
-  Offload offload;                               // --offload-optimizer, --offload-params
+  Offload offload;  // --offload-optimizer, --offload-params
+  // --deepspeed-config: the file, what it set, and its stage (a note says whether it fits).
+  std::string deepspeed_config;   // the path; empty without one
+  std::string deepspeed_summary;  // "ZeRO-2, optimizer to cpu, bf16, ..."
+  std::optional<Stage> configured_stage;
   std::optional<int> gpus_per_node;              // --gpus-per-node: host memory per node
   std::optional<std::uint64_t> round_to;         // --round-to: node size for min N
   Directions seed_directions = Directions::one;  // --count-both-directions

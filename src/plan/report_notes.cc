@@ -85,6 +85,15 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
     notes.push_back(activations_note(report, binary));
   }
   if (report.budget && in.params) notes.push_back(fit_note(report, binary));
+  // The stage the DeepSpeed config asks for, at N.
+  if (in.configured_stage && report.budget && in.params && in.gpus) {
+    const StageReport& s = report.stages[stage_number(*in.configured_stage)];
+    notes.push_back("The DeepSpeed config's stage, " + std::string(stage_name(s.stage)) +
+                    (*s.fits ? ", fits" : ", does not fit") +
+                    " at N = " + std::to_string(*in.gpus) + ": model state " +
+                    bytes(*s.model_state_bytes, binary) + (*s.fits ? " <= " : " > ") + "budget " +
+                    bytes(*report.budget, binary) + ".");
+  }
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {
     notes.push_back("ZeRO-3 sends " + ratio(*report.comm_ratio_seed) +

@@ -82,6 +82,9 @@ std::string header(const PlanReport& report, bool binary) {
     out += "activations: " + bytes(in.activation_bytes) + " per GPU (" + in.activations_source +
            "; not sharded by ZeRO)\n";
   }
+  if (!in.deepspeed_config.empty()) {
+    out += "deepspeed config: " + in.deepspeed_config + ": " + in.deepspeed_summary + "\n";
+  }
   if (in.offload.any()) {
     out += "offload: optimizer states to " +
            std::string(offload_device_name(in.offload.optimizer)) + " (ZeRO-1, 2, 3), params to " +

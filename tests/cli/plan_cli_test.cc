@@ -271,6 +271,37 @@ TEST(PlanCli, OffloadTakesTheOptimizerOffTheGpu) {
   EXPECT_TRUE(has(r.out, "PCIe to host/step")) << r.out;
 }
 
+TEST(PlanCli, ADeepSpeedConfigSetsStageOffloadPrecisionAndMicroBatch) {
+  // ZeRO-2 with the optimizer on the CPU, bf16, micro-batch 2: the plan is the one the same
+  // flags give, its header names the config, a note says whether its stage fits, and an
+  // unknown key is one warning.
+  const std::string path = ::testing::TempDir() + "/ds.json";
+  std::ofstream(path) << R"({"bf16": {"enabled": true}, "train_micro_batch_size_per_gpu": 2,
+    "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
+                          "reduce_bucket_size": 5e8}, "colour": "blue"})";
+  const std::string model = "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 1024 ";
+  const Result r = zerodp("plan " + model + "--deepspeed-config " + path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "ZeRO-2, optimizer states to cpu, params to none, mixed bf16, "
+                  "micro-batch 2; read but not counted yet: "
+                  "zero_optimization.reduce_bucket_size"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "The DeepSpeed config's stage, ZeRO-2, fits at N = 8")) << r.out;
+  EXPECT_TRUE(has(r.err, "warning: " + path + ": keys this reader does not know, ignored: colour"))
+      << r.err;
+  const auto with_config = plan_json(model + "--deepspeed-config " + path);
+  const auto with_flags =
+      plan_json(model + "--micro-batch 2 --precision bf16 --offload-optimizer cpu");
+  EXPECT_EQ(with_config["stages"], with_flags["stages"]);
+  EXPECT_EQ(with_config["activation_bytes"], with_flags["activation_bytes"]);
+  EXPECT_EQ(with_config["inputs"]["configured_stage"].get<int>(), 2);
+  // A flag that says otherwise is an error naming both.
+  const Result clash = zerodp("plan " + model + "--deepspeed-config " + path + " --precision fp16");
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_TRUE(has(clash.err, "--precision: 'fp16' contradicts")) << clash.err;
+}
+
 TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
   const BadInput cases[] = {
       {"plan", "--params: required"},
@@ -332,6 +363,8 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1B --gpus 8 --gpus-per-node 8", "--gpus-per-node: needs --estimator"},
       {"plan --params 1B --gpus 8 --offload-optimizer cpu --gpus-per-node 16",
        "--gpus-per-node: expected at most --gpus (8)"},
+      {"plan --params 1B --deepspeed-config /nonexistent/ds.json",
+       "--deepspeed-config: cannot read"},
       {"plot --max-gpus 64 --out x.svg", "--params: required"},
       {"plot --params 1e9", "--out: required"},
       {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},

@@ -1,0 +1,51 @@
+// A DeepSpeed config (ds.json) as `zerodp plan --deepspeed-config` reads it: the keys that
+// change the plan, checked as DeepSpeed checks them (deepspeed/runtime/zero/config.py,
+// offload_config.py as of v0.16.4), "auto" left to the command line as the Hugging Face
+// integration leaves it to its TrainingArguments.
+//
+// Contract:
+//  - Read and used: zero_optimization.stage, zero_optimization.offload_optimizer.device and
+//    offload_param.device (none, cpu, nvme), bf16.enabled / fp16.enabled (neither: fp32),
+//    optimizer.type (Adam, AdamW, SGD: the bytes per parameter), train_micro_batch_size_per_gpu
+//    and gradient_accumulation_steps.
+//  - Read, checked, and listed as not yet in the plan: the bucket, prefetch, persistence and
+//    live-parameter sizes, and ZeRO++'s zero_hpz_partition_size, zero_quantized_weights and
+//    zero_quantized_gradients (what the plan does not count yet, said rather than dropped).
+//  - Keys DeepSpeed knows that do not change memory (scheduler, gradient_clipping, logging...)
+//    are accepted silently; any other key is listed in `unknown` (one warning for all).
+//  - "auto" for a value read: left to the flags (listed in `auto_keys`).
+//  - Errors are UsageError with one line naming the file, the key and what it accepts: a value
+//    of the wrong type or out of range, bf16 and fp16 both enabled, offload_param below stage 3,
+//    offload of the optimizer at stage 0.
+//  - Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zerodp/plan_memory.h"
+#include "zerodp/plan_offload.h"
+
+namespace zerodp::plan {
+
+struct DeepSpeedConfig {
+  std::optional<Stage> stage;
+  OffloadDevice offload_optimizer = OffloadDevice::none;
+  OffloadDevice offload_params = OffloadDevice::none;
+  std::optional<Precision> precision;  // from bf16 / fp16; fp32 when both are absent or off
+  std::optional<Optimizer> optimizer;
+  std::optional<std::uint64_t> micro_batch;  // train_micro_batch_size_per_gpu
+  std::optional<std::uint64_t> grad_accum;   // gradient_accumulation_steps
+  // Each list in key order ("zero_optimization.x" for nested keys).
+  std::vector<std::string> auto_keys;    // "auto", left to the flags
+  std::vector<std::string> not_in_plan;  // read and checked, not counted yet
+  std::vector<std::string> unknown;      // not DeepSpeed keys this reader knows
+};
+
+// json_text: the file's contents; source names it in errors ("--deepspeed-config ds.json").
+DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source);
+
+}  // namespace zerodp::plan

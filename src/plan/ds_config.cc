@@ -1,0 +1,239 @@
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "zerodp/error.h"
+#include "zerodp/plan_ds_config.h"
+
+namespace zerodp::plan {
+namespace {
+
+using json = nlohmann::json;
+
+// Top-level keys DeepSpeed knows that change no memory the plan counts (runtime/constants.py).
+constexpr std::string_view kHarmless[] = {"scheduler",
+                                          "gradient_clipping",
+                                          "steps_per_print",
+                                          "wall_clock_breakdown",
+                                          "train_batch_size",
+                                          "communication_data_type",
+                                          "zero_allow_untested_optimizer",
+                                          "zero_force_ds_cpu_optimizer",
+                                          "prescale_gradients",
+                                          "gradient_predivide_factor",
+                                          "sparse_gradients",
+                                          "memory_breakdown",
+                                          "dump_state",
+                                          "flops_profiler",
+                                          "tensorboard",
+                                          "wandb",
+                                          "csv_monitor",
+                                          "comet",
+                                          "comms_logger",
+                                          "checkpoint",
+                                          "aio",
+                                          "seed",
+                                          "dataloader_drop_last",
+                                          "data_types",
+                                          "amp",
+                                          "activation_checkpointing",
+                                          "compile",
+                                          "gradient_accumulation_dtype",
+                                          "disable_allgather",
+                                          "elasticity",
+                                          "sparse_attention"};
+// zero_optimization's keys (runtime/zero/config.py), besides those read below.
+constexpr std::string_view kZeroHarmless[] = {"contiguous_gradients",
+                                              "reduce_scatter",
+                                              "use_multi_rank_bucket_allreduce",
+                                              "allgather_partitions",
+                                              "overlap_comm",
+                                              "load_from_fp32_weights",
+                                              "elastic_checkpoint",
+                                              "sub_group_size",
+                                              "stage3_max_reuse_distance",
+                                              "stage3_gather_16bit_weights_on_model_save",
+                                              "stage3_gather_fp16_weights_on_model_save",
+                                              "stage3_module_granularity_threshold",
+                                              "stage3_use_all_reduce_for_fetch_params",
+                                              "model_persistence_threshold",
+                                              "ignore_unused_parameters",
+                                              "legacy_stage1",
+                                              "round_robin_gradients",
+                                              "zero_quantized_nontrainable_weights",
+                                              "zeropp_loco_param",
+                                              "mics_shard_size",
+                                              "mics_hierarchical_params_gather",
+                                              "memory_efficient_linear",
+                                              "pipeline_loading_checkpoint",
+                                              "override_module_apply",
+                                              "log_trace_cache_warnings",
+                                              "cpu_offload_use_pin_memory"};
+// zero_optimization's keys that size buffers or turn on ZeRO++: read, not counted yet.
+constexpr std::string_view kZeroNotInPlan[] = {
+    "reduce_bucket_size",          "allgather_bucket_size",
+    "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+    "stage3_max_live_parameters",  "zero_hpz_partition_size",
+    "zero_quantized_weights",      "zero_quantized_gradients"};
+
+template <std::size_t N>
+bool among(const std::string_view (&keys)[N], const std::string& key) {
+  return std::find(std::begin(keys), std::end(keys), key) != std::end(keys);
+}
+
+bool is_auto(const json& v) {
+  return v.is_string() && v.get<std::string>() == "auto";
+}
+
+class Reader {
+ public:
+  Reader(const std::string& source, DeepSpeedConfig& out) : source_(source), out_(out) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw UsageError(source_ + ": \"" + key + "\" " + what);
+  }
+  // A whole number >= min, or "auto" (nullopt, noted).
+  std::optional<std::uint64_t> whole(const json& v, const std::string& key, std::uint64_t min = 1) {
+    if (is_auto(v)) {
+      out_.auto_keys.push_back(key);
+      return std::nullopt;
+    }
+    // DeepSpeed accepts 5e8 written as a float when it is whole.
+    if (v.is_number_float() && v.get<double>() >= double(min) && v.get<double>() < 1.8e19 &&
+        v.get<double>() == static_cast<double>(static_cast<std::uint64_t>(v.get<double>()))) {
+      return static_cast<std::uint64_t>(v.get<double>());
+    }
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min) {
+      fail(key,
+           "must be a whole number >= " + std::to_string(min) + " or \"auto\", got " + v.dump());
+    }
+    return v.get<std::uint64_t>();
+  }
+  std::optional<bool> flag(const json& v, const std::string& key) {
+    if (is_auto(v)) {
+      out_.auto_keys.push_back(key);
+      return std::nullopt;
+    }
+    if (!v.is_boolean()) fail(key, "must be true, false or \"auto\", got " + v.dump());
+    return v.get<bool>();
+  }
+  OffloadDevice device(const json& section, const std::string& key) {
+    if (!section.is_object()) fail(key, "must be an object such as {\"device\": \"cpu\"}");
+    if (!section.contains("device")) return OffloadDevice::none;
+    const json& d = section["device"];
+    const std::string name = d.is_string() ? d.get<std::string>() : "";
+    if (name == "none") return OffloadDevice::none;
+    if (name == "cpu") return OffloadDevice::cpu;
+    if (name == "nvme") return OffloadDevice::nvme;
+    fail(key + ".device", "must be \"none\", \"cpu\" or \"nvme\", got " + d.dump());
+  }
+
+ private:
+  const std::string& source_;
+  DeepSpeedConfig& out_;
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw UsageError(source + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a DeepSpeed config)");
+  DeepSpeedConfig c;
+  Reader r(source, c);
+  std::optional<bool> bf16, fp16;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "zero_optimization") {
+      if (!value.is_object()) r.fail(key, "must be an object such as {\"stage\": 2}");
+      for (const auto& [zkey, zvalue] : value.items()) {
+        const std::string name = "zero_optimization." + zkey;
+        if (zkey == "stage") {
+          if (!zvalue.is_number_unsigned() || zvalue.get<std::uint64_t>() > 3) {
+            r.fail(name, "must be 0, 1, 2 or 3, got " + zvalue.dump());
+          }
+          c.stage = stage_from_number(static_cast<int>(zvalue.get<std::uint64_t>()));
+        } else if (zkey == "offload_optimizer") {
+          c.offload_optimizer = r.device(zvalue, name);
+        } else if (zkey == "offload_param") {
+          c.offload_params = r.device(zvalue, name);
+        } else if (zkey == "cpu_offload") {  // the legacy spelling of offload_optimizer: cpu
+          if (r.flag(zvalue, name).value_or(false)) c.offload_optimizer = OffloadDevice::cpu;
+        } else if (zkey == "cpu_offload_param") {
+          if (r.flag(zvalue, name).value_or(false)) c.offload_params = OffloadDevice::cpu;
+        } else if (among(kZeroNotInPlan, zkey)) {
+          if (zvalue.is_boolean() || is_auto(zvalue)) {
+            r.flag(zvalue, name);
+          } else {
+            r.whole(zvalue, name, 0);
+          }
+          c.not_in_plan.push_back(name);
+        } else if (!among(kZeroHarmless, zkey)) {
+          c.unknown.push_back(name);
+        }
+      }
+    } else if (key == "bf16" || key == "fp16") {
+      if (!value.is_object()) r.fail(key, "must be an object such as {\"enabled\": true}");
+      const std::optional<bool> on =
+          value.contains("enabled") ? r.flag(value["enabled"], key + ".enabled") : false;
+      (key == "bf16" ? bf16 : fp16) = on;
+    } else if (key == "optimizer") {
+      if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
+        r.fail(key, "must be an object with a \"type\" such as \"AdamW\"");
+      }
+      const std::string type = lower(value["type"].get<std::string>());
+      if (type == "adam" || type == "adamw" || type == "cpuadam" || type == "fusedadam") {
+        c.optimizer = Optimizer::adam;
+      } else if (type == "sgd") {
+        const json params = value.value("params", json::object());
+        const bool momentum = params.contains("momentum") && params["momentum"].is_number() &&
+                              params["momentum"].get<double>() > 0;
+        c.optimizer = momentum ? Optimizer::sgd_momentum : Optimizer::sgd;
+      } else {
+        c.not_in_plan.push_back("optimizer.type " + value["type"].get<std::string>());
+      }
+    } else if (key == "train_micro_batch_size_per_gpu") {
+      c.micro_batch = r.whole(value, key);
+    } else if (key == "gradient_accumulation_steps") {
+      c.grad_accum = r.whole(value, key);
+    } else if (!among(kHarmless, key)) {
+      c.unknown.push_back(key);
+    }
+  }
+  if (bf16.value_or(false) && fp16.value_or(false)) {
+    throw UsageError(source + ": \"bf16.enabled\" and \"fp16.enabled\" are both true; enable one");
+  }
+  const bool precision_auto =
+      std::count(c.auto_keys.begin(), c.auto_keys.end(), "bf16.enabled") +
+          std::count(c.auto_keys.begin(), c.auto_keys.end(), "fp16.enabled") >
+      0;
+  if (bf16.value_or(false)) {
+    c.precision = Precision::bf16;
+  } else if (fp16.value_or(false)) {
+    c.precision = Precision::fp16;
+  } else if (!precision_auto) {
+    c.precision = Precision::fp32;  // DeepSpeed trains in fp32 unless one is enabled
+  }
+  const Stage stage = c.stage.value_or(Stage::dp);
+  if (c.offload_params != OffloadDevice::none && stage != Stage::zero3) {
+    throw UsageError(source +
+                     ": \"zero_optimization.offload_param\" needs stage 3, the config has "
+                     "stage " +
+                     std::to_string(stage_number(stage)));
+  }
+  if (c.offload_optimizer != OffloadDevice::none && stage == Stage::dp) {
+    throw UsageError(source +
+                     ": \"zero_optimization.offload_optimizer\" needs stage 1, 2 or 3, "
+                     "the config has stage 0");
+  }
+  return c;
+}
+
+}  // namespace zerodp::plan

@@ -1,0 +1,98 @@
+// Reading a DeepSpeed config (plan::parse_deepspeed_config): what it sets, what it leaves to
+// the flags, what it lists, and its one-line errors.
+#include <gtest/gtest.h>
+
+#include "zerodp/error.h"
+#include "zerodp/plan_ds_config.h"
+
+namespace zerodp::plan {
+namespace {
+
+TEST(DeepSpeedConfig, ATypicalFineTuningConfig) {
+  // A Hugging Face Trainer config: stage 3 with everything on the CPU, bf16, "auto" sizes.
+  const DeepSpeedConfig c = parse_deepspeed_config(R"({
+    "bf16": {"enabled": true},
+    "optimizer": {"type": "AdamW", "params": {"lr": "auto"}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}},
+    "zero_optimization": {
+      "stage": 3,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true},
+      "offload_param": {"device": "nvme", "nvme_path": "/local"},
+      "overlap_comm": true,
+      "reduce_bucket_size": "auto",
+      "stage3_prefetch_bucket_size": 5e7,
+      "stage3_param_persistence_threshold": "auto",
+      "zero_quantized_weights": true
+    },
+    "gradient_accumulation_steps": 4,
+    "gradient_clipping": "auto",
+    "train_micro_batch_size_per_gpu": "auto",
+    "steps_per_print": 100
+  })",
+                                                   "ds.json");
+  EXPECT_EQ(c.stage, Stage::zero3);
+  EXPECT_EQ(c.offload_optimizer, OffloadDevice::cpu);
+  EXPECT_EQ(c.offload_params, OffloadDevice::nvme);
+  EXPECT_EQ(c.precision, Precision::bf16);
+  EXPECT_EQ(c.optimizer, Optimizer::adam);
+  EXPECT_EQ(c.grad_accum, 4u);
+  EXPECT_FALSE(c.micro_batch.has_value());
+  // Listed in key order.
+  const std::vector<std::string> autos = {"train_micro_batch_size_per_gpu",
+                                          "zero_optimization.reduce_bucket_size",
+                                          "zero_optimization.stage3_param_persistence_threshold"};
+  EXPECT_EQ(c.auto_keys, autos);
+  const std::vector<std::string> later = {"zero_optimization.reduce_bucket_size",
+                                          "zero_optimization.stage3_param_persistence_threshold",
+                                          "zero_optimization.stage3_prefetch_bucket_size",
+                                          "zero_optimization.zero_quantized_weights"};
+  EXPECT_EQ(c.not_in_plan, later);
+  EXPECT_TRUE(c.unknown.empty());
+}
+
+TEST(DeepSpeedConfig, NeitherHalfPrecisionMeansFp32AndUnknownKeysAreListed) {
+  const DeepSpeedConfig c = parse_deepspeed_config(
+      R"({"zero_optimization": {"stage": 1, "colour": 1}, "fp16": {"enabled": false},
+          "optimizer": {"type": "SGD", "params": {"momentum": 0.9}}, "shape": "round"})",
+      "ds.json");
+  EXPECT_EQ(c.precision, Precision::fp32);
+  EXPECT_EQ(c.optimizer, Optimizer::sgd_momentum);
+  const std::vector<std::string> unknown = {"shape", "zero_optimization.colour"};
+  EXPECT_EQ(c.unknown, unknown);
+  // "auto" precision is left to the flags.
+  EXPECT_FALSE(parse_deepspeed_config(R"({"bf16": {"enabled": "auto"}})", "d").precision);
+}
+
+TEST(DeepSpeedConfig, ContradictionsAndBadValuesAreOneLineErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})",
+       "\"bf16.enabled\" and \"fp16.enabled\" are both true"},
+      {R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})",
+       "\"zero_optimization.offload_param\" needs stage 3"},
+      {R"({"zero_optimization": {"offload_optimizer": {"device": "cpu"}}})",
+       "\"zero_optimization.offload_optimizer\" needs stage 1, 2 or 3"},
+      {R"({"zero_optimization": {"stage": 4}})", "\"zero_optimization.stage\" must be 0, 1, 2"},
+      {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "disk"}}})",
+       "\"zero_optimization.offload_param.device\" must be \"none\", \"cpu\" or \"nvme\""},
+      {R"({"train_micro_batch_size_per_gpu": 0})",
+       "\"train_micro_batch_size_per_gpu\" must be a whole number >= 1"},
+      {R"({"zero_optimization": {"reduce_bucket_size": -5}})",
+       "\"zero_optimization.reduce_bucket_size\" must be a whole number >= 0"},
+      {R"({"optimizer": "Adam"})", "\"optimizer\" must be an object with a \"type\""},
+      {R"([])", "expected a JSON object"},
+  };
+  for (const auto& [text, message] : cases) {
+    try {
+      parse_deepspeed_config(text, "--deepspeed-config ds.json");
+      ADD_FAILURE() << text << ": accepted";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("--deepspeed-config ds.json: ", 0), 0u) << what;
+      EXPECT_NE(what.find(message), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::plan
