@@ -6,6 +6,10 @@
 //   build/bench/bench_comm --no-mpi             the threads backend and the bound only
 //   build/bench/bench_comm --ranks 2 --sizes-mib 64
 //
+// On hosts joined by a shaped link (its RESULT lines are seconds per collective):
+//   ZERODP=build/bench/bench_comm scripts/cluster.sh --hosts 2 --rate 200mbit --
+//       --mpi-child --sizes-mib 1,4     (one command line)
+//
 // The MPI columns come from child runs of this program, `mpirun -np N ... bench_comm
 // --mpi-child`, once with glibc's defaults and once with GLIBC_TUNABLES set to keep freed
 // memory resident (the * columns): OpenMPI allocates reduction buffers per call, and a first
@@ -348,6 +352,9 @@ Args parse_args(int argc, char** argv) {
       args.mpirun = value();
     } else if (a == "--mpi-child") {
       args.child = true;
+    } else if (a == "--backend") {
+      // scripts/cluster.sh runs its program with `--backend mpi`: a child is that already.
+      if (std::string(value()) != "mpi") throw zerodp::UsageError("--backend: expected mpi");
     } else {
       throw zerodp::UsageError("unknown argument " + a +
                                " (accepted: --ranks 2,4 --sizes-mib 1,16,64,256 --no-mpi "

@@ -181,15 +181,21 @@ std::vector<std::vector<plan::StepCompute>> every_rank(comm::Communicator& comm,
   return steps;
 }
 
-// The median over the measured steps of the planner's replay of each, with every rank's
-// compute of that step (plan_schedule.h).
-double predicted_step(const plan::EngineRun& run, int ranks_per_host, const plan::Link& link,
+// The planner's replay of each measured step, with every rank's compute of that step
+// (plan_schedule.h): the median step, and the link's busy time (the same in every step).
+struct Replayed {
+  double step_seconds = 0, link_seconds = 0;
+};
+Replayed replay_steps(const plan::EngineRun& run, int ranks_per_host, const plan::Link& link,
                       const std::vector<std::vector<plan::StepCompute>>& steps, bool overlap) {
   std::vector<double> seconds;
+  double link_seconds = 0;
   for (const auto& ranks : steps) {
-    seconds.push_back(plan::predict_step(run, ranks_per_host, link, ranks, overlap).step_seconds);
+    const plan::ScheduledStep s = plan::predict_step(run, ranks_per_host, link, ranks, overlap);
+    seconds.push_back(s.step_seconds);
+    link_seconds = s.comm_seconds;
   }
-  return median(seconds);
+  return {median(seconds), link_seconds};
 }
 
 // Ranks per host under mpirun (it fills hosts in rank order); every rank on one host else.
@@ -245,12 +251,12 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
     sync_run.prefetch = false;
     m.link_bits_per_second = link.bits_per_second;
     m.link_delay_seconds = link.delay_seconds;
-    m.predicted_step_seconds =
-        predicted_step(planned, per_host, link, every_rank(comm, overlapped.compute), overlap);
+    const Replayed with =
+        replay_steps(planned, per_host, link, every_rank(comm, overlapped.compute), overlap);
+    m.predicted_step_seconds = with.step_seconds;
+    m.predicted_link_seconds = with.link_seconds;
     m.predicted_step_seconds_sync =
-        predicted_step(sync_run, per_host, link, every_rank(comm, sync.compute), false);
-    m.predicted_link_seconds =
-        plan::predict_step(planned, per_host, link, overlapped.compute[0], overlap).comm_seconds;
+        replay_steps(sync_run, per_host, link, every_rank(comm, sync.compute), false).step_seconds;
   }
   const plan::BytesPerParam bpp{2, 2, 12};
   const std::uint64_t params = spec.param_count();

@@ -149,7 +149,8 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
   if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a DeepSpeed config)");
   DeepSpeedConfig c;
   Reader r(source, c);
-  std::optional<bool> bf16, fp16;
+  std::optional<bool> bf16, fp16;  // nullopt: absent, or "auto"
+  bool precision_auto = false;
   for (const auto& [key, value] : j.items()) {
     if (key == "zero_optimization") {
       if (!value.is_object()) r.fail(key, "must be an object such as {\"stage\": 2}");
@@ -184,6 +185,7 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
       const std::optional<bool> on =
           value.contains("enabled") ? r.flag(value["enabled"], key + ".enabled") : false;
       (key == "bf16" ? bf16 : fp16) = on;
+      precision_auto |= !on.has_value();
     } else if (key == "optimizer") {
       if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
         r.fail(key, "must be an object with a \"type\" such as \"AdamW\"");
@@ -210,10 +212,6 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
   if (bf16.value_or(false) && fp16.value_or(false)) {
     throw UsageError(source + ": \"bf16.enabled\" and \"fp16.enabled\" are both true; enable one");
   }
-  const bool precision_auto =
-      std::count(c.auto_keys.begin(), c.auto_keys.end(), "bf16.enabled") +
-          std::count(c.auto_keys.begin(), c.auto_keys.end(), "fp16.enabled") >
-      0;
   if (bf16.value_or(false)) {
     c.precision = Precision::bf16;
   } else if (fp16.value_or(false)) {

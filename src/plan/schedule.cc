@@ -96,14 +96,13 @@ class EngineSchedule {
     for (int r : layout_.reads[unit]) units.push_back(r);
     return units;
   }
-  // Stage 3's gatherer: issue the gathers of a unit not yet gathered in this pass.
+  // Stage 3's gatherer: issue the gathers of a unit not yet gathered in this pass (every unit
+  // has at least one bucket, so a gathered unit has ids).
   void gather(int unit) {
-    if (held_[unit]) return;
+    if (!gathered_[unit].empty()) return;
     for (int b : part_.unit_buckets[unit]) gathered_[unit].push_back(replay_.issue(gather_[b]));
-    held_[unit] = true;
   }
   void pass(const std::vector<int>& order, bool backward, bool last_micro) {
-    held_.assign(layout_.counts.size(), false);
     for (auto& ids : gathered_) ids.clear();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int unit = order[i];
@@ -162,8 +161,7 @@ class EngineSchedule {
   double scalars_ = 0;
   Replay replay_;
   std::vector<std::vector<int>> gathered_;  // stage 3: per unit, this pass's gathers
-  std::vector<bool> held_;
-  std::vector<std::vector<int>> carried_;  // stages 1, 2: per unit, gathers from the update
+  std::vector<std::vector<int>> carried_;   // stages 1, 2: per unit, gathers from the update
   std::vector<int> reductions_;
   int in_slot_[2] = {-1, -1};
   int next_slot_ = 0;
