@@ -26,6 +26,7 @@ struct PlanFlags {
   std::string model, model_config, attention;
   std::string estimator, largest_layer, gpus_per_node, nodes;
   std::string offload_optimizer, offload_params, deepspeed_config;
+  std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
   bool list_models = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
@@ -243,29 +244,187 @@ plan::OffloadDevice parse_offload(const std::string& text, const char* flag) {
   throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + quote(text));
 }
 
-// --gpus-per-node for the offload's per-node figures (the estimator reads it too).
-void read_offload_nodes(const PlanFlags& f, plan::PlanInputs& in) {
-  if (f.gpus_per_node.empty() || !in.offload.any()) return;
-  in.gpus_per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
-  if (in.gpus && *in.gpus_per_node > *in.gpus) {
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.
+void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
+  std::optional<int> per_node;
+  if (!f.gpus_per_node.empty()) {
+    per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
+  }
+  if (!f.nodes.empty()) {
+    if (!per_node) throw UsageError("--nodes: needs --gpus-per-node, the GPUs of each node");
+    const int nodes = parse_gpu_count(f.nodes, "--nodes", 1, 1 << 20);
+    const std::uint64_t gpus = std::uint64_t(*per_node) * nodes;
+    if (in.gpus && std::uint64_t(*in.gpus) != gpus) {
+      throw UsageError("--gpus: " + std::to_string(*in.gpus) +
+                       " is not --gpus-per-node x --nodes (" + std::to_string(gpus) +
+                       "); give one or the other");
+    }
+    if (gpus > INT_MAX) {
+      throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
+    }
+    in.gpus = static_cast<int>(gpus);
+  }
+  if (per_node && in.gpus && *per_node > *in.gpus) {
     throw UsageError("--gpus-per-node: expected at most --gpus (" + std::to_string(*in.gpus) +
                      "), got " + quote(f.gpus_per_node));
+  }
+  in.gpus_per_node = per_node;
+  const char* asker = !f.nodes.empty()                              ? "--nodes"
+                      : !f.intra_bandwidth.empty()                  ? "--intra-bandwidth"
+                      : !f.inter_bandwidth.empty()                  ? "--inter-bandwidth"
+                      : in.zeropp.any() || in.zeropp.hpz_size == -1 ? "--zeropp"
+                                                                    : nullptr;
+  if (!asker) return;
+  if (!per_node) {
+    throw UsageError("--gpus-per-node: required with " + std::string(asker) +
+                     ", the GPUs of each node (the level inside a node)");
+  }
+  if (!in.gpus) throw UsageError("--gpus: required with " + std::string(asker) + " (or --nodes)");
+  if (*in.gpus % *per_node != 0) {
+    throw UsageError("--gpus-per-node: expected a divisor of --gpus (" + std::to_string(*in.gpus) +
+                     ") for whole nodes, got " + quote(f.gpus_per_node));
+  }
+  in.topology = plan::Topology{*per_node, *in.gpus / *per_node};
+  if (!f.intra_bandwidth.empty()) {
+    in.intra_bandwidth = units::parse_bandwidth(f.intra_bandwidth, "--intra-bandwidth");
+  }
+  if (!f.inter_bandwidth.empty()) {
+    in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
+  }
+  if (in.zeropp.hpz_size == -1) in.zeropp.hpz_size = *per_node;  // --zeropp hpz: the node
+  if (*per_node % in.zeropp.hpz_size != 0) {
+    throw UsageError(in.zeropp_source + ": hpZ's partition of " +
+                     std::to_string(in.zeropp.hpz_size) + " GPUs must divide --gpus-per-node (" +
+                     std::to_string(*per_node) + ") to stay inside a node");
+  }
+}
+
+// --zeropp qwz,hpz,qgz (or none), and the DeepSpeed config's ZeRO++ keys; they must agree.
+// hpz's partition is the node (-1 until read_topology() knows its size).
+void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
+                 plan::PlanInputs& in) {
+  if (ds && ds->zeropp.any()) {
+    in.zeropp = ds->zeropp;
+    in.zeropp_source = f.deepspeed_config;
+  }
+  if (f.zeropp.empty()) return;
+  plan::ZeroPlusPlus z;
+  if (f.zeropp != "none") {
+    std::stringstream items(f.zeropp);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      if (item == "qwz") {
+        z.qwz = true;
+      } else if (item == "qgz") {
+        z.qgz = true;
+      } else if (item == "hpz") {
+        z.hpz_size = -1;
+      } else {
+        throw UsageError(
+            "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
+            "got " +
+            quote(f.zeropp));
+      }
+    }
+  }
+  if (ds && ds->zeropp.any() &&
+      (z.qwz != ds->zeropp.qwz || z.qgz != ds->zeropp.qgz ||
+       (z.hpz_size == -1) != ds->zeropp.hpz())) {
+    throw UsageError("--zeropp: " + quote(f.zeropp) + " contradicts " + f.deepspeed_config +
+                     "'s zero_quantized_weights, zero_hpz_partition_size and "
+                     "zero_quantized_gradients (" +
+                     plan::zeropp_summary(ds->zeropp) + "); give one");
+  }
+  if (ds && ds->zeropp.any()) return;  // the config's, with its partition size
+  in.zeropp = z;
+  in.zeropp_source = "--zeropp";
+}
+
+// The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a
+// published model or a DeepSpeed config (a real run on real GPUs); off for the seed's --params
+// arithmetic unless asked for.
+void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
+                  const plan::ModelConfig& config, plan::PlanInputs& in) {
+  const bool real_run = in.model.has_value() || ds.has_value();
+  if (!f.largest_layer.empty()) {
+    if (in.model) {
+      throw UsageError("--largest-layer: not with --model or --model-config, which give it");
+    }
+    const std::uint64_t largest = units::parse_count(f.largest_layer, "--largest-layer");
+    if (in.params && largest > *in.params) {
+      throw UsageError("--largest-layer: expected at most --params (" +
+                       units::format_count(*in.params) + "), got " + quote(f.largest_layer));
+    }
+    in.largest_layer = largest;
+  } else if (in.model) {
+    in.largest_layer = in.model->params.largest_layer_params;
+  }
+  if (f.buffers.empty()) {
+    in.buffers = real_run;
+  } else if (f.buffers == "deepspeed" || f.buffers == "none") {
+    in.buffers = f.buffers == "deepspeed";
+  } else {
+    throw UsageError("--buffers: expected deepspeed or none, got " + quote(f.buffers));
+  }
+  if (in.buffers) {
+    if (!in.params) throw UsageError("--buffers: needs a model (--params, --model)");
+    if (!in.largest_layer) {
+      throw UsageError(
+          "--largest-layer: required with --buffers deepspeed and --params (ZeRO-3 gathers the "
+          "largest layer whole), a count such as 65M");
+    }
+    std::vector<std::string> from_hidden;
+    if (ds) {
+      in.buffer_settings = ds->buffers;
+      in.buffers_source = f.deepspeed_config;
+      // "auto" as the Hugging Face integration fills it, from the model's hidden size.
+      const std::uint64_t h = config.hidden;
+      auto fill = [&](bool is_auto, std::uint64_t& into, std::uint64_t value, const char* key) {
+        if (!is_auto || h == 0) return;
+        into = value;
+        from_hidden.push_back(key);
+      };
+      fill(ds->reduce_bucket_auto, in.buffer_settings.reduce_bucket_size, h * h,
+           "reduce_bucket_size = h^2");
+      fill(ds->prefetch_bucket_auto, in.buffer_settings.prefetch_bucket_size, h * h * 9 / 10,
+           "stage3_prefetch_bucket_size = 0.9 h^2");
+      fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold, 10 * h,
+           "stage3_param_persistence_threshold = 10 h");
+      if (!from_hidden.empty()) {
+        in.buffers_source += ", \"auto\" from h = " + std::to_string(h) +
+                             " as Hugging Face fills it: " + join(from_hidden);
+      }
+    } else {
+      in.buffers_source = "DeepSpeed's defaults";
+    }
+    if (in.model) {
+      in.persistent_params =
+          plan::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);
+    }
+  }
+  if (!f.cuda_overhead.empty()) {
+    // "0" needs no unit: it turns the allowance off.
+    in.cuda_overhead =
+        f.cuda_overhead == "0"
+            ? 0
+            : units::parse_bytes(f.cuda_overhead, "--cuda-overhead", units::Zero::allowed);
+    in.cuda_overhead_source = "--cuda-overhead " + f.cuda_overhead;
+  } else if (real_run) {
+    in.cuda_overhead = plan::kDefaultCudaOverhead;
+    in.cuda_overhead_source =
+        "the default: the top of Hugging Face's 1-2 GB for the context and kernels; "
+        "--cuda-overhead to change";
   }
 }
 
 std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs& in) {
-  if (f.estimator.empty()) {
-    for (const auto& [flag, text] :
-         {std::pair{"--largest-layer", &f.largest_layer}, {"--nodes", &f.nodes}}) {
-      if (!text->empty()) throw UsageError(std::string(flag) + ": needs --estimator deepspeed");
-    }
-    if (!f.gpus_per_node.empty() && !in.offload.any()) {
-      throw UsageError(
-          "--gpus-per-node: needs --estimator deepspeed or --offload-optimizer/--offload-params "
-          "(it sets their per-node figures)");
-    }
-    return std::nullopt;
-  }
+  if (f.estimator.empty()) return std::nullopt;
   if (f.estimator != "deepspeed") {
     throw UsageError("--estimator: expected deepspeed, got " + quote(f.estimator));
   }
@@ -274,26 +433,14 @@ std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs&
   }
   DeepSpeedRun run;
   run.params = *in.params;
-  if (!f.gpus_per_node.empty()) {
-    run.gpus_per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
-  }
-  if (!f.nodes.empty()) run.nodes = parse_gpu_count(f.nodes, "--nodes", 1, 1 << 20);
-  if (!f.largest_layer.empty()) {
-    if (in.model) {
-      throw UsageError("--largest-layer: not with --model or --model-config, which give it");
-    }
-    run.largest_layer = units::parse_count(f.largest_layer, "--largest-layer");
-    if (run.largest_layer > run.params) {
-      throw UsageError("--largest-layer: expected at most --params (" +
-                       units::format_count(run.params) + "), got " + quote(f.largest_layer));
-    }
-  } else if (in.model) {
-    run.largest_layer = in.model->params.largest_layer_params;
-  } else {
+  run.gpus_per_node = in.gpus_per_node.value_or(1);
+  if (in.topology && !f.nodes.empty()) run.nodes = in.topology->nodes;
+  if (!in.largest_layer) {
     throw UsageError(
         "--largest-layer: required with --estimator deepspeed and --params (ZeRO-3's estimate "
         "counts the largest layer), a count such as 65M");
   }
+  run.largest_layer = *in.largest_layer;
   const std::uint64_t gpus = std::uint64_t(run.gpus_per_node) * run.nodes;
   if (in.gpus && std::uint64_t(*in.gpus) != gpus) {
     throw UsageError("--gpus: " + std::to_string(*in.gpus) + " is not --gpus-per-node x --nodes (" +
@@ -363,12 +510,6 @@ nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds) {
                           {"gpu_bytes", r.gpu_bytes}});
   }
   return j;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 // A value the config sets fills its flag; a flag that says otherwise is a contradiction.
@@ -442,6 +583,7 @@ std::string deepspeed_summary(const plan::DeepSpeedConfig& c) {
   if (c.precision) parts.push_back(std::string(plan::precision_name(*c.precision)));
   if (c.micro_batch) parts.push_back("micro-batch " + std::to_string(*c.micro_batch));
   if (c.grad_accum) parts.push_back("gradient accumulation " + std::to_string(*c.grad_accum));
+  if (c.zeropp.any()) parts.push_back("ZeRO++ " + plan::zeropp_summary(c.zeropp));
   std::string out = join(parts);
   if (!c.auto_keys.empty()) out += "; \"auto\" left to the flags: " + join(c.auto_keys);
   if (!c.not_in_plan.empty()) out += "; read but not counted yet: " + join(c.not_in_plan);
@@ -460,6 +602,18 @@ plan::PlanInputs read_inputs(const PlanFlags& given) {
     in.deepspeed_config = f.deepspeed_config;
     in.deepspeed_summary = deepspeed_summary(*ds_config);
     in.configured_stage = ds_config->stage;
+  }
+  if (!f.stage.empty()) {
+    if (f.stage.size() != 1 || f.stage[0] < '0' || f.stage[0] > '3') {
+      throw UsageError("--stage: expected 0, 1, 2 or 3, got " + quote(f.stage));
+    }
+    const plan::Stage asked = zerodp::stage_from_number(f.stage[0] - '0');
+    if (in.configured_stage && *in.configured_stage != asked) {
+      throw UsageError("--stage: " + quote(f.stage) + " contradicts " + f.deepspeed_config +
+                       "'s zero_optimization.stage (" +
+                       std::to_string(zerodp::stage_number(*in.configured_stage)) + "); give one");
+    }
+    in.configured_stage = asked;
   }
   in.offload.optimizer = parse_offload(f.offload_optimizer, "--offload-optimizer");
   in.offload.params = parse_offload(f.offload_params, "--offload-params");
@@ -481,6 +635,9 @@ plan::PlanInputs read_inputs(const PlanFlags& given) {
   if (!f.bandwidth.empty()) in.bandwidth = units::parse_bandwidth(f.bandwidth, "--bandwidth");
   if (!f.overlap.empty()) in.overlap = units::parse_fraction(f.overlap, "--overlap");
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
+  read_zeropp(f, ds_config, in);
+  read_topology(f, in);
+  read_runtime(f, ds_config, config, in);
   if (f.comm_convention == "seed") {
     in.time_convention = plan::CommConvention::seed;
   } else if (f.comm_convention == "ring") {
@@ -513,7 +670,9 @@ void add_plan_command(CLI::App& root) {
       "deepspeed: also print DeepSpeed's own ZeRO-2/3 estimate for the same model and GPUs",
       "NAME");
   opt("--largest-layer", f.largest_layer,
-      "with --estimator and --params: the largest layer's parameters (ZeRO-3's estimate)", "COUNT");
+      "with --params: the largest layer's parameters (--estimator's ZeRO-3 estimate, the "
+      "buffers' gathered params)",
+      "COUNT");
   opt("--deepspeed-config", f.deepspeed_config,
       "a DeepSpeed config (ds.json): its stage, offload, precision, optimizer and micro-batch",
       "FILE");
@@ -522,9 +681,33 @@ void add_plan_command(CLI::App& root) {
   opt("--offload-params", f.offload_params,
       "none (default), cpu or nvme: the 16-bit params leave the GPU (ZeRO-3)", "DEVICE");
   opt("--gpus-per-node", f.gpus_per_node,
-      "GPUs per node, for --estimator [1] and the offload's host memory per node", "N");
-  opt("--nodes", f.nodes, "with --estimator: nodes [1]", "K");
+      "GPUs per node n: the level inside a node, the offload's host memory per node, "
+      "--estimator's [1]",
+      "N");
+  opt("--nodes", f.nodes, "nodes k: N = n x k GPUs (with --gpus-per-node)", "K");
+  opt("--intra-bandwidth", f.intra_bandwidth,
+      "bandwidth per GPU inside a node: 300GB/s (NVLink); with --inter-bandwidth, the step's "
+      "comm time from both levels",
+      "RATE");
+  opt("--inter-bandwidth", f.inter_bandwidth,
+      "bandwidth per GPU across nodes: 50GB/s, 400Gbit/s (InfiniBand)", "RATE");
+  opt("--zeropp", f.zeropp,
+      "ZeRO++ at ZeRO-3: none or a list of qwz (int8 weights), hpz (a copy sharded in the node), "
+      "qgz (int4 gradients)",
+      "LIST");
+  opt("--buffers", f.buffers,
+      "deepspeed (default with --model or --deepspeed-config) or none: DeepSpeed's buffers in "
+      "the GPU peak",
+      "KIND");
+  opt("--cuda-overhead", f.cuda_overhead,
+      "CUDA context and allocator per GPU in the peak: 2GB by default with --model or "
+      "--deepspeed-config, else 0",
+      "BYTES");
   opt("--gpus", f.gpus, "data-parallel GPUs N (ranks)", "N");
+  opt("--stage", f.stage,
+      "the stage you will run, 0-3: a note says whether it fits at N, why, and whether "
+      "offloading the optimizer would make it fit",
+      "S");
   opt("--gpu-memory", f.gpu_memory, "memory per GPU: 80GB, 24GiB", "BYTES");
   opt("--activations", f.activations, "activation memory per GPU: 12GB", "BYTES");
   opt("--layers", f.layers, "transformer layers L (activations from the shape)", "N");
@@ -557,7 +740,6 @@ void add_plan_command(CLI::App& root) {
     }
     plan::PlanInputs inputs = read_inputs(*flags);
     const std::optional<DeepSpeedRun> ds = read_estimator(*flags, inputs);
-    read_offload_nodes(*flags, inputs);
     const plan::PlanReport report = plan::make_plan(inputs);
     if (flags->json) {
       if (!ds) {

@@ -8,9 +8,15 @@
 //    offload_param.device (none, cpu, nvme), bf16.enabled / fp16.enabled (neither: fp32),
 //    optimizer.type (Adam, AdamW, SGD: the bytes per parameter), train_micro_batch_size_per_gpu
 //    and gradient_accumulation_steps.
-//  - Read, checked, and listed as not yet in the plan: the bucket, prefetch, persistence and
-//    live-parameter sizes, and ZeRO++'s zero_hpz_partition_size, zero_quantized_weights and
-//    zero_quantized_gradients (what the plan does not count yet, said rather than dropped).
+//  - Read into `buffers` (plan_runtime.h), DeepSpeed's defaults where absent:
+//    reduce_bucket_size, allgather_bucket_size, overlap_comm, contiguous_gradients,
+//    stage3_prefetch_bucket_size, stage3_param_persistence_threshold,
+//    stage3_max_live_parameters, sub_group_size. "auto" for reduce_bucket_size,
+//    stage3_prefetch_bucket_size and stage3_param_persistence_threshold is flagged (*_auto) for
+//    the caller to fill from the model's hidden size h as the Hugging Face integration does
+//    (h², 0.9·h², 10·h); the others' "auto" keeps DeepSpeed's default.
+//  - Read into `zeropp` (plan_topology.h): zero_quantized_weights, zero_hpz_partition_size,
+//    zero_quantized_gradients.
 //  - Keys DeepSpeed knows that do not change memory (scheduler, gradient_clipping, logging...)
 //    are accepted silently; any other key is listed in `unknown` (one warning for all).
 //  - "auto" for a value read: left to the flags (listed in `auto_keys`).
@@ -28,6 +34,8 @@
 
 #include "zerodp/plan_memory.h"
 #include "zerodp/plan_offload.h"
+#include "zerodp/plan_runtime.h"
+#include "zerodp/plan_topology.h"
 
 namespace zerodp::plan {
 
@@ -39,9 +47,12 @@ struct DeepSpeedConfig {
   std::optional<Optimizer> optimizer;
   std::optional<std::uint64_t> micro_batch;  // train_micro_batch_size_per_gpu
   std::optional<std::uint64_t> grad_accum;   // gradient_accumulation_steps
+  BufferSettings buffers;
+  bool reduce_bucket_auto = false, prefetch_bucket_auto = false, persistence_threshold_auto = false;
+  ZeroPlusPlus zeropp;
   // Each list in key order ("zero_optimization.x" for nested keys).
   std::vector<std::string> auto_keys;    // "auto", left to the flags
-  std::vector<std::string> not_in_plan;  // read and checked, not counted yet
+  std::vector<std::string> not_in_plan;  // read and checked, not counted (an optimizer type)
   std::vector<std::string> unknown;      // not DeepSpeed keys this reader knows
 };
 

@@ -27,5 +27,7 @@ struct StepTime {
 
 StepTime step_time(double compute_seconds, std::uint64_t comm_bytes,
                    double bandwidth_bytes_per_second, double overlap);
+// The same from communication seconds already known (two levels: plan_topology.h).
+StepTime step_time_of(double compute_seconds, double comm_seconds, double overlap);
 
 }  // namespace zerodp::plan

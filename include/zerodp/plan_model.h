@@ -62,6 +62,11 @@ struct ModelParams {
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source);
 ModelParams model_params(const ModelConfig& config);
 
+// The parameters of the tensors with at most `max_numel` elements each (norm weights, biases,
+// a mixture's router), counted over the whole model: what ZeRO-3 keeps whole on every GPU
+// below DeepSpeed's stage3_param_persistence_threshold instead of partitioning.
+std::uint64_t small_tensor_params(const ModelConfig& config, std::uint64_t max_numel);
+
 // Activation bytes one rank keeps for backward in one micro-batch of b sequences of s tokens,
 // with 16-bit activations, as the Hugging Face implementations keep them. Per layer, with q and
 // k the widths of the query and of each of key and value (heads x head_dim, kv heads x

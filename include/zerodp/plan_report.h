@@ -34,6 +34,8 @@
 #include "zerodp/plan_memory.h"
 #include "zerodp/plan_model.h"
 #include "zerodp/plan_offload.h"
+#include "zerodp/plan_runtime.h"
+#include "zerodp/plan_topology.h"
 
 namespace zerodp::plan {
 
@@ -70,7 +72,24 @@ struct PlanInputs {
   std::string deepspeed_config;   // the path; empty without one
   std::string deepspeed_summary;  // "ZeRO-2, optimizer to cpu, bf16, ..."
   std::optional<Stage> configured_stage;
-  std::optional<int> gpus_per_node;              // --gpus-per-node: host memory per node
+  std::optional<int> gpus_per_node;  // --gpus-per-node: host memory per node
+  // Two levels (--gpus-per-node, --nodes): bytes per level; with --intra-bandwidth and
+  // --inter-bandwidth (bytes/s per GPU) their seconds, which then set the step time.
+  std::optional<Topology> topology;
+  std::optional<double> intra_bandwidth, inter_bandwidth;
+  ZeroPlusPlus zeropp;        // --zeropp or the DeepSpeed config: ZeRO-3's levels, hpZ memory
+  std::string zeropp_source;  // "--zeropp" or the config's path
+
+  // The GPU peak's terms beyond model state and activations (plan_runtime.h): DeepSpeed's
+  // buffers (--buffers) and the CUDA allowance (--cuda-overhead). When any applies, "total"
+  // is the peak and "fits" and "least N" compare it with the GPU memory.
+  bool buffers = false;
+  std::string buffers_source;  // "DeepSpeed's defaults" or the config's path
+  BufferSettings buffer_settings;
+  std::optional<std::uint64_t> largest_layer;      // --largest-layer or the model's
+  std::optional<std::uint64_t> persistent_params;  // the model's small tensors
+  std::uint64_t cuda_overhead = 0;
+  std::string cuda_overhead_source;              // "--cuda-overhead 3GB" or the default's source
   std::optional<std::uint64_t> round_to;         // --round-to: node size for min N
   Directions seed_directions = Directions::one;  // --count-both-directions
 
@@ -99,6 +118,11 @@ struct StageReport {
   // fits and min_gpus are then what stays on the GPU, and this is the rest, at N.
   bool offloaded = false;
   std::optional<OffloadBytes> offload;
+  // The peak's other terms at N, when buffers, a CUDA allowance or hpZ are counted.
+  std::optional<RuntimeTerms> runtime;
+  // With a topology: bytes per GPU at each level (ZeRO++ at ZeRO-3), and their seconds.
+  std::optional<LevelBytes> levels;
+  std::optional<double> level_intra_seconds, level_inter_seconds;
 };
 
 struct PlanReport {
@@ -109,6 +133,7 @@ struct PlanReport {
   std::optional<double> comm_ratio_seed;      // ZeRO-3 / DP, at N > 1
   std::optional<double> comm_ratio_ring;
   std::optional<bool> activations_dominate;  // activations > DP's model state
+  bool runtime_counted = false;              // the stages carry `runtime` terms
 };
 
 PlanReport make_plan(const PlanInputs& inputs);

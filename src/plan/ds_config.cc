@@ -43,14 +43,11 @@ constexpr std::string_view kHarmless[] = {"scheduler",
                                           "elasticity",
                                           "sparse_attention"};
 // zero_optimization's keys (runtime/zero/config.py), besides those read below.
-constexpr std::string_view kZeroHarmless[] = {"contiguous_gradients",
-                                              "reduce_scatter",
+constexpr std::string_view kZeroHarmless[] = {"reduce_scatter",
                                               "use_multi_rank_bucket_allreduce",
                                               "allgather_partitions",
-                                              "overlap_comm",
                                               "load_from_fp32_weights",
                                               "elastic_checkpoint",
-                                              "sub_group_size",
                                               "stage3_max_reuse_distance",
                                               "stage3_gather_16bit_weights_on_model_save",
                                               "stage3_gather_fp16_weights_on_model_save",
@@ -69,13 +66,6 @@ constexpr std::string_view kZeroHarmless[] = {"contiguous_gradients",
                                               "override_module_apply",
                                               "log_trace_cache_warnings",
                                               "cpu_offload_use_pin_memory"};
-// zero_optimization's keys that size buffers or turn on ZeRO++: read, not counted yet.
-constexpr std::string_view kZeroNotInPlan[] = {
-    "reduce_bucket_size",          "allgather_bucket_size",
-    "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
-    "stage3_max_live_parameters",  "zero_hpz_partition_size",
-    "zero_quantized_weights",      "zero_quantized_gradients"};
-
 template <std::size_t N>
 bool among(const std::string_view (&keys)[N], const std::string& key) {
   return std::find(std::begin(keys), std::end(keys), key) != std::end(keys);
@@ -137,6 +127,56 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The zero_optimization keys that size buffers or turn on ZeRO++ (plan_runtime.h,
+// plan_topology.h); false for any other key. "auto" sizes are left for the caller to fill as
+// the Hugging Face integration does, from the model's hidden size.
+bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std::string& name,
+                     DeepSpeedConfig& c) {
+  BufferSettings& b = c.buffers;
+  auto size = [&](std::uint64_t& into, bool& auto_flag, std::uint64_t min) {
+    if (const auto n = r.whole(v, name, min)) {
+      into = *n;
+    } else {
+      auto_flag = true;
+    }
+  };
+  auto flag = [&](auto& into) {
+    if (const auto on = r.flag(v, name)) into = *on;
+  };
+  bool ignored = false;
+  if (key == "reduce_bucket_size") {
+    size(b.reduce_bucket_size, c.reduce_bucket_auto, 1);
+  } else if (key == "allgather_bucket_size") {
+    size(b.allgather_bucket_size, ignored, 1);
+  } else if (key == "stage3_prefetch_bucket_size") {
+    size(b.prefetch_bucket_size, c.prefetch_bucket_auto, 0);
+  } else if (key == "stage3_param_persistence_threshold") {
+    size(b.param_persistence_threshold, c.persistence_threshold_auto, 0);
+  } else if (key == "stage3_max_live_parameters") {
+    size(b.max_live_parameters, ignored, 0);
+  } else if (key == "sub_group_size") {
+    size(b.sub_group_size, ignored, 1);
+  } else if (key == "overlap_comm") {
+    std::optional<bool> on;
+    flag(on);
+    if (on) b.overlap_comm = on;
+  } else if (key == "contiguous_gradients") {
+    flag(b.contiguous_gradients);
+  } else if (key == "zero_quantized_weights") {
+    flag(c.zeropp.qwz);
+  } else if (key == "zero_quantized_gradients") {
+    flag(c.zeropp.qgz);
+  } else if (key == "zero_hpz_partition_size") {
+    std::uint64_t h = 1;
+    size(h, ignored, 1);
+    if (h > (1u << 20)) r.fail(name, "must be at most 1048576 GPUs, got " + v.dump());
+    c.zeropp.hpz_size = static_cast<int>(h);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source) {
@@ -169,13 +209,7 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
           if (r.flag(zvalue, name).value_or(false)) c.offload_optimizer = OffloadDevice::cpu;
         } else if (zkey == "cpu_offload_param") {
           if (r.flag(zvalue, name).value_or(false)) c.offload_params = OffloadDevice::cpu;
-        } else if (among(kZeroNotInPlan, zkey)) {
-          if (zvalue.is_boolean() || is_auto(zvalue)) {
-            r.flag(zvalue, name);
-          } else {
-            r.whole(zvalue, name, 0);
-          }
-          c.not_in_plan.push_back(name);
+        } else if (read_buffer_key(r, zkey, zvalue, name, c)) {
         } else if (!among(kZeroHarmless, zkey)) {
           c.unknown.push_back(name);
         }

@@ -195,6 +195,43 @@ ModelParams model_params(const ModelConfig& c) {
   return p;
 }
 
+std::uint64_t small_tensor_params(const ModelConfig& c, std::uint64_t max_numel) {
+  const std::uint64_t h = c.hidden, q = mul(c.heads, c.head_dim), k = mul(c.kv_heads, c.head_dim);
+  const std::uint64_t i = c.intermediate;
+  const bool fused_qkv = c.model_type == "gpt2" || c.model_type == "gpt_neox";
+  std::uint64_t per_layer = 0, outside = 0;
+  auto count = [max_numel](std::uint64_t& sum, std::uint64_t numel, std::uint64_t copies = 1) {
+    if (numel <= max_numel) sum = add(sum, mul(numel, copies));
+  };
+  // Each block's tensors, weights and biases apart, as the implementations hold them.
+  count(per_layer, h, c.norm_bias ? 4 : 2);
+  if (fused_qkv) {
+    count(per_layer, mul(h, add(q, mul(2, k))));
+    if (c.qkv_bias) count(per_layer, add(q, mul(2, k)));
+  } else {
+    count(per_layer, mul(h, q));
+    count(per_layer, mul(h, k), 2);
+    if (c.qkv_bias) {
+      count(per_layer, q);
+      count(per_layer, k, 2);
+    }
+  }
+  count(per_layer, mul(q, h));
+  if (c.out_bias) count(per_layer, h);
+  const std::uint64_t experts = c.experts > 0 ? c.experts : 1;
+  count(per_layer, mul(h, i), mul(experts, c.gated_mlp ? 2 : 1));
+  count(per_layer, mul(i, h), experts);
+  if (c.mlp_bias) {
+    count(per_layer, i, mul(experts, c.gated_mlp ? 2 : 1));
+    count(per_layer, h, experts);
+  }
+  if (c.experts > 0) count(per_layer, mul(h, c.experts));
+  count(outside, mul(c.vocab, h), c.tied_embeddings ? 1 : 2);
+  if (c.positions > 0) count(outside, mul(c.positions, h));
+  count(outside, h, c.norm_bias ? 2 : 1);
+  return add(mul(c.layers, per_layer), outside);
+}
+
 std::string_view attention_name(Attention attention) {
   return attention == Attention::flash ? "flash" : "eager";
 }

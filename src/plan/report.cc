@@ -18,20 +18,48 @@ void require(bool present, const std::string& message) {
   if (!present) throw UsageError(message);
 }
 
+// The two levels' bandwidths: each level that carries traffic needs its own, and a level with
+// none (one node, or one GPU a node) takes none rather than one silently unused.
+void validate_levels(const PlanInputs& in) {
+  const bool intra = in.intra_bandwidth.has_value(), inter = in.inter_bandwidth.has_value();
+  if (!intra && !inter) return;
+  require(!in.bandwidth.has_value(),
+          "--bandwidth: not with --intra-bandwidth/--inter-bandwidth, which give it per level");
+  require(in.topology.has_value(),
+          std::string(intra ? "--intra-bandwidth" : "--inter-bandwidth") +
+              ": needs --gpus-per-node (and --nodes or --gpus), the two levels it applies to");
+  const Topology& t = *in.topology;
+  require(t.gpus_per_node > 1 || !intra,
+          "--intra-bandwidth: one GPU a node (--gpus-per-node 1) sends nothing inside a node");
+  require(t.nodes > 1 || !inter,
+          "--inter-bandwidth: one node sends nothing across nodes; give --nodes K > 1");
+  require(t.gpus_per_node == 1 || intra,
+          "--intra-bandwidth: required with --inter-bandwidth, a bandwidth per GPU such as "
+          "300GB/s (NVLink)");
+  require(t.nodes == 1 || inter,
+          "--inter-bandwidth: required with --intra-bandwidth across nodes, a bandwidth per GPU "
+          "such as 50GB/s (400 Gbit/s)");
+}
+
 void validate(const PlanInputs& in) {
-  const bool compute = in.compute_seconds.has_value(), bandwidth = in.bandwidth.has_value();
+  validate_levels(in);
+  const bool compute = in.compute_seconds.has_value();
+  const bool bandwidth = in.bandwidth || in.intra_bandwidth || in.inter_bandwidth;
   const bool inverse = in.gpus && in.gpu_memory;
   const bool efficiency_only = in.comm_bytes && compute && bandwidth;
   require(in.params || inverse || efficiency_only,
           "--params: required, a count such as 1e9, 7.5B, 175B or 50M (without it, give --gpus "
           "and --gpu-memory for the largest model, or --comm-bytes, --bandwidth and "
           "--compute-time for the efficiency)");
-  require(compute || !bandwidth,
+  require(compute || !in.bandwidth,
           "--compute-time: required with --bandwidth, a duration such "
           "as 10s or 250ms");
   require(bandwidth || !compute,
           "--bandwidth: required with --compute-time, a bandwidth such "
-          "as 300GB/s");
+          "as 300GB/s (or --intra-bandwidth and --inter-bandwidth)");
+  require(!(in.comm_bytes && (in.intra_bandwidth || in.inter_bandwidth)),
+          "--comm-bytes: not with --intra-bandwidth/--inter-bandwidth, which count each level's "
+          "bytes");
   require(compute || !in.overlap, "--overlap: needs --compute-time and --bandwidth");
   require(compute || !in.comm_bytes, "--comm-bytes: needs --compute-time and --bandwidth");
   require(compute || !in.time_convention,
@@ -53,6 +81,13 @@ void validate(const PlanInputs& in) {
                      units::format_bytes(in.activation_bytes) + " (" +
                      std::to_string(in.activation_bytes) + " bytes)");
   }
+  if (in.gpu_memory && in.cuda_overhead >= *in.gpu_memory - in.activation_bytes) {
+    throw UsageError(
+        "--cuda-overhead: expected an allowance below --gpu-memory less the "
+        "activations (" +
+        units::format_bytes(*in.gpu_memory - in.activation_bytes) + "), got " +
+        units::format_bytes(in.cuda_overhead));
+  }
   if (in.params) {
     check_fits_in_64_bits(*in.params, in.bpp);
     const u128 total = u128(*in.params) * in.bpp.total() + in.activation_bytes;
@@ -62,6 +97,19 @@ void validate(const PlanInputs& in) {
                        " bytes");
     }
   }
+}
+
+// Seconds for one level's bytes; a level without traffic takes no bandwidth (validate_levels).
+double level_time(std::uint64_t bytes, const std::optional<double>& bandwidth, const char* flag) {
+  if (bytes == 0) return 0;
+  const double seconds = static_cast<double>(bytes) / *bandwidth;
+  if (!std::isfinite(seconds)) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.3g B/s", *bandwidth);
+    throw UsageError(std::string(flag) + ": expected a bandwidth at which " +
+                     units::format_bytes(bytes) + " take a finite time, got " + rate);
+  }
+  return seconds;
 }
 
 StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
@@ -82,7 +130,14 @@ PlanReport make_plan(const PlanInputs& in) {
   validate(in);
   PlanReport report;
   report.inputs = in;
-  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes;
+  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes - in.cuda_overhead;
+  // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
+  const bool buffers = in.buffers && in.params;
+  report.runtime_counted = in.params && (buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
+  RuntimeModel runtime_model;
+  if (in.params) {
+    runtime_model = {*in.params, in.largest_layer.value_or(0), in.persistent_params};
+  }
 
   for (Stage stage : kStages) {
     StageReport& s = report.stages[stage_number(stage)];
@@ -96,18 +151,41 @@ PlanReport make_plan(const PlanInputs& in) {
         s.model_state_bytes = model_state_bytes(*in.params, *in.gpus, stage, gpu);
         s.offload = offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
         s.total_bytes = *s.model_state_bytes + in.activation_bytes;
+        if (report.runtime_counted) {
+          s.runtime = runtime_terms(stage, *in.gpus, runtime_model, in.bpp, in.offload, buffers,
+                                    in.buffer_settings, in.zeropp, in.cuda_overhead);
+          s.total_bytes = s.runtime->peak(*s.model_state_bytes, in.activation_bytes);
+        }
         s.comm_seed = seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
         s.comm_ring = ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
-        if (report.budget) s.fits = *s.model_state_bytes <= *report.budget;
+        if (in.gpu_memory) s.fits = *s.total_bytes <= *in.gpu_memory;
+        if (in.topology) {
+          s.levels = level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
+          if (in.intra_bandwidth || in.inter_bandwidth) {
+            s.level_intra_seconds =
+                level_time(s.levels->intra, in.intra_bandwidth, "--intra-bandwidth");
+            s.level_inter_seconds =
+                level_time(s.levels->inter, in.inter_bandwidth, "--inter-bandwidth");
+          }
+        }
       }
       if (report.budget) {
         s.min_gpus_asked = true;
-        s.min_gpus = min_gpus(*in.params, stage, gpu, *report.budget, in.round_to.value_or(1));
+        if (report.runtime_counted) {
+          s.min_gpus = min_gpus_for_peak(
+              stage, runtime_model, gpu, in.bpp, in.offload, buffers, in.buffer_settings, in.zeropp,
+              in.cuda_overhead, in.activation_bytes, *in.gpu_memory, in.round_to.value_or(1));
+        } else {
+          s.min_gpus = min_gpus(*in.params, stage, gpu, *report.budget, in.round_to.value_or(1));
+        }
       }
     } else if (in.gpus && report.budget) {
       s.max_params = max_params(*in.gpus, stage, gpu, *report.budget);
     }
-    if (in.compute_seconds) {
+    if (in.compute_seconds && s.level_intra_seconds) {
+      s.time = step_time_of(*in.compute_seconds, *s.level_intra_seconds + *s.level_inter_seconds,
+                            in.overlap.value_or(0.0));
+    } else if (in.compute_seconds) {
       if (in.comm_bytes) {
         s.time_comm_bytes = *in.comm_bytes;
       } else {

@@ -50,6 +50,28 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
   } else {
     j["offload"] = nullptr;
   }
+  if (s.runtime) {
+    const RuntimeTerms& r = *s.runtime;
+    j["peak"] = {{"model_state_bytes", *s.model_state_bytes},
+                 {"activation_bytes", in.activation_bytes},
+                 {"cuda_overhead_bytes", r.cuda_overhead},
+                 {"hpz_secondary_bytes", r.hpz_secondary},
+                 {"persistent_param_bytes", r.persistent_params},
+                 {"reduce_buffer_bytes", r.reduce_buffer_held + r.reduce_buffers},
+                 {"gathered_param_bytes", r.gathered_params},
+                 {"step_fp32_grad_bytes", r.step_fp32_grads},
+                 {"peak_bytes", *s.total_bytes}};
+  } else {
+    j["peak"] = nullptr;
+  }
+  if (s.levels) {
+    j["levels"] = {{"intra_bytes", s.levels->intra},
+                   {"inter_bytes", s.levels->inter},
+                   {"intra_seconds", or_null(s.level_intra_seconds)},
+                   {"inter_seconds", or_null(s.level_inter_seconds)}};
+  } else {
+    j["levels"] = nullptr;
+  }
   return j;
 }
 
@@ -68,6 +90,16 @@ std::string plan_json(const PlanReport& report) {
       {"offload_optimizer", std::string(offload_device_name(in.offload.optimizer))},
       {"offload_params", std::string(offload_device_name(in.offload.params))},
       {"gpus_per_node", or_null(in.gpus_per_node)},
+      {"nodes", in.topology ? json(in.topology->nodes) : json(nullptr)},
+      {"intra_bandwidth_bytes_per_second", or_null(in.intra_bandwidth)},
+      {"inter_bandwidth_bytes_per_second", or_null(in.inter_bandwidth)},
+      {"zeropp",
+       {{"qwz", in.zeropp.qwz},
+        {"hpz_partition_size", in.zeropp.hpz_size},
+        {"qgz", in.zeropp.qgz}}},
+      {"buffers", in.buffers ? json(in.buffers_source) : json(nullptr)},
+      {"cuda_overhead_bytes", in.cuda_overhead},
+      {"largest_layer_params", or_null(in.largest_layer)},
       {"deepspeed_config", in.deepspeed_config.empty() ? json(nullptr) : json(in.deepspeed_config)},
       {"deepspeed_config_summary",
        in.deepspeed_config.empty() ? json(nullptr) : json(in.deepspeed_summary)},
@@ -107,6 +139,13 @@ std::string plan_json(const PlanReport& report) {
   j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},
                                  {"ring", or_null(report.comm_ratio_ring)}};
   j["activations_dominate"] = or_null(report.activations_dominate);
+  if (in.zeropp.any()) {
+    j["zeropp_cross_node_volume_m"] = {
+        {"zero3", zeropp_cross_node_volume_in_m(in.bpp, {})},
+        {"zeropp", zeropp_cross_node_volume_in_m(in.bpp, in.zeropp)}};
+  } else {
+    j["zeropp_cross_node_volume_m"] = nullptr;
+  }
   j["notes"] = plan_notes(report);
   j["conventions"] = {
       {"seed", in.seed_directions == Directions::both

@@ -91,13 +91,47 @@ std::string header(const PlanReport& report, bool binary) {
            std::string(offload_device_name(in.offload.params)) +
            " (ZeRO-3); model state is what stays on the GPU\n";
   }
-  if (report.budget) {
+  if (in.topology) {
+    const Topology& t = *in.topology;
+    out += "topology: " + std::to_string(t.gpus_per_node) + " GPUs per node x " +
+           std::to_string(t.nodes) + (t.nodes == 1 ? " node" : " nodes");
+    if (in.intra_bandwidth || in.inter_bandwidth) {
+      out += "; per GPU " +
+             (in.intra_bandwidth ? rate(*in.intra_bandwidth, binary) + " inside a node" : "") +
+             (in.intra_bandwidth && in.inter_bandwidth ? ", " : "") +
+             (in.inter_bandwidth ? rate(*in.inter_bandwidth, binary) + " across nodes" : "");
+    }
+    out += "\n";
+  }
+  if (in.zeropp.any()) {
+    out +=
+        "ZeRO++: " + zeropp_summary(in.zeropp) + " (ZeRO-3 only; from " + in.zeropp_source + ")\n";
+  }
+  if (report.runtime_counted) {
+    out += "GPU peak: model state + activations";
+    if (in.buffers) out += " + DeepSpeed's buffers (" + in.buffers_source + ")";
+    if (in.zeropp.hpz()) out += " + hpZ's secondary copy";
+    if (in.cuda_overhead > 0) {
+      out += " + CUDA context and allocator " + bytes(in.cuda_overhead) + " (" +
+             in.cuda_overhead_source + ")";
+    }
+    out += "\n";
+  }
+  if (report.budget && report.runtime_counted) {
+    out +=
+        "GPU memory: " + bytes(*in.gpu_memory) + " (fits and least N compare the peak with it)\n";
+  } else if (report.budget) {
     out += "GPU memory: " + bytes(*in.gpu_memory) +
            (in.activations_given ? " - activations " + bytes(in.activation_bytes) : "") +
+           (in.cuda_overhead > 0 ? " - CUDA " + bytes(in.cuda_overhead) : "") +
            " = model-state budget " + bytes(*report.budget) +
            (in.activations_given ? "" : " (no activations given)") + "\n";
   }
-  if (in.compute_seconds) {
+  if (in.compute_seconds && !in.bandwidth) {
+    out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", overlap " +
+           units::format_percent(in.overlap.value_or(0.0), 0) +
+           "; comm time from the two levels' bytes and bandwidths\n";
+  } else if (in.compute_seconds) {
     out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", bandwidth " +
            rate(*in.bandwidth, binary) + " per GPU, overlap " +
            units::format_percent(in.overlap.value_or(0.0), 0) + "; comm time from ";
@@ -153,7 +187,9 @@ void add_memory_columns(std::vector<Column>& columns, const PlanReport& report, 
                            binary);
   if (in.params && in.gpus) {
     columns.push_back(bytes_column("model state", &S::model_state_bytes, memory, binary));
-    if (in.activations_given) {
+    if (report.runtime_counted) {
+      columns.push_back(bytes_column("peak", &S::total_bytes, memory, binary));
+    } else if (in.activations_given) {
       columns.push_back(bytes_column("total", &S::total_bytes, memory, binary));
     }
     columns.push_back(
@@ -228,6 +264,94 @@ std::string offload_table(const PlanReport& report, bool binary) {
          "'-': the offload does not apply at that stage.\n";
 }
 
+// The GPU's peak per rank at N, term by term: only the terms some stage has.
+std::string peak_table(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const units::ByteUnit unit = units::byte_unit_for(largest(report, &S::total_bytes), binary);
+  // A term a stage does not have is "-", not "0.00 TB".
+  auto term = [&](std::uint64_t RuntimeTerms::*f) {
+    return [=](const S& s) {
+      const std::uint64_t b = (*s.runtime).*f;
+      return b == 0 ? std::string("-") : in_unit(std::optional(b), unit, binary);
+    };
+  };
+  auto any = [&](std::uint64_t RuntimeTerms::*f) {
+    return std::any_of(report.stages.begin(), report.stages.end(),
+                       [f](const S& s) { return (*s.runtime).*f > 0; });
+  };
+  std::vector<Column> columns = {
+      {"peak at N = " + std::to_string(*in.gpus),
+       [](const S& s) { return std::string(stage_name(s.stage)); }},
+      bytes_column("model state", &S::model_state_bytes, unit, binary),
+      {"activations",
+       [=](const S&) { return in_unit(std::optional(in.activation_bytes), unit, binary); }}};
+  const std::pair<const char*, std::uint64_t RuntimeTerms::*> terms[] = {
+      {"reduce bufs", &RuntimeTerms::reduce_buffers},
+      {"reduce buf (held)", &RuntimeTerms::reduce_buffer_held},
+      {"gathered", &RuntimeTerms::gathered_params},
+      {"persistent", &RuntimeTerms::persistent_params},
+      {"hpZ copy", &RuntimeTerms::hpz_secondary},
+      {"step fp32 grads", &RuntimeTerms::step_fp32_grads},
+      {"CUDA", &RuntimeTerms::cuda_overhead}};
+  for (const auto& [name, field] : terms) {
+    if (any(field)) columns.push_back({name, term(field)});
+  }
+  columns.push_back(bytes_column("peak", &S::total_bytes, unit, binary));
+  std::string out = render(columns, report);
+  out +=
+      "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
+      "reduce bufs + gathered, step fp32 grads): DeepSpeed's reduction buffers and gathered "
+      "params live with the activations, the step's fp32 copy of the gradient shard after them "
+      "(plan_runtime.h).";
+  if (in.buffers && in.params && !in.persistent_params) {
+    out += " Persistent params need a model config (--model).";
+  }
+  return out + "\n";
+}
+
+// Bytes per GPU inside the node and across nodes, and their time.
+std::string level_table(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const Topology& t = *in.topology;
+  std::uint64_t most = 0;
+  for (const S& s : report.stages) most = std::max({most, s.levels->intra, s.levels->inter});
+  const units::ByteUnit unit = units::byte_unit_for(most, binary);
+  auto level = [=](std::uint64_t LevelBytes::*f) {
+    return [=](const S& s) { return in_unit(std::optional((*s.levels).*f), unit, binary); };
+  };
+  std::vector<Column> columns = {
+      {std::to_string(t.gpus_per_node) + " x " + std::to_string(t.nodes) + " GPUs",
+       [](const S& s) { return std::string(stage_name(s.stage)); }},
+      {"inside node/GPU", level(&LevelBytes::intra)},
+      {"across nodes/GPU", level(&LevelBytes::inter)}};
+  if (in.intra_bandwidth || in.inter_bandwidth) {
+    columns.push_back(
+        {"inside time", [](const S& s) { return units::format_seconds(*s.level_intra_seconds); }});
+    columns.push_back(
+        {"across time", [](const S& s) { return units::format_seconds(*s.level_inter_seconds); }});
+    columns.push_back({"comm time", [](const S& s) {
+                         return units::format_seconds(*s.level_intra_seconds +
+                                                      *s.level_inter_seconds);
+                       }});
+  }
+  std::string out = render(columns, report);
+  out +=
+      "levels: each collective runs inside the node, then across nodes: a buffer of B bytes "
+      "moves B(n-1)/n per GPU inside and B(k-1)/(kn) across (together the ring column); the "
+      "two phases' times add (plan_topology.h).";
+  if (in.zeropp.any()) {
+    char m[96];
+    std::snprintf(m, sizeof m,
+                  " ZeRO++ at ZeRO-3: cross-node volume %gM -> %gM by its paper's count",
+                  zeropp_cross_node_volume_in_m(in.bpp, {}),
+                  zeropp_cross_node_volume_in_m(in.bpp, in.zeropp));
+    out += m;
+    out += " (M = the 16-bit model, " +
+           units::format_bytes(std::uint64_t(in.bpp.params) * *in.params, binary) + ").";
+  }
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string plan_table(const PlanReport& report, bool binary) {
@@ -238,9 +362,13 @@ std::string plan_table(const PlanReport& report, bool binary) {
   add_comm_columns(columns, report, binary);
 
   std::string out = header(report, binary) + render(columns, report);
+  // Each section after a blank line (appended, not "\n" + section: GCC 12 warns on that).
+  auto section = [&out](const std::string& text) { out.append("\n").append(text); };
+  if (report.runtime_counted && report.inputs.gpus) section(peak_table(report, binary));
   if (report.inputs.offload.any() && report.inputs.params && report.inputs.gpus) {
-    out += "\n" + offload_table(report, binary);
+    section(offload_table(report, binary));
   }
+  if (report.stages[0].levels) section(level_table(report, binary));
   const std::vector<std::string> notes = plan_notes(report, binary);
   if (!notes.empty()) out += "\n";
   for (const std::string& note : notes) out += note + "\n";

@@ -179,8 +179,8 @@ struct BadInput {
 
 TEST(PlanCli, APublishedModelGivesItsExactCount) {
   // Llama-3-8B by name: 8,030,261,248 parameters (its published count), the largest module the
-  // 128256 x 4096 embedding; the plan is --params 8030261248's.
-  const auto j = plan_json("--model llama-3-8b --gpus 8");
+  // 128256 x 4096 embedding; without the runtime's terms the plan is --params 8030261248's.
+  const auto j = plan_json("--model llama-3-8b --gpus 8 --buffers none --cuda-overhead 0");
   EXPECT_EQ(j["model"]["params"].get<std::uint64_t>(), 8'030'261'248u);
   EXPECT_EQ(j["model"]["active_params"].get<std::uint64_t>(), 8'030'261'248u);
   EXPECT_EQ(j["model"]["largest_layer_params"].get<std::uint64_t>(), 128'256u * 4096);
@@ -284,8 +284,7 @@ TEST(PlanCli, ADeepSpeedConfigSetsStageOffloadPrecisionAndMicroBatch) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "ZeRO-2, optimizer states to cpu, params to none, mixed bf16, "
-                  "micro-batch 2; read but not counted yet: "
-                  "zero_optimization.reduce_bucket_size"))
+                  "micro-batch 2\n"))
       << r.out;
   EXPECT_TRUE(has(r.out, "The DeepSpeed config's stage, ZeRO-2, fits at N = 8")) << r.out;
   EXPECT_TRUE(has(r.err, "warning: " + path + ": keys this reader does not know, ignored: colour"))
@@ -352,15 +351,40 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
        "--activations: not with --seq-len"},
       {"plan --params 1B --estimator ds", "--estimator: expected deepspeed"},
       {"plan --params 1B --estimator deepspeed", "--largest-layer: required"},
-      {"plan --params 1B --nodes 2", "--nodes: needs --estimator deepspeed"},
+      {"plan --params 1B --nodes 2", "--nodes: needs --gpus-per-node"},
       {"plan --params 1B --largest-layer 2B --estimator deepspeed",
        "--largest-layer: expected at most --params"},
       {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 8",
-       "--gpus: 4 is not --gpus-per-node x --nodes (8)"},
+       "--gpus-per-node: expected at most --gpus (4)"},
+      {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4",
+       "--gpus: 4 is not --gpus-per-node x --nodes (1)"},
+      {"plan --params 1B --gpus 8 --gpus-per-node 4 --nodes 4",
+       "--gpus: 8 is not --gpus-per-node x --nodes (16)"},
+      {"plan --params 1B --gpus 8 --intra-bandwidth 300GB/s",
+       "--gpus-per-node: required with --intra-bandwidth"},
+      {"plan --params 1B --gpus 12 --gpus-per-node 8 --zeropp qwz",
+       "--gpus-per-node: expected a divisor of --gpus (12)"},
+      {"plan --params 1B --gpus-per-node 8 --nodes 2 --zeropp qwz,lora",
+       "--zeropp: expected none or a list of qwz, hpz, qgz"},
+      {"plan --params 1B --gpus-per-node 8 --nodes 1 --intra-bandwidth 300GB/s "
+       "--inter-bandwidth 50GB/s",
+       "--inter-bandwidth: one node sends nothing across nodes"},
+      {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s",
+       "--inter-bandwidth: required with --intra-bandwidth"},
+      {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
+       "--inter-bandwidth 50GB/s --bandwidth 1GB/s --compute-time 1s",
+       "--bandwidth: not with --intra-bandwidth"},
+      {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
+       "--inter-bandwidth 0GB/s",
+       "--inter-bandwidth: expected a bandwidth"},
+      {"plan --params 1B --gpus 8 --buffers megatron", "--buffers: expected deepspeed or none"},
+      {"plan --params 1B --gpus 8 --buffers deepspeed", "--largest-layer: required with --buffers"},
+      {"plan --params 1B --gpus 8 --gpu-memory 40GB --cuda-overhead 40GB",
+       "--cuda-overhead: expected an allowance below --gpu-memory"},
+      {"plan --params 1B --gpus 8 --cuda-overhead 2XB", "--cuda-overhead: expected a size"},
       {"plan --estimator deepspeed --gpus-per-node 8", "--params: required with --estimator"},
       {"plan --params 1B --gpus 8 --offload-optimizer gpu", "--offload-optimizer: expected none"},
       {"plan --params 1B --gpus 8 --offload-params disk", "--offload-params: expected none"},
-      {"plan --params 1B --gpus 8 --gpus-per-node 8", "--gpus-per-node: needs --estimator"},
       {"plan --params 1B --gpus 8 --offload-optimizer cpu --gpus-per-node 16",
        "--gpus-per-node: expected at most --gpus (8)"},
       {"plan --params 1B --deepspeed-config /nonexistent/ds.json",
@@ -402,6 +426,115 @@ TEST(PlotCli, UnwritablePathIsARuntimeError) {
   const Result r = zerodp("plot --params 1e9 --out /nonexistent-dir/memory.svg");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err.rfind("zerodp: error: cannot write", 0), 0u) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+std::uint64_t u64(const nlohmann::json& v) {
+  return v.get<std::uint64_t>();
+}
+
+TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
+  // The question as a user asks it, answered by one command with the reason and the way out.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 4096 --micro-batch 1 "
+      "--checkpointing full --attention flash --stage 2";
+  const Result r = zerodp("plan " + run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 40.2 GB > 40.0 GB (model "
+                  "state 30.1 GB + CUDA 2.00 GB + activations 7.05 GB + reduce buffers "
+                  "1.00 GB)."))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 28.1 GB"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 27.3 GB")) << r.out;
+
+  // Every term of the peak, from DeepSpeed's defaults: two-byte grads in a 5e8-element bucket,
+  // the fp32 copy of the 1/8 gradient shard, the 2 GB allowance.
+  const auto j = plan_json(run);
+  const std::uint64_t phi = 8'030'261'248, shard = phi / 8 + (phi % 8 != 0);
+  const auto& z2 = j["stages"][2];
+  EXPECT_EQ(u64(z2["peak"]["reduce_buffer_bytes"]), 1'000'000'000u);
+  EXPECT_EQ(u64(z2["peak"]["step_fp32_grad_bytes"]), 4 * shard);
+  EXPECT_EQ(u64(z2["peak"]["cuda_overhead_bytes"]), 2'000'000'000u);
+  EXPECT_EQ(u64(z2["peak"]["peak_bytes"]), u64(z2["model_state_bytes"]) + 2'000'000'000u +
+                                               u64(j["activation_bytes"]) + 1'000'000'000u);
+  EXPECT_EQ(z2["peak"]["peak_bytes"], z2["total_bytes"]);
+  EXPECT_FALSE(z2["fits"].get<bool>());
+  // ZeRO-3 gathers the largest layer (the 128256 x 4096 embedding) and the 5e7 prefetch, and
+  // keeps the 65 RMSNorm weights whole.
+  const auto& z3 = j["stages"][3]["peak"];
+  EXPECT_EQ(u64(z3["gathered_param_bytes"]), 2 * (128'256u * 4096 + 50'000'000));
+  EXPECT_EQ(u64(z3["persistent_param_bytes"]), 2 * 65 * 4096u);
+  // Turned off, the plan is the seed's accounting again.
+  const auto bare = plan_json(run + " --buffers none --cuda-overhead 0");
+  EXPECT_TRUE(bare["stages"][2]["peak"].is_null());
+  EXPECT_EQ(u64(bare["stages"][2]["total_bytes"]),
+            u64(z2["model_state_bytes"]) + u64(j["activation_bytes"]));
+}
+
+TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
+  // Llama 2 70B on 8 nodes of 8 GPUs, the ZeRO++ tutorial's keys plus optimizer offload.
+  const std::string path = ::testing::TempDir() + "/zeropp.json";
+  std::ofstream(path) << R"({"bf16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+      "zero_quantized_weights": true, "zero_hpz_partition_size": 8,
+      "zero_quantized_gradients": true, "reduce_bucket_size": "auto",
+      "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto"}})";
+  const std::string base = "--model llama-2-70b --gpus-per-node 8 --nodes 8 --gpu-memory 80GB ";
+  const auto with_config = plan_json(base + "--deepspeed-config " + path);
+  const auto plain = plan_json(base + "--precision bf16");
+  const std::uint64_t phi = u64(plain["inputs"]["params"]);
+  ASSERT_EQ(phi % 64, 0u);  // 68,976,648,192: every division below is exact
+  // Across nodes ZeRO-3 sends a quarter of plain ZeRO-3's bytes: 3 x 2Φ x 7/64 -> 1.5Φ x 7/64.
+  EXPECT_EQ(u64(plain["stages"][3]["levels"]["inter_bytes"]), 3 * 2 * phi / 64 * 7);
+  EXPECT_EQ(u64(with_config["stages"][3]["levels"]["inter_bytes"]), (phi + phi / 2) / 64 * 7);
+  EXPECT_EQ(with_config["zeropp_cross_node_volume_m"]["zeropp"].get<double>(), 0.75);
+  // hpZ's copy costs 2Φ/8 per GPU; the optimizer states left for the CPU.
+  const auto& z3 = with_config["stages"][3];
+  EXPECT_EQ(u64(z3["peak"]["hpz_secondary_bytes"]), 2 * phi / 8);
+  EXPECT_EQ(u64(z3["model_state_bytes"]), 4 * phi / 64);  // 16-bit params and grads, sharded
+  EXPECT_EQ(u64(z3["offload"]["host_bytes_per_gpu"]), 16 * phi / 64);
+  EXPECT_EQ(u64(z3["peak"]["step_fp32_grad_bytes"]), 0u);  // the CPU steps
+  // "auto" sizes as the Hugging Face integration fills them from h = 8192.
+  EXPECT_EQ(u64(z3["peak"]["reduce_buffer_bytes"]), 2u * 8192 * 8192);
+  EXPECT_EQ(u64(z3["peak"]["gathered_param_bytes"]),
+            2 * (u64(with_config["model"]["largest_layer_params"]) + 8192u * 8192 * 9 / 10));
+  // Stages 0-2 are untouched by ZeRO++.
+  EXPECT_EQ(with_config["stages"][2]["levels"], plain["stages"][2]["levels"]);
+  // The same plan from flags.
+  const auto with_flags =
+      plan_json(base + "--precision bf16 --stage 3 --offload-optimizer cpu --zeropp qwz,hpz,qgz");
+  EXPECT_EQ(with_flags["stages"][3]["levels"], z3["levels"]);
+  EXPECT_EQ(with_flags["stages"][3]["peak"]["hpz_secondary_bytes"],
+            z3["peak"]["hpz_secondary_bytes"]);
+  // And a flag that says otherwise is an error naming both.
+  const Result clash = zerodp("plan " + base + "--deepspeed-config " + path + " --zeropp qwz");
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_TRUE(has(clash.err, "--zeropp: 'qwz' contradicts")) << clash.err;
+}
+
+TEST(PlanCliPeak, TwoLevelsSetTheStepTime) {
+  const auto j = plan_json(
+      "--params 64e9 --gpus-per-node 8 --nodes 4 --intra-bandwidth 200GB/s "
+      "--inter-bandwidth 25GB/s --compute-time 10s --overlap 0.5");
+  // ZeRO-3: three buffers of 2Φ, 7/8 of each inside (336 GB), 3/32 across (36 GB).
+  const auto& z3 = j["stages"][3];
+  EXPECT_EQ(u64(z3["levels"]["intra_bytes"]), 336'000'000'000u);
+  EXPECT_EQ(u64(z3["levels"]["inter_bytes"]), 36'000'000'000u);
+  EXPECT_DOUBLE_EQ(z3["levels"]["intra_seconds"].get<double>(), 1.68);
+  EXPECT_DOUBLE_EQ(z3["levels"]["inter_seconds"].get<double>(), 1.44);
+  EXPECT_DOUBLE_EQ(z3["comm_seconds"].get<double>(), 1.68 + 1.44);
+  EXPECT_DOUBLE_EQ(z3["exposed_seconds"].get<double>(), (1.68 + 1.44) / 2);
+  EXPECT_EQ(j["inputs"]["nodes"].get<int>(), 4);
+  EXPECT_EQ(j["inputs"]["gpus"].get<int>(), 32);
+  // The seed's examples do not change: no topology, no levels, no peak.
+  const auto seed = plan_json("--params 1e9 --gpus 8");
+  EXPECT_TRUE(seed["stages"][0]["levels"].is_null());
+  EXPECT_TRUE(seed["stages"][0]["peak"].is_null());
 }
 
 }  // namespace

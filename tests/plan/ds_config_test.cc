@@ -42,11 +42,18 @@ TEST(DeepSpeedConfig, ATypicalFineTuningConfig) {
                                           "zero_optimization.reduce_bucket_size",
                                           "zero_optimization.stage3_param_persistence_threshold"};
   EXPECT_EQ(c.auto_keys, autos);
-  const std::vector<std::string> later = {"zero_optimization.reduce_bucket_size",
-                                          "zero_optimization.stage3_param_persistence_threshold",
-                                          "zero_optimization.stage3_prefetch_bucket_size",
-                                          "zero_optimization.zero_quantized_weights"};
-  EXPECT_EQ(c.not_in_plan, later);
+  // The sizes: given ones read, "auto" ones flagged for the model's hidden size, the rest
+  // DeepSpeed's defaults; and ZeRO++'s quantized weights.
+  EXPECT_TRUE(c.reduce_bucket_auto);
+  EXPECT_TRUE(c.persistence_threshold_auto);
+  EXPECT_FALSE(c.prefetch_bucket_auto);
+  EXPECT_EQ(c.buffers.prefetch_bucket_size, 50'000'000u);
+  EXPECT_EQ(c.buffers.overlap_comm, true);
+  EXPECT_EQ(c.buffers.max_live_parameters, 1'000'000'000u);
+  EXPECT_TRUE(c.zeropp.qwz);
+  EXPECT_FALSE(c.zeropp.qgz);
+  EXPECT_FALSE(c.zeropp.hpz());
+  EXPECT_TRUE(c.not_in_plan.empty());
   EXPECT_TRUE(c.unknown.empty());
 }
 
@@ -63,6 +70,30 @@ TEST(DeepSpeedConfig, NeitherHalfPrecisionMeansFp32AndUnknownKeysAreListed) {
   EXPECT_FALSE(parse_deepspeed_config(R"({"bf16": {"enabled": "auto"}})", "d").precision);
 }
 
+TEST(DeepSpeedConfig, ZeroPlusPlusAndBufferSizes) {
+  // The ZeRO++ tutorial's config (deepspeed.ai/tutorials/zeropp), with explicit sizes.
+  const DeepSpeedConfig c = parse_deepspeed_config(R"({
+    "zero_optimization": {"stage": 3, "reduce_bucket_size": 10000000,
+      "reduce_scatter": true, "zero_quantized_weights": true, "zero_hpz_partition_size": 16,
+      "zero_quantized_gradients": true, "contiguous_gradients": false, "overlap_comm": false,
+      "sub_group_size": 2e8, "stage3_max_live_parameters": 3e9,
+      "stage3_param_persistence_threshold": 1e6, "allgather_bucket_size": 2e8}})",
+                                                   "ds.json");
+  EXPECT_TRUE(c.zeropp.qwz);
+  EXPECT_TRUE(c.zeropp.qgz);
+  EXPECT_EQ(c.zeropp.hpz_size, 16);
+  EXPECT_EQ(c.buffers.reduce_bucket_size, 10'000'000u);
+  EXPECT_FALSE(c.buffers.contiguous_gradients);
+  EXPECT_EQ(c.buffers.overlap_comm, false);
+  EXPECT_EQ(c.buffers.sub_group_size, 200'000'000u);
+  EXPECT_EQ(c.buffers.max_live_parameters, 3'000'000'000u);
+  EXPECT_EQ(c.buffers.param_persistence_threshold, 1'000'000u);
+  EXPECT_EQ(c.buffers.allgather_bucket_size, 200'000'000u);
+  EXPECT_EQ(c.buffers.prefetch_bucket_size, 50'000'000u);  // DeepSpeed's default
+  EXPECT_TRUE(c.unknown.empty());
+  EXPECT_TRUE(c.auto_keys.empty());
+}
+
 TEST(DeepSpeedConfig, ContradictionsAndBadValuesAreOneLineErrors) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})",
@@ -77,7 +108,11 @@ TEST(DeepSpeedConfig, ContradictionsAndBadValuesAreOneLineErrors) {
       {R"({"train_micro_batch_size_per_gpu": 0})",
        "\"train_micro_batch_size_per_gpu\" must be a whole number >= 1"},
       {R"({"zero_optimization": {"reduce_bucket_size": -5}})",
-       "\"zero_optimization.reduce_bucket_size\" must be a whole number >= 0"},
+       "\"zero_optimization.reduce_bucket_size\" must be a whole number >= 1"},
+      {R"({"zero_optimization": {"zero_hpz_partition_size": 0}})",
+       "\"zero_optimization.zero_hpz_partition_size\" must be a whole number >= 1"},
+      {R"({"zero_optimization": {"overlap_comm": "yes"}})",
+       "\"zero_optimization.overlap_comm\" must be true, false or \"auto\""},
       {R"({"optimizer": "Adam"})", "\"optimizer\" must be an object with a \"type\""},
       {R"([])", "expected a JSON object"},
   };

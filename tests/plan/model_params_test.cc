@@ -57,6 +57,25 @@ TEST(ModelParams, MixtralActivatesTwoOfEightExperts) {
   EXPECT_EQ(dense.largest_layer_params, 128256u * 4096);
 }
 
+TEST(ModelParams, SmallTensorsAreTheNormsBiasesAndRouters) {
+  // What ZeRO-3 keeps whole below DeepSpeed's default persistence threshold of 1e5 elements.
+  auto small = [](const char* name, std::uint64_t threshold) {
+    return small_tensor_params(parse_model_config(find_model(name)->config_json, name), threshold);
+  };
+  // Llama-3-8B: two RMSNorm weights a layer and the final one, 4096 each.
+  EXPECT_EQ(small("llama-3-8b", 100'000), (2 * 32 + 1) * 4096u);
+  // GPT-2: per layer two LayerNorms (weight, bias), the qkv bias (2304), the output bias, the
+  // MLP's biases (3072, 768); and the final LayerNorm. Positions (1024 x 768) are too large.
+  EXPECT_EQ(small("gpt2", 100'000), 12 * (4 * 768 + 2304 + 768 + 3072 + 768) + 2 * 768u);
+  // Mixtral: the norms and the 4096 x 8 router of each layer.
+  EXPECT_EQ(small("mixtral-8x7b", 100'000), 32 * (2 * 4096 + 4096 * 8) + 4096u);
+  // A threshold above every tensor keeps the whole model; the exact size is included.
+  const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
+  EXPECT_EQ(small_tensor_params(gpt2, UINT64_MAX), model_params(gpt2).params);
+  EXPECT_EQ(small_tensor_params(gpt2, 767), 0u);
+  EXPECT_EQ(small_tensor_params(gpt2, 768), 12 * (4 * 768 + 2 * 768) + 2 * 768u);
+}
+
 TEST(ModelParams, NamesAreFoundByShortNameOrHubId) {
   EXPECT_EQ(find_model("Llama-3-8B"), find_model("meta-llama/Meta-Llama-3-8B"));
   EXPECT_NE(find_model("gpt2"), nullptr);
