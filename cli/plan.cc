@@ -396,8 +396,12 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
            "stage3_prefetch_bucket_size = 0.9 h^2");
       fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold, 10 * h,
            "stage3_param_persistence_threshold = 10 h");
+      if (h == 0 &&
+          (ds->reduce_bucket_auto || ds->prefetch_bucket_auto || ds->persistence_threshold_auto)) {
+        in.buffers_source += "; \"auto\" sizes at DeepSpeed's defaults, no model to size them";
+      }
       if (!from_hidden.empty()) {
-        in.buffers_source += ", \"auto\" from h = " + std::to_string(h) +
+        in.buffers_source += "; \"auto\" from h = " + std::to_string(h) +
                              " as Hugging Face fills it: " + join(from_hidden);
       }
     } else {

@@ -133,17 +133,19 @@ std::string lower(std::string s) {
 bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std::string& name,
                      DeepSpeedConfig& c) {
   BufferSettings& b = c.buffers;
+  bool ignored = false;  // the auto flag of sizes nothing fills: "auto" keeps the default
+  // An "auto" size the model's hidden size fills is flagged rather than left to the flags.
   auto size = [&](std::uint64_t& into, bool& auto_flag, std::uint64_t min) {
     if (const auto n = r.whole(v, name, min)) {
       into = *n;
-    } else {
+    } else if (&auto_flag != &ignored) {
       auto_flag = true;
+      c.auto_keys.pop_back();
     }
   };
   auto flag = [&](auto& into) {
     if (const auto on = r.flag(v, name)) into = *on;
   };
-  bool ignored = false;
   if (key == "reduce_bucket_size") {
     size(b.reduce_bucket_size, c.reduce_bucket_auto, 1);
   } else if (key == "allgather_bucket_size") {

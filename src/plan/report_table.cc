@@ -368,7 +368,13 @@ std::string plan_table(const PlanReport& report, bool binary) {
   if (report.inputs.offload.any() && report.inputs.params && report.inputs.gpus) {
     section(offload_table(report, binary));
   }
-  if (report.stages[0].levels) section(level_table(report, binary));
+  // One node's levels are the ring column again: the table earns its place across nodes or
+  // with the levels' bandwidths.
+  const PlanInputs& in = report.inputs;
+  if (report.stages[0].levels &&
+      (in.topology->nodes > 1 || in.intra_bandwidth || in.inter_bandwidth)) {
+    section(level_table(report, binary));
+  }
   const std::vector<std::string> notes = plan_notes(report, binary);
   if (!notes.empty()) out += "\n";
   for (const std::string& note : notes) out += note + "\n";
