@@ -275,17 +275,19 @@ void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
                      "), got " + quote(f.gpus_per_node));
   }
   in.gpus_per_node = per_node;
-  const char* asker = !f.nodes.empty()                              ? "--nodes"
-                      : !f.intra_bandwidth.empty()                  ? "--intra-bandwidth"
-                      : !f.inter_bandwidth.empty()                  ? "--inter-bandwidth"
-                      : in.zeropp.any() || in.zeropp.hpz_size == -1 ? "--zeropp"
-                                                                    : nullptr;
-  if (!asker) return;
+  const bool zeropp = in.zeropp.any() || in.zeropp.hpz_size == -1;
+  const std::string asker = !f.nodes.empty()                 ? "--nodes"
+                            : !f.intra_bandwidth.empty()     ? "--intra-bandwidth"
+                            : !f.inter_bandwidth.empty()     ? "--inter-bandwidth"
+                            : !zeropp                        ? ""
+                            : in.zeropp_source == "--zeropp" ? "--zeropp"
+                                                             : in.zeropp_source + "'s ZeRO++ keys";
+  if (asker.empty()) return;
   if (!per_node) {
-    throw UsageError("--gpus-per-node: required with " + std::string(asker) +
+    throw UsageError("--gpus-per-node: required with " + asker +
                      ", the GPUs of each node (the level inside a node)");
   }
-  if (!in.gpus) throw UsageError("--gpus: required with " + std::string(asker) + " (or --nodes)");
+  if (!in.gpus) throw UsageError("--gpus: required with " + asker + " (or --nodes)");
   if (*in.gpus % *per_node != 0) {
     throw UsageError("--gpus-per-node: expected a divisor of --gpus (" + std::to_string(*in.gpus) +
                      ") for whole nodes, got " + quote(f.gpus_per_node));
@@ -385,17 +387,20 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
       in.buffers_source = f.deepspeed_config;
       // "auto" as the Hugging Face integration fills it, from the model's hidden size.
       const std::uint64_t h = config.hidden;
+      // h² saturates rather than wraps for a config's absurd hidden size.
+      const std::uint64_t h2 = h != 0 && h > UINT64_MAX / h ? UINT64_MAX : h * h;
       auto fill = [&](bool is_auto, std::uint64_t& into, std::uint64_t value, const char* key) {
         if (!is_auto || h == 0) return;
         into = value;
         from_hidden.push_back(key);
       };
-      fill(ds->reduce_bucket_auto, in.buffer_settings.reduce_bucket_size, h * h,
+      fill(ds->reduce_bucket_auto, in.buffer_settings.reduce_bucket_size, h2,
            "reduce_bucket_size = h^2");
-      fill(ds->prefetch_bucket_auto, in.buffer_settings.prefetch_bucket_size, h * h * 9 / 10,
+      fill(ds->prefetch_bucket_auto, in.buffer_settings.prefetch_bucket_size,
+           static_cast<std::uint64_t>((unsigned __int128)h2 * 9 / 10),
            "stage3_prefetch_bucket_size = 0.9 h^2");
-      fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold, 10 * h,
-           "stage3_param_persistence_threshold = 10 h");
+      fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold,
+           h > UINT64_MAX / 10 ? UINT64_MAX : 10 * h, "stage3_param_persistence_threshold = 10 h");
       if (h == 0 &&
           (ds->reduce_bucket_auto || ds->prefetch_bucket_auto || ds->persistence_threshold_auto)) {
         in.buffers_source += "; \"auto\" sizes at DeepSpeed's defaults, no model to size them";
