@@ -299,7 +299,12 @@ void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
   if (!f.inter_bandwidth.empty()) {
     in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
   }
-  if (in.zeropp.hpz_size == -1) in.zeropp.hpz_size = *per_node;  // --zeropp hpz: the node
+  if (in.zeropp.hpz_size == -1) {  // --zeropp hpz: a secondary partition over the node
+    if (*per_node == 1) {
+      throw UsageError("--zeropp: hpz needs nodes of more than one GPU (--gpus-per-node 1)");
+    }
+    in.zeropp.hpz_size = *per_node;
+  }
   if (*per_node % in.zeropp.hpz_size != 0) {
     throw UsageError(in.zeropp_source + ": hpZ's partition of " +
                      std::to_string(in.zeropp.hpz_size) + " GPUs must divide --gpus-per-node (" +

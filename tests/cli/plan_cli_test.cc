@@ -377,6 +377,8 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
        "--inter-bandwidth 0GB/s",
        "--inter-bandwidth: expected a bandwidth"},
+      {"plan --params 1B --gpus-per-node 1 --nodes 8 --zeropp hpz",
+       "--zeropp: hpz needs nodes of more than one GPU"},
       {"plan --params 1B --gpus 8 --buffers megatron", "--buffers: expected deepspeed or none"},
       {"plan --params 1B --gpus 8 --buffers deepspeed", "--largest-layer: required with --buffers"},
       {"plan --params 1B --gpus 8 --gpu-memory 40GB --cuda-overhead 40GB",
