@@ -383,8 +383,10 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
     if (!in.params) throw UsageError("--buffers: needs a model (--params, --model)");
     if (!in.largest_layer) {
       throw UsageError(
-          "--largest-layer: required with --buffers deepspeed and --params (ZeRO-3 gathers the "
-          "largest layer whole), a count such as 65M");
+          "--largest-layer: required with --params and " +
+          (f.buffers.empty() ? "--deepspeed-config" : std::string("--buffers deepspeed")) +
+          " (ZeRO-3 gathers the largest layer whole; or --buffers none), a count such "
+          "as 65M");
     }
     std::vector<std::string> from_hidden;
     if (ds) {

@@ -380,7 +380,9 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1B --gpus-per-node 1 --nodes 8 --zeropp hpz",
        "--zeropp: hpz needs nodes of more than one GPU"},
       {"plan --params 1B --gpus 8 --buffers megatron", "--buffers: expected deepspeed or none"},
-      {"plan --params 1B --gpus 8 --buffers deepspeed", "--largest-layer: required with --buffers"},
+      {"plan --params 1B --gpus 8 --buffers deepspeed",
+       "--largest-layer: required with --params and --buffers deepspeed"},
+      {"plan --params 1B --gpus 8 --deepspeed-config /dev/null", "--deepspeed-config: "},
       {"plan --params 1B --gpus 8 --gpu-memory 40GB --cuda-overhead 40GB",
        "--cuda-overhead: expected an allowance below --gpu-memory"},
       {"plan --params 1B --gpus 8 --cuda-overhead 2XB", "--cuda-overhead: expected a size"},
@@ -517,6 +519,12 @@ TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
   const Result clash = zerodp("plan " + base + "--deepspeed-config " + path + " --zeropp qwz");
   EXPECT_EQ(clash.status, 2);
   EXPECT_TRUE(has(clash.err, "--zeropp: 'qwz' contradicts")) << clash.err;
+  // With --params instead of a model, the config's ZeRO-3 buffers need the largest layer.
+  const Result no_layer =
+      zerodp("plan --params 70B --gpus-per-node 8 --nodes 8 --deepspeed-config " + path);
+  EXPECT_EQ(no_layer.status, 2);
+  EXPECT_TRUE(has(no_layer.err, "--largest-layer: required with --params and --deepspeed-config"))
+      << no_layer.err;
 }
 
 TEST(PlanCliPeak, TwoLevelsSetTheStepTime) {
