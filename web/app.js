@@ -181,6 +181,48 @@ const ZerodpPage = (() => {
 
   // ---- The page's DOM: built from the option list, then kept in step with the URL. ----
 
+  const STAGE_ROW = /^(DP|ZeRO-\d)\s/;
+  const cells = (line) => line.trim().split(/ {2,}/);
+
+  // The CLI's output as HTML, its words and numbers unchanged: each table (a header line,
+  // then one row per stage, columns two spaces apart) as a <table>, which a phone can wrap;
+  // aligned text (DeepSpeed's estimate) as <pre>; every other line as a paragraph.
+  function renderPlan(text) {
+    const lines = text.split("\n");
+    const out = document.createDocumentFragment();
+    let pre = null;
+    for (let i = 0; i < lines.length; ) {
+      const line = lines[i];
+      let rows = 0;
+      while (i + 1 + rows < lines.length && STAGE_ROW.test(lines[i + 1 + rows])) rows++;
+      const width = cells(line).length;
+      const table = rows > 0 && width > 1 &&
+        lines.slice(i + 1, i + 1 + rows).every((row) => cells(row).length === width);
+      if (table) {
+        const head = el("tr", {}, cells(line).map((c) => el("th", { scope: "col", text: c })));
+        const body = lines.slice(i + 1, i + 1 + rows).map((row) =>
+          el("tr", {}, cells(row).map((c, k) =>
+            k === 0 ? el("th", { scope: "row", text: c }) : el("td", { text: c }))));
+        out.append(el("div", { class: "table-wrap" }, [
+          el("table", {}, [el("thead", {}, [head]), el("tbody", {}, body)])]));
+        pre = null;
+        i += 1 + rows;
+        continue;
+      }
+      if (line.trim() === "") {
+        pre = null;
+      } else if (/\S {3,}\S/.test(line)) {
+        if (!pre) out.append((pre = el("pre", { class: "aligned" })));
+        pre.textContent += line + "\n";
+      } else {
+        pre = null;
+        out.append(el("p", { text: line }));
+      }
+      i++;
+    }
+    return out;
+  }
+
   function el(tag, attributes = {}, children = []) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attributes)) {
@@ -229,21 +271,25 @@ const ZerodpPage = (() => {
     return el("div", { class: "field" }, [label, input, hint, error]);
   }
 
-  function buildForm(form) {
+  // Sections open when they hold a value, or are where every plan starts (Model, GPUs);
+  // the others fold away, so that on a phone the plan is not a screen of empty fields away.
+  const OPEN_SECTIONS = new Set(["Model", "GPUs"]);
+
+  function buildForm(form, state) {
     const choices = Object.assign({}, CHOICES, { "--model": modelNames() });
-    const placed = new Set();
     const byName = new Map(options.map((o) => [o.name, o]));
+    const given = new Set(state.map((s) => s.option.name));
     const sections = SECTIONS.map(([title, names]) => [title, names.filter((n) => byName.has(n))]);
     const more = options.map((o) => o.name).filter((n) => !SECTIONS.some(([, ns]) => ns.includes(n)));
     sections.splice(sections.length - 1, 0, ["More inputs", more]);
     for (const [title, names] of sections) {
       if (names.length === 0) continue;
-      const fieldset = el("fieldset", {}, [el("legend", { text: title })]);
-      for (const name of names) {
-        fieldset.append(buildField(byName.get(name), choices[name]));
-        placed.add(name);
-      }
-      form.append(fieldset);
+      const details = el("details", { class: "section" }, [el("summary", { text: title })]);
+      details.open = OPEN_SECTIONS.has(title) || names.some((n) => given.has(n));
+      const fieldset = el("fieldset", {}, [el("legend", { class: "visually-hidden", text: title })]);
+      for (const name of names) fieldset.append(buildField(byName.get(name), choices[name]));
+      details.append(fieldset);
+      form.append(details);
     }
   }
 
@@ -284,6 +330,7 @@ const ZerodpPage = (() => {
     $("file-note").hidden = !state.some((s) => s.option.type === "FILE");
     const ok = result.text.status === 0;
     $("plan-text").textContent = ok ? result.text.stdout : "";
+    $("plan-html").replaceChildren(ok ? renderPlan(result.text.stdout) : "");
     $("warnings").textContent = result.text.stderr && ok ? result.text.stderr.trim() : "";
     $("results").classList.toggle("failed", !ok);
     if (!ok) {
@@ -292,7 +339,9 @@ const ZerodpPage = (() => {
       const slot = flag && $("error-" + flag.slice(2));
       if (slot) {
         slot.textContent = message;
-        $("field-" + flag.slice(2)).setAttribute("aria-invalid", "true");
+        const field = $("field-" + flag.slice(2));
+        field.setAttribute("aria-invalid", "true");
+        field.closest("details").open = true;
       }
       $("message").textContent = message;
       $("headline").textContent = "";
@@ -318,8 +367,8 @@ const ZerodpPage = (() => {
       status.textContent = "The planner could not start in this browser: " + e;
       return;
     }
-    buildForm(form);
     const initial = stateFromQuery(location.search);
+    buildForm(form, initial);
     const unknown = initial.filter((s) => !options.includes(s.option));
     fillForm(form, initial);
     status.hidden = true;
@@ -332,8 +381,10 @@ const ZerodpPage = (() => {
       history.replaceState(null, "", query ? "?" + query : location.pathname);
       show(form, state, unknown);
     };
+    // Events of one keystroke or click (input, change) run the planner once. A timer, not
+    // requestAnimationFrame, which a hidden tab or a headless browser may never call.
     const schedule = () => {
-      if (!pending) requestAnimationFrame(update);
+      if (!pending) setTimeout(update, 0);
       pending = true;
     };
     form.addEventListener("input", schedule);

@@ -143,7 +143,8 @@ SEED_NUMBERS = {
     "Example 6 both directions": ["2.07 TB"],
     "Example 7": ["6.87 s", "59.29 %"],
     "Example 7 overlap": ["2.75 s", "78.45 %"],
-    "Example 8": ["160.00 GB", "70.00 GB", "55.00 GB", "40.00 GB", "ZeRO-3 9"],
+    "Example 8": ["160.00 GB", "70.00 GB", "55.00 GB", "40.00 GB", "0.00 GB no 9",
+                  "No stage fits at N = 4"],
     "Self-test N = 1": ["16.00 GB"],
 }
 FLAGS = {"count-both-directions", "binary"}
@@ -187,9 +188,12 @@ def examples(zerodp, site, browser, profile, tmp):
         dom = check_page(browser, profile, zerodp, index + "?" + query_of(pairs), name, pairs)
         if dom is None:
             continue
-        text = element_text(dom, "plan-text") + element_text(dom, "headline")
+        # The numbers as the page renders them (its tables), not only in the terminal text.
+        shown = dom[dom.find('id="plan-html"'):dom.find('id="plan-terminal"')]
+        shown = html.unescape(re.sub(r"<[^>]+>", " ", shown))
+        shown = re.sub(r"\s+", " ", shown) + " " + element_text(dom, "headline")
         for number in SEED_NUMBERS[name]:
-            check(number in text, f"{name}: {number!r} is not on the page")
+            check(number in shown, f"{name}: {number!r} is not on the page")
         has_params = any(k == "params" for k, _ in pairs)
         check(("<svg" in dom) == has_params,
               f"{name}: the figure {'is missing' if has_params else 'shows without params'}")
@@ -255,9 +259,13 @@ def examples(zerodp, site, browser, profile, tmp):
           "--link: the page it names does not show the same plan")
 
     # Served over HTTP by any static server, not only from disk.
+    served = os.path.join(tmp, "served")
+    shutil.copytree(site, served)
+    shutil.copy(os.path.join(ROOT, "tests", "web", "typing.html"), served)
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a, **k):
-            super().__init__(*a, directory=site, **k)
+            super().__init__(*a, directory=served, **k)
 
         def log_message(self, *a):
             pass
@@ -266,8 +274,28 @@ def examples(zerodp, site, browser, profile, tmp):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/index.html?params=1e9&gpus=8"
-        check_page(browser, profile, zerodp, url, "Example 1 over HTTP", EXAMPLES[0][1])
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        check_page(browser, profile, zerodp, base + "index.html?params=1e9&gpus=8",
+                   "Example 1 over HTTP", EXAMPLES[0][1])
+        # Typing updates the plan, the address and the command; a mistake shows at once.
+        typing = json.loads(element_text(dump_dom(browser, base + "typing.html", profile),
+                                         "results") or "null")
+        if check(typing, "typing: the page did not answer"):
+            args = ["plan", "--params", "1e9", "--gpus", "16"]
+            check(typing["typed"]["text"] == native(zerodp, args)["stdout"],
+                  f"typing 16 GPUs: the page shows {typing['typed']['text']!r}")
+            check(typing["typed"]["search"] == "?params=1e9&gpus=16",
+                  f"typing 16 GPUs: the address is {typing['typed']['search']!r}")
+            check(typing["typed"]["command"] == "zerodp " + " ".join(args),
+                  f"typing 16 GPUs: the command is {typing['typed']['command']!r}")
+            both = native(zerodp, args + ["--count-both-directions"])["stdout"]
+            check(typing["ticked"]["text"] == both and
+                  "count-both-directions=1" in typing["ticked"]["search"],
+                  f"ticking --count-both-directions: {typing['ticked']}")
+            wrong = native(zerodp, ["plan", "--params", "1e9", "--gpus", "sixteen",
+                                    "--count-both-directions"])["stderr"].strip()
+            check(typing["wrong"]["error"] == wrong,
+                  f"typing 'sixteen': {typing['wrong']['error']!r}, not {wrong!r}")
     finally:
         server.shutdown()
 
