@@ -16,8 +16,8 @@ const ZerodpPage = (() => {
   // `zerodp plan` has a field without editing this page.
   const SECTIONS = [
     ["Model", ["--params", "--model", "--model-config"]],
-    ["GPUs", ["--gpus", "--gpu-memory", "--round-to", "--gpus-per-node", "--nodes",
-              "--intra-bandwidth", "--inter-bandwidth"]],
+    ["GPUs", ["--gpus", "--stage", "--gpu-memory", "--round-to", "--gpus-per-node", "--nodes",
+              "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers"]],
     ["Activations", ["--activations", "--layers", "--hidden", "--heads", "--seq-len",
                      "--micro-batch", "--checkpointing", "--attention"]],
     ["Step time", ["--compute-time", "--bandwidth", "--overlap", "--comm-bytes",
@@ -39,6 +39,8 @@ const ZerodpPage = (() => {
     "--offload-params": ["none", "cpu", "nvme"],
     "--comm-convention": ["ring", "seed"],
     "--estimator": ["deepspeed"],
+    "--stage": ["0", "1", "2", "3"],
+    "--buffers": ["deepspeed", "none"],
   };
 
   // Where a FILE flag's text goes in the in-memory file system (and what the copied command

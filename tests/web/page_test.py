@@ -206,6 +206,16 @@ def examples(zerodp, site, browser, profile, tmp):
 
     # Example 1's figure is `zerodp plot`'s: its title, legend and the floors' labels.
     dom = dump_dom(browser, index + "?params=1e9&gpus=8", profile)
+
+    # Every input of `zerodp plan`, as its --help lists them, has a labelled field.
+    listed = re.findall(r"^\s+(?:-\w, ?)?(--[a-z0-9-]+)", native(zerodp, ["plan", "--help"])["stdout"],
+                        re.M)
+    inputs = [f for f in listed if f not in ("--help", "--json", "--link", "--link-base",
+                                             "--list-models")]
+    check(len(inputs) >= 30, f"plan --help lists only {inputs}")
+    for flag in inputs:
+        check(f'id="field-{flag[2:]}"' in dom and f'for="field-{flag[2:]}"' in dom,
+              f"{flag} has no labelled field on the page")
     figure = html.unescape(dom[dom.find('id="figure"'):])
     svg = os.path.join(tmp, "figure.svg")
     native(zerodp, ["plot", "--params", "1e9", "--out", svg])
