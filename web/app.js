@@ -245,7 +245,8 @@ const ZerodpPage = (() => {
     const key = o.name.slice(2);
     const id = "field-" + key;
     const hint = el("small", { id: "hint-" + key, class: "hint", text: o.help });
-    const error = el("p", { id: "error-" + key, class: "error", "aria-live": "polite" });
+    // Read with the field (aria-describedby); the summary above the plan announces changes.
+    const error = el("p", { id: "error-" + key, class: "error" });
     const described = `hint-${key} error-${key}`;
     let input;
     if (o.flag) {

@@ -62,7 +62,8 @@ def dump_dom(browser, url, profile):
     browser that exits before the page says it is ready (data-ready) is tried again, twice."""
     for attempt in range(3):
         r = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--no-first-run",
              "--user-data-dir=" + tempfile.mkdtemp(dir=profile), "--virtual-time-budget=30000",
              "--dump-dom", url],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
