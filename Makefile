@@ -10,6 +10,9 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 # The MPI backend is left out of both: OpenMPI is not instrumented and is noisy under them.
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+# The planner's web page (docs/web.md): the site a static server serves, and its CMake tree
+# beside it (WEB_BUILD.cmake).
+WEB_BUILD ?= build-web
 FUZZ_SECONDS ?= 20
 HARDENING_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DZERODP_MPI=OFF -DZERODP_BUILD_BENCH=OFF
@@ -18,7 +21,7 @@ ASAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=address,undefined -DZERODP_FUZ
 TSAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=thread -DZERODP_BUILD_CLI=OFF \
   "-DZERODP_TEST_DIRS=comm;zero"
 
-.PHONY: setup build run test format clean asan-build asan tsan fuzz sanitize
+.PHONY: setup build run test format clean asan-build asan tsan fuzz sanitize web
 
 setup:
 	@scripts/setup.sh
@@ -26,6 +29,10 @@ setup:
 build: setup
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > /dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The planner compiled to WebAssembly with its page: open $(WEB_BUILD)/index.html.
+web: setup
+	@scripts/build-web.sh $(WEB_BUILD)
 
 # The main job.
 run: build
@@ -62,4 +69,4 @@ format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	@rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(WEB_BUILD) $(WEB_BUILD).cmake

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "plan_link.h"
 #include "plan_options.h"
 #include "zerodp/error.h"
 #include "zerodp/plan_activations.h"
@@ -749,7 +750,9 @@ void add_plan_command(CLI::App& root) {
       "column the communication time is computed from: ring (default) or seed", "NAME");
   cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
   cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
-  cmd->callback([flags] {
+  auto link = std::make_shared<LinkFlags>();
+  add_link_flags(*cmd, *link);
+  cmd->callback([flags, link, cmd] {
     if (flags->list_models) {
       list_models();
       return;
@@ -757,6 +760,10 @@ void add_plan_command(CLI::App& root) {
     plan::PlanInputs inputs = read_inputs(*flags);
     const std::optional<DeepSpeedRun> ds = read_estimator(*flags, inputs);
     const plan::PlanReport report = plan::make_plan(inputs);
+    if (link->link) {
+      std::printf("%s\n", page_link(*cmd, *link).c_str());
+      return;
+    }
     if (flags->json) {
       if (!ds) {
         std::printf("%s\n", plan::plan_json(report).c_str());

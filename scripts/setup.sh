@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   clang libclang-rt-dev
   iproute2 nftables
+  emscripten node-acorn chromium
 )
 
 missing=()

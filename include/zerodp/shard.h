@@ -8,19 +8,23 @@
 // are contiguous, cover [0, n) exactly once, and only the trailing ranks can be short (or
 // empty, when n < N). A rank that allocates its full capacity holds the "padding":
 // capacity * N - n elements over all ranks, fewer than N.
+//
+// Counts are 64-bit whatever the target: the planner asks for the shards of 10^11 parameters
+// also where size_t is 32 bits (its WebAssembly build, docs/web.md). On 64-bit Linux
+// std::uint64_t is std::uint64_t, so the engine indexes with these values unchanged.
 #pragma once
 
-#include <cstddef>
+#include <cstdint>
 
 namespace zerodp {
 
 struct Shard {
-  std::size_t offset = 0;    // first element owned, in [0, n]
-  std::size_t size = 0;      // elements owned, in [0, capacity]
-  std::size_t capacity = 0;  // ceil(n / ranks): the same on every rank
+  std::uint64_t offset = 0;    // first element owned, in [0, n]
+  std::uint64_t size = 0;      // elements owned, in [0, capacity]
+  std::uint64_t capacity = 0;  // ceil(n / ranks): the same on every rank
 };
 
 // Requires ranks >= 1 and 0 <= rank < ranks.
-Shard shard_of(std::size_t n, int ranks, int rank);
+Shard shard_of(std::uint64_t n, int ranks, int rank);
 
 }  // namespace zerodp

@@ -23,7 +23,7 @@ Partition make_partition(std::span<const std::size_t> unit_counts, std::size_t b
       b.local = part.local_total;
       part.local_total += b.shard.size;
       part.max_bucket = std::max(part.max_bucket, b.count);
-      part.max_chunk = std::max(part.max_chunk, b.shard.capacity);
+      part.max_chunk = std::max<std::size_t>(part.max_chunk, b.shard.capacity);
       part.unit_buckets[u].push_back(static_cast<int>(part.buckets.size()));
       part.buckets.push_back(b);
     }

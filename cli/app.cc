@@ -1,0 +1,88 @@
+// The command line shared by every front end: build_app() and run_command_line() (app.h).
+#include "app.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "command.h"
+#include "zerodp/error.h"
+
+namespace {
+
+// The exception being handled, as one line on stderr and an exit status: 2 for bad input,
+// 1 for a failed run. No library's words (std::bad_alloc, a parser's) reach the user alone.
+int report_failure() {
+  try {
+    throw;
+  } catch (const zerodp::UsageError& e) {
+    // Every message as one line that cannot drive the terminal, whatever part of it came from
+    // the user or a file (a path, a manifest field): messages that quote() already hold none.
+    std::fprintf(stderr, "zerodp: %s\n", zerodp::escape_controls(e.what()).c_str());
+    return 2;
+  } catch (const zerodp::Error& e) {
+    std::fprintf(stderr, "zerodp: error: %s\n", zerodp::escape_controls(e.what()).c_str());
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::fprintf(stderr, "zerodp: error: %s: %s\n", zerodp::quote(e.path1().string()).c_str(),
+                 e.code().message().c_str());
+  } catch (const std::bad_alloc&) {
+    // check_memory() refuses the runs it can foresee; this is one it could not.
+    std::fprintf(stderr,
+                 "zerodp: error: out of memory: this machine cannot hold the run; try a smaller "
+                 "--micro-batch or model, or fewer --ranks\n");
+  } catch (const std::length_error&) {
+    std::fprintf(stderr,
+                 "zerodp: error: out of memory: a buffer of the run is larger than memory can "
+                 "hold; try a smaller --micro-batch or model\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zerodp: error: unexpected failure, please report it (%s)\n",
+                 zerodp::quote(e.what()).c_str());
+  }
+  return 1;
+}
+
+}  // namespace
+
+namespace zerodp::cli {
+
+void build_app(CLI::App& app) {
+  app.description(
+      "zerodp: ZeRO data parallelism. Plan the memory and communication of each stage, then "
+      "train with stages 0-3 and measure them.");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "zerodp 0.1.0");
+  auto& registry = zerodp::cli::command_registry();
+  std::sort(registry.begin(), registry.end(),
+            [](const auto& a, const auto& b) { return a.order < b.order; });
+  for (const auto& command : registry) command.add(app);
+  zerodp::cli::refuse_empty_values(app);
+}
+
+int run_command_line(int argc, char** argv) {
+  CLI::App app;
+  build_app(app);
+  try {
+    zerodp::cli::check_command_name(app, argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "zerodp: %s (see 'zerodp --help')\n",
+                 zerodp::escape_controls(e.what()).c_str());
+    return 2;
+  } catch (...) {
+    return report_failure();
+  }
+  return 0;
+}
+
+}  // namespace zerodp::cli

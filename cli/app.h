@@ -1,0 +1,19 @@
+// The whole command line as one call: build the root CLI11 app from the registered commands,
+// parse argv, run the chosen command, and turn any failure into one line on stderr.
+//
+// Contract: run_command_line() returns the process exit status (0 success, 2 bad input or a
+// parse error, 1 a failed run) and never throws. Every program that offers zerodp's commands
+// calls it, so they print the same words for the same input: the native executable
+// (main.cc) and the WebAssembly build of the planner (web/entry.cc).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace zerodp::cli {
+
+// The root app with every registered command added, as `zerodp --help` shows it.
+void build_app(CLI::App& app);
+
+int run_command_line(int argc, char** argv);
+
+}  // namespace zerodp::cli

@@ -1,0 +1,421 @@
+// The zerodp planner page. Every number, table line and error message on it comes from the
+// planner compiled to WebAssembly (zerodp.js, web/entry.cc), which runs the same command-line
+// code as the native `zerodp plan`; this file only turns fields into an argv and back.
+//
+// State: the query string, one key per plan flag without its dashes (params=1e9&gpus=8); a
+// flag without a value is key=1; a FILE flag (--model-config) carries the file's text.
+// `zerodp plan ... --link` prints the same addresses (cli/plan_link.h).
+"use strict";
+
+const ZerodpPage = (() => {
+  // Flags that choose how the CLI prints, not what the plan is: the page shows all of it.
+  const OUTPUT_FLAGS = new Set(["--help", "--json", "--link", "--link-base", "--list-models"]);
+
+  // Hand-written sections for the flags known when the page was written; a flag that is in
+  // none of them (one added to the planner later) lands in "More inputs", so every input of
+  // `zerodp plan` has a field without editing this page.
+  const SECTIONS = [
+    ["Model", ["--params", "--model", "--model-config"]],
+    ["GPUs", ["--gpus", "--stage", "--gpu-memory", "--round-to", "--gpus-per-node", "--nodes",
+              "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers"]],
+    ["Activations", ["--activations", "--layers", "--hidden", "--heads", "--seq-len",
+                     "--micro-batch", "--checkpointing", "--attention"]],
+    ["Step time", ["--compute-time", "--bandwidth", "--overlap", "--comm-bytes",
+                   "--comm-convention", "--count-both-directions"]],
+    ["Precision and optimizer", ["--precision", "--optimizer", "--bytes-per-param"]],
+    ["Offload and DeepSpeed", ["--offload-optimizer", "--offload-params", "--zeropp",
+                               "--deepspeed-config", "--estimator", "--largest-layer"]],
+    ["Display", ["--binary"]],
+  ];
+
+  // Choices of the flags that take a word; the planner still checks them (a value from a link
+  // that is not among them is kept, so that its error shows).
+  const CHOICES = {
+    "--checkpointing": ["none", "selective", "full"],
+    "--attention": ["eager", "flash"],
+    "--precision": ["fp16", "bf16", "fp32"],
+    "--optimizer": ["adam", "adamw", "sgd-momentum", "sgd"],
+    "--offload-optimizer": ["none", "cpu", "nvme"],
+    "--offload-params": ["none", "cpu", "nvme"],
+    "--comm-convention": ["ring", "seed"],
+    "--estimator": ["deepspeed"],
+    "--stage": ["0", "1", "2", "3"],
+    "--buffers": ["deepspeed", "none"],
+  };
+
+  // Where a FILE flag's text goes in the in-memory file system (and what the copied command
+  // calls it): the planner's messages then name the file the user is told to save.
+  const fileName = (flag) =>
+    ({ "--model-config": "config.json", "--deepspeed-config": "ds.json" })[flag] ||
+    flag.slice(2) + ".json";
+
+  let wasm = null;
+  let options = [];
+
+  // Runs one command line in the planner: {status, stdout, stderr}.
+  function run(argv) {
+    const reply = wasm.ccall("zerodp_run", "string", ["string"], [JSON.stringify(argv)]);
+    return JSON.parse(reply);
+  }
+
+  async function load() {
+    wasm = await createZerodp();
+    wasm.FS.mkdir("/work");
+    wasm.FS.chdir("/work");
+    options = JSON.parse(wasm.ccall("zerodp_options", "string", ["string"], ["plan"]))
+      .filter((o) => !OUTPUT_FLAGS.has(o.name));
+    return options;
+  }
+
+  const isOn = (value) => value !== null && value !== "0" && value !== "false";
+
+  // The plan's flags and values from a query string, in the planner's own option order;
+  // keys that name no flag are passed on too, so the planner reports them.
+  function stateFromQuery(query) {
+    const params = new URLSearchParams(query);
+    const state = [];
+    const known = new Set();
+    for (const o of options) {
+      const key = o.name.slice(2);
+      known.add(key);
+      if (!params.has(key)) continue;
+      const value = params.get(key);
+      if (o.flag ? isOn(value) : value !== "") state.push({ option: o, value });
+    }
+    for (const [key, value] of params) {
+      if (!known.has(key)) state.push({ option: { name: "--" + key, flag: false }, value });
+    }
+    return state;
+  }
+
+  // The argv of `zerodp plan` for a state; FILE flags' text is written to MEMFS first.
+  function planArgv(state) {
+    const argv = ["plan"];
+    for (const { option, value } of state) {
+      if (option.flag) {
+        argv.push(option.name);
+      } else if (option.type === "FILE") {
+        wasm.FS.writeFile(fileName(option.name), value);
+        argv.push(option.name, fileName(option.name));
+      } else {
+        argv.push(option.name, value);
+      }
+    }
+    return argv;
+  }
+
+  function queryFromState(state) {
+    const params = new URLSearchParams();
+    for (const { option, value } of state) {
+      params.set(option.name.slice(2), option.flag ? "1" : value);
+    }
+    return params.toString();
+  }
+
+  // A word for a POSIX shell: as is when it is plainly safe, else in single quotes.
+  const shellWord = (word) =>
+    /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : "'" + word.replace(/'/g, "'\\''") + "'";
+
+  function commandLine(state) {
+    const words = ["zerodp", "plan"];
+    for (const { option, value } of state) {
+      if (option.flag) words.push(option.name);
+      else words.push(option.name, option.type === "FILE" ? fileName(option.name) : value);
+    }
+    return words.map(shellWord).join(" ");
+  }
+
+  // The seed's figure for the plan's model, by `zerodp plot` itself; null without a count.
+  function figure(state, plan) {
+    if (!plan || plan.inputs.params === null) return null;
+    const given = new Map(state.map((s) => [s.option.name, s.value]));
+    const argv = ["plot", "--params", String(plan.inputs.params), "--out", "/tmp/figure.svg"];
+    const precision = ["--precision", "--optimizer", "--bytes-per-param"].filter((f) =>
+      given.has(f));
+    if (precision.length > 0) {
+      for (const f of precision) argv.push(f, given.get(f));
+    } else {
+      const b = plan.bytes_per_param;
+      if (b.params !== 2 || b.grads !== 2 || b.optimizer !== 12) {
+        argv.push("--bytes-per-param", `${b.params},${b.grads},${b.optimizer}`);
+      }
+    }
+    const gpus = plan.inputs.gpus || 0;
+    let maxGpus = 64;
+    while (maxGpus < 2 * gpus && maxGpus < (1 << 20)) maxGpus *= 2;
+    argv.push("--max-gpus", String(maxGpus));
+    if (given.has("--binary")) argv.push("--binary");
+    const result = run(argv);
+    if (result.status !== 0) return { error: result.stderr.trim() };
+    return { svg: new TextDecoder().decode(wasm.FS.readFile("/tmp/figure.svg")) };
+  }
+
+  // Plan and figure for a state: what the page shows, with no DOM involved.
+  function evaluate(state) {
+    const argv = planArgv(state);
+    const text = run(argv);
+    const result = { argv, text, json: null, plan: null, figure: null };
+    if (text.status !== 0) return result;
+    result.json = run(argv.concat(["--json"]));
+    result.plan = JSON.parse(result.json.stdout);
+    result.figure = figure(state, result.plan);
+    return result;
+  }
+
+  // The first flag a message names ("zerodp: --seq-len, --micro-batch: ..."), or null.
+  function flagOfMessage(message) {
+    const m = /^zerodp: (?:error: )?(--[a-z0-9-]+)/.exec(message);
+    return m ? m[1] : null;
+  }
+
+  // The headline: the CLI's own sentence on the cheapest stage that fits, when it has one.
+  function headline(text, plan) {
+    const line = text.split("\n").find((l) => /^(Cheapest stage|No stage fits)/.test(l));
+    if (line) return line.split(". Least N")[0].replace(/\.?$/, ".");
+    if (plan && plan.inputs.gpu_memory_bytes === null) {
+      return "Give the GPU memory to see the cheapest stage that fits.";
+    }
+    if (plan && plan.inputs.gpus === null) {
+      return "Give the number of GPUs to see the cheapest stage that fits at that N.";
+    }
+    return "";
+  }
+
+  // ---- The page's DOM: built from the option list, then kept in step with the URL. ----
+
+  const STAGE_ROW = /^(DP|ZeRO-\d)\s/;
+  const cells = (line) => line.trim().split(/ {2,}/);
+
+  // The CLI's output as HTML, its words and numbers unchanged: each table (a header line,
+  // then one row per stage, columns two spaces apart) as a <table>, which a phone can wrap;
+  // aligned text (DeepSpeed's estimate) as <pre>; every other line as a paragraph.
+  function renderPlan(text) {
+    const lines = text.split("\n");
+    const out = document.createDocumentFragment();
+    let pre = null;
+    for (let i = 0; i < lines.length; ) {
+      const line = lines[i];
+      let rows = 0;
+      while (i + 1 + rows < lines.length && STAGE_ROW.test(lines[i + 1 + rows])) rows++;
+      const width = cells(line).length;
+      const table = rows > 0 && width > 1 &&
+        lines.slice(i + 1, i + 1 + rows).every((row) => cells(row).length === width);
+      if (table) {
+        const head = el("tr", {}, cells(line).map((c) => el("th", { scope: "col", text: c })));
+        const body = lines.slice(i + 1, i + 1 + rows).map((row) =>
+          el("tr", {}, cells(row).map((c, k) =>
+            k === 0 ? el("th", { scope: "row", text: c }) : el("td", { text: c }))));
+        out.append(el("div", { class: "table-wrap" }, [
+          el("table", {}, [el("thead", {}, [head]), el("tbody", {}, body)])]));
+        pre = null;
+        i += 1 + rows;
+        continue;
+      }
+      if (line.trim() === "") {
+        pre = null;
+      } else if (/\S {3,}\S/.test(line)) {
+        if (!pre) out.append((pre = el("pre", { class: "aligned" })));
+        pre.textContent += line + "\n";
+      } else {
+        pre = null;
+        out.append(el("p", { text: line }));
+      }
+      i++;
+    }
+    return out;
+  }
+
+  function el(tag, attributes = {}, children = []) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attributes)) {
+      if (k === "text") node.textContent = v;
+      else node.setAttribute(k, v);
+    }
+    for (const child of children) node.append(child);
+    return node;
+  }
+
+  function modelNames() {
+    const listing = run(["plan", "--list-models"]);
+    if (listing.status !== 0) return [];
+    return listing.stdout.split("\n").slice(1).map((l) => l.split(/\s+/)[0]).filter(Boolean);
+  }
+
+  function buildField(o, choices) {
+    const key = o.name.slice(2);
+    const id = "field-" + key;
+    const hint = el("small", { id: "hint-" + key, class: "hint", text: o.help });
+    // Read with the field (aria-describedby); the summary above the plan announces changes.
+    const error = el("p", { id: "error-" + key, class: "error" });
+    const described = `hint-${key} error-${key}`;
+    let input;
+    if (o.flag) {
+      input = el("input", { type: "checkbox", id, name: key, "aria-describedby": described });
+      return el("div", { class: "field check" }, [
+        input, el("label", { for: id, text: o.name }), hint, error]);
+    }
+    if (choices) {
+      input = el("select", { id, name: key, "aria-describedby": described });
+      input.append(el("option", { value: "", text: "(default)" }));
+      for (const c of choices) input.append(el("option", { value: c, text: c }));
+    } else if (o.type === "FILE") {
+      input = el("textarea", {
+        id, name: key, rows: "4", spellcheck: "false", "aria-describedby": described,
+        placeholder: `paste ${fileName(o.name)} here`,
+      });
+    } else {
+      input = el("input", {
+        type: "text", id, name: key, autocomplete: "off", spellcheck: "false",
+        "aria-describedby": described, placeholder: o.type,
+      });
+    }
+    const label = el("label", { for: id }, [
+      el("code", { text: o.name }), o.type ? el("span", { class: "type", text: " " + o.type }) : ""]);
+    return el("div", { class: "field" }, [label, input, hint, error]);
+  }
+
+  // Sections open when they hold a value, or are where every plan starts (Model, GPUs);
+  // the others fold away, so that on a phone the plan is not a screen of empty fields away.
+  const OPEN_SECTIONS = new Set(["Model", "GPUs"]);
+
+  function buildForm(form, state) {
+    const choices = Object.assign({}, CHOICES, { "--model": modelNames() });
+    const byName = new Map(options.map((o) => [o.name, o]));
+    const given = new Set(state.map((s) => s.option.name));
+    const sections = SECTIONS.map(([title, names]) => [title, names.filter((n) => byName.has(n))]);
+    const more = options.map((o) => o.name).filter((n) => !SECTIONS.some(([, ns]) => ns.includes(n)));
+    sections.splice(sections.length - 1, 0, ["More inputs", more]);
+    for (const [title, names] of sections) {
+      if (names.length === 0) continue;
+      const details = el("details", { class: "section" }, [el("summary", { text: title })]);
+      details.open = OPEN_SECTIONS.has(title) || names.some((n) => given.has(n));
+      const fieldset = el("fieldset", {}, [el("legend", { class: "visually-hidden", text: title })]);
+      for (const name of names) fieldset.append(buildField(byName.get(name), choices[name]));
+      details.append(fieldset);
+      form.append(details);
+    }
+  }
+
+  function readForm(form) {
+    const state = [];
+    for (const o of options) {
+      const input = form.elements.namedItem(o.name.slice(2));
+      if (!input) continue;
+      if (o.flag ? input.checked : input.value !== "") {
+        state.push({ option: o, value: o.flag ? "1" : input.value });
+      }
+    }
+    return state;
+  }
+
+  function fillForm(form, state) {
+    for (const { option, value } of state) {
+      const input = form.elements.namedItem(option.name.slice(2));
+      if (!input) continue;
+      if (option.flag) {
+        input.checked = true;
+      } else {
+        if (input.tagName === "SELECT" && ![...input.options].some((x) => x.value === value)) {
+          input.append(el("option", { value, text: value }));
+        }
+        input.value = value;
+      }
+    }
+  }
+
+  function show(form, state, unknown) {
+    const result = evaluate(state.concat(unknown));
+    const $ = (id) => document.getElementById(id);
+    for (const node of form.querySelectorAll(".error")) node.textContent = "";
+    for (const node of form.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+    $("message").textContent = "";
+    $("command").textContent = commandLine(state.concat(unknown));
+    $("file-note").hidden = !state.some((s) => s.option.type === "FILE");
+    const ok = result.text.status === 0;
+    $("plan-text").textContent = ok ? result.text.stdout : "";
+    $("plan-html").replaceChildren(ok ? renderPlan(result.text.stdout) : "");
+    $("warnings").textContent = result.text.stderr && ok ? result.text.stderr.trim() : "";
+    $("results").classList.toggle("failed", !ok);
+    if (!ok) {
+      const message = result.text.stderr.trim();
+      const flag = flagOfMessage(message);
+      const slot = flag && $("error-" + flag.slice(2));
+      if (slot) {
+        slot.textContent = message;
+        const field = $("field-" + flag.slice(2));
+        field.setAttribute("aria-invalid", "true");
+        field.closest("details").open = true;
+      }
+      $("message").textContent = message;
+      $("headline").textContent = "";
+      $("figure").replaceChildren();
+      $("figure-note").textContent = "";
+      return result;
+    }
+    $("headline").textContent = headline(result.text.stdout, result.plan);
+    const fig = result.figure;
+    $("figure").innerHTML = fig && fig.svg ? fig.svg.replace(/^<\?xml[^>]*>\s*/, "") : "";
+    $("figure-note").textContent = !fig
+      ? "The figure needs a parameter count (--params or --model)."
+      : fig.error || "";
+    return result;
+  }
+
+  async function start() {
+    const form = document.getElementById("plan-form");
+    const status = document.getElementById("loading");
+    try {
+      await load();
+    } catch (e) {
+      status.textContent = "The planner could not start in this browser: " + e;
+      return;
+    }
+    const initial = stateFromQuery(location.search);
+    buildForm(form, initial);
+    const unknown = initial.filter((s) => !options.includes(s.option));
+    fillForm(form, initial);
+    status.hidden = true;
+    form.hidden = false;
+    let pending = false;
+    const update = () => {
+      pending = false;
+      const state = readForm(form);
+      const query = queryFromState(state.concat(unknown));
+      history.replaceState(null, "", query ? "?" + query : location.pathname);
+      show(form, state, unknown);
+    };
+    // Events of one keystroke or click (input, change) run the planner once. A timer, not
+    // requestAnimationFrame, which a hidden tab or a headless browser may never call.
+    const schedule = () => {
+      if (!pending) setTimeout(update, 0);
+      pending = true;
+    };
+    form.addEventListener("input", schedule);
+    form.addEventListener("change", schedule);
+    form.addEventListener("submit", (e) => e.preventDefault());
+    document.getElementById("reset").addEventListener("click", () => {
+      unknown.length = 0;
+      form.reset();
+      schedule();
+    });
+    const copy = async (text, button) => {
+      try {
+        await navigator.clipboard.writeText(text);
+        button.dataset.done = "copied";
+      } catch (e) {
+        button.dataset.done = "select and copy it by hand";
+      }
+      setTimeout(() => delete button.dataset.done, 2000);
+    };
+    document.getElementById("copy-command").addEventListener("click", (e) =>
+      copy(document.getElementById("command").textContent, e.currentTarget));
+    document.getElementById("copy-link").addEventListener("click", (e) =>
+      copy(location.href, e.currentTarget));
+    show(form, initial.filter((s) => options.includes(s.option)), unknown);
+    document.body.dataset.ready = "true";
+  }
+
+  return { load, run, stateFromQuery, planArgv, queryFromState, commandLine, evaluate, start };
+})();
+
+if (document.getElementById("plan-form")) ZerodpPage.start();
