@@ -10,30 +10,36 @@
 #include <sstream>
 
 #include "command.h"
+#include "plan_flags.h"
 #include "plan_link.h"
 #include "plan_options.h"
 #include "zerodp/error.h"
 #include "zerodp/plan_activations.h"
-#include "zerodp/plan_deepspeed.h"
 #include "zerodp/plan_ds_config.h"
 #include "zerodp/plan_report.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
-namespace {
 
-struct PlanFlags {
-  std::string params, gpus, gpu_memory, activations, round_to;
-  std::string model, model_config, attention;
-  std::string estimator, largest_layer, gpus_per_node, nodes;
-  std::string offload_optimizer, offload_params, deepspeed_config;
-  std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
-  bool list_models = false;
-  std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
-  std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
-  PrecisionFlags model_bytes;
-  bool both_directions = false, binary = false, json = false;
-};
+// A config file's text; a file that cannot be read is one line naming the flag.
+std::string read_file(const std::string& path, const char* flag, const char* expected) {
+  std::ifstream file(path);
+  if (!file) {
+    throw UsageError(std::string(flag) + ": cannot read " + quote(path) + " (expected " + expected +
+                     ")");
+  }
+  std::ostringstream all;
+  all << file.rdbuf();
+  return all.str();
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+namespace {
 
 constexpr const char* kShapeFlags = "--layers, --hidden, --heads, --seq-len, --micro-batch";
 
@@ -167,19 +173,6 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
                           ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
 }
 
-// A config file's text; a file that cannot be read is one line naming the flag.
-std::string read_file(const std::string& path, const char* flag, const char* expected) {
-  std::ifstream file(path);
-  if (!file) {
-    throw UsageError(std::string(flag) + ": cannot read " + quote(path) + " (expected " + expected +
-                     ")");
-  }
-  std::ostringstream all;
-  all << file.rdbuf();
-  return all.str();
-}
-
-// The parameter count of a published model: from the catalogue (--model) or a config.json
 // (--model-config). Either replaces --params.
 std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig& config) {
   if (f.model.empty() && f.model_config.empty()) return std::nullopt;
@@ -232,379 +225,11 @@ void list_models() {
   }
 }
 
-// --estimator deepspeed: what DeepSpeed's estimators print for the same model and GPUs.
-struct DeepSpeedRun {
-  std::uint64_t params = 0, largest_layer = 0;
-  int gpus_per_node = 1, nodes = 1;
-};
-
 plan::OffloadDevice parse_offload(const std::string& text, const char* flag) {
   if (text.empty() || text == "none") return plan::OffloadDevice::none;
   if (text == "cpu") return plan::OffloadDevice::cpu;
   if (text == "nvme") return plan::OffloadDevice::nvme;
   throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + quote(text));
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-// --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.
-void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
-  std::optional<int> per_node;
-  if (!f.gpus_per_node.empty()) {
-    per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
-  }
-  if (!f.nodes.empty()) {
-    if (!per_node) throw UsageError("--nodes: needs --gpus-per-node, the GPUs of each node");
-    const int nodes = parse_gpu_count(f.nodes, "--nodes", 1, 1 << 20);
-    const std::uint64_t gpus = std::uint64_t(*per_node) * nodes;
-    if (in.gpus && std::uint64_t(*in.gpus) != gpus) {
-      throw UsageError("--gpus: " + std::to_string(*in.gpus) +
-                       " is not --gpus-per-node x --nodes (" + std::to_string(gpus) +
-                       "); give one or the other");
-    }
-    if (gpus > INT_MAX) {
-      throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
-    }
-    in.gpus = static_cast<int>(gpus);
-  }
-  if (per_node && in.gpus && *per_node > *in.gpus) {
-    throw UsageError("--gpus-per-node: expected at most --gpus (" + std::to_string(*in.gpus) +
-                     "), got " + quote(f.gpus_per_node));
-  }
-  in.gpus_per_node = per_node;
-  const bool zeropp = in.zeropp.any() || in.zeropp.hpz_size == -1;
-  const std::string asker = !f.nodes.empty()                 ? "--nodes"
-                            : !f.intra_bandwidth.empty()     ? "--intra-bandwidth"
-                            : !f.inter_bandwidth.empty()     ? "--inter-bandwidth"
-                            : !zeropp                        ? ""
-                            : in.zeropp_source == "--zeropp" ? "--zeropp"
-                                                             : in.zeropp_source + "'s ZeRO++ keys";
-  if (asker.empty()) return;
-  if (!per_node) {
-    throw UsageError("--gpus-per-node: required with " + asker +
-                     ", the GPUs of each node (the level inside a node)");
-  }
-  if (!in.gpus) throw UsageError("--gpus: required with " + asker + " (or --nodes)");
-  if (*in.gpus % *per_node != 0) {
-    throw UsageError("--gpus-per-node: expected a divisor of --gpus (" + std::to_string(*in.gpus) +
-                     ") for whole nodes, got " + quote(f.gpus_per_node));
-  }
-  in.topology = plan::Topology{*per_node, *in.gpus / *per_node};
-  if (!f.intra_bandwidth.empty()) {
-    in.intra_bandwidth = units::parse_bandwidth(f.intra_bandwidth, "--intra-bandwidth");
-  }
-  if (!f.inter_bandwidth.empty()) {
-    in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
-  }
-  if (in.zeropp.hpz_size == -1) {  // --zeropp hpz: a secondary partition over the node
-    if (*per_node == 1) {
-      throw UsageError("--zeropp: hpz needs nodes of more than one GPU (--gpus-per-node 1)");
-    }
-    in.zeropp.hpz_size = *per_node;
-  }
-  if (*per_node % in.zeropp.hpz_size != 0) {
-    throw UsageError(in.zeropp_source + ": hpZ's partition of " +
-                     std::to_string(in.zeropp.hpz_size) + " GPUs must divide --gpus-per-node (" +
-                     std::to_string(*per_node) + ") to stay inside a node");
-  }
-}
-
-// --zeropp qwz,hpz,qgz (or none), and the DeepSpeed config's ZeRO++ keys; they must agree.
-// hpz's partition is the node (-1 until read_topology() knows its size).
-void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
-                 plan::PlanInputs& in) {
-  if (ds && ds->zeropp.any()) {
-    in.zeropp = ds->zeropp;
-    in.zeropp_source = f.deepspeed_config;
-  }
-  if (f.zeropp.empty()) return;
-  plan::ZeroPlusPlus z;
-  if (f.zeropp != "none") {
-    std::stringstream items(f.zeropp);
-    std::string item;
-    while (std::getline(items, item, ',')) {
-      if (item == "qwz") {
-        z.qwz = true;
-      } else if (item == "qgz") {
-        z.qgz = true;
-      } else if (item == "hpz") {
-        z.hpz_size = -1;
-      } else {
-        throw UsageError(
-            "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
-            "got " +
-            quote(f.zeropp));
-      }
-    }
-  }
-  if (ds && ds->zeropp.any() &&
-      (z.qwz != ds->zeropp.qwz || z.qgz != ds->zeropp.qgz ||
-       (z.hpz_size == -1) != ds->zeropp.hpz())) {
-    throw UsageError("--zeropp: " + quote(f.zeropp) + " contradicts " + f.deepspeed_config +
-                     "'s zero_quantized_weights, zero_hpz_partition_size and "
-                     "zero_quantized_gradients (" +
-                     plan::zeropp_summary(ds->zeropp) + "); give one");
-  }
-  if (ds && ds->zeropp.any()) return;  // the config's, with its partition size
-  in.zeropp = z;
-  in.zeropp_source = "--zeropp";
-}
-
-// The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a
-// published model or a DeepSpeed config (a real run on real GPUs); off for the seed's --params
-// arithmetic unless asked for.
-void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
-                  const plan::ModelConfig& config, plan::PlanInputs& in) {
-  const bool real_run = in.model.has_value() || ds.has_value();
-  if (!f.largest_layer.empty()) {
-    if (in.model) {
-      throw UsageError("--largest-layer: not with --model or --model-config, which give it");
-    }
-    const std::uint64_t largest = units::parse_count(f.largest_layer, "--largest-layer");
-    if (in.params && largest > *in.params) {
-      throw UsageError("--largest-layer: expected at most --params (" +
-                       units::format_count(*in.params) + "), got " + quote(f.largest_layer));
-    }
-    in.largest_layer = largest;
-  } else if (in.model) {
-    in.largest_layer = in.model->params.largest_layer_params;
-  }
-  if (f.buffers.empty()) {
-    in.buffers = real_run;
-  } else if (f.buffers == "deepspeed" || f.buffers == "none") {
-    in.buffers = f.buffers == "deepspeed";
-  } else {
-    throw UsageError("--buffers: expected deepspeed or none, got " + quote(f.buffers));
-  }
-  if (in.buffers) {
-    if (!in.params) throw UsageError("--buffers: needs a model (--params, --model)");
-    if (!in.largest_layer) {
-      throw UsageError(
-          "--largest-layer: required with --params and " +
-          (f.buffers.empty() ? "--deepspeed-config" : std::string("--buffers deepspeed")) +
-          " (ZeRO-3 gathers the largest layer whole; or --buffers none), a count such "
-          "as 65M");
-    }
-    std::vector<std::string> from_hidden;
-    if (ds) {
-      in.buffer_settings = ds->buffers;
-      in.buffers_source = f.deepspeed_config;
-      // "auto" as the Hugging Face integration fills it, from the model's hidden size.
-      const std::uint64_t h = config.hidden;
-      // h² saturates rather than wraps for a config's absurd hidden size.
-      const std::uint64_t h2 = h != 0 && h > UINT64_MAX / h ? UINT64_MAX : h * h;
-      auto fill = [&](bool is_auto, std::uint64_t& into, std::uint64_t value, const char* key) {
-        if (!is_auto || h == 0) return;
-        into = value;
-        from_hidden.push_back(key);
-      };
-      fill(ds->reduce_bucket_auto, in.buffer_settings.reduce_bucket_size, h2,
-           "reduce_bucket_size = h^2");
-      fill(ds->prefetch_bucket_auto, in.buffer_settings.prefetch_bucket_size,
-           static_cast<std::uint64_t>((unsigned __int128)h2 * 9 / 10),
-           "stage3_prefetch_bucket_size = 0.9 h^2");
-      fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold,
-           h > UINT64_MAX / 10 ? UINT64_MAX : 10 * h, "stage3_param_persistence_threshold = 10 h");
-      if (h == 0 &&
-          (ds->reduce_bucket_auto || ds->prefetch_bucket_auto || ds->persistence_threshold_auto)) {
-        in.buffers_source += "; \"auto\" sizes at DeepSpeed's defaults, no model to size them";
-      }
-      if (!from_hidden.empty()) {
-        in.buffers_source += "; \"auto\" from h = " + std::to_string(h) +
-                             " as Hugging Face fills it: " + join(from_hidden);
-      }
-    } else {
-      in.buffers_source = "DeepSpeed's defaults";
-    }
-    if (in.model) {
-      in.persistent_params =
-          plan::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);
-    }
-  }
-  if (!f.cuda_overhead.empty()) {
-    // "0" needs no unit: it turns the allowance off.
-    in.cuda_overhead =
-        f.cuda_overhead == "0"
-            ? 0
-            : units::parse_bytes(f.cuda_overhead, "--cuda-overhead", units::Zero::allowed);
-    in.cuda_overhead_source = "--cuda-overhead " + f.cuda_overhead;
-  } else if (real_run) {
-    in.cuda_overhead = plan::kDefaultCudaOverhead;
-    in.cuda_overhead_source =
-        "the default: the top of Hugging Face's 1-2 GB for the context and kernels; "
-        "--cuda-overhead to change";
-  }
-}
-
-std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs& in) {
-  if (f.estimator.empty()) return std::nullopt;
-  if (f.estimator != "deepspeed") {
-    throw UsageError("--estimator: expected deepspeed, got " + quote(f.estimator));
-  }
-  if (!in.params) {
-    throw UsageError("--params: required with --estimator deepspeed (or --model, --model-config)");
-  }
-  DeepSpeedRun run;
-  run.params = *in.params;
-  run.gpus_per_node = in.gpus_per_node.value_or(1);
-  if (in.topology && !f.nodes.empty()) run.nodes = in.topology->nodes;
-  if (!in.largest_layer) {
-    throw UsageError(
-        "--largest-layer: required with --estimator deepspeed and --params (ZeRO-3's estimate "
-        "counts the largest layer), a count such as 65M");
-  }
-  run.largest_layer = *in.largest_layer;
-  const std::uint64_t gpus = std::uint64_t(run.gpus_per_node) * run.nodes;
-  if (in.gpus && std::uint64_t(*in.gpus) != gpus) {
-    throw UsageError("--gpus: " + std::to_string(*in.gpus) + " is not --gpus-per-node x --nodes (" +
-                     std::to_string(gpus) + "); give one or the other");
-  }
-  if (gpus > INT_MAX)
-    throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
-  in.gpus = static_cast<int>(gpus);
-  in.gpus_per_node = run.gpus_per_node;
-  return run;
-}
-
-std::string deepspeed_section(const DeepSpeedRun& ds, const plan::PlanReport& report) {
-  std::string out =
-      "\nDeepSpeed's estimate, as DeepSpeed v0.16.4 prints it "
-      "(estimate_zero2/3_model_states_mem_needs_all_cold):\n\n";
-  out += plan::deepspeed_zero2_text(ds.params, ds.gpus_per_node, ds.nodes);
-  out += "\n";
-  out += plan::deepspeed_zero3_text(ds.params, ds.largest_layer, ds.gpus_per_node, ds.nodes);
-  const auto gb = [](std::uint64_t b) { return units::format_bytes(b); };
-  const plan::StageReport& z2 = report.stages[2];
-  const plan::StageReport& z3 = report.stages[3];
-  out += "\nzerodp for the same model on " + std::to_string(*report.inputs.gpus) +
-         " GPUs, without offload: ZeRO-2 " + gb(*z2.model_state_bytes) + ", ZeRO-3 " +
-         gb(*z3.model_state_bytes) +
-         " of model state per GPU (GB = 1e9 bytes; DeepSpeed's GB "
-         "is 2^30). Where the figures differ:\n";
-  out +=
-      "  - bytes per parameter: DeepSpeed's sharded part is 18 (16-bit and fp32 gradients, "
-      "2 + 4; fp32 master, 4; Adam's m and v, 8: its code's comment) beside the 16-bit params "
-      "(2); zerodp counts " +
-      std::to_string(report.inputs.bpp.total()) + " (" + report.inputs.bpp_source + ": " +
-      std::to_string(report.inputs.bpp.params) + " params + " +
-      std::to_string(report.inputs.bpp.grads) + " grads + " +
-      std::to_string(report.inputs.bpp.optimizer) +
-      " optimizer), the seed's convention, with no fp32 copy of the gradients;\n";
-  out += "  - ZeRO-3: DeepSpeed adds 4 x the largest layer (" +
-         units::format_count(ds.largest_layer) +
-         " params) for a layer gathered whole; zerodp's model state has no such term (its "
-         "engine's gathered units are in `train --dry-run`'s peak);\n";
-  out +=
-      "  - neither side counts activations or buffers here: DeepSpeed's cold estimate is "
-      "model states only; zerodp adds activations with --activations or --seq-len.\n";
-  return out;
-}
-
-nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds) {
-  nlohmann::ordered_json j;
-  j["version"] = "DeepSpeed v0.16.4, estimate_zero2/3_model_states_mem_needs_all_cold";
-  j["gpus_per_node"] = ds.gpus_per_node;
-  j["nodes"] = ds.nodes;
-  j["largest_layer_params"] = ds.largest_layer;
-  j["zero2"] = nlohmann::ordered_json::array();
-  for (const plan::DeepSpeedRow& r :
-       plan::deepspeed_zero2_cold(ds.params, ds.gpus_per_node, ds.nodes)) {
-    j["zero2"].push_back({{"offload_optimizer", r.offload_optimizer},
-                          {"cpu_bytes", r.cpu_bytes},
-                          {"gpu_bytes", r.gpu_bytes}});
-  }
-  j["zero3"] = nlohmann::ordered_json::array();
-  for (const plan::DeepSpeedRow& r :
-       plan::deepspeed_zero3_cold(ds.params, ds.largest_layer, ds.gpus_per_node, ds.nodes)) {
-    j["zero3"].push_back({{"offload_optimizer", r.offload_optimizer},
-                          {"offload_params", r.offload_param},
-                          {"zero_init", *r.zero_init},
-                          {"cpu_bytes", r.cpu_bytes},
-                          {"gpu_bytes", r.gpu_bytes}});
-  }
-  return j;
-}
-
-// A value the config sets fills its flag; a flag that says otherwise is a contradiction.
-void take_from_config(std::string& flag_value, const std::string& config_value, const char* flag,
-                      const std::string& key, const std::string& file) {
-  if (flag_value.empty()) {
-    flag_value = config_value;
-  } else if (flag_value != config_value) {
-    throw UsageError(std::string(flag) + ": " + quote(flag_value) + " contradicts " + file + "'s " +
-                     key + " (" + config_value + "); give one");
-  }
-}
-
-// --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
-// what the plan says about it.
-std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
-  if (f.deepspeed_config.empty()) return std::nullopt;
-  const std::string& path = f.deepspeed_config;
-  plan::DeepSpeedConfig c = plan::parse_deepspeed_config(
-      read_file(path, "--deepspeed-config", "a DeepSpeed config, ds.json"),
-      "--deepspeed-config " + path);
-  if (c.precision) {
-    if (!f.model_bytes.bytes_per_param.empty()) {
-      throw UsageError("--bytes-per-param: not with " + path +
-                       ", whose bf16/fp16 sections set the precision");
-    }
-    const plan::Precision p = *c.precision;
-    take_from_config(f.model_bytes.precision,
-                     p == plan::Precision::bf16   ? "bf16"
-                     : p == plan::Precision::fp16 ? "fp16"
-                                                  : "fp32",
-                     "--precision", "bf16/fp16", path);
-  }
-  if (c.optimizer) {
-    const plan::Optimizer o = *c.optimizer;
-    take_from_config(f.model_bytes.optimizer,
-                     o == plan::Optimizer::adam           ? "adam"
-                     : o == plan::Optimizer::sgd_momentum ? "sgd-momentum"
-                                                          : "sgd",
-                     "--optimizer", "optimizer.type", path);
-  }
-  const auto device = [](plan::OffloadDevice d) {
-    return std::string(plan::offload_device_name(d));
-  };
-  if (c.offload_optimizer != plan::OffloadDevice::none) {
-    take_from_config(f.offload_optimizer, device(c.offload_optimizer), "--offload-optimizer",
-                     "zero_optimization.offload_optimizer.device", path);
-  }
-  if (c.offload_params != plan::OffloadDevice::none) {
-    take_from_config(f.offload_params, device(c.offload_params), "--offload-params",
-                     "zero_optimization.offload_param.device", path);
-  }
-  // The micro-batch sizes activations only with a sequence length to go with it.
-  if (c.micro_batch && !f.seq_len.empty()) {
-    take_from_config(f.micro_batch, std::to_string(*c.micro_batch), "--micro-batch",
-                     "train_micro_batch_size_per_gpu", path);
-  }
-  if (!c.unknown.empty()) {
-    std::fprintf(stderr, "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
-                 path.c_str(), join(c.unknown).c_str());
-  }
-  return c;
-}
-
-std::string deepspeed_summary(const plan::DeepSpeedConfig& c) {
-  std::vector<std::string> parts;
-  if (c.stage) parts.push_back(std::string(plan::stage_name(*c.stage)));
-  parts.push_back("optimizer states to " +
-                  std::string(plan::offload_device_name(c.offload_optimizer)) + ", params to " +
-                  std::string(plan::offload_device_name(c.offload_params)));
-  if (c.precision) parts.push_back(std::string(plan::precision_name(*c.precision)));
-  if (c.micro_batch) parts.push_back("micro-batch " + std::to_string(*c.micro_batch));
-  if (c.grad_accum) parts.push_back("gradient accumulation " + std::to_string(*c.grad_accum));
-  if (c.zeropp.any()) parts.push_back("ZeRO++ " + plan::zeropp_summary(c.zeropp));
-  std::string out = join(parts);
-  if (!c.auto_keys.empty()) out += "; \"auto\" left to the flags: " + join(c.auto_keys);
-  if (!c.not_in_plan.empty()) out += "; read but not counted yet: " + join(c.not_in_plan);
-  return out;
 }
 
 plan::PlanInputs read_inputs(const PlanFlags& given) {

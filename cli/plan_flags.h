@@ -1,0 +1,65 @@
+// The flags of `zerodp plan` as typed, and the readers that turn them into PlanInputs, shared
+// by the command's files: plan.cc (the command, the model, its activations and the step),
+// plan_gpus.cc (nodes, ZeRO++, the GPU peak's terms) and plan_deepspeed.cc (a DeepSpeed config
+// and DeepSpeed's own estimate). Every reader throws UsageError with one line naming its flag.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan_options.h"
+#include "zerodp/plan_ds_config.h"
+#include "zerodp/plan_model.h"
+#include "zerodp/plan_report.h"
+
+namespace zerodp::cli {
+
+struct PlanFlags {
+  std::string params, gpus, gpu_memory, activations, round_to;
+  std::string model, model_config, attention;
+  std::string estimator, largest_layer, gpus_per_node, nodes;
+  std::string offload_optimizer, offload_params, deepspeed_config;
+  std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
+  bool list_models = false;
+  std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
+  std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
+  PrecisionFlags model_bytes;
+  bool both_directions = false, binary = false, json = false;
+};
+
+// A file's text (a config); one that cannot be read is one line naming `flag`.
+std::string read_file(const std::string& path, const char* flag, const char* expected);
+// "a, b, c".
+std::string join(const std::vector<std::string>& items);
+
+// plan_gpus.cc. In this order: --zeropp and the config's ZeRO++ keys (hpz's partition left at
+// -1 for the node), then --gpus-per-node and --nodes (N, the levels, the bandwidths, hpz's
+// partition), then the peak's terms (--buffers, --cuda-overhead, --largest-layer).
+void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
+                 plan::PlanInputs& in);
+void read_topology(const PlanFlags& f, plan::PlanInputs& in);
+void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
+                  const plan::ModelConfig& config, plan::PlanInputs& in);
+
+// plan_deepspeed.cc.
+// --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
+// what the plan says about it; nullopt without the flag.
+std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f);
+// "ZeRO-2, optimizer states to cpu, ...": what the config set, for the table's header.
+std::string deepspeed_summary(const plan::DeepSpeedConfig& c);
+
+// --estimator deepspeed: what DeepSpeed's estimators print for the same model and GPUs.
+struct DeepSpeedRun {
+  std::uint64_t params = 0, largest_layer = 0;
+  int gpus_per_node = 1, nodes = 1;
+};
+// --estimator deepspeed (nullopt without it); sets N from --gpus-per-node and --nodes.
+std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs& in);
+// DeepSpeed's text, zerodp's figures beside it and a line on each difference.
+std::string deepspeed_section(const DeepSpeedRun& ds, const plan::PlanReport& report);
+nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds);
+
+}  // namespace zerodp::cli

@@ -1,0 +1,204 @@
+// `zerodp plan`'s GPUs beyond their count: nodes and the two levels (--gpus-per-node,
+// --nodes, --intra-bandwidth, --inter-bandwidth), ZeRO++ (--zeropp or the DeepSpeed config),
+// and the GPU peak's terms (--buffers, --cuda-overhead, --largest-layer).
+#include <climits>
+#include <sstream>
+
+#include "plan_flags.h"
+#include "zerodp/error.h"
+#include "zerodp/plan_runtime.h"
+#include "zerodp/plan_topology.h"
+#include "zerodp/units.h"
+
+namespace zerodp::cli {
+
+// --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.
+void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
+  std::optional<int> per_node;
+  if (!f.gpus_per_node.empty()) {
+    per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
+  }
+  if (!f.nodes.empty()) {
+    if (!per_node) throw UsageError("--nodes: needs --gpus-per-node, the GPUs of each node");
+    const int nodes = parse_gpu_count(f.nodes, "--nodes", 1, 1 << 20);
+    const std::uint64_t gpus = std::uint64_t(*per_node) * nodes;
+    if (in.gpus && std::uint64_t(*in.gpus) != gpus) {
+      throw UsageError("--gpus: " + std::to_string(*in.gpus) +
+                       " is not --gpus-per-node x --nodes (" + std::to_string(gpus) +
+                       "); give one or the other");
+    }
+    if (gpus > INT_MAX) {
+      throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
+    }
+    in.gpus = static_cast<int>(gpus);
+  }
+  if (per_node && in.gpus && *per_node > *in.gpus) {
+    throw UsageError("--gpus-per-node: expected at most --gpus (" + std::to_string(*in.gpus) +
+                     "), got " + quote(f.gpus_per_node));
+  }
+  in.gpus_per_node = per_node;
+  const bool zeropp = in.zeropp.any() || in.zeropp.hpz_size == -1;
+  const std::string asker = !f.nodes.empty()                 ? "--nodes"
+                            : !f.intra_bandwidth.empty()     ? "--intra-bandwidth"
+                            : !f.inter_bandwidth.empty()     ? "--inter-bandwidth"
+                            : !zeropp                        ? ""
+                            : in.zeropp_source == "--zeropp" ? "--zeropp"
+                                                             : in.zeropp_source + "'s ZeRO++ keys";
+  if (asker.empty()) return;
+  if (!per_node) {
+    throw UsageError("--gpus-per-node: required with " + asker +
+                     ", the GPUs of each node (the level inside a node)");
+  }
+  if (!in.gpus) throw UsageError("--gpus: required with " + asker + " (or --nodes)");
+  if (*in.gpus % *per_node != 0) {
+    throw UsageError("--gpus-per-node: expected a divisor of --gpus (" + std::to_string(*in.gpus) +
+                     ") for whole nodes, got " + quote(f.gpus_per_node));
+  }
+  in.topology = plan::Topology{*per_node, *in.gpus / *per_node};
+  if (!f.intra_bandwidth.empty()) {
+    in.intra_bandwidth = units::parse_bandwidth(f.intra_bandwidth, "--intra-bandwidth");
+  }
+  if (!f.inter_bandwidth.empty()) {
+    in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
+  }
+  if (in.zeropp.hpz_size == -1) {  // --zeropp hpz: a secondary partition over the node
+    if (*per_node == 1) {
+      throw UsageError("--zeropp: hpz needs nodes of more than one GPU (--gpus-per-node 1)");
+    }
+    in.zeropp.hpz_size = *per_node;
+  }
+  if (*per_node % in.zeropp.hpz_size != 0) {
+    throw UsageError(in.zeropp_source + ": hpZ's partition of " +
+                     std::to_string(in.zeropp.hpz_size) + " GPUs must divide --gpus-per-node (" +
+                     std::to_string(*per_node) + ") to stay inside a node");
+  }
+}
+
+// --zeropp qwz,hpz,qgz (or none), and the DeepSpeed config's ZeRO++ keys; they must agree.
+// hpz's partition is the node (-1 until read_topology() knows its size).
+void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
+                 plan::PlanInputs& in) {
+  if (ds && ds->zeropp.any()) {
+    in.zeropp = ds->zeropp;
+    in.zeropp_source = f.deepspeed_config;
+  }
+  if (f.zeropp.empty()) return;
+  plan::ZeroPlusPlus z;
+  if (f.zeropp != "none") {
+    std::stringstream items(f.zeropp);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      if (item == "qwz") {
+        z.qwz = true;
+      } else if (item == "qgz") {
+        z.qgz = true;
+      } else if (item == "hpz") {
+        z.hpz_size = -1;
+      } else {
+        throw UsageError(
+            "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
+            "got " +
+            quote(f.zeropp));
+      }
+    }
+  }
+  if (ds && ds->zeropp.any() &&
+      (z.qwz != ds->zeropp.qwz || z.qgz != ds->zeropp.qgz ||
+       (z.hpz_size == -1) != ds->zeropp.hpz())) {
+    throw UsageError("--zeropp: " + quote(f.zeropp) + " contradicts " + f.deepspeed_config +
+                     "'s zero_quantized_weights, zero_hpz_partition_size and "
+                     "zero_quantized_gradients (" +
+                     plan::zeropp_summary(ds->zeropp) + "); give one");
+  }
+  if (ds && ds->zeropp.any()) return;  // the config's, with its partition size
+  in.zeropp = z;
+  in.zeropp_source = "--zeropp";
+}
+
+// The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a
+// published model or a DeepSpeed config (a real run on real GPUs); off for the seed's --params
+// arithmetic unless asked for.
+void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
+                  const plan::ModelConfig& config, plan::PlanInputs& in) {
+  const bool real_run = in.model.has_value() || ds.has_value();
+  if (!f.largest_layer.empty()) {
+    if (in.model) {
+      throw UsageError("--largest-layer: not with --model or --model-config, which give it");
+    }
+    const std::uint64_t largest = units::parse_count(f.largest_layer, "--largest-layer");
+    if (in.params && largest > *in.params) {
+      throw UsageError("--largest-layer: expected at most --params (" +
+                       units::format_count(*in.params) + "), got " + quote(f.largest_layer));
+    }
+    in.largest_layer = largest;
+  } else if (in.model) {
+    in.largest_layer = in.model->params.largest_layer_params;
+  }
+  if (f.buffers.empty()) {
+    in.buffers = real_run;
+  } else if (f.buffers == "deepspeed" || f.buffers == "none") {
+    in.buffers = f.buffers == "deepspeed";
+  } else {
+    throw UsageError("--buffers: expected deepspeed or none, got " + quote(f.buffers));
+  }
+  if (in.buffers) {
+    if (!in.params) throw UsageError("--buffers: needs a model (--params, --model)");
+    if (!in.largest_layer) {
+      throw UsageError(
+          "--largest-layer: required with --params and " +
+          (f.buffers.empty() ? "--deepspeed-config" : std::string("--buffers deepspeed")) +
+          " (ZeRO-3 gathers the largest layer whole; or --buffers none), a count such "
+          "as 65M");
+    }
+    std::vector<std::string> from_hidden;
+    if (ds) {
+      in.buffer_settings = ds->buffers;
+      in.buffers_source = f.deepspeed_config;
+      // "auto" as the Hugging Face integration fills it, from the model's hidden size.
+      const std::uint64_t h = config.hidden;
+      // h² saturates rather than wraps for a config's absurd hidden size.
+      const std::uint64_t h2 = h != 0 && h > UINT64_MAX / h ? UINT64_MAX : h * h;
+      auto fill = [&](bool is_auto, std::uint64_t& into, std::uint64_t value, const char* key) {
+        if (!is_auto || h == 0) return;
+        into = value;
+        from_hidden.push_back(key);
+      };
+      fill(ds->reduce_bucket_auto, in.buffer_settings.reduce_bucket_size, h2,
+           "reduce_bucket_size = h^2");
+      fill(ds->prefetch_bucket_auto, in.buffer_settings.prefetch_bucket_size,
+           static_cast<std::uint64_t>((unsigned __int128)h2 * 9 / 10),
+           "stage3_prefetch_bucket_size = 0.9 h^2");
+      fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold,
+           h > UINT64_MAX / 10 ? UINT64_MAX : 10 * h, "stage3_param_persistence_threshold = 10 h");
+      if (h == 0 &&
+          (ds->reduce_bucket_auto || ds->prefetch_bucket_auto || ds->persistence_threshold_auto)) {
+        in.buffers_source += "; \"auto\" sizes at DeepSpeed's defaults, no model to size them";
+      }
+      if (!from_hidden.empty()) {
+        in.buffers_source += "; \"auto\" from h = " + std::to_string(h) +
+                             " as Hugging Face fills it: " + join(from_hidden);
+      }
+    } else {
+      in.buffers_source = "DeepSpeed's defaults";
+    }
+    if (in.model) {
+      in.persistent_params =
+          plan::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);
+    }
+  }
+  if (!f.cuda_overhead.empty()) {
+    // "0" needs no unit: it turns the allowance off.
+    in.cuda_overhead =
+        f.cuda_overhead == "0"
+            ? 0
+            : units::parse_bytes(f.cuda_overhead, "--cuda-overhead", units::Zero::allowed);
+    in.cuda_overhead_source = "--cuda-overhead " + f.cuda_overhead;
+  } else if (real_run) {
+    in.cuda_overhead = plan::kDefaultCudaOverhead;
+    in.cuda_overhead_source =
+        "the default: the top of Hugging Face's 1-2 GB for the context and kernels; "
+        "--cuda-overhead to change";
+  }
+}
+
+}  // namespace zerodp::cli
