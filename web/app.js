@@ -168,9 +168,13 @@ const ZerodpPage = (() => {
     return m ? m[1] : null;
   }
 
-  // The headline: the CLI's own sentence on the cheapest stage that fits, when it has one.
+  // The headline: the CLI's own sentence on the stage the user will run (--stage, or the
+  // DeepSpeed config's), which answers their question; else on the cheapest stage that fits.
   function headline(text, plan) {
-    const line = text.split("\n").find((l) => /^(Cheapest stage|No stage fits)/.test(l));
+    const lines = text.split("\n");
+    const asked = lines.find((l) => /^(--stage \d: |The DeepSpeed config's stage, )/.test(l));
+    if (asked) return asked;
+    const line = lines.find((l) => /^(Cheapest stage|No stage fits)/.test(l));
     if (line) return line.split(". Least N")[0].replace(/\.?$/, ".");
     if (plan && plan.inputs.gpu_memory_bytes === null) {
       return "Give the GPU memory to see the cheapest stage that fits.";

@@ -205,6 +205,18 @@ def examples(zerodp, site, browser, profile, tmp):
                   f"{name}: the headline {element_text(dom, 'headline')!r} is not the CLI's "
                   f"sentence {cheapest[0]!r}")
 
+    # The stage a user asks about (--stage) heads the page with the CLI's sentence on it: the
+    # question "will Llama-3-8B fit on 8 x 40 GB with ZeRO-2?" and its answer with the reason.
+    question = [("model", "llama-3-8b"), ("gpus", "8"), ("gpu-memory", "40GB"),
+                ("seq-len", "4096"), ("micro-batch", "1"), ("checkpointing", "full"),
+                ("attention", "flash"), ("stage", "2")]
+    dom = dump_dom(browser, index + "?" + query_of(question), profile)
+    asked = [l for l in native(zerodp, argv_of(question, FLAGS))["stdout"].splitlines()
+             if l.startswith("--stage 2: ")]
+    check(len(asked) == 1 and element_text(dom, "headline") == asked[0],
+          f"the headline {element_text(dom, 'headline')!r} is not the CLI's --stage sentence "
+          f"{asked!r}")
+
     # Example 1's figure is `zerodp plot`'s: its title, legend and the floors' labels.
     dom = dump_dom(browser, index + "?params=1e9&gpus=8", profile)
 
