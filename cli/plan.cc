@@ -277,8 +277,7 @@ plan::PlanInputs read_inputs(const PlanFlags& given) {
   if (!f.bandwidth.empty()) in.bandwidth = units::parse_bandwidth(f.bandwidth, "--bandwidth");
   if (!f.overlap.empty()) in.overlap = units::parse_fraction(f.overlap, "--overlap");
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
-  read_zeropp(f, ds_config, in);
-  read_topology(f, in);
+  read_topology(f, read_zeropp(f, ds_config), in);
   read_runtime(f, ds_config, config, in);
   if (f.comm_convention == "seed") {
     in.time_convention = plan::CommConvention::seed;

@@ -35,12 +35,21 @@ std::string read_file(const std::string& path, const char* flag, const char* exp
 // "a, b, c".
 std::string join(const std::vector<std::string>& items);
 
-// plan_gpus.cc. In this order: --zeropp and the config's ZeRO++ keys (hpz's partition left at
-// -1 for the node), then --gpus-per-node and --nodes (N, the levels, the bandwidths, hpz's
-// partition), then the peak's terms (--buffers, --cuda-overhead, --largest-layer).
-void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
-                 plan::PlanInputs& in);
-void read_topology(const PlanFlags& f, plan::PlanInputs& in);
+// plan_gpus.cc. In this order: --zeropp and the config's ZeRO++ keys, then --gpus-per-node and
+// --nodes (N, the levels, the bandwidths, and ZeRO++ with hpz's partition resolved), then the
+// peak's terms (--buffers, --cuda-overhead, --largest-layer).
+
+// What --zeropp or the config asks of ZeRO++, before the node's size is known: --zeropp hpz
+// partitions over the node (--gpus-per-node), the config's zero_hpz_partition_size over its
+// own count.
+struct ZeroPlusPlusAsked {
+  plan::ZeroPlusPlus zeropp;
+  bool hpz_over_node = false;
+  std::string source;  // "--zeropp" or the config's path
+  bool any() const { return zeropp.any() || hpz_over_node; }
+};
+ZeroPlusPlusAsked read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds);
+void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& zeropp, plan::PlanInputs& in);
 void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
                   const plan::ModelConfig& config, plan::PlanInputs& in);
 

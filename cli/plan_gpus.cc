@@ -13,7 +13,7 @@
 namespace zerodp::cli {
 
 // --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.
-void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
+void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, plan::PlanInputs& in) {
   std::optional<int> per_node;
   if (!f.gpus_per_node.empty()) {
     per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
@@ -37,13 +37,12 @@ void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
                      "), got " + quote(f.gpus_per_node));
   }
   in.gpus_per_node = per_node;
-  const bool zeropp = in.zeropp.any() || in.zeropp.hpz_size == -1;
-  const std::string asker = !f.nodes.empty()                 ? "--nodes"
-                            : !f.intra_bandwidth.empty()     ? "--intra-bandwidth"
-                            : !f.inter_bandwidth.empty()     ? "--inter-bandwidth"
-                            : !zeropp                        ? ""
-                            : in.zeropp_source == "--zeropp" ? "--zeropp"
-                                                             : in.zeropp_source + "'s ZeRO++ keys";
+  const std::string asker = !f.nodes.empty()             ? "--nodes"
+                            : !f.intra_bandwidth.empty() ? "--intra-bandwidth"
+                            : !f.inter_bandwidth.empty() ? "--inter-bandwidth"
+                            : !asked.any()               ? ""
+                            : asked.source == "--zeropp" ? "--zeropp"
+                                                         : asked.source + "'s ZeRO++ keys";
   if (asker.empty()) return;
   if (!per_node) {
     throw UsageError("--gpus-per-node: required with " + asker +
@@ -61,7 +60,9 @@ void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
   if (!f.inter_bandwidth.empty()) {
     in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
   }
-  if (in.zeropp.hpz_size == -1) {  // --zeropp hpz: a secondary partition over the node
+  in.zeropp = asked.zeropp;
+  in.zeropp_source = asked.source;
+  if (asked.hpz_over_node) {  // --zeropp hpz: a secondary partition over the node
     if (*per_node == 1) {
       throw UsageError("--zeropp: hpz needs nodes of more than one GPU (--gpus-per-node 1)");
     }
@@ -75,25 +76,21 @@ void read_topology(const PlanFlags& f, plan::PlanInputs& in) {
 }
 
 // --zeropp qwz,hpz,qgz (or none), and the DeepSpeed config's ZeRO++ keys; they must agree.
-// hpz's partition is the node (-1 until read_topology() knows its size).
-void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
-                 plan::PlanInputs& in) {
-  if (ds && ds->zeropp.any()) {
-    in.zeropp = ds->zeropp;
-    in.zeropp_source = f.deepspeed_config;
-  }
-  if (f.zeropp.empty()) return;
-  plan::ZeroPlusPlus z;
+ZeroPlusPlusAsked read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds) {
+  ZeroPlusPlusAsked config;
+  if (ds && ds->zeropp.any()) config = {ds->zeropp, false, f.deepspeed_config};
+  if (f.zeropp.empty()) return config;
+  ZeroPlusPlusAsked flag{{}, false, "--zeropp"};
   if (f.zeropp != "none") {
     std::stringstream items(f.zeropp);
     std::string item;
     while (std::getline(items, item, ',')) {
       if (item == "qwz") {
-        z.qwz = true;
+        flag.zeropp.qwz = true;
       } else if (item == "qgz") {
-        z.qgz = true;
+        flag.zeropp.qgz = true;
       } else if (item == "hpz") {
-        z.hpz_size = -1;
+        flag.hpz_over_node = true;
       } else {
         throw UsageError(
             "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
@@ -102,17 +99,15 @@ void read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>&
       }
     }
   }
-  if (ds && ds->zeropp.any() &&
-      (z.qwz != ds->zeropp.qwz || z.qgz != ds->zeropp.qgz ||
-       (z.hpz_size == -1) != ds->zeropp.hpz())) {
+  if (!config.any()) return flag;
+  if (flag.zeropp.qwz != config.zeropp.qwz || flag.zeropp.qgz != config.zeropp.qgz ||
+      flag.hpz_over_node != config.zeropp.hpz()) {
     throw UsageError("--zeropp: " + quote(f.zeropp) + " contradicts " + f.deepspeed_config +
                      "'s zero_quantized_weights, zero_hpz_partition_size and "
                      "zero_quantized_gradients (" +
-                     plan::zeropp_summary(ds->zeropp) + "); give one");
+                     plan::zeropp_summary(config.zeropp) + "); give one");
   }
-  if (ds && ds->zeropp.any()) return;  // the config's, with its partition size
-  in.zeropp = z;
-  in.zeropp_source = "--zeropp";
+  return config;  // the config's, with its partition size
 }
 
 // The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a

@@ -65,6 +65,17 @@ struct RuntimeModel {
   std::optional<std::uint64_t> persistent_params;  // nullopt: not known (no model config)
 };
 
+// Everything besides the stage and N that sizes the terms.
+struct RuntimeRun {
+  RuntimeModel model;
+  BytesPerParam bpp;  // as trained; what stays on the GPU follows from `offload`
+  Offload offload;
+  bool buffers = false;  // DeepSpeed's buffers counted; false: only the allowance and hpZ
+  BufferSettings settings;
+  ZeroPlusPlus zeropp;
+  std::uint64_t cuda_overhead = 0;
+};
+
 struct RuntimeTerms {
   // Through the whole step.
   std::uint64_t cuda_overhead = 0;
@@ -79,24 +90,21 @@ struct RuntimeTerms {
 
   std::uint64_t held() const;
   std::uint64_t backward() const;
+  // Whether the optimizer step, rather than the backward with its activations, sets the peak.
+  bool step_sets_peak(std::uint64_t activation_bytes) const;
   // Model state + these + activations at their phases: the GPU's peak.
   std::uint64_t peak(std::uint64_t model_state_bytes, std::uint64_t activation_bytes) const;
 };
 
-// The terms at `stage` on N = `ranks` GPUs. `buffers` false: only the CUDA allowance (and hpZ's
-// secondary partition, which is model state ZeRO++ adds).
-RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeModel& model,
-                           const BytesPerParam& bpp, const Offload& offload, bool buffers,
-                           const BufferSettings& settings, const ZeroPlusPlus& zeropp,
-                           std::uint64_t cuda_overhead);
+// The terms at `stage` on N = `ranks` GPUs (hpZ's secondary partition counts even without
+// buffers: it is model state ZeRO++ adds).
+RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run);
 
-// The least N at which the peak fits `gpu_memory`, rounded up to a multiple of `round_to`;
-// nullopt when none does. The peak never grows with N, so this is exact: the result fits and
-// one fewer (before rounding) does not.
-std::optional<std::uint64_t> min_gpus_for_peak(
-    Stage stage, const RuntimeModel& model, const BytesPerParam& gpu_bpp, const BytesPerParam& bpp,
-    const Offload& offload, bool buffers, const BufferSettings& settings,
-    const ZeroPlusPlus& zeropp, std::uint64_t cuda_overhead, std::uint64_t activation_bytes,
-    std::uint64_t gpu_memory, std::uint64_t round_to);
+// The least N at which the peak (model state on the GPU included) fits `gpu_memory`, rounded
+// up to a multiple of `round_to`; nullopt when none does. The peak never grows with N, so this
+// is exact: the result fits and one fewer (before rounding) does not.
+std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& run,
+                                               std::uint64_t activation_bytes,
+                                               std::uint64_t gpu_memory, std::uint64_t round_to);
 
 }  // namespace zerodp::plan

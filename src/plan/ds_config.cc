@@ -133,35 +133,36 @@ std::string lower(std::string s) {
 bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std::string& name,
                      DeepSpeedConfig& c) {
   BufferSettings& b = c.buffers;
-  bool ignored = false;  // the auto flag of sizes nothing fills: "auto" keeps the default
-  // An "auto" size the model's hidden size fills is flagged rather than left to the flags.
-  auto size = [&](std::uint64_t& into, bool& auto_flag, std::uint64_t min) {
-    if (const auto n = r.whole(v, name, min)) {
-      into = *n;
-    } else if (&auto_flag != &ignored) {
+  // A size; "auto" keeps DeepSpeed's default and is listed in auto_keys by the reader.
+  auto size = [&](std::uint64_t& into, std::uint64_t min) {
+    if (const auto n = r.whole(v, name, min)) into = *n;
+  };
+  // A size the Hugging Face integration fills from the model's hidden size: "auto" is flagged
+  // for the caller to fill, not left to the flags.
+  auto sized_by_model = [&](std::uint64_t& into, bool& auto_flag, std::uint64_t min) {
+    if (is_auto(v)) {
       auto_flag = true;
-      c.auto_keys.pop_back();
+    } else {
+      size(into, min);
     }
   };
   auto flag = [&](auto& into) {
     if (const auto on = r.flag(v, name)) into = *on;
   };
   if (key == "reduce_bucket_size") {
-    size(b.reduce_bucket_size, c.reduce_bucket_auto, 1);
+    sized_by_model(b.reduce_bucket_size, c.reduce_bucket_auto, 1);
   } else if (key == "allgather_bucket_size") {
-    size(b.allgather_bucket_size, ignored, 1);
+    size(b.allgather_bucket_size, 1);
   } else if (key == "stage3_prefetch_bucket_size") {
-    size(b.prefetch_bucket_size, c.prefetch_bucket_auto, 0);
+    sized_by_model(b.prefetch_bucket_size, c.prefetch_bucket_auto, 0);
   } else if (key == "stage3_param_persistence_threshold") {
-    size(b.param_persistence_threshold, c.persistence_threshold_auto, 0);
+    sized_by_model(b.param_persistence_threshold, c.persistence_threshold_auto, 0);
   } else if (key == "stage3_max_live_parameters") {
-    size(b.max_live_parameters, ignored, 0);
+    size(b.max_live_parameters, 0);
   } else if (key == "sub_group_size") {
-    size(b.sub_group_size, ignored, 1);
+    size(b.sub_group_size, 1);
   } else if (key == "overlap_comm") {
-    std::optional<bool> on;
-    flag(on);
-    if (on) b.overlap_comm = on;
+    flag(b.overlap_comm);
   } else if (key == "contiguous_gradients") {
     flag(b.contiguous_gradients);
   } else if (key == "zero_quantized_weights") {
@@ -170,7 +171,7 @@ bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std
     flag(c.zeropp.qgz);
   } else if (key == "zero_hpz_partition_size") {
     std::uint64_t h = 1;
-    size(h, ignored, 1);
+    size(h, 1);
     if (h > (1u << 20)) r.fail(name, "must be at most 1048576 GPUs, got " + v.dump());
     c.zeropp.hpz_size = static_cast<int>(h);
   } else {

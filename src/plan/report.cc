@@ -134,9 +134,15 @@ PlanReport make_plan(const PlanInputs& in) {
   // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
   const bool buffers = in.buffers && in.params;
   report.runtime_counted = in.params && (buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
-  RuntimeModel runtime_model;
+  RuntimeRun runtime;
   if (in.params) {
-    runtime_model = {*in.params, in.largest_layer.value_or(0), in.persistent_params};
+    runtime = {{*in.params, in.largest_layer.value_or(0), in.persistent_params},
+               in.bpp,
+               in.offload,
+               buffers,
+               in.buffer_settings,
+               in.zeropp,
+               in.cuda_overhead};
   }
 
   for (Stage stage : kStages) {
@@ -152,8 +158,7 @@ PlanReport make_plan(const PlanInputs& in) {
         s.offload = offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
         s.total_bytes = *s.model_state_bytes + in.activation_bytes;
         if (report.runtime_counted) {
-          s.runtime = runtime_terms(stage, *in.gpus, runtime_model, in.bpp, in.offload, buffers,
-                                    in.buffer_settings, in.zeropp, in.cuda_overhead);
+          s.runtime = runtime_terms(stage, *in.gpus, runtime);
           s.total_bytes = s.runtime->peak(*s.model_state_bytes, in.activation_bytes);
         }
         s.comm_seed = seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
@@ -172,9 +177,8 @@ PlanReport make_plan(const PlanInputs& in) {
       if (report.budget) {
         s.min_gpus_asked = true;
         if (report.runtime_counted) {
-          s.min_gpus = min_gpus_for_peak(
-              stage, runtime_model, gpu, in.bpp, in.offload, buffers, in.buffer_settings, in.zeropp,
-              in.cuda_overhead, in.activation_bytes, *in.gpu_memory, in.round_to.value_or(1));
+          s.min_gpus = min_gpus_for_peak(stage, runtime, in.activation_bytes, *in.gpu_memory,
+                                         in.round_to.value_or(1));
         } else {
           s.min_gpus = min_gpus(*in.params, stage, gpu, *report.budget, in.round_to.value_or(1));
         }

@@ -77,8 +77,7 @@ std::string peak_terms(const PlanReport& report, const StageReport& s, bool bina
       {"CUDA", r.cuda_overhead},
       {"hpZ copy", r.hpz_secondary},
       {"persistent params", r.persistent_params}};
-  const bool step_sets_peak = r.step_fp32_grads > in.activation_bytes + r.backward();
-  if (step_sets_peak) {
+  if (r.step_sets_peak(in.activation_bytes)) {
     terms.push_back({"reduce buffer", r.reduce_buffer_held});
     terms.push_back({"step fp32 grads", r.step_fp32_grads});
   } else {

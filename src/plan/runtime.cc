@@ -19,16 +19,18 @@ std::uint64_t saturated(u128 v) {
 }
 
 // The terms at any N >= 1 (wider than int: the least-N search probes beyond it).
-RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeModel& m, const BytesPerParam& bpp,
-                      const Offload& offload, bool buffers, const BufferSettings& b,
-                      const ZeroPlusPlus& zeropp, std::uint64_t cuda_overhead) {
+RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
+  const RuntimeModel& m = run.model;
+  const BytesPerParam& bpp = run.bpp;
+  const Offload& offload = run.offload;
+  const BufferSettings& b = run.settings;
   RuntimeTerms t;
-  t.cuda_overhead = cuda_overhead;
+  t.cuda_overhead = run.cuda_overhead;
   // hpZ's secondary partition sits where the params do: off the GPU when they are offloaded.
   if (!(stage == Stage::zero3 && offload.params != OffloadDevice::none)) {
-    t.hpz_secondary = hpz_secondary_bytes(stage, m.params, bpp, zeropp);
+    t.hpz_secondary = hpz_secondary_bytes(stage, m.params, bpp, run.zeropp);
   }
-  if (!buffers) return t;
+  if (!run.buffers) return t;
   const u128 p = bpp.params, g = bpp.grads, phi = m.params;
   switch (stage) {
     case Stage::dp:
@@ -79,27 +81,24 @@ std::uint64_t RuntimeTerms::peak(std::uint64_t model_state_bytes,
   return saturated(peak_wide(*this, model_state_bytes, activation_bytes));
 }
 
-RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeModel& model,
-                           const BytesPerParam& bpp, const Offload& offload, bool buffers,
-                           const BufferSettings& settings, const ZeroPlusPlus& zeropp,
-                           std::uint64_t cuda_overhead) {
-  ZERODP_CHECK(ranks >= 1);
-  return terms_at(stage, static_cast<u128>(ranks), model, bpp, offload, buffers, settings, zeropp,
-                  cuda_overhead);
+bool RuntimeTerms::step_sets_peak(std::uint64_t activation_bytes) const {
+  return step_fp32_grads > u128(activation_bytes) + backward();
 }
 
-std::optional<std::uint64_t> min_gpus_for_peak(
-    Stage stage, const RuntimeModel& model, const BytesPerParam& gpu_bpp, const BytesPerParam& bpp,
-    const Offload& offload, bool buffers, const BufferSettings& settings,
-    const ZeroPlusPlus& zeropp, std::uint64_t cuda_overhead, std::uint64_t activation_bytes,
-    std::uint64_t gpu_memory, std::uint64_t round_to) {
+RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run) {
+  ZERODP_CHECK(ranks >= 1);
+  return terms_at(stage, static_cast<u128>(ranks), run);
+}
+
+std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& run,
+                                               std::uint64_t activation_bytes,
+                                               std::uint64_t gpu_memory, std::uint64_t round_to) {
   ZERODP_CHECK(round_to >= 1);
-  const StageSplit split = stage_split(stage, gpu_bpp);
-  const u128 phi = model.params;
+  const StageSplit split = stage_split(stage, gpu_bytes_per_param(run.bpp, run.offload, stage));
+  const u128 phi = run.model.params;
   auto fits_at = [&](u128 n) {
     const u128 state = u128(split.replicated) * phi + u128(split.sharded) * ((phi + n - 1) / n);
-    const RuntimeTerms t =
-        terms_at(stage, n, model, bpp, offload, buffers, settings, zeropp, cuda_overhead);
+    const RuntimeTerms t = terms_at(stage, n, run);
     return peak_wide(t, state, activation_bytes) <= gpu_memory;
   };
   // Beyond N = Φ every shard is one element (or none) and nothing shrinks further.

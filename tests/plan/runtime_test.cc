@@ -18,7 +18,7 @@ constexpr std::uint64_t kCuda = 2'000'000'000;
 
 RuntimeTerms terms(Stage stage, int ranks, const BufferSettings& b = kDefaults,
                    const Offload& offload = {}, const ZeroPlusPlus& zeropp = {}) {
-  return runtime_terms(stage, ranks, kModel, kMixed, offload, true, b, zeropp, kCuda);
+  return runtime_terms(stage, ranks, {kModel, kMixed, offload, true, b, zeropp, kCuda});
 }
 
 TEST(Runtime, StageZeroFlattensFiveHundredMillionElementBuckets) {
@@ -28,7 +28,7 @@ TEST(Runtime, StageZeroFlattensFiveHundredMillionElementBuckets) {
   EXPECT_EQ(t.gathered_params, 0u);
   // A model smaller than a bucket flattens all of it, once.
   const RuntimeModel small{1000, 100, std::nullopt};
-  EXPECT_EQ(runtime_terms(Stage::dp, 8, small, kMixed, {}, true, kDefaults, {}, 0).reduce_buffers,
+  EXPECT_EQ(runtime_terms(Stage::dp, 8, {small, kMixed, {}, true, kDefaults, {}, 0}).reduce_buffers,
             2 * 1000u);
 }
 
@@ -82,9 +82,11 @@ TEST(Runtime, ThePeakTakesTheLargerPhase) {
   EXPECT_EQ(t.peak(state, 7'000'000'000), state + kCuda + 7'000'000'000 + 1'000'000'000);
   // Step: 4e9 > 1e9 activations + 1e9 bucket.
   EXPECT_EQ(t.peak(state, 1'000'000'000), state + kCuda + 4'000'000'000);
+  EXPECT_FALSE(t.step_sets_peak(7'000'000'000));
+  EXPECT_TRUE(t.step_sets_peak(1'000'000'000));
   // Without buffers only the allowance is added.
   const RuntimeTerms bare =
-      runtime_terms(Stage::zero2, 8, kModel, kMixed, {}, false, kDefaults, {}, kCuda);
+      runtime_terms(Stage::zero2, 8, {kModel, kMixed, {}, false, kDefaults, {}, kCuda});
   EXPECT_EQ(bare.peak(state, 5), state + kCuda + 5);
 }
 
@@ -98,10 +100,10 @@ TEST(Runtime, LeastNBringsThePeakWithinTheGpuAndOneFewerDoesNot) {
     const Offload offload{rng() % 3 == 0 ? OffloadDevice::cpu : OffloadDevice::none,
                           OffloadDevice::none};
     const BytesPerParam gpu = gpu_bytes_per_param(kMixed, offload, stage);
-    const auto n = min_gpus_for_peak(stage, m, gpu, kMixed, offload, true, kDefaults, {}, kCuda,
-                                     activations, memory, 1);
+    const RuntimeRun run{m, kMixed, offload, true, kDefaults, {}, kCuda};
+    const auto n = min_gpus_for_peak(stage, run, activations, memory, 1);
     auto peak_at = [&](int ranks) {
-      return runtime_terms(stage, ranks, m, kMixed, offload, true, kDefaults, {}, kCuda)
+      return runtime_terms(stage, ranks, run)
           .peak(model_state_bytes(m.params, ranks, stage, gpu), activations);
     };
     if (!n) {
@@ -124,9 +126,9 @@ TEST(Runtime, WithoutTermsTheLeastNIsTheModelStateOnes) {
     const RuntimeModel m{1 + rng() % 20'000'000'000, 0, std::nullopt};
     const std::uint64_t memory = 1'000'000'000 + rng() % 80'000'000'000;
     const std::uint64_t activations = rng() % 1'000'000'000;
-    EXPECT_EQ(min_gpus_for_peak(stage, m, kMixed, kMixed, {}, false, kDefaults, {}, 0, activations,
-                                memory, 8),
-              min_gpus(m.params, stage, kMixed, memory - activations, 8))
+    EXPECT_EQ(
+        min_gpus_for_peak(stage, {m, kMixed, {}, false, kDefaults, {}, 0}, activations, memory, 8),
+        min_gpus(m.params, stage, kMixed, memory - activations, 8))
         << trial;
   }
 }
