@@ -1,8 +1,13 @@
 // Failures of the MPI backend under mpirun: a missing rank, an aborting rank and mismatched
-// calls end in errors on every rank, with the messages of the threads backend.
+// calls end in errors on every rank, with the messages of the threads backend; a write to a
+// dead peer is an error, not a SIGPIPE that ends the writer.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <string>
@@ -64,6 +69,25 @@ TEST(MpiFailure, MissingRankTimesOutOnEveryRank) {
     EXPECT_EQ(data[0], static_cast<float>(n)) << "the failed collective left the data alone";
   }
   EXPECT_THAT(error_of([&] { comm->barrier(); }), HasSubstr(expected));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A pipe whose reader is closed stands in for a TCP connection whose peer process was killed:
+// the kernel answers a write to either with SIGPIPE. Before MPI ignored it, a surviving rank's
+// transport could be ended by that signal and mpirun reported the survivor, not the killed rank.
+TEST(MpiFailure, AWriteToADeadPeerFailsInsteadOfEndingTheRank) {
+  auto comm = make(std::chrono::seconds(60));  // the backend has initialised MPI
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  close(ends[0]);
+  const char byte = 1;
+  errno = 0;
+  EXPECT_EQ(write(ends[1], &byte, 1), -1);  // with SIGPIPE's default action, the test ends here
+  EXPECT_EQ(errno, EPIPE);
+  close(ends[1]);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -1,6 +1,7 @@
 #include "comm/mpi/runtime.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -29,6 +30,21 @@ void raise_priority() {
   const int nice = getpriority(PRIO_PROCESS, 0);  // this thread's, on Linux
   if (errno != 0) return;
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), std::max(nice - 10, -20));
+}
+
+// A write to a socket whose peer process has died raises SIGPIPE, whose default action ends the
+// writer: a SIGKILL of one rank could then end a surviving rank before the job reports the one
+// that died (mpirun named "rank 0 ... exited on signal 13" instead of the killed rank 1). Ignored,
+// the write fails with EPIPE, MPI's TCP transport closes that connection, and the job ends the
+// usual way: mpirun names the dead rank, or this rank's collective times out naming its peer.
+// A handler the program installed itself is left alone.
+void ignore_broken_pipes() {
+  struct sigaction before {};
+  if (sigaction(SIGPIPE, nullptr, &before) != 0 || before.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 // How long MPI_Finalize may take at exit before the process gives up on it: it waits for
@@ -70,6 +86,7 @@ Runtime::Runtime() {
     if (initialised) {
       MPI_Query_thread(&provided);
     } else {
+      ignore_broken_pipes();
       // MULTIPLE lets the program make MPI calls of its own while ours are in flight.
       if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         throw Error("MPI_Init_thread failed");

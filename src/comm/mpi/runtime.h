@@ -5,6 +5,9 @@
 // If the program initialised MPI itself, the runtime uses it as it is (it needs
 // MPI_THREAD_SERIALIZED or more, since the calls come from the progress thread) and leaves
 // finalising to the program.
+//
+// When it initialises MPI, it sets SIGPIPE to be ignored (unless the program handles SIGPIPE
+// itself), so a rank that writes to a dead peer gets an error instead of being ended by the signal.
 #pragma once
 
 #include <functional>
