@@ -100,14 +100,20 @@ nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds) {
 }
 
 // A value the config sets fills its flag; a flag that says otherwise is a contradiction.
-void take_from_config(std::string& flag_value, const std::string& config_value, const char* flag,
-                      const std::string& key, const std::string& file) {
+// `agrees`: whether the flag as typed names what the config sets, where spellings differ.
+void take_from_config(std::string& flag_value, const std::string& config_value, bool agrees,
+                      const char* flag, const std::string& key, const std::string& file) {
   if (flag_value.empty()) {
     flag_value = config_value;
-  } else if (flag_value != config_value) {
+  } else if (!agrees) {
     throw UsageError(std::string(flag) + ": " + quote(flag_value) + " contradicts " + file + "'s " +
                      key + " (" + config_value + "); give one");
   }
+}
+
+void take_from_config(std::string& flag_value, const std::string& config_value, const char* flag,
+                      const std::string& key, const std::string& file) {
+  take_from_config(flag_value, config_value, flag_value == config_value, flag, key, file);
 }
 
 // --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
@@ -123,20 +129,17 @@ std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
       throw UsageError("--bytes-per-param: not with " + path +
                        ", whose bf16/fp16 sections set the precision");
     }
-    const plan::Precision p = *c.precision;
-    take_from_config(f.model_bytes.precision,
-                     p == plan::Precision::bf16   ? "bf16"
-                     : p == plan::Precision::fp16 ? "fp16"
-                                                  : "fp32",
-                     "--precision", "bf16/fp16", path);
+    std::string& typed = f.model_bytes.precision;
+    take_from_config(typed, std::string(precision_word(*c.precision)),
+                     !typed.empty() && precision_of(typed) == *c.precision, "--precision",
+                     "bf16/fp16", path);
   }
   if (c.optimizer) {
-    const plan::Optimizer o = *c.optimizer;
-    take_from_config(f.model_bytes.optimizer,
-                     o == plan::Optimizer::adam           ? "adam"
-                     : o == plan::Optimizer::sgd_momentum ? "sgd-momentum"
-                                                          : "sgd",
-                     "--optimizer", "optimizer.type", path);
+    // Compared by what they name, not by spelling: --optimizer adamw agrees with "AdamW".
+    std::string& typed = f.model_bytes.optimizer;
+    take_from_config(typed, std::string(optimizer_word(*c.optimizer)),
+                     !typed.empty() && optimizer_of(typed) == *c.optimizer, "--optimizer",
+                     "optimizer.type", path);
   }
   const auto device = [](plan::OffloadDevice d) {
     return std::string(plan::offload_device_name(d));

@@ -56,26 +56,62 @@ ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
                             static_cast<std::uint32_t>(part[2])};
     return {bpp, "--bytes-per-param " + text};
   }
-  plan::Precision precision = plan::Precision::fp16;
-  if (flags.precision == "bf16") {
-    precision = plan::Precision::bf16;
-  } else if (flags.precision == "fp32") {
-    precision = plan::Precision::fp32;
-  } else if (!flags.precision.empty() && flags.precision != "fp16") {
-    throw UsageError("--precision: expected fp16, bf16 or fp32, got " + quote(flags.precision));
-  }
-  plan::Optimizer optimizer = plan::Optimizer::adam;
-  if (flags.optimizer == "sgd-momentum") {
-    optimizer = plan::Optimizer::sgd_momentum;
-  } else if (flags.optimizer == "sgd") {
-    optimizer = plan::Optimizer::sgd;
-  } else if (!flags.optimizer.empty() && flags.optimizer != "adam" && flags.optimizer != "adamw") {
-    throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " +
-                     quote(flags.optimizer));
-  }
+  const plan::Precision precision = precision_of(flags.precision);
+  const plan::Optimizer optimizer = optimizer_of(flags.optimizer);
   return {plan::bytes_per_param(precision, optimizer),
           std::string(plan::precision_name(precision)) + ", " +
               std::string(plan::optimizer_name(optimizer))};
+}
+
+namespace {
+
+// Each flag's words, in the order its error lists them; the first word of a value is its own.
+struct PrecisionWord {
+  std::string_view word;
+  plan::Precision value;
+};
+constexpr PrecisionWord kPrecisionWords[] = {{"fp16", plan::Precision::fp16},
+                                             {"bf16", plan::Precision::bf16},
+                                             {"fp32", plan::Precision::fp32}};
+struct OptimizerWord {
+  std::string_view word;
+  plan::Optimizer value;
+};
+constexpr OptimizerWord kOptimizerWords[] = {{"adam", plan::Optimizer::adam},
+                                             {"adamw", plan::Optimizer::adam},
+                                             {"sgd-momentum", plan::Optimizer::sgd_momentum},
+                                             {"sgd", plan::Optimizer::sgd}};
+
+}  // namespace
+
+plan::Precision precision_of(const std::string& word) {
+  if (word.empty()) return plan::Precision::fp16;
+  for (const auto& w : kPrecisionWords) {
+    if (w.word == word) return w.value;
+  }
+  throw UsageError("--precision: expected fp16, bf16 or fp32, got " + quote(word));
+}
+
+plan::Optimizer optimizer_of(const std::string& word) {
+  if (word.empty()) return plan::Optimizer::adam;
+  for (const auto& w : kOptimizerWords) {
+    if (w.word == word) return w.value;
+  }
+  throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " + quote(word));
+}
+
+std::string_view precision_word(plan::Precision precision) {
+  for (const auto& w : kPrecisionWords) {
+    if (w.value == precision) return w.word;
+  }
+  return "fp16";  // unreachable: every value has a word
+}
+
+std::string_view optimizer_word(plan::Optimizer optimizer) {
+  for (const auto& w : kOptimizerWords) {
+    if (w.value == optimizer) return w.word;
+  }
+  return "adam";  // unreachable: every value has a word
 }
 
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,

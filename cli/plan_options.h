@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "zerodp/plan_memory.h"
 
@@ -25,6 +26,14 @@ struct ModelBytes {
 };
 // Throws UsageError for unknown names, malformed P,G,K, or P,G,K mixed with the names.
 ModelBytes parse_precision_flags(const PrecisionFlags& flags);
+
+// What a --precision or --optimizer word names ("" is the default: fp16, Adam), or UsageError
+// naming the flag; and the word for each, the one a config's setting is written back as
+// ("adam" for Adam and AdamW, which hold the same bytes).
+plan::Precision precision_of(const std::string& word);
+plan::Optimizer optimizer_of(const std::string& word);
+std::string_view precision_word(plan::Precision precision);
+std::string_view optimizer_word(plan::Optimizer optimizer);
 
 // A GPU count: a whole number from `min` to `max` (fractions such as "4.5" are rejected).
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,

@@ -301,6 +301,25 @@ TEST(PlanCli, ADeepSpeedConfigSetsStageOffloadPrecisionAndMicroBatch) {
   EXPECT_TRUE(has(clash.err, "--precision: 'fp16' contradicts")) << clash.err;
 }
 
+TEST(PlanCli, AFlagAgreesWithTheConfigByWhatItNamesNotItsSpelling) {
+  // "AdamW" in the config is Adam's bytes; --optimizer adamw and adam both agree with it, sgd
+  // does not, and the error quotes the flag as typed.
+  const std::string path = ::testing::TempDir() + "/ds_adamw.json";
+  std::ofstream(path) << R"({"optimizer": {"type": "AdamW"}, "bf16": {"enabled": true},
+    "zero_optimization": {"stage": 2}})";
+  const std::string plan = "--model gpt2 --gpus 8 --deepspeed-config " + path + " ";
+  const auto from_config = plan_json(plan);
+  for (const char* word : {"adamw", "adam"}) {
+    EXPECT_EQ(plan_json(plan + "--optimizer " + word + " --precision bf16")["stages"],
+              from_config["stages"])
+        << word;
+  }
+  const Result clash = zerodp("plan " + plan + "--optimizer sgd");
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_TRUE(has(clash.err, "--optimizer: 'sgd' contradicts " + path + "'s optimizer.type (adam)"))
+      << clash.err;
+}
+
 TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
   const BadInput cases[] = {
       {"plan", "--params: required"},

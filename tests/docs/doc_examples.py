@@ -26,6 +26,16 @@ import tempfile
 ELLIPSIS = re.compile(r"\\\.\\\.\\\.|…")
 
 
+def is_gap(expected_line):
+    """A line that stands for any number of lines left out."""
+    return expected_line.lstrip().startswith(("...", "…"))
+
+
+def line_pattern(expected_line):
+    """The printed lines an expected line accepts: "..." inside it stands for any text."""
+    return re.compile(ELLIPSIS.sub(".*", re.escape(expected_line.rstrip())) + r"\Z")
+
+
 def fenced_blocks(text):
     """(line number of the fence, language, lines, the paragraph before it) of each block."""
     blocks, lines = [], text.split("\n")
@@ -63,12 +73,7 @@ def matches(expected, actual):
     actual = [a.rstrip() for a in actual]
     while actual and not actual[-1]:
         actual.pop()
-    patterns = []
-    for e in expected:
-        if e.lstrip().startswith(("...", "…")):
-            patterns.append(None)  # any number of lines
-        else:
-            patterns.append(re.compile(ELLIPSIS.sub(".*", re.escape(e)) + r"\Z"))
+    patterns = [None if is_gap(e) else line_pattern(e) for e in expected]  # None: a gap
 
     # Lines in order; a wildcard may take none or many. Memoised over (pattern, line) positions.
     seen = {}
@@ -85,7 +90,6 @@ def matches(expected, actual):
         seen[(p, a)] = ok
         return ok
 
-    sys.setrecursionlimit(100000)
     return match(0, 0)
 
 
@@ -101,16 +105,17 @@ def first_difference(expected, actual):
     for k, e in enumerate(expected):
         if k >= len(actual):
             return f"    expected: {e}\n    printed:  (nothing more)"
-        if e.lstrip().startswith(("...", "…")):
+        if is_gap(e):
             return "    (after a left-out part; the printed output follows)\n" + "\n".join(
                 "    | " + a for a in actual[:40])
-        if not re.match(ELLIPSIS.sub(".*", re.escape(e.rstrip())) + r"\Z", actual[k].rstrip()):
+        if not line_pattern(e).match(actual[k].rstrip()):
             return f"    expected: {e}\n    printed:  {actual[k]}"
     return "    printed more lines than shown:\n" + "\n".join(
         "    | " + a for a in actual[len(expected):len(expected) + 10])
 
 
 def main():
+    sys.setrecursionlimit(100000)  # matches() recurses once per line of a block
     zerodp, repo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     docs = ["README.md"] + sorted(
         os.path.join("docs", f) for f in os.listdir(os.path.join(repo, "docs")) if f.endswith(".md"))
