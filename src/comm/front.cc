@@ -6,6 +6,22 @@
 
 namespace zerodp::comm {
 
+bool FailureLatch::fail(const std::string& reason) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_.load(std::memory_order_relaxed)) return false;
+  try {
+    reason_ = reason;
+  } catch (...) {
+  }
+  failed_.store(true, std::memory_order_release);
+  return true;
+}
+
+std::string FailureLatch::reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reason_;
+}
+
 void Front::check_timeout(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {
     throw UsageError("the collective timeout must be positive, got " +

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "comm/call.h"
@@ -32,6 +33,23 @@
 #include "zerodp/comm.h"
 
 namespace zerodp::comm {
+
+// A group's failure, recorded once: once failed, failed for good, and the first reason is kept
+// (step 1 above reads it). The threads backend keeps one for the whole group, the MPI backend
+// one per process. Thread-safe.
+class FailureLatch {
+ public:
+  // Records `reason` unless the latch has failed already; true if this call failed it. Never
+  // throws: out of memory, the failure is kept without its reason.
+  bool fail(const std::string& reason) noexcept;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  std::string reason() const;
+
+ private:
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mu_;
+  std::string reason_;  // guarded by mu_
+};
 
 // The bytes a backend moved for one rank, counted as they move: on progress threads, and on
 // the threads backend by the peer that does the copy. Atomic, so stats() may read them while

@@ -155,21 +155,7 @@ void MpiCommunicator::abort_group(const std::string& reason) noexcept {
 }
 
 void MpiCommunicator::fail(const std::string& reason, bool tell_peers) noexcept {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failed_.load(std::memory_order_relaxed)) return;
-    try {
-      reason_ = reason;
-    } catch (...) {
-    }
-    failed_.store(true, std::memory_order_release);
-  }
-  if (tell_peers) notice_pending_.store(true, std::memory_order_release);
-}
-
-std::string MpiCommunicator::reason() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return reason_;
+  if (failure_.fail(reason) && tell_peers) notice_pending_.store(true, std::memory_order_release);
 }
 
 void MpiCommunicator::send_notice() {

@@ -87,8 +87,8 @@ class MpiCommunicator final : public Front {
 
   // Failure state of this rank's view of the group; the first reason is kept.
   void fail(const std::string& reason, bool tell_peers) noexcept;
-  bool failed() const override { return failed_.load(std::memory_order_acquire); }
-  std::string reason() const override;
+  bool failed() const override { return failure_.failed(); }
+  std::string reason() const override { return failure_.reason(); }
   // Progress thread: notices from peers, and this rank's own notice to send.
   void poll_control();
   void send_notice();
@@ -125,10 +125,8 @@ class MpiCommunicator final : public Front {
   std::string outgoing_notice_;  // kept until the process ends: its sends are let go
   bool notice_sent_ = false;
 
-  std::atomic<bool> failed_{false};
+  FailureLatch failure_;
   std::atomic<bool> notice_pending_{false};  // this rank has a reason to tell its peers
-  mutable std::mutex mu_;
-  std::string reason_;  // guarded by mu_
 };
 
 }  // namespace zerodp::comm::mpi

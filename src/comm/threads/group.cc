@@ -83,21 +83,7 @@ std::string Group::missing_ranks(std::uint64_t phase, const Call& call, bool* an
 }
 
 void Group::fail(const std::string& reason) noexcept {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failed_.load(std::memory_order_relaxed)) return;
-    try {
-      reason_ = reason;
-    } catch (...) {
-    }
-    failed_.store(true, std::memory_order_release);
-  }
-  bell_.ring();
-}
-
-std::string Group::reason() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return reason_;
+  if (failure_.fail(reason)) bell_.ring();
 }
 
 void Group::leave(int rank) noexcept {

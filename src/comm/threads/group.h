@@ -44,8 +44,8 @@ class Group {
 
   // Marks the group failed; the first reason is kept. Wakes every waiter.
   void fail(const std::string& reason) noexcept;
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
-  std::string reason() const;
+  bool failed() const { return failure_.failed(); }
+  std::string reason() const { return failure_.reason(); }
 
   // rank will issue no more collectives (its function returned).
   void leave(int rank) noexcept;
@@ -70,9 +70,7 @@ class Group {
   std::vector<RankState> state_;
   alignas(64) std::atomic<std::uint64_t> arrivals_{0};
   Bell bell_;
-  std::atomic<bool> failed_{false};
-  mutable std::mutex mu_;
-  std::string reason_;  // guarded by mu_
+  FailureLatch failure_;
 };
 
 }  // namespace zerodp::comm::threads
