@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct Partition {
   std::size_t max_bucket = 0;
   std::size_t max_chunk = 0;  // largest chunk of any bucket (capacity)
 };
+
+// The elements of a bucket of `bucket_bytes`: a bucket's size is counted in 16-bit elements
+// (EngineOptions::bucket_bytes, plan::EngineRun::bucket_bytes), whatever the precision of the
+// fp32 copies beside it. Requires bucket_bytes >= 2 (one element).
+std::size_t bucket_elements(std::uint64_t bucket_bytes);
 
 // unit_counts: the elements of each unit, in layout order. Requires bucket_elems >= 1,
 // ranks >= 1 and 0 <= rank < ranks.

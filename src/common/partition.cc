@@ -6,6 +6,11 @@
 
 namespace zerodp {
 
+std::size_t bucket_elements(std::uint64_t bucket_bytes) {
+  ZERODP_CHECK_MSG(bucket_bytes >= 2, "a bucket holds at least one 16-bit element");
+  return static_cast<std::size_t>(bucket_bytes / 2);
+}
+
 Partition make_partition(std::span<const std::size_t> unit_counts, std::size_t bucket_elems,
                          int ranks, int rank) {
   ZERODP_CHECK(bucket_elems >= 1);

@@ -32,7 +32,7 @@ Stage stage_from_number(int number) {
 
 Stage parse_stage(std::string_view text) {
   if (text.size() != 1 || text[0] < '0' || text[0] > '3') {
-    throw UsageError(std::string(kExpected) + "'" + std::string(text) + "'");
+    throw UsageError(std::string(kExpected) + quote(text));
   }
   return static_cast<Stage>(text[0] - '0');
 }

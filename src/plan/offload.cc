@@ -18,10 +18,10 @@ std::string_view offload_device_name(OffloadDevice device) {
 
 namespace {
 bool optimizer_off(const Offload& o, Stage stage) {
-  return o.optimizer != OffloadDevice::none && stage != Stage::dp;
+  return o.optimizer != OffloadDevice::none && sharding(stage).optimizer_states;
 }
 bool params_off(const Offload& o, Stage stage) {
-  return o.params != OffloadDevice::none && stage == Stage::zero3;
+  return o.params != OffloadDevice::none && sharding(stage).parameters;
 }
 }  // namespace
 

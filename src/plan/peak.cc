@@ -173,7 +173,7 @@ struct Fixed {
 // min(E, largest unit), the largest chunk its capacity.
 RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   ZERODP_CHECK(run.ranks >= 1 && rank >= 0 && rank < run.ranks && run.bucket_bytes >= 2);
-  const std::uint64_t E = run.bucket_bytes / 2;
+  const std::uint64_t E = bucket_elements(run.bucket_bytes);
   const std::uint64_t full_chunk = shard_of(E, run.ranks, rank).size;
   u128 local = 0;
   for (std::uint64_t c : f.layout.counts) {
@@ -236,13 +236,13 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
   ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0 && run.bucket_bytes >= 2);
   const UnitLayout layout = unit_layout(run.model);
   const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
-  const Partition part = make_partition(counts, run.bucket_bytes / 2, run.ranks, 0);
+  const Partition part = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
   const int hosts = run.ranks / ranks_per_host;
   // Passes of each collective per step: {reduce-scatters, all-gathers} (an all-reduce is one
   // of each).
-  const Stage stage = run.stage;
+  // Sharded parameters are gathered again for backward.
   const std::uint64_t scatters = 1;
-  const std::uint64_t gathers = stage == Stage::zero3 ? 2 : 1;
+  const std::uint64_t gathers = sharding(run.stage).parameters ? 2 : 1;
   std::vector<std::uint64_t> sent(hosts, 0);
   for (const Bucket& bucket : part.buckets) {
     for (int r = 0; r < run.ranks; ++r) {

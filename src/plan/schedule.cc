@@ -53,7 +53,7 @@ class EngineSchedule {
         layout_(unit_layout(run.model)),
         replay_(compute.size()) {
     const std::vector<std::size_t> counts(layout_.counts.begin(), layout_.counts.end());
-    part_ = make_partition(counts, run.bucket_bytes / 2, run.ranks, 0);
+    part_ = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
     const Sharding sharding = zerodp::sharding(run.stage);
     grads_sharded_ = sharding.gradients;
     params_sharded_ = sharding.parameters;

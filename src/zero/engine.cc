@@ -134,21 +134,29 @@ struct Engine::Impl {
 }  // namespace zerodp
 
 namespace zerodp {
+namespace {
+
+// Options are checked before anything is sized from them (the partition's buckets first).
+const EngineOptions& validated(const EngineOptions& o) {
+  o.validate();
+  return o;
+}
+
+}  // namespace
 
 Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s,
                    const EngineOptions& o)
     : model(m),
       comm(c),
       samples(s),
-      opt(o),
+      opt(validated(o)),
       units(m.units()),
       ranks(c.size()),
       rank(c.rank()),
-      part(make_partition(model::param_counts(units), std::max<std::size_t>(1, o.bucket_bytes / 2),
-                          ranks, rank)),
+      part(
+          make_partition(model::param_counts(units), bucket_elements(o.bucket_bytes), ranks, rank)),
       count_in(ledger, o, m, c),
       scaler(o.loss_scale, o.precision == DType::f16) {
-  opt.validate();
   params16 = Buffer<std::uint16_t>(ledger, Category::params16,
                                    full_params() ? part.total : part.local_total);
   grads16 = Buffer<std::uint16_t>(ledger, Category::grads16,

@@ -22,7 +22,7 @@ Expect expected(const model::MlpConfig& config, int stage, int ranks, int rank,
                 std::size_t bucket_bytes) {
   model::Mlp mlp(config);
   const Partition part =
-      make_partition(model::param_counts(mlp.units()), bucket_bytes / 2, ranks, rank);
+      make_partition(model::param_counts(mlp.units()), bucket_elements(bucket_bytes), ranks, rank);
   const std::size_t phi = part.total, local = part.local_total;
   const std::size_t state[4] = {16 * phi, 4 * phi + 12 * local, 2 * phi + 14 * local, 16 * local};
   std::uint64_t reduce_scatter = 0, all_gather = 0;
