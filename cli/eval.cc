@@ -4,9 +4,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint_model.h"
 #include "command.h"
 #include "engine_flags.h"
+#include "model_flags.h"
+#include "zerodp/run/checkpoint_model.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -21,16 +22,16 @@ struct EvalFlags {
 constexpr std::uint64_t kMaxEvalBatch = 1 << 16;
 
 // The weights (fp32) and one pass's activations must fit in this machine's memory.
-void check_eval_memory(const ModelSpec& spec, std::size_t batch) {
-  check_fits_in_memory(4 * spec.param_count(), spec.activation_bytes(batch), 1, "--checkpoint",
-                       "--batch");
+void check_eval_memory(const run::ModelSpec& spec, std::size_t batch) {
+  run::check_fits_in_memory(4 * spec.param_count(), spec.activation_bytes(batch), 1, "--checkpoint",
+                            "--batch");
 }
 
 void run_eval(const EvalFlags& f) {
   // More windows per pass than this only costs memory: the loss is a sum over windows.
   const auto batch =
       static_cast<std::size_t>(units::parse_whole_in(f.batch, "--batch", 1, kMaxEvalBatch));
-  LoadedModel loaded = load_gpt(f.checkpoint);
+  run::LoadedModel loaded = run::load_gpt(f.checkpoint.checkpoint, f.checkpoint.data);
   const model::GptConfig& cfg = loaded.spec.gpt();
   const auto T = static_cast<std::size_t>(cfg.seq_len);
   // A file given: all of it is evaluated (the spec reads it as a 100 % validation split).

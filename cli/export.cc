@@ -5,10 +5,11 @@
 #include <memory>
 #include <system_error>
 
-#include "checkpoint_model.h"
 #include "command.h"
+#include "model_flags.h"
 #include "zerodp/error.h"
 #include "zerodp/gpt_export.h"
+#include "zerodp/run/checkpoint_model.h"
 
 namespace zerodp::cli {
 namespace {
@@ -53,7 +54,8 @@ void run_export(const ExportFlags& f) {
   check_out(f.out);
   // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
   // out of whichever shards hold it.
-  LoadedModel loaded = load_gpt(f.checkpoint, /*read_params=*/false);
+  run::LoadedModel loaded =
+      run::load_gpt(f.checkpoint.checkpoint, f.checkpoint.data, /*read_params=*/false);
   const checkpoint::Checkpoint& ck = loaded.checkpoint;
   hf::export_gpt2_safetensors(
       loaded.spec.gpt(),

@@ -1,7 +1,6 @@
 #include "measure_report.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdio>
 
 #include "zerodp/units.h"
@@ -68,8 +67,8 @@ std::string stage_label(Stage stage) {
 }
 
 // measured - predicted on the rank where it is largest in size.
-std::string worst_difference(const StageMeasure& st, std::uint64_t RankMeasure::*measured,
-                             std::uint64_t RankMeasure::*predicted) {
+std::string worst_difference(const run::StageMeasure& st, std::uint64_t run::RankMeasure::*measured,
+                             std::uint64_t run::RankMeasure::*predicted) {
   std::int64_t worst = 0;
   for (const auto& r : st.ranks) {
     const std::int64_t d = std::int64_t(r.*measured) - std::int64_t(r.*predicted);
@@ -80,7 +79,7 @@ std::string worst_difference(const StageMeasure& st, std::uint64_t RankMeasure::
 
 // A table with one column per measured stage: each row is a label and one cell per stage.
 struct StageTable {
-  const std::vector<StageMeasure>& stages;
+  const std::vector<run::StageMeasure>& stages;
   Table table;
   void row(std::vector<std::string> cells) { table.row(std::move(cells)); }
   template <typename Cell>
@@ -91,7 +90,7 @@ struct StageTable {
   }
 };
 
-void print_setup(const MeasureSetup& s) {
+void print_setup(const run::MeasureSetup& s) {
   std::printf("zerodp measure: %s\n", s.model.c_str());
   std::printf(
       "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
@@ -104,112 +103,116 @@ void print_setup(const MeasureSetup& s) {
 }
 
 // The planner's formula, its prediction and the ledger's model-state categories.
-void add_model_state_rows(StageTable& t, const MeasureSetup& s) {
+void add_model_state_rows(StageTable& t, const run::MeasureSetup& s) {
   t.add("formula",
-        [](const StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
+        [](const run::StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
   t.add("predicted (planner)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
-  t.add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
+  t.add("measured (ledger)",
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].model_state); });
   for (int c = 0; c < kCategoryCount; ++c) {
     if (!is_model_state(static_cast<Category>(c))) continue;
     t.add("  " + std::string(category_name(static_cast<Category>(c))),
-          [c](const StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
+          [c](const run::StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
   }
-  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
-    return worst_difference(st, &RankMeasure::model_state, &RankMeasure::predicted_state);
+  t.add("measured - predicted, worst rank", [](const run::StageMeasure& st) {
+    return worst_difference(st, &run::RankMeasure::model_state, &run::RankMeasure::predicted_state);
   });
-  t.add("bytes per parameter", [&](const StageMeasure& st) {
+  t.add("bytes per parameter", [&](const run::StageMeasure& st) {
     return fixed(double(st.ranks[0].model_state) / double(s.params), 3);
   });
 }
 
 // The peak: every category held when the ledger's total peaked, beside the planner's
 // prediction of it (plan_peak.h), then the OS's view of the process.
-void add_peak_rows(StageTable& t, const MeasureSetup& s) {
+void add_peak_rows(StageTable& t, const run::MeasureSetup& s) {
   for (int c = 0; c < kCategoryCount; ++c) {
-    t.add("  " + std::string(category_name(static_cast<Category>(c))), [c](const StageMeasure& st) {
-      return bytes(st.ranks[0].at_peak[c]) + " / " + bytes(st.ranks[0].predicted_at_peak[c]);
-    });
+    t.add("  " + std::string(category_name(static_cast<Category>(c))),
+          [c](const run::StageMeasure& st) {
+            return bytes(st.ranks[0].at_peak[c]) + " / " + bytes(st.ranks[0].predicted_at_peak[c]);
+          });
   }
-  t.add("peak total", [](const StageMeasure& st) {
+  t.add("peak total", [](const run::StageMeasure& st) {
     return bytes(st.ranks[0].peak_total) + " / " + bytes(st.ranks[0].predicted_peak);
   });
-  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
-    return worst_difference(st, &RankMeasure::peak_total, &RankMeasure::predicted_peak);
+  t.add("measured - predicted, worst rank", [](const run::StageMeasure& st) {
+    return worst_difference(st, &run::RankMeasure::peak_total, &run::RankMeasure::predicted_peak);
   });
   t.add(s.rss_per_process ? "process peak RSS (OS)" : "process peak RSS, all ranks (OS)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
   t.add("  runtime before the engine",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
 }
 
 void add_comm_rows(StageTable& t) {
   t.add("predicted (planner, ring)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
   t.add("counted, sent (backend)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].sent_per_step); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].sent_per_step); });
   t.add("counted, received (backend)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].received_per_step); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].received_per_step); });
   if (!t.stages.empty() && t.stages[0].ranks[0].wire_first_on_host) {
     t.add("on the wire, rank 0's host (kernel)",
-          [](const StageMeasure& st) { return bytes(st.ranks[0].wire_tx_per_step); });
+          [](const run::StageMeasure& st) { return bytes(st.ranks[0].wire_tx_per_step); });
   }
-  t.add("counted sent - predicted, worst rank", [](const StageMeasure& st) {
-    return worst_difference(st, &RankMeasure::sent_per_step, &RankMeasure::predicted_comm);
+  t.add("counted sent - predicted, worst rank", [](const run::StageMeasure& st) {
+    return worst_difference(st, &run::RankMeasure::sent_per_step,
+                            &run::RankMeasure::predicted_comm);
   });
-  t.add("sent, all ranks - predicted, all ranks", [](const StageMeasure& st) {
+  t.add("sent, all ranks - predicted, all ranks", [](const run::StageMeasure& st) {
     std::int64_t d = 0;
-    for (const RankMeasure& r : st.ranks) {
+    for (const run::RankMeasure& r : st.ranks) {
       d += std::int64_t(r.sent_per_step) - std::int64_t(r.predicted_comm);
     }
     return signed_bytes(d);
   });
-  const StageMeasure* dp = nullptr;
+  const run::StageMeasure* dp = nullptr;
   for (const auto& st : t.stages) {
     if (st.stage == Stage::dp) dp = &st;
   }
   if (dp) {
-    t.add("counted sent / DP", [dp](const StageMeasure& st) {
+    t.add("counted sent / DP", [dp](const run::StageMeasure& st) {
       return fixed(double(st.ranks[0].sent_per_step) / double(dp->ranks[0].sent_per_step), 3);
     });
   }
   t.add("loss/norm scalars (apart)",
-        [](const StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
+        [](const run::StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
 }
 
 void add_time_rows(StageTable& t) {
   t.add("step, overlap + prefetch",
-        [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
-  t.add("  exposed comm", [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
-  t.add("  compute", [](const StageMeasure& st) {
+        [](const run::StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
+  t.add("  exposed comm",
+        [](const run::StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
+  t.add("  compute", [](const run::StageMeasure& st) {
     return ms(st.ranks[0].step_seconds - st.ranks[0].exposed_seconds);
   });
-  t.add("  efficiency", [](const StageMeasure& st) {
+  t.add("  efficiency", [](const run::StageMeasure& st) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
   });
   const bool link = t.stages[0].ranks[0].link_bits_per_second > 0;
   if (link) {
     t.add("  predicted step (replay)",
-          [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds); });
-    t.add("  predicted efficiency", [](const StageMeasure& st) {
+          [](const run::StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds); });
+    t.add("  predicted efficiency", [](const run::StageMeasure& st) {
       const auto& r = st.ranks[0];
       return percent(
           std::min(1.0, (r.step_seconds - r.exposed_seconds) / r.predicted_step_seconds));
     });
   }
   t.add("step, no overlap",
-        [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
+        [](const run::StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
   t.add("  exposed comm (= comm time)",
-        [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
-  t.add("  efficiency", [](const StageMeasure& st) {
+        [](const run::StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
+  t.add("  efficiency", [](const run::StageMeasure& st) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
   });
   if (link) {
     t.add("  predicted step (replay)",
-          [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds_sync); });
-    t.add("  predicted efficiency", [](const StageMeasure& st) {
+          [](const run::StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds_sync); });
+    t.add("  predicted efficiency", [](const run::StageMeasure& st) {
       const auto& r = st.ranks[0];
       return percent(std::min(
           1.0, (r.step_seconds_sync - r.exposed_seconds_sync) / r.predicted_step_seconds_sync));
@@ -217,13 +220,13 @@ void add_time_rows(StageTable& t) {
   }
 }
 
-void print_every_rank(const StageMeasure& st) {
+void print_every_rank(const run::StageMeasure& st) {
   std::printf("\n%s, every rank\n", stage_label(st.stage).c_str());
   Table r;
   r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "predicted", "diff",
          "sent/step", "predicted", "diff"});
   for (std::size_t i = 0; i < st.ranks.size(); ++i) {
-    const RankMeasure& m = st.ranks[i];
+    const run::RankMeasure& m = st.ranks[i];
     r.row({std::to_string(i), bytes(m.model_state), bytes(m.predicted_state),
            signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
            bytes(m.peak_total), bytes(m.predicted_peak),
@@ -236,53 +239,7 @@ void print_every_rank(const StageMeasure& st) {
 
 }  // namespace
 
-std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 23;
-}
-
-std::vector<std::uint64_t> RankMeasure::to_words() const {
-  std::vector<std::uint64_t> w(live.begin(), live.end());
-  w.insert(w.end(), peak.begin(), peak.end());
-  w.insert(w.end(), at_peak.begin(), at_peak.end());
-  w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
-  for (std::uint64_t v :
-       {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline, rss_peak,
-        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step,
-        wire_tx_per_step, wire_first_on_host, wire_predicted_per_step}) {
-    w.push_back(v);
-  }
-  for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync,
-                   link_bits_per_second, link_delay_seconds, predicted_step_seconds,
-                   predicted_link_seconds, predicted_step_seconds_sync}) {
-    w.push_back(std::bit_cast<std::uint64_t>(d));
-  }
-  return w;
-}
-
-RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
-  RankMeasure m;
-  std::copy(w, w + kCategoryCount, m.live.begin());
-  std::copy(w + kCategoryCount, w + 2 * kCategoryCount, m.peak.begin());
-  std::copy(w + 2 * kCategoryCount, w + 3 * kCategoryCount, m.at_peak.begin());
-  std::copy(w + 3 * kCategoryCount, w + 4 * kCategoryCount, m.predicted_at_peak.begin());
-  const std::uint64_t* p = w + 4 * kCategoryCount;
-  m.model_state = p[0], m.peak_total = p[1], m.sent_per_step = p[2], m.scalar_per_step = p[3];
-  m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
-  m.predicted_peak = p[8], m.received_per_step = p[9], m.ring_per_step = p[10];
-  m.wire_tx_per_step = p[11], m.wire_first_on_host = p[12], m.wire_predicted_per_step = p[13];
-  m.step_seconds = std::bit_cast<double>(p[14]);
-  m.exposed_seconds = std::bit_cast<double>(p[15]);
-  m.step_seconds_sync = std::bit_cast<double>(p[16]);
-  m.exposed_seconds_sync = std::bit_cast<double>(p[17]);
-  m.link_bits_per_second = std::bit_cast<double>(p[18]);
-  m.link_delay_seconds = std::bit_cast<double>(p[19]);
-  m.predicted_step_seconds = std::bit_cast<double>(p[20]);
-  m.predicted_link_seconds = std::bit_cast<double>(p[21]);
-  m.predicted_step_seconds_sync = std::bit_cast<double>(p[22]);
-  return m;
-}
-
-void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>& stages,
+void print_measure_table(const run::MeasureSetup& s, const std::vector<run::StageMeasure>& stages,
                          bool per_rank) {
   print_setup(s);
   StageTable t{stages, {}};
@@ -317,108 +274,6 @@ void print_measure_table(const MeasureSetup& s, const std::vector<StageMeasure>&
       "chunks are unequal; over all ranks they are the same bytes. Exposed comm is time "
       "blocked waiting for a collective; with no overlap it is the whole communication "
       "time.\n");
-}
-
-nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
-  nlohmann::json j;
-  j["stage"] = stage_number(st.stage);
-  j["ranks"] = s.ranks;
-  j["params"] = s.params;
-  j["backend"] = s.backend;
-  j["model"] = s.model;
-  j["steps"] = s.steps;
-  const RankMeasure& r0 = st.ranks[0];
-  nlohmann::json predicted_by_category;
-  for (int c = 0; c < kCategoryCount; ++c) {
-    predicted_by_category[std::string(category_name(static_cast<Category>(c)))] =
-        r0.predicted_at_peak[c];
-  }
-  j["predicted"] = {{"model_state_bytes", r0.predicted_state},
-                    {"peak_bytes", r0.predicted_peak},
-                    {"peak_bytes_by_category", predicted_by_category},
-                    {"comm_bytes_per_gpu", r0.predicted_comm},
-                    {"comm_convention", "ring"}};
-  // The seed's cell G, measured (rank 0's medians per training step): compute is the
-  // overlapped step less its exposed wait; the communication time is what the same steps
-  // waited with overlap and prefetch off (every collective waited at once).
-  {
-    const RankMeasure& m = st.ranks[0];
-    const double compute = m.step_seconds - m.exposed_seconds;
-    const double comm = m.exposed_seconds_sync;
-    j["timing"] = {{"step_seconds", m.step_seconds},
-                   {"compute_seconds", compute},
-                   {"comm_seconds", comm},
-                   {"exposed_seconds", m.exposed_seconds},
-                   {"hidden_fraction", comm > 0 ? 1.0 - m.exposed_seconds / comm : 0.0},
-                   {"efficiency", compute / (compute + m.exposed_seconds)},
-                   {"efficiency_no_overlap", (m.step_seconds_sync - comm) / m.step_seconds_sync}};
-    // The planner's replay of the engine's schedule on the link (the slowest rank's compute,
-    // part by part): a predicted step. Its efficiency is the compute measured here over that
-    // step, so predicted and measured efficiency differ exactly as the steps do.
-    if (m.link_bits_per_second > 0) {
-      const double compute_sync = m.step_seconds_sync - comm;
-      nlohmann::json& t = j["timing"];
-      t["link"] = {{"rate_bits_per_second", m.link_bits_per_second},
-                   {"delay_seconds", m.link_delay_seconds}};
-      t["predicted_step_seconds"] = m.predicted_step_seconds;
-      t["predicted_comm_seconds"] = m.predicted_link_seconds;
-      t["predicted_exposed_seconds"] = std::max(0.0, m.predicted_step_seconds - compute);
-      t["predicted_efficiency"] = std::min(1.0, compute / m.predicted_step_seconds);
-      t["predicted_step_seconds_no_overlap"] = m.predicted_step_seconds_sync;
-      t["predicted_efficiency_no_overlap"] =
-          std::min(1.0, compute_sync / m.predicted_step_seconds_sync);
-    }
-  }
-  // Each host's interface, in host order (mpirun fills hosts in rank order). With one rank per
-  // host everything a rank sends crosses its host's link, so the ring column is the
-  // prediction beside it; with more, ranks of one host talk through shared memory.
-  nlohmann::json wire_tx = nlohmann::json::array(), wire_ring = nlohmann::json::array(),
-                 wire_predicted = nlohmann::json::array();
-  for (const RankMeasure& m : st.ranks) {
-    if (!m.wire_first_on_host) continue;
-    wire_tx.push_back(m.wire_tx_per_step);
-    wire_ring.push_back(m.predicted_comm);
-    wire_predicted.push_back(m.wire_predicted_per_step);
-  }
-  if (!wire_tx.empty()) {
-    // predicted_bytes_per_step: what the backend's algorithm sends off each host (any number
-    // of ranks per host); the ring column only with one rank per host.
-    j["wire"] = {{"tx_bytes_per_step", wire_tx}, {"predicted_bytes_per_step", wire_predicted}};
-    if (wire_tx.size() == st.ranks.size()) j["wire"]["predicted_ring_bytes_per_step"] = wire_ring;
-  }
-  j["per_rank"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < st.ranks.size(); ++i) {
-    const RankMeasure& m = st.ranks[i];
-    nlohmann::json categories, peaks, at_peak, predicted_at_peak;
-    for (int c = 0; c < kCategoryCount; ++c) {
-      const std::string name(category_name(static_cast<Category>(c)));
-      categories[name] = m.live[c];
-      peaks[name] = m.peak[c];
-      at_peak[name] = m.at_peak[c];
-      predicted_at_peak[name] = m.predicted_at_peak[c];
-    }
-    j["per_rank"].push_back({{"rank", i},
-                             {"model_state_bytes", m.model_state},
-                             {"predicted_model_state_bytes", m.predicted_state},
-                             {"peak_bytes", m.peak_total},
-                             {"predicted_peak_bytes", m.predicted_peak},
-                             {"at_peak_bytes", at_peak},
-                             {"predicted_at_peak_bytes", predicted_at_peak},
-                             {"comm_sent_bytes", m.sent_per_step},
-                             {"comm_received_bytes", m.received_per_step},
-                             {"comm_ring_bytes", m.ring_per_step},
-                             {"predicted_comm_bytes", m.predicted_comm},
-                             {"scalar_comm_bytes", m.scalar_per_step},
-                             {"bytes", categories},
-                             {"peak_bytes_by_category", peaks},
-                             {"rss_peak_bytes", m.rss_peak},
-                             {"rss_baseline_bytes", m.rss_baseline},
-                             {"step_seconds", m.step_seconds},
-                             {"exposed_comm_seconds", m.exposed_seconds},
-                             {"step_seconds_no_overlap", m.step_seconds_sync},
-                             {"exposed_comm_seconds_no_overlap", m.exposed_seconds_sync}});
-  }
-  return j;
 }
 
 }  // namespace zerodp::cli

@@ -1,73 +1,14 @@
-// What `zerodp measure` measured, and how it prints: a table beside the planner's prediction
-// for people, or the JSON contract for tools (keys in docs/engine.md).
+// What `zerodp measure` measured, printed for people: a table beside the planner's prediction
+// (the JSON contract for tools is run::measure_json).
 #pragma once
 
-#include <array>
-#include <cstdint>
-#include <nlohmann/json.hpp>
-#include <string>
 #include <vector>
 
-#include "zerodp/ledger.h"
-#include "zerodp/stage.h"
+#include "zerodp/run/measure.h"
 
 namespace zerodp::cli {
 
-// One rank's figures for one stage. Kept as plain integers and doubles so MPI ranks can send
-// them to rank 0 as words.
-struct RankMeasure {
-  std::array<std::uint64_t, kCategoryCount> live{};
-  std::array<std::uint64_t, kCategoryCount> peak{};
-  std::array<std::uint64_t, kCategoryCount> at_peak{};  // held when the total peaked
-  std::uint64_t model_state = 0;
-  std::uint64_t peak_total = 0;
-  // ZeRO collectives per step: counted by the backend as the bytes moved, sent and received,
-  // and what the ring algorithms would send for the same calls (comm.h; a formula).
-  std::uint64_t sent_per_step = 0, received_per_step = 0, ring_per_step = 0;
-  std::uint64_t scalar_per_step = 0;  // loss, norm and overflow scalars, counted sent
-  // On cluster hosts (ZERODP_WIRE_IF): the bytes this host's interface sent per step in the
-  // overlapped steps (the kernel's counter), reported by the host's first rank.
-  std::uint64_t wire_tx_per_step = 0;
-  std::uint64_t wire_first_on_host = 0;
-  std::uint64_t wire_predicted_per_step = 0;     // plan::predict_host_send_bytes for this host
-  std::uint64_t rss_baseline = 0;                // this process before the engine, bytes
-  std::uint64_t rss_peak = 0;                    // this process's peak while measuring
-  double step_seconds = 0, exposed_seconds = 0;  // medians, overlap and prefetch on
-  double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
-  // With a link known (--link-rate, or the cluster's): the planner's replay of the engine's
-  // schedule (plan_schedule.h) from this rank's measured compute, with overlap and prefetch
-  // and without; 0 without a link.
-  double link_bits_per_second = 0, link_delay_seconds = 0;
-  double predicted_step_seconds = 0, predicted_link_seconds = 0, predicted_step_seconds_sync = 0;
-  // Predictions for this rank.
-  std::uint64_t predicted_state = 0;
-  std::uint64_t predicted_comm = 0;
-  std::array<std::uint64_t, kCategoryCount> predicted_at_peak{};  // plan_peak.h
-  std::uint64_t predicted_peak = 0;
-
-  std::vector<std::uint64_t> to_words() const;
-  static RankMeasure from_words(const std::uint64_t* words);
-  static std::size_t word_count();
-};
-
-struct StageMeasure {
-  Stage stage = Stage::dp;
-  std::vector<RankMeasure> ranks;
-};
-
-struct MeasureSetup {
-  std::string model;
-  std::uint64_t params = 0;
-  int ranks = 1;
-  std::string backend;
-  bool rss_per_process = false;  // true under MPI: one process per rank
-  int steps = 0;
-  std::size_t micro_batch = 0;
-  std::string precision;
-};
-
-void print_measure_table(const MeasureSetup& setup, const std::vector<StageMeasure>& stages,
-                         bool per_rank);
-nlohmann::json measure_json(const MeasureSetup& setup, const StageMeasure& stage);
+void print_measure_table(const run::MeasureSetup& setup,
+                         const std::vector<run::StageMeasure>& stages, bool per_rank);
 
 }  // namespace zerodp::cli

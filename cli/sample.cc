@@ -4,11 +4,12 @@
 #include <cstdio>
 #include <memory>
 
-#include "checkpoint_model.h"
 #include "command.h"
 #include "engine_flags.h"
+#include "model_flags.h"
 #include "zerodp/error.h"
 #include "zerodp/rng.h"
+#include "zerodp/run/checkpoint_model.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -28,11 +29,11 @@ void run_sample(const SampleFlags& f) {
   const auto length = units::parse_whole_in(f.length, "--length", 1, 1'000'000'000);
   // The vocabulary is the 256 byte values.
   const auto top_k = static_cast<std::size_t>(units::parse_whole_in(f.top_k, "--top-k", 1, 256));
-  const double temperature =
-      parse_real(f.temperature, "--temperature",
-                 "a number >= 0 such as 0.8 (0 picks the likeliest byte)", true);
+  const double temperature = units::parse_real(
+      f.temperature, "--temperature", "a number >= 0 such as 0.8 (0 picks the likeliest byte)",
+      units::Zero::allowed);
   const std::uint64_t seed = units::parse_whole(f.seed, "--seed", units::Zero::allowed);
-  LoadedModel loaded = load_gpt(f.checkpoint);
+  run::LoadedModel loaded = run::load_gpt(f.checkpoint.checkpoint, f.checkpoint.data);
   const auto T = static_cast<std::size_t>(loaded.spec.gpt().seq_len);
   model::GptModel gpt(loaded.spec.gpt());
 

@@ -1,7 +1,8 @@
 # zerodp_part(NAME HEADERS h... [USES part...] [LIBS lib...] [PRIVATE_LIBS lib...])
 #
 # Builds src/NAME/*.cc (and its subfolders) as the static library zerodp_NAME.
-#  HEADERS       its public headers, in include/zerodp/. They are linked into a folder of the
+#  HEADERS       its public headers, in include/zerodp/ (a part's own folder there, e.g.
+#                run/training.h, keeps its subpath). They are linked into a folder of the
 #                part's own (build/parts/NAME/include/zerodp/), which is all the part and its
 #                users see of include/: a user sees the headers of the parts it links, no others.
 #  USES          the parts below it that it may use (linked PUBLIC: their headers are part of
@@ -26,6 +27,8 @@ function(zerodp_part name)
     if(NOT EXISTS ${original})
       message(FATAL_ERROR "part ${name}: no public header include/zerodp/${header}")
     endif()
+    get_filename_component(header_dir ${public_dir}/zerodp/${header} DIRECTORY)
+    file(MAKE_DIRECTORY ${header_dir})
     file(CREATE_LINK ${original} ${public_dir}/zerodp/${header} SYMBOLIC)
   endforeach()
   set(internal_dir ${CMAKE_BINARY_DIR}/parts/${name}/internal)

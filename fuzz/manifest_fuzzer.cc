@@ -1,5 +1,5 @@
 // Fuzz target: the checkpoint manifest reader (zerodp/checkpoint.h) and what `zerodp eval`,
-// `sample` and `export` do with a checkpoint (cli/checkpoint_model.h), on any manifest.json.
+// `sample` and `export` do with a checkpoint (zerodp/run/checkpoint_model.h), on any manifest.json.
 //
 // The fuzzer's input is the text of manifest.json, written beside two fixed shards (made once,
 // at start-up, exactly as checkpoint::save() lays them out: shard s holds 142 elements whose
@@ -34,9 +34,9 @@
 #include <string_view>
 #include <vector>
 
-#include "checkpoint_model.h"
 #include "zerodp/checkpoint.h"
 #include "zerodp/error.h"
+#include "zerodp/run/checkpoint_model.h"
 #include "zerodp/sha256.h"
 
 namespace {
@@ -172,8 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   try {
-    cli::CheckpointFlags flags{g_folder, g_data};
-    cli::LoadedModel loaded = cli::load_gpt(flags);
+    run::LoadedModel loaded = run::load_gpt(g_folder, g_data);
     if (loaded.spec.param_count() != loaded.checkpoint.params() ||
         loaded.params.size() != loaded.checkpoint.params())
       fail("load_gpt() returned weights of another size than its model");

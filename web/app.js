@@ -4,7 +4,7 @@
 //
 // State: the query string, one key per plan flag without its dashes (params=1e9&gpus=8); a
 // flag without a value is key=1; a FILE flag (--model-config) carries the file's text.
-// `zerodp plan ... --link` prints the same addresses (cli/plan_link.h).
+// `zerodp plan ... --link` prints the same addresses (plan_link.h, the planner's command line).
 "use strict";
 
 const ZerodpPage = (() => {

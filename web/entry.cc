@@ -1,7 +1,7 @@
 // The planner's WebAssembly entry points, called by the page (web/app.js).
 //
 // zerodp_run(argv_json) runs one command line exactly as the native executable does, through
-// the same run_command_line() (cli/app.h), and returns {"status", "stdout", "stderr"} as JSON:
+// the same run_command_line() (app.h), and returns {"status", "stdout", "stderr"} as JSON:
 // the page's numbers and messages are the CLI's by construction. argv_json is a JSON array of
 // strings without the program name, e.g. ["plan", "--params", "1e9", "--json"].
 //

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
@@ -31,12 +30,6 @@ std::string read_file(const std::string& path, const char* flag, const char* exp
   std::ostringstream all;
   all << file.rdbuf();
   return all.str();
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 namespace {
@@ -242,14 +235,11 @@ plan::PlanInputs read_inputs(const PlanFlags& given) {
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
   if (ds_config) {
     in.deepspeed_config = f.deepspeed_config;
-    in.deepspeed_summary = deepspeed_summary(*ds_config);
+    in.deepspeed_summary = plan::deepspeed_config_summary(*ds_config);
     in.configured_stage = ds_config->stage;
   }
   if (!f.stage.empty()) {
-    if (f.stage.size() != 1 || f.stage[0] < '0' || f.stage[0] > '3') {
-      throw UsageError("--stage: expected 0, 1, 2 or 3, got " + quote(f.stage));
-    }
-    const plan::Stage asked = zerodp::stage_from_number(f.stage[0] - '0');
+    const plan::Stage asked = parse_stage(f.stage);
     if (in.configured_stage && *in.configured_stage != asked) {
       throw UsageError("--stage: " + quote(f.stage) + " contradicts " + f.deepspeed_config +
                        "'s zero_optimization.stage (" +
@@ -382,23 +372,18 @@ void add_plan_command(CLI::App& root) {
       return;
     }
     plan::PlanInputs inputs = read_inputs(*flags);
-    const std::optional<DeepSpeedRun> ds = read_estimator(*flags, inputs);
+    const std::optional<plan::DeepSpeedEstimate> ds = read_estimator(*flags, inputs);
     const plan::PlanReport report = plan::make_plan(inputs);
     if (link->link) {
       std::printf("%s\n", page_link(*cmd, *link).c_str());
       return;
     }
     if (flags->json) {
-      if (!ds) {
-        std::printf("%s\n", plan::plan_json(report).c_str());
-        return;
-      }
-      nlohmann::ordered_json j = nlohmann::ordered_json::parse(plan::plan_json(report));
-      j["deepspeed"] = deepspeed_json(*ds);
-      std::printf("%s\n", j.dump(2).c_str());
+      const std::string json = ds ? plan::plan_json(report, *ds) : plan::plan_json(report);
+      std::printf("%s\n", json.c_str());
     } else {
       std::fputs(plan::plan_table(report, flags->binary).c_str(), stdout);
-      if (ds) std::fputs(deepspeed_section(*ds, report).c_str(), stdout);
+      if (ds) std::fputs(plan::deepspeed_comparison(*ds, report).c_str(), stdout);
     }
   });
 }

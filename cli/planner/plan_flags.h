@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +31,6 @@ struct PlanFlags {
 
 // A file's text (a config); one that cannot be read is one line naming `flag`.
 std::string read_file(const std::string& path, const char* flag, const char* expected);
-// "a, b, c".
-std::string join(const std::vector<std::string>& items);
 
 // plan_gpus.cc. In this order: --zeropp and the config's ZeRO++ keys, then --gpus-per-node and
 // --nodes (N, the levels, the bandwidths, and ZeRO++ with hpz's partition resolved), then the
@@ -57,18 +54,9 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
 // --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
 // what the plan says about it; nullopt without the flag.
 std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f);
-// "ZeRO-2, optimizer states to cpu, ...": what the config set, for the table's header.
-std::string deepspeed_summary(const plan::DeepSpeedConfig& c);
 
-// --estimator deepspeed: what DeepSpeed's estimators print for the same model and GPUs.
-struct DeepSpeedRun {
-  std::uint64_t params = 0, largest_layer = 0;
-  int gpus_per_node = 1, nodes = 1;
-};
-// --estimator deepspeed (nullopt without it); sets N from --gpus-per-node and --nodes.
-std::optional<DeepSpeedRun> read_estimator(const PlanFlags& f, plan::PlanInputs& in);
-// DeepSpeed's text, zerodp's figures beside it and a line on each difference.
-std::string deepspeed_section(const DeepSpeedRun& ds, const plan::PlanReport& report);
-nlohmann::ordered_json deepspeed_json(const DeepSpeedRun& ds);
+// --estimator deepspeed: what DeepSpeed's estimators are asked for the same model and GPUs
+// (nullopt without it); sets N from --gpus-per-node and --nodes.
+std::optional<plan::DeepSpeedEstimate> read_estimator(const PlanFlags& f, plan::PlanInputs& in);
 
 }  // namespace zerodp::cli

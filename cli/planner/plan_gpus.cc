@@ -171,7 +171,7 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
       }
       if (!from_hidden.empty()) {
         in.buffers_source += "; \"auto\" from h = " + std::to_string(h) +
-                             " as Hugging Face fills it: " + join(from_hidden);
+                             " as Hugging Face fills it: " + units::format_list(from_hidden);
       }
     } else {
       in.buffers_source = "DeepSpeed's defaults";

@@ -60,4 +60,8 @@ struct DeepSpeedConfig {
 // json_text: the file's contents; source names it in errors ("--deepspeed-config ds.json").
 DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source);
 
+// What the config sets, in one line for the plan's header (PlanInputs::deepspeed_summary):
+// "ZeRO-2, optimizer states to cpu, params to none, mixed bf16, micro-batch 4".
+std::string deepspeed_config_summary(const DeepSpeedConfig& config);
+
 }  // namespace zerodp::plan

@@ -149,4 +149,17 @@ std::string plan_json(const PlanReport& report);
 // Decimal units (GB, TB) unless `binary` (GiB, TiB).
 std::string plan_table(const PlanReport& report, bool binary = false);
 
+// DeepSpeed's own estimate for the same model and GPUs (plan_deepspeed.h), set beside the plan.
+struct DeepSpeedEstimate {
+  std::uint64_t params = 0, largest_layer = 0;
+  int gpus_per_node = 1, nodes = 1;
+};
+
+// DeepSpeed's text, the plan's model state for ZeRO-2 and ZeRO-3 beside it (the report's
+// GPUs, without offload) and a line on each difference; follows plan_table().
+std::string deepspeed_comparison(const DeepSpeedEstimate& estimate, const PlanReport& report);
+
+// plan_json() with one more key, "deepspeed": DeepSpeed's rows for the same model and GPUs.
+std::string plan_json(const PlanReport& report, const DeepSpeedEstimate& estimate);
+
 }  // namespace zerodp::plan

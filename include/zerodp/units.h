@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zerodp::units {
 
@@ -48,6 +49,12 @@ double parse_bandwidth(std::string_view text, std::string_view flag);
 // A fraction in [0, 1]: "0.6" or "60%".
 double parse_fraction(std::string_view text, std::string_view flag);
 
+// A plain real number without a unit: digits, a point, an exponent ("3e-4", "1.0"); no NaN,
+// inf or negative value; above 0, or 0 too with Zero::allowed. `expected` describes the
+// accepted form: "--lr: expected a positive number such as 3e-4, got 'x'".
+double parse_real(std::string_view text, std::string_view flag, std::string_view expected,
+                  Zero zero);
+
 // Formatting, the other direction: numbers as the planner's tables and figures print them.
 // Decimal units by default (1 GB = 10^9 bytes, as in the seed); binary (GiB) on request.
 
@@ -79,5 +86,8 @@ std::string format_seconds(double seconds);
 
 // A fraction as a percentage: format_percent(0.0547, 1) is "5.5 %".
 std::string format_percent(double fraction, int decimals = 1);
+
+// Items separated by ", ": {"a", "b"} is "a, b"; none is "".
+std::string format_list(const std::vector<std::string>& items);
 
 }  // namespace zerodp::units

@@ -121,8 +121,8 @@ std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, 
   reject(flag, expected, text, d->suffix.empty() ? "missing unit" : "unknown unit");
 }
 
-double parse_real(std::string_view text, std::string_view flag, std::string_view expected,
-                  std::initializer_list<std::pair<std::string_view, double>> units) {
+double parse_with_units(std::string_view text, std::string_view flag, std::string_view expected,
+                        std::initializer_list<std::pair<std::string_view, double>> units) {
   auto d = split_decimal(text);
   if (!d) reject(flag, expected, text);
   for (const auto& [suffix, scale] : units) {
@@ -187,7 +187,7 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zer
 }
 
 double parse_seconds(std::string_view text, std::string_view flag) {
-  return parse_real(
+  return parse_with_units(
       text, flag, "a duration such as 10s, 250ms or 2min",
       {{"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"min", 60.0}, {"h", 3600.0}});
 }
@@ -212,22 +212,22 @@ double parse_seconds_in(std::string_view text, std::string_view flag, double min
 
 double parse_bandwidth(std::string_view text, std::string_view flag) {
   // Bit rates as links and tc(8) name them: 1 Mbit/s = 125 KB/s.
-  return parse_real(text, flag, "a bandwidth such as 300GB/s, 25GiB/s or 200Mbit/s",
-                    {{"B/s", 1.0},
-                     {"Kbit/s", 125.0},
-                     {"Mbit/s", 125e3},
-                     {"Gbit/s", 125e6},
-                     {"kbit", 125.0},
-                     {"mbit", 125e3},
-                     {"gbit", 125e6},
-                     {"KB/s", 1e3},
-                     {"MB/s", 1e6},
-                     {"GB/s", 1e9},
-                     {"TB/s", 1e12},
-                     {"KiB/s", 1024.0},
-                     {"MiB/s", 1048576.0},
-                     {"GiB/s", 1073741824.0},
-                     {"TiB/s", 1099511627776.0}});
+  return parse_with_units(text, flag, "a bandwidth such as 300GB/s, 25GiB/s or 200Mbit/s",
+                          {{"B/s", 1.0},
+                           {"Kbit/s", 125.0},
+                           {"Mbit/s", 125e3},
+                           {"Gbit/s", 125e6},
+                           {"kbit", 125.0},
+                           {"mbit", 125e3},
+                           {"gbit", 125e6},
+                           {"KB/s", 1e3},
+                           {"MB/s", 1e6},
+                           {"GB/s", 1e9},
+                           {"TB/s", 1e12},
+                           {"KiB/s", 1024.0},
+                           {"MiB/s", 1048576.0},
+                           {"GiB/s", 1073741824.0},
+                           {"TiB/s", 1099511627776.0}});
 }
 
 double parse_fraction(std::string_view text, std::string_view flag) {
@@ -238,6 +238,19 @@ double parse_fraction(std::string_view text, std::string_view flag) {
   double value = std::strtod(number.c_str(), nullptr) / (d->suffix == "%" ? 100.0 : 1.0);
   if (!(value >= 0.0 && value <= 1.0)) reject(flag, expected, text, "outside [0, 1]");
   return value;
+}
+
+double parse_real(std::string_view text, std::string_view flag, std::string_view expected,
+                  Zero zero) {
+  const std::string number(text);
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  const bool plain = !number.empty() && *end == '\0' &&
+                     number.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  if (!plain || !std::isfinite(v) || v < 0 || (v == 0 && zero == Zero::rejected)) {
+    reject(flag, expected, text);
+  }
+  return v;
 }
 
 ByteUnit byte_unit_for(std::uint64_t largest, bool binary) {
@@ -320,6 +333,12 @@ std::string format_percent(double fraction, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f %%", decimals, fraction * 100.0);
   return text;
+}
+
+std::string format_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
 }
 
 }  // namespace zerodp::units

@@ -4,6 +4,7 @@
 
 #include "zerodp/error.h"
 #include "zerodp/plan_ds_config.h"
+#include "zerodp/units.h"
 
 namespace zerodp::plan {
 namespace {
@@ -269,6 +270,23 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
                      "the config has stage 0");
   }
   return c;
+}
+
+std::string deepspeed_config_summary(const DeepSpeedConfig& c) {
+  std::vector<std::string> parts;
+  if (c.stage) parts.push_back(std::string(stage_name(*c.stage)));
+  parts.push_back("optimizer states to " + std::string(offload_device_name(c.offload_optimizer)) +
+                  ", params to " + std::string(offload_device_name(c.offload_params)));
+  if (c.precision) parts.push_back(std::string(precision_name(*c.precision)));
+  if (c.micro_batch) parts.push_back("micro-batch " + std::to_string(*c.micro_batch));
+  if (c.grad_accum) parts.push_back("gradient accumulation " + std::to_string(*c.grad_accum));
+  if (c.zeropp.any()) parts.push_back("ZeRO++ " + zeropp_summary(c.zeropp));
+  std::string out = units::format_list(parts);
+  if (!c.auto_keys.empty())
+    out += "; \"auto\" left to the flags: " + units::format_list(c.auto_keys);
+  if (!c.not_in_plan.empty())
+    out += "; read but not counted yet: " + units::format_list(c.not_in_plan);
+  return out;
 }
 
 }  // namespace zerodp::plan

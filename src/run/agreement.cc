@@ -1,4 +1,4 @@
-#include "run_agreement.h"
+#include "zerodp/run/agreement.h"
 
 #include <cstdint>
 #include <map>
@@ -7,7 +7,7 @@
 #include "zerodp/error.h"
 #include "zerodp/text_data.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 namespace {
 
 // A digest as four fp32 values of 16 bits each: fp32 holds integers up to 2^24 exactly, and a
@@ -107,4 +107,4 @@ std::vector<std::uint64_t> gather_words(comm::Communicator& comm,
   return all;
 }
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

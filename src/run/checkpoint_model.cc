@@ -1,4 +1,4 @@
-#include "checkpoint_model.h"
+#include "zerodp/run/checkpoint_model.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "zerodp/error.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 namespace {
 
 using nlohmann::json;
@@ -45,16 +45,11 @@ void check_gpt_config(const json& model) {
 
 }  // namespace
 
-void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags) {
-  app->add_option("--checkpoint", flags.checkpoint,
-                  "a checkpoint folder, or a --save-dir (its newest checkpoint)");
-}
-
-LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params) {
-  if (flags.checkpoint.empty()) {
+LoadedModel load_gpt(const std::string& folder, const std::string& data, bool read_params) {
+  if (folder.empty()) {
     throw UsageError("--checkpoint: expected a checkpoint folder or a --save-dir of zerodp train");
   }
-  checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(flags.checkpoint);
+  checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(folder);
   const nlohmann::json model =
       nlohmann::json::parse(ck.manifest().model);  // open() checked: an object
   const json type = model.contains("type") ? model.at("type") : json("?");
@@ -69,10 +64,10 @@ LoadedModel load_gpt(const CheckpointFlags& flags, bool read_params) {
     throw Error(ck.folder() + "/manifest.json: " + e.what());
   }
   try {
-    parsed.emplace(model, flags.data);
+    parsed.emplace(model, data);
   } catch (const UsageError& e) {
     if (std::string_view(e.what()).rfind("--data", 0) == 0) {
-      if (!flags.data.empty()) throw;
+      if (!data.empty()) throw;
       throw UsageError("--data: the corpus this checkpoint was trained on, " +
                        quote(model.value("data", std::string())) +
                        ", is not readable here: give it with --data FILE");
@@ -116,4 +111,4 @@ std::optional<checkpoint::SaveDir> claim_save_dir(const std::string& save_dir, b
   return checkpoint::SaveDir::claim(save_dir, resumed);
 }
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

@@ -1,4 +1,4 @@
-#include "loss_curve.h"
+#include "zerodp/run/loss_curve.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "zerodp/error.h"
 #include "zerodp/svg.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 namespace {
 
 // Written beside and renamed into place: a run killed meanwhile (a second signal, kill -9)
@@ -162,4 +162,4 @@ void LossCurve::write_svg(const std::string& path) const {
   write_text(path, doc.str());
 }
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

@@ -1,4 +1,4 @@
-#include "train_model.h"
+#include "zerodp/run/model_spec.h"
 
 #include <unistd.h>
 #include <cstdio>
@@ -11,29 +11,12 @@
 #include "zerodp/plan_peak.h"
 #include "zerodp/units.h"
 
-namespace zerodp::cli {
-
-void add_model_flags(CLI::App* app, ModelFlags& f, const std::string& default_mlp_params) {
-  app->add_option("--model", f.model,
-                  "gpt (byte-level GPT-2 on --data) or mlp (synthetic) [" + f.model + "]");
-  app->add_option(
-      "--data", f.data,
-      "gpt: a text (or any bytes) file [the license texts in /usr/share/common-licenses]");
-  app->add_option("--layers", f.layers, "gpt: transformer blocks [4]");
-  app->add_option("--heads", f.heads, "gpt: attention heads [4]");
-  app->add_option("--hidden", f.hidden, "gpt: channels [256]");
-  app->add_option("--seq-len", f.seq_len, "gpt: context length [128]");
-  app->add_flag("--checkpoint-activations", f.checkpoint_activations,
-                "gpt: keep each block's input only and recompute the block in backward");
-  app->add_option("--params", f.params,
-                  "mlp: size in parameters, e.g. 10M [" + default_mlp_params + "]");
-  app->add_option("--data-seed", f.data_seed, "which windows the sample stream draws [1234]");
-}
+namespace zerodp::run {
 
 namespace {
 
 // The flags of one model given with the other: refused, not silently ignored.
-void check_model_flags(const ModelFlags& f, bool gpt) {
+void check_model_flags(const ModelChoice& f, bool gpt) {
   auto refuse = [gpt](const char* flag) {
     throw UsageError(std::string(flag) + " applies to --model " + (gpt ? "mlp" : "gpt") +
                      "; this run trains --model " + (gpt ? "gpt" : "mlp"));
@@ -61,7 +44,7 @@ int gpt_size(const std::string& text, const char* flag, int fallback, std::uint6
 
 }  // namespace
 
-ModelSpec::ModelSpec(const ModelFlags& f) {
+ModelSpec::ModelSpec(const ModelChoice& f) {
   if (f.model != "gpt" && f.model != "mlp") {
     throw UsageError("--model: expected gpt or mlp, got " + quote(f.model));
   }
@@ -211,4 +194,4 @@ nlohmann::json ModelSpec::config_json() const {
           {"params", param_count()}};
 }
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

@@ -1,13 +1,13 @@
-#include "resume_rules.h"
+#include "zerodp/run/resume_rules.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <limits>
 
-#include "train_model.h"
 #include "zerodp/error.h"
+#include "zerodp/run/model_spec.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 namespace {
 
 using nlohmann::json;
@@ -202,4 +202,4 @@ ResumePlan plan_resume(const std::string& folder, const json& saved_run, int sav
   return plan;
 }
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

@@ -1,4 +1,4 @@
-#include "stop_signal.h"
+#include "zerodp/run/stop_signal.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <csignal>
 #include <cstring>
 
-namespace zerodp::cli::stop_signal {
+namespace zerodp::run::stop_signal {
 namespace {
 
 std::atomic<int> first_signal{0};   // lock-free, so a handler may write it
@@ -68,4 +68,4 @@ int exit_status(int signal) {
   return 128 + signal;
 }
 
-}  // namespace zerodp::cli::stop_signal
+}  // namespace zerodp::run::stop_signal

@@ -21,7 +21,7 @@
 #include "zerodp/comm.h"
 #include "zerodp/error.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 
 struct RunSetting {
   RunSetting(std::string name_, std::string value_, std::string key_ = {})
@@ -51,4 +51,4 @@ std::string disagreement_line(const std::string& name, const std::vector<std::st
 std::vector<std::uint64_t> gather_words(comm::Communicator& comm,
                                         const std::vector<std::uint64_t>& mine);
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

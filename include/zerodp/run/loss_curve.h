@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace zerodp::cli {
+namespace zerodp::run {
 
 struct LossCurve {
   std::vector<std::pair<std::int64_t, double>> train, validation;
@@ -22,4 +22,4 @@ struct LossCurve {
   void write_svg(const std::string& path) const;
 };
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

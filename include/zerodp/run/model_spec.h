@@ -1,8 +1,8 @@
-// Which model `zerodp train`, `eval`, `sample` and `export` build, from their flags: the
-// byte-level GPT (the default) on a text file, or the synthetic MLP.
+// Which model a run builds: the byte-level GPT (the default) on a text file, or the synthetic
+// MLP, from the choice as written (`zerodp train`, `eval`, `sample` and `export` take it from
+// their flags, cli/model_flags.h) or from a checkpoint's model config.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,11 +14,11 @@
 #include "zerodp/samples.h"
 #include "zerodp/text_data.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 
-// Empty means "not given" (the defaults are in ModelSpec), so that a flag of the other model
-// is refused rather than ignored.
-struct ModelFlags {
+// The choice as written, each field the text of its flag. Empty means "not given" (the
+// defaults are in ModelSpec), so that a flag of the other model is refused rather than ignored.
+struct ModelChoice {
   std::string model = "gpt";
   std::string params;                          // mlp [1M]
   std::string layers, heads, hidden, seq_len;  // gpt [4, 4, 256, 128]
@@ -26,10 +26,6 @@ struct ModelFlags {
   std::string data;  // gpt: a file; empty for the default corpus
   std::string data_seed = "1234";
 };
-
-// The help names flags.model as the default model.
-void add_model_flags(CLI::App* app, ModelFlags& flags,
-                     const std::string& default_mlp_params = "1M");
 
 // The fields of config_json() and the flag that sets each, as messages name them. `shape`:
 // the field shapes the weights (a resume cannot change it).
@@ -56,7 +52,7 @@ inline constexpr ConfigField kConfigFields[] = {
 class ModelSpec {
  public:
   // Throws UsageError for bad flags, Error when the data cannot be read.
-  explicit ModelSpec(const ModelFlags& flags);
+  explicit ModelSpec(const ModelChoice& choice);
   // From a checkpoint manifest's "model" object (see config_json()).
   // A data_override is a file to evaluate: all of it is the validation split.
   explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
@@ -96,4 +92,4 @@ class ModelSpec {
   std::uint64_t data_seed_ = 1234;
 };
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

@@ -2,7 +2,7 @@
 // the same run, so the settings its checkpoint records are held to. Each changed setting is
 // either refused with the reason, or allowed and said in one line.
 //
-// Both sides are run records (cli/train.cc TrainSettings::run_record), JSON objects with the
+// Both sides are run records (TrainSettings::run_record, training.h), JSON objects with the
 // fields "micro_batch", "grad_accum", "steps", "lr", "warmup", "clip", "seed", "precision",
 // "data", "data_fingerprint", "data_seed", "eval_every", "eval_batches". A field the
 // checkpoint's record lacks (an older checkpoint) is not compared, and said so.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace zerodp::cli {
+namespace zerodp::run {
 
 // The settings a resume may not change whatever the ranks: the model's shape, the data's bytes,
 // the data seed, the precision. Throws UsageError naming the flag, the checkpoint's value and
@@ -38,4 +38,4 @@ struct ResumePlan {
 ResumePlan plan_resume(const std::string& folder, const nlohmann::json& saved_run, int saved_ranks,
                        const nlohmann::json& run, int ranks);
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run

@@ -8,7 +8,7 @@
 // thread (the threads backend runs every rank in one process, so one request stops them all).
 #pragma once
 
-namespace zerodp::cli::stop_signal {
+namespace zerodp::run::stop_signal {
 
 // Handles SIGTERM and SIGINT as above, from now on; SIGINT stays ignored if it was (a shell's
 // background job).
@@ -24,4 +24,4 @@ const char* name(int signal);
 // the signal ended (143 for SIGTERM, 130 for SIGINT), so schedulers read it the same way.
 int exit_status(int signal);
 
-}  // namespace zerodp::cli::stop_signal
+}  // namespace zerodp::run::stop_signal

@@ -1,0 +1,27 @@
+#include "model_flags.h"
+
+namespace zerodp::cli {
+
+void add_model_flags(CLI::App* app, run::ModelChoice& f, const std::string& default_mlp_params) {
+  app->add_option("--model", f.model,
+                  "gpt (byte-level GPT-2 on --data) or mlp (synthetic) [" + f.model + "]");
+  app->add_option(
+      "--data", f.data,
+      "gpt: a text (or any bytes) file [the license texts in /usr/share/common-licenses]");
+  app->add_option("--layers", f.layers, "gpt: transformer blocks [4]");
+  app->add_option("--heads", f.heads, "gpt: attention heads [4]");
+  app->add_option("--hidden", f.hidden, "gpt: channels [256]");
+  app->add_option("--seq-len", f.seq_len, "gpt: context length [128]");
+  app->add_flag("--checkpoint-activations", f.checkpoint_activations,
+                "gpt: keep each block's input only and recompute the block in backward");
+  app->add_option("--params", f.params,
+                  "mlp: size in parameters, e.g. 10M [" + default_mlp_params + "]");
+  app->add_option("--data-seed", f.data_seed, "which windows the sample stream draws [1234]");
+}
+
+void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags) {
+  app->add_option("--checkpoint", flags.checkpoint,
+                  "a checkpoint folder, or a --save-dir (its newest checkpoint)");
+}
+
+}  // namespace zerodp::cli

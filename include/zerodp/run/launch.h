@@ -1,0 +1,71 @@
+// Launching a run's ranks: how many on which backend, whether they fit in this machine's
+// memory, how many BLAS threads each gets, and the call that runs every rank.
+//
+// Contract: run_ranks() calls fn once per rank, as threads of this process (backend "threads")
+// or, under mpirun, once in this process for its MPI rank (backend "mpi"); under MPI it first
+// checks that every rank runs launch.agree (run/agreement.h) and that ranks matches the world
+// size, and aborts the group when fn throws on one rank.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "zerodp/comm.h"
+#include "zerodp/engine.h"
+#include "zerodp/run/agreement.h"
+
+namespace zerodp::run {
+
+// Thread ranks are threads of one process (each with its own engine and buffers): beyond 1024
+// a machine runs out of cores long before memory. MPI ranks are bounded by the world size,
+// checked once the communicator exists.
+inline constexpr std::uint64_t kMaxThreadRanks = 1024;
+inline constexpr std::uint64_t kMaxMpiRanks = 1 << 20;
+
+// Where and how many ranks run (ranks 0: the MPI world size, once known).
+struct Launch {
+  std::string backend;
+  int ranks = 1;
+  comm::Options options;
+  // The settings every rank must share; run_ranks() checks them on the MPI backend before fn
+  // (threads share one process, so they trivially agree). launch_options() puts in the engine
+  // flags as written; a command replaces them with all of its own.
+  RunSettings agree;
+};
+// One OpenBLAS thread per rank when ranks share the cores: as threads of this process, or as
+// MPI processes on one host (OMPI_COMM_WORLD_LOCAL_SIZE). Two thread pools per core spin
+// against each other.
+void configure_blas_threads(const Launch& launch);
+
+// What a run needs per rank at least: its share of the model state (16-bit params and grads,
+// fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.
+// `size_flag` names the flag that sets the model's size ("--params").
+struct MemoryNeed {
+  std::uint64_t params = 0;
+  std::uint64_t activation_bytes = 0;  // UINT64_MAX: beyond 64 bits
+  std::string size_flag;
+};
+// Refuses, before anything is allocated, a run whose ranks on this machine need more than its
+// physical memory: UsageError naming --micro-batch or size_flag (whichever needs more) with
+// the figures, e.g. "--micro-batch: the run needs 8.80 PB per rank (model state 51.2 MB,
+// activations 8.80 PB), this machine has 16.8 GB for 4 ranks".
+void check_memory(const MemoryNeed& need, const EngineOptions& options, const Launch& launch);
+// The same for any process: `ranks_here` ranks each holding state_bytes and activation_bytes;
+// the error names state_flag or activation_flag, whichever needs more.
+void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_bytes,
+                          std::uint64_t ranks_here, const std::string& state_flag,
+                          const std::string& activation_flag);
+
+// Under MPI, throws UsageError on every rank when the ranks disagree on launch.agree.
+void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn);
+
+// The ranks a run will have, before any communicator exists: launch.ranks, or under mpirun the
+// world size. Throws UsageError naming --ranks when neither says (--backend mpi outside
+// mpirun).
+int planned_ranks(const Launch& launch);
+
+// The most ranks a search for the least N looks at on this backend.
+int max_ranks_searched(const Launch& launch);
+
+}  // namespace zerodp::run

@@ -1,0 +1,146 @@
+#include "zerodp/run/engine_run.h"
+
+#include <cstdlib>
+
+#include "zerodp/error.h"
+#include "zerodp/units.h"
+
+namespace zerodp::run {
+namespace {
+
+nlohmann::json categories_json(const plan::RankPeak& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int c = 0; c < kCategoryCount; ++c) {
+    j[std::string(category_name(static_cast<Category>(c)))] = p.bytes[c];
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string stage_label(Stage stage) {
+  return "ZeRO-" + std::to_string(stage_number(stage));
+}
+
+std::vector<int> shown_ranks(int ranks) {
+  if (ranks <= 1024) {
+    std::vector<int> all(ranks);
+    for (int r = 0; r < ranks; ++r) all[r] = r;
+    return all;
+  }
+  return {0, ranks - 1};
+}
+
+plan::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& o, const Launch& launch,
+                           int ranks) {
+  plan::EngineRun run;
+  if (spec.is_gpt()) {
+    const model::GptConfig& g = spec.gpt();
+    run.model = plan::GptShape{.layers = std::uint64_t(g.layers),
+                               .heads = std::uint64_t(g.heads),
+                               .hidden = std::uint64_t(g.hidden),
+                               .seq_len = std::uint64_t(g.seq_len),
+                               .vocab = std::uint64_t(g.vocab),
+                               .checkpoint_activations = g.checkpoint_activations};
+  } else {
+    run.model = plan::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};
+  }
+  run.stage = o.stage;
+  run.ranks = ranks;
+  run.micro_batch = o.micro_batch;
+  run.grad_accum = std::uint64_t(o.grad_accum);
+  run.bucket_bytes = o.bucket_bytes;
+  run.prefetch = o.prefetch;
+  run.mpi = launch.backend == "mpi";
+  run.mpi_segment_bytes = launch.options.mpi_segment_bytes;
+  return run;
+}
+
+std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max_ranks) {
+  const std::string n = std::to_string(run.ranks);
+  const std::string up_to = "none up to " + std::to_string(max_ranks);
+  if (const auto stage = plan::cheapest_stage_that_fits(run, budget)) {
+    std::string advice = "at N = " + n + " the cheapest stage that fits is " + stage_label(*stage);
+    if (*stage != run.stage) {
+      plan::EngineRun same = run;
+      const auto least = plan::least_ranks_that_fit(same, budget, max_ranks);
+      if (!least) {
+        advice += "; " + stage_label(run.stage) + " fits at no N: " + up_to;
+      } else if (*least > run.ranks) {
+        advice += "; " + stage_label(run.stage) + " needs N = " + std::to_string(*least);
+      } else {
+        advice += "; the least N for " + stage_label(run.stage) + " is " + std::to_string(*least);
+      }
+    }
+    return advice;
+  }
+  std::string advice = "no stage fits at N = " + n + "; least N:";
+  bool any = false;
+  for (auto it = kStages.rbegin(); it != kStages.rend(); ++it) {
+    plan::EngineRun at = run;
+    at.stage = *it;
+    const auto least = plan::least_ranks_that_fit(at, budget, max_ranks);
+    any = any || least.has_value();
+    advice += std::string(it == kStages.rbegin() ? " " : ", ") + stage_label(*it) + " " +
+              (least ? std::to_string(*least) : up_to);
+  }
+  if (!any) {
+    // What no N shards: at the most ranks searched, ZeRO-3 still holds this much. Name its
+    // largest part besides the model state, and the flag that shrinks it.
+    plan::EngineRun widest = run;
+    widest.stage = Stage::zero3;
+    widest.ranks = max_ranks;
+    const plan::RankPeak floor = plan::predict_rank_peak(widest, 0);
+    Category largest = Category::activations;
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const auto cat = static_cast<Category>(c);
+      if (!is_model_state(cat) && floor[cat] > floor[largest]) largest = cat;
+    }
+    advice += "; even then ZeRO-3 holds " + units::format_bytes(floor.peak_bytes) +
+              ", the largest part " + std::string(category_name(largest)) + " " +
+              units::format_bytes(floor[largest]);
+    if (largest == Category::activations) {
+      advice += ": lower --micro-batch";
+      if (std::holds_alternative<plan::GptShape>(run.model))
+        advice += " or add --checkpoint-activations";
+    } else if (largest == Category::buckets) {
+      advice += ": lower --bucket-bytes";
+    } else {
+      advice += " (it grows with the largest layer)";
+    }
+  }
+  return advice;
+}
+
+nlohmann::json peak_json(const plan::EngineRun& run, std::uint64_t budget, int max_ranks) {
+  const plan::RankPeak top = plan::predict_rank_peak(run, 0);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (int r : shown_ranks(run.ranks)) {
+    const plan::RankPeak p = r == 0 ? top : plan::predict_rank_peak(run, r);
+    per_rank.push_back(
+        {{"rank", r}, {"peak_bytes", p.peak_bytes}, {"categories", categories_json(p)}});
+  }
+  nlohmann::json j = {{"predicted_peak_bytes", top.peak_bytes},
+                      {"model_state_bytes", top.model_state_bytes()},
+                      {"moment", std::string(phase_name(top.moment))},
+                      {"breakdown", categories_json(top)},
+                      {"per_rank", per_rank}};
+  if (budget > 0) {
+    j["budget"] = {{"rank_memory_bytes", budget},
+                   {"fits", top.peak_bytes <= budget},
+                   {"advice", fit_advice(run, budget, max_ranks)}};
+    plan::EngineRun at = run;
+    for (Stage stage : kStages) {
+      at.stage = stage;
+      const auto least = plan::least_ranks_that_fit(at, budget, max_ranks);
+      j["budget"]["least_ranks"][std::to_string(stage_number(stage))] =
+          least ? nlohmann::json(*least) : nlohmann::json();
+    }
+    const auto cheapest = plan::cheapest_stage_that_fits(run, budget);
+    j["budget"]["cheapest_stage"] =
+        cheapest ? nlohmann::json(stage_number(*cheapest)) : nlohmann::json();
+  }
+  return j;
+}
+
+}  // namespace zerodp::run

@@ -1,0 +1,389 @@
+#include "zerodp/run/measure.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "zerodp/error.h"
+#include "zerodp/plan_comm.h"
+#include "zerodp/plan_memory.h"
+#include "zerodp/run/engine_run.h"
+
+namespace zerodp::run {
+namespace {
+
+// The kernel's figures for this process: resident now and its peak (VmHWM). Writing 5 to
+// clear_refs resets the peak, so each stage measured in one process gets its own.
+std::uint64_t proc_status_kib(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::string(key).size())) * 1024;
+  }
+  return 0;
+}
+void reset_peak_rss() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+// The wire: with ZERODP_WIRE_IF set (scripts/cluster.sh sets it on every rank), the bytes this
+// host's interface has sent, from the kernel's counter; 0 without it.
+std::uint64_t wire_tx_bytes() {
+  const char* iface = std::getenv("ZERODP_WIRE_IF");
+  if (iface == nullptr || *iface == '\0') return 0;
+  std::ifstream counter(std::string("/sys/class/net/") + iface + "/statistics/tx_bytes");
+  std::uint64_t bytes = 0;
+  counter >> bytes;
+  return bytes;
+}
+// The first rank of its host reports the host's wire (mpirun sets the local rank).
+bool first_on_host() {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return local != nullptr && std::string(local) == "0";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty()      ? 0.0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct Timing {
+  double step = 0, exposed = 0;
+  std::vector<plan::StepCompute> compute;  // each measured step's, waits excluded
+};
+
+// A few steps of one configuration: one warm-up step (first touches, buffer growth), then
+// `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
+Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOptions& options,
+                 int steps, RankMeasure* out) {
+  const std::unique_ptr<model::Model> model = spec.make();
+  Engine engine(*model, comm, spec.samples(), options);
+  engine.step(1e-4f);
+  engine.flush();  // the warm-up's gathers must not land in the measured window
+  comm.barrier();  // every rank of a host inside the window before its interface is read
+  const std::uint64_t wire_before = wire_tx_bytes();
+  const comm::Stats before = comm.stats();
+  std::uint64_t scalar = 0, scalar_sent = 0, scalar_received = 0;
+  std::vector<double> step_s, exposed_s;
+  std::vector<plan::StepCompute> compute;
+  for (int s = 0; s < steps; ++s) {
+    StepResult r = engine.step(1e-4f);
+    step_s.push_back(r.seconds);
+    exposed_s.push_back(r.exposed_comm_seconds);
+    plan::StepCompute c{r.unit_forward_seconds, r.unit_backward_seconds, r.optimizer_seconds, 0};
+    c.other = std::max(0.0, r.compute_seconds - c.total());
+    compute.push_back(std::move(c));
+    scalar += r.scalar_bytes;
+    scalar_sent += r.scalar_sent_bytes;
+    scalar_received += r.scalar_received_bytes;
+  }
+  engine.flush();
+  comm.barrier();
+  const std::uint64_t wire_after = wire_tx_bytes();
+  if (out) {
+    out->wire_first_on_host = first_on_host() && std::getenv("ZERODP_WIRE_IF") != nullptr;
+    out->wire_tx_per_step = (wire_after - wire_before) / std::uint64_t(steps);
+    const Ledger& ledger = engine.ledger();
+    for (int c = 0; c < kCategoryCount; ++c) {
+      out->live[c] = ledger.live(static_cast<Category>(c));
+      out->peak[c] = ledger.peak(static_cast<Category>(c));
+      out->at_peak[c] = ledger.at_peak(static_cast<Category>(c));
+    }
+    out->model_state = ledger.model_state_bytes();
+    out->peak_total = ledger.peak_total();
+    // Over the window, the last step's overlapped gathers included (the flush): per step.
+    const comm::Stats after = comm.stats();
+    out->ring_per_step = (after.ring_bytes() - before.ring_bytes() - scalar) / steps;
+    out->sent_per_step = (after.sent_bytes() - before.sent_bytes() - scalar_sent) / steps;
+    out->received_per_step =
+        (after.received_bytes() - before.received_bytes() - scalar_received) / steps;
+    out->scalar_per_step = scalar_sent / steps;
+  }
+  return {median(step_s), median(exposed_s), std::move(compute)};
+}
+
+// Every rank's compute of each measured step: [step][rank].
+std::vector<std::vector<plan::StepCompute>> every_rank(comm::Communicator& comm,
+                                                       const std::vector<plan::StepCompute>& mine) {
+  std::vector<std::uint64_t> words;
+  auto put = [&](double d) { words.push_back(std::bit_cast<std::uint64_t>(d)); };
+  for (const plan::StepCompute& c : mine) {
+    put(c.optimizer);
+    put(c.other);
+    for (double d : c.forward) put(d);
+    for (double d : c.backward) put(d);
+  }
+  const std::vector<std::uint64_t> all = gather_words(comm, words);
+  auto get = [&](std::size_t i) { return std::bit_cast<double>(all[i]); };
+  std::vector<std::vector<plan::StepCompute>> steps(mine.size());
+  std::size_t at = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    for (std::size_t s = 0; s < mine.size(); ++s) {
+      const std::size_t units = mine[s].forward.size();
+      plan::StepCompute c;
+      c.optimizer = get(at), c.other = get(at + 1);
+      for (std::size_t u = 0; u < units; ++u) c.forward.push_back(get(at + 2 + u));
+      for (std::size_t u = 0; u < units; ++u) c.backward.push_back(get(at + 2 + units + u));
+      at += 2 + 2 * units;
+      steps[s].push_back(std::move(c));
+    }
+  }
+  return steps;
+}
+
+// The planner's replay of each measured step, with every rank's compute of that step
+// (plan_schedule.h): the median step, and the link's busy time (the same in every step).
+struct Replayed {
+  double step_seconds = 0, link_seconds = 0;
+};
+Replayed replay_steps(const plan::EngineRun& run, int ranks_per_host, const plan::Link& link,
+                      const std::vector<std::vector<plan::StepCompute>>& steps, bool overlap) {
+  std::vector<double> seconds;
+  double link_seconds = 0;
+  for (const auto& ranks : steps) {
+    const plan::ScheduledStep s = plan::predict_step(run, ranks_per_host, link, ranks, overlap);
+    seconds.push_back(s.step_seconds);
+    link_seconds = s.comm_seconds;
+  }
+  return {median(seconds), link_seconds};
+}
+
+// Ranks per host under mpirun (it fills hosts in rank order); every rank on one host else.
+int ranks_per_host(const comm::Communicator& comm) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int per_host = local ? std::atoi(local) : 0;
+  return per_host >= 1 && comm.size() % per_host == 0 ? per_host : comm.size();
+}
+
+}  // namespace
+
+// Every rank's figures, on every rank.
+std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasure& mine) {
+  const std::vector<std::uint64_t> words = mine.to_words();
+  const std::vector<std::uint64_t> all = gather_words(comm, words);
+  std::vector<RankMeasure> ranks;
+  for (int r = 0; r < comm.size(); ++r) {
+    ranks.push_back(RankMeasure::from_words(all.data() + r * words.size()));
+  }
+  return ranks;
+}
+
+// One stage on one rank: its figures with overlap and prefetch, its timings without, and the
+// planner's prediction for this rank.
+RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
+                         EngineOptions options, int steps, const plan::Link& link) {
+  const int per_host = ranks_per_host(comm);
+  if (link.bits_per_second > 0 && per_host == comm.size()) {  // alike on every rank
+    throw UsageErrorOnEveryRank("--link-rate: all " + std::to_string(comm.size()) +
+                                " ranks are on one host, so no collective crosses a link; give "
+                                "it for ranks on more than one host");
+  }
+  RankMeasure m;
+  const plan::EngineRun planned = engine_run(spec, options, launch, comm.size());
+  const plan::RankPeak peak = plan::predict_rank_peak(planned, comm.rank());
+  m.predicted_at_peak = peak.bytes;
+  m.predicted_peak = peak.peak_bytes;
+  if (first_on_host()) {  // this host's ranks are a block (mpirun fills hosts in rank order)
+    m.wire_predicted_per_step =
+        plan::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
+  }
+  m.rss_baseline = proc_status_kib("VmRSS:");
+  const Timing overlapped = run_steps(comm, spec, options, steps, &m);
+  m.rss_peak = proc_status_kib("VmHWM:");
+  const bool overlap = options.overlap;
+  options.overlap = false;
+  options.prefetch = false;
+  const Timing sync = run_steps(comm, spec, options, steps, nullptr);
+  m.step_seconds = overlapped.step;
+  m.exposed_seconds = overlapped.exposed;
+  m.step_seconds_sync = sync.step;
+  m.exposed_seconds_sync = sync.exposed;
+  if (link.bits_per_second > 0) {
+    plan::EngineRun sync_run = planned;
+    sync_run.prefetch = false;
+    m.link_bits_per_second = link.bits_per_second;
+    m.link_delay_seconds = link.delay_seconds;
+    const Replayed with =
+        replay_steps(planned, per_host, link, every_rank(comm, overlapped.compute), overlap);
+    m.predicted_step_seconds = with.step_seconds;
+    m.predicted_link_seconds = with.link_seconds;
+    m.predicted_step_seconds_sync =
+        replay_steps(sync_run, per_host, link, every_rank(comm, sync.compute), false).step_seconds;
+  }
+  const plan::BytesPerParam bpp{2, 2, 12};
+  const std::uint64_t params = spec.param_count();
+  m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
+  m.predicted_comm = plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
+  return m;
+}
+
+void reset_process_peak() {
+  malloc_trim(0);
+  reset_peak_rss();
+}
+
+std::size_t RankMeasure::word_count() {
+  return 4 * kCategoryCount + 23;
+}
+
+std::vector<std::uint64_t> RankMeasure::to_words() const {
+  std::vector<std::uint64_t> w(live.begin(), live.end());
+  w.insert(w.end(), peak.begin(), peak.end());
+  w.insert(w.end(), at_peak.begin(), at_peak.end());
+  w.insert(w.end(), predicted_at_peak.begin(), predicted_at_peak.end());
+  for (std::uint64_t v :
+       {model_state, peak_total, sent_per_step, scalar_per_step, rss_baseline, rss_peak,
+        predicted_state, predicted_comm, predicted_peak, received_per_step, ring_per_step,
+        wire_tx_per_step, wire_first_on_host, wire_predicted_per_step}) {
+    w.push_back(v);
+  }
+  for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync,
+                   link_bits_per_second, link_delay_seconds, predicted_step_seconds,
+                   predicted_link_seconds, predicted_step_seconds_sync}) {
+    w.push_back(std::bit_cast<std::uint64_t>(d));
+  }
+  return w;
+}
+
+RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
+  RankMeasure m;
+  std::copy(w, w + kCategoryCount, m.live.begin());
+  std::copy(w + kCategoryCount, w + 2 * kCategoryCount, m.peak.begin());
+  std::copy(w + 2 * kCategoryCount, w + 3 * kCategoryCount, m.at_peak.begin());
+  std::copy(w + 3 * kCategoryCount, w + 4 * kCategoryCount, m.predicted_at_peak.begin());
+  const std::uint64_t* p = w + 4 * kCategoryCount;
+  m.model_state = p[0], m.peak_total = p[1], m.sent_per_step = p[2], m.scalar_per_step = p[3];
+  m.rss_baseline = p[4], m.rss_peak = p[5], m.predicted_state = p[6], m.predicted_comm = p[7];
+  m.predicted_peak = p[8], m.received_per_step = p[9], m.ring_per_step = p[10];
+  m.wire_tx_per_step = p[11], m.wire_first_on_host = p[12], m.wire_predicted_per_step = p[13];
+  m.step_seconds = std::bit_cast<double>(p[14]);
+  m.exposed_seconds = std::bit_cast<double>(p[15]);
+  m.step_seconds_sync = std::bit_cast<double>(p[16]);
+  m.exposed_seconds_sync = std::bit_cast<double>(p[17]);
+  m.link_bits_per_second = std::bit_cast<double>(p[18]);
+  m.link_delay_seconds = std::bit_cast<double>(p[19]);
+  m.predicted_step_seconds = std::bit_cast<double>(p[20]);
+  m.predicted_link_seconds = std::bit_cast<double>(p[21]);
+  m.predicted_step_seconds_sync = std::bit_cast<double>(p[22]);
+  return m;
+}
+
+namespace {
+
+// Each category's figure of one rank, keyed by the ledger's category names.
+nlohmann::json by_category(const std::array<std::uint64_t, kCategoryCount>& figures) {
+  nlohmann::json j;
+  for (int c = 0; c < kCategoryCount; ++c) {
+    j[std::string(category_name(static_cast<Category>(c)))] = figures[c];
+  }
+  return j;
+}
+
+// The seed's cell G, measured (rank 0's medians per training step): compute is the overlapped
+// step less its exposed wait; the communication time is what the same steps waited with
+// overlap and prefetch off (every collective waited at once).
+nlohmann::json timing_json(const RankMeasure& m) {
+  const double compute = m.step_seconds - m.exposed_seconds;
+  const double comm = m.exposed_seconds_sync;
+  nlohmann::json t = {
+      {"step_seconds", m.step_seconds},
+      {"compute_seconds", compute},
+      {"comm_seconds", comm},
+      {"exposed_seconds", m.exposed_seconds},
+      {"hidden_fraction", comm > 0 ? 1.0 - m.exposed_seconds / comm : 0.0},
+      {"efficiency", compute / (compute + m.exposed_seconds)},
+      {"efficiency_no_overlap", (m.step_seconds_sync - comm) / m.step_seconds_sync}};
+  // The planner's replay of the engine's schedule on the link (the slowest rank's compute,
+  // part by part): a predicted step. Its efficiency is the compute measured here over that
+  // step, so predicted and measured efficiency differ exactly as the steps do.
+  if (m.link_bits_per_second > 0) {
+    const double compute_sync = m.step_seconds_sync - comm;
+    t["link"] = {{"rate_bits_per_second", m.link_bits_per_second},
+                 {"delay_seconds", m.link_delay_seconds}};
+    t["predicted_step_seconds"] = m.predicted_step_seconds;
+    t["predicted_comm_seconds"] = m.predicted_link_seconds;
+    t["predicted_exposed_seconds"] = std::max(0.0, m.predicted_step_seconds - compute);
+    t["predicted_efficiency"] = std::min(1.0, compute / m.predicted_step_seconds);
+    t["predicted_step_seconds_no_overlap"] = m.predicted_step_seconds_sync;
+    t["predicted_efficiency_no_overlap"] =
+        std::min(1.0, compute_sync / m.predicted_step_seconds_sync);
+  }
+  return t;
+}
+
+// Each host's interface, in host order (mpirun fills hosts in rank order); null off cluster
+// hosts. With one rank per host everything a rank sends crosses its host's link, so the ring
+// column is the prediction beside it; with more, ranks of one host talk through shared memory.
+nlohmann::json wire_json(const StageMeasure& st) {
+  nlohmann::json tx = nlohmann::json::array(), ring = nlohmann::json::array(),
+                 predicted = nlohmann::json::array();
+  for (const RankMeasure& m : st.ranks) {
+    if (!m.wire_first_on_host) continue;
+    tx.push_back(m.wire_tx_per_step);
+    ring.push_back(m.predicted_comm);
+    predicted.push_back(m.wire_predicted_per_step);
+  }
+  if (tx.empty()) return nullptr;
+  // predicted_bytes_per_step: what the backend's algorithm sends off each host (any number of
+  // ranks per host); the ring column only with one rank per host.
+  nlohmann::json j = {{"tx_bytes_per_step", tx}, {"predicted_bytes_per_step", predicted}};
+  if (tx.size() == st.ranks.size()) j["predicted_ring_bytes_per_step"] = ring;
+  return j;
+}
+
+nlohmann::json rank_json(std::size_t rank, const RankMeasure& m) {
+  return {{"rank", rank},
+          {"model_state_bytes", m.model_state},
+          {"predicted_model_state_bytes", m.predicted_state},
+          {"peak_bytes", m.peak_total},
+          {"predicted_peak_bytes", m.predicted_peak},
+          {"at_peak_bytes", by_category(m.at_peak)},
+          {"predicted_at_peak_bytes", by_category(m.predicted_at_peak)},
+          {"comm_sent_bytes", m.sent_per_step},
+          {"comm_received_bytes", m.received_per_step},
+          {"comm_ring_bytes", m.ring_per_step},
+          {"predicted_comm_bytes", m.predicted_comm},
+          {"scalar_comm_bytes", m.scalar_per_step},
+          {"bytes", by_category(m.live)},
+          {"peak_bytes_by_category", by_category(m.peak)},
+          {"rss_peak_bytes", m.rss_peak},
+          {"rss_baseline_bytes", m.rss_baseline},
+          {"step_seconds", m.step_seconds},
+          {"exposed_comm_seconds", m.exposed_seconds},
+          {"step_seconds_no_overlap", m.step_seconds_sync},
+          {"exposed_comm_seconds_no_overlap", m.exposed_seconds_sync}};
+}
+
+}  // namespace
+
+nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
+  nlohmann::json j;
+  j["stage"] = stage_number(st.stage);
+  j["ranks"] = s.ranks;
+  j["params"] = s.params;
+  j["backend"] = s.backend;
+  j["model"] = s.model;
+  j["steps"] = s.steps;
+  const RankMeasure& r0 = st.ranks[0];
+  j["predicted"] = {{"model_state_bytes", r0.predicted_state},
+                    {"peak_bytes", r0.predicted_peak},
+                    {"peak_bytes_by_category", by_category(r0.predicted_at_peak)},
+                    {"comm_bytes_per_gpu", r0.predicted_comm},
+                    {"comm_convention", "ring"}};
+  j["timing"] = timing_json(r0);
+  nlohmann::json wire = wire_json(st);
+  if (!wire.is_null()) j["wire"] = std::move(wire);
+  j["per_rank"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < st.ranks.size(); ++i)
+    j["per_rank"].push_back(rank_json(i, st.ranks[i]));
+  return j;
+}
+
+}  // namespace zerodp::run

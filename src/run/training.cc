@@ -1,0 +1,263 @@
+#include "zerodp/run/training.h"
+
+#include <csignal>
+#include <cstdio>
+
+#include "zerodp/error.h"
+#include "zerodp/optim.h"
+#include "zerodp/plan_memory.h"
+#include "zerodp/run/engine_run.h"
+#include "zerodp/run/resume_rules.h"
+#include "zerodp/run/stop_signal.h"
+#include "zerodp/units.h"
+
+namespace zerodp::run {
+
+nlohmann::json TrainSettings::run_record() const {
+  return {{"lr", lr},
+          {"warmup", warmup},
+          {"steps", steps},
+          {"seed", options.seed},
+          {"clip", options.clip_norm},
+          {"grad_accum", options.grad_accum},
+          {"micro_batch", options.micro_batch},
+          {"precision", std::string(dtype_name(options.precision))},
+          {"data", spec.data_path()},
+          {"data_fingerprint", spec.data_fingerprint()},
+          {"data_seed", spec.data_seed()},
+          {"eval_every", eval_every},
+          {"eval_batches", eval_batches}};
+}
+
+RunSettings TrainSettings::agreement() const {
+  RunSettings out;
+  const nlohmann::json config = spec.config_json();
+  // Every field on every rank, "(none)" where this model has no such field, so that ranks
+  // training different models still compare the same list (and name --model).
+  for (const ConfigField& field : kConfigFields) {
+    out.push_back(
+        {field.flag, config.contains(field.key) ? config.at(field.key).dump() : "(none)"});
+  }
+  out.push_back(
+      {"--data", spec.data_path() + " (" + spec.data_fingerprint() + ")", spec.data_fingerprint()});
+  const EngineOptions& o = options;
+  auto text = [](const nlohmann::json& v) { return v.dump(); };
+  // A real number is shown short (2e-3, not 0.0020000000949949026) and compared in full.
+  auto real = [](const char* flag, float v) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", double(v));
+    return RunSetting(flag, shown, nlohmann::json(v).dump());
+  };
+  for (RunSetting setting : std::initializer_list<RunSetting>{
+           {"--stage", text(stage_number(o.stage))},
+           {"--precision", std::string(dtype_name(o.precision))},
+           {"--bucket-bytes", text(o.bucket_bytes)},
+           {"--micro-batch", text(o.micro_batch)},
+           {"--grad-accum", text(o.grad_accum)},
+           real("--clip", o.clip_norm),
+           {"--seed", text(o.seed)},
+           {"--no-prefetch", o.prefetch ? "off" : "on"},
+           {"--no-overlap", o.overlap ? "off" : "on"},
+           {"--rank-memory", text(o.rank_memory)},
+           {"--timeout", text(launch.options.timeout.count()) + " ms"},
+           {"--steps", text(steps)},
+           real("--lr", lr),
+           {"--warmup", text(warmup)},
+           {"--eval-every", text(eval_every)},
+           {"--eval-batches", text(eval_batches)},
+           {"--save-dir", save_dir},
+           {"--save-every", text(save_every)},
+           {"--keep", text(keep)},
+           {"--resume", resume}}) {
+    out.push_back(std::move(setting));
+  }
+  return out;
+}
+
+TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
+                                      const checkpoint::Checkpoint* resume_from) const {
+  TrainSettings mine = *this;
+  if (resume_from == nullptr) return mine;
+  if (launch.backend == "mpi") {
+    check_ranks_agree(
+        comm, {{"the checkpoint to resume",
+                resume_from->folder() + " at step " + std::to_string(resume_from->state().step)}});
+  }
+  ResumePlan plan;
+  try {  // the same checkpoint and settings on every rank: the same answer
+    plan = plan_resume(resume_from->folder(), nlohmann::json::parse(resume_from->manifest().run),
+                       resume_from->manifest().ranks, run_record(), comm.size());
+  } catch (const UsageError& e) {
+    throw UsageErrorOnEveryRank(e.what());
+  }
+  mine.options.micro_batch = plan.micro_batch;
+  mine.options.grad_accum = plan.grad_accum;
+  mine.resume_notes = plan.notes;
+  return mine;
+}
+
+std::optional<checkpoint::Checkpoint> open_resume(const TrainSettings& s) {
+  if (s.resume.empty()) return std::nullopt;
+  std::optional<checkpoint::Checkpoint> resume(checkpoint::Checkpoint::open(s.resume));
+  refuse_resume_changes(resume->folder(), nlohmann::json::parse(resume->manifest().run),
+                        nlohmann::json::parse(resume->manifest().model), s.spec.config_json(),
+                        s.run_record());
+  resume->check_model(s.spec.config_json().dump());
+  if (resume->state().step >= s.steps) {
+    const std::string done = std::to_string(resume->state().step);
+    throw UsageError("--steps: " + quote(resume->folder()) + " has done " + done +
+                     " steps already and --steps " + std::to_string(s.steps) +
+                     " asks for no more; give --steps above " + done + " to continue");
+  }
+  return resume;
+}
+
+float validation_loss(Engine& engine, const data::SampleSource& samples, int rank, int ranks,
+                      std::size_t micro_batch, std::uint64_t batches) {
+  data::Batch batch;
+  double sum = 0;
+  for (std::uint64_t j = 0; j < batches; ++j) {
+    const std::uint64_t first = (j * std::uint64_t(ranks) + std::uint64_t(rank)) * micro_batch;
+    samples.draw(data::Split::validation, first, micro_batch, batch);
+    sum += engine.evaluate(micro_batch_of(batch));
+  }
+  return float(sum / double(batches));
+}
+
+Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserver* observer)
+    : s_(s),
+      comm_(comm),
+      observer_(observer),
+      leader_(comm.rank() == 0),
+      model_(s.spec.make()),
+      engine_(*model_, comm, s.spec.samples(), s.options),
+      tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
+                       std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()) {}
+
+void Training::resume_from(const checkpoint::Checkpoint& ck) {
+  engine_.import_state(ck.reader(), ck.state());
+  first_step_ = ck.state().step + 1;
+  if (observer_) observer_->resumed(ck);
+}
+
+void Training::train() {
+  curve_.title = "zerodp: " + std::string(s_.spec.is_gpt() ? "byte-level GPT" : "MLP") + ", " +
+                 units::format_count(s_.spec.param_count()) + " parameters, ZeRO-" +
+                 std::to_string(stage_number(s_.options.stage)) + " on " +
+                 std::to_string(comm_.size()) + " ranks";
+  // A resumed run continues the curve of the run it resumes, as far as its checkpoint.
+  if (leader_ && first_step_ > 1 && !s_.out.empty()) {
+    curve_.load_csv_before(s_.out + "/loss.csv", first_step_);
+  }
+  const auto stop_requested = [] { return stop_signal::received() != 0; };
+  for (std::int64_t t = first_step_; t <= s_.steps; ++t) {
+    last_ = engine_.step(optim::lr_at(t, s_.steps, s_.warmup, s_.lr), stop_requested);
+    if (t == first_step_) first_loss_ = last_.loss;
+    seconds_ += last_.seconds;
+    exposed_ += last_.exposed_comm_seconds;
+    curve_.train.emplace_back(t, last_.loss);
+    last_step_ = t;
+    after_step(t);
+    if (last_.stop_requested && t < s_.steps) {  // at the last step, the run is complete
+      stop(t);
+      break;
+    }
+  }
+  if (observer_) observer_->stepping_ended();
+}
+
+void Training::after_step(std::int64_t t) {
+  const double done = double(t - first_step_ + 1);
+  const double rate = double(tokens_per_step_) * done / seconds_;
+  if (observer_) observer_->stepped(t, last_, rate, seconds_ / done * double(s_.steps - t));
+  if (s_.eval_batches > 0 && s_.eval_every > 0 && (t % s_.eval_every == 0 || t == s_.steps)) {
+    validate(t);
+  }
+  // A save folder alone saves at the end; save_every K also every K steps.
+  if (t == s_.steps || (s_.save_every > 0 && t % s_.save_every == 0)) save(t);
+}
+
+// A checkpoint of step t in the save folder (collective), unless there is none or step t is
+// saved already.
+void Training::save(std::int64_t t) {
+  if (s_.save_dir.empty() || saved_step_ == t) return;
+  saved_folder_ = checkpoint::save(s_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
+                                   s_.run_record().dump(), s_.keep);
+  saved_step_ = t;
+  if (observer_) observer_->saved(saved_folder_);
+}
+
+// Every rank agreed to stop after step t (a signal reached one of them): save where the run
+// can resume, unless this step was just saved. finish() writes the curve and says where.
+void Training::stop(std::int64_t t) {
+  // Every rank ends with one status: SIGTERM if any rank received it (the scheduler's), else
+  // SIGINT if any did; a rank the signal did not reach takes the others'. One small
+  // all-reduce, on a stop only.
+  const int mine = stop_signal::received();
+  float which[2] = {mine == SIGINT ? 1.0f : 0.0f, mine == SIGTERM ? 1.0f : 0.0f};
+  comm_.all_reduce(which, 2, DType::f32);
+  stopped_by_ = which[1] > 0.0f || which[0] == 0.0f ? SIGTERM : SIGINT;
+  save(t);
+}
+
+void Training::validate(std::int64_t t) {
+  last_val_ = validation_loss(engine_, s_.spec.samples(), comm_.rank(), comm_.size(),
+                              s_.options.micro_batch, s_.eval_batches);
+  curve_.validation.emplace_back(t, last_val_);
+  if (observer_) observer_->validated(t, last_val_);
+}
+
+nlohmann::json Training::finish() {
+  const std::string weights_sha256 = engine_.weights_sha256();  // collective: every rank
+  const std::vector<std::uint64_t> peaks = gather_words(comm_, {engine_.ledger().peak_total()});
+  if (!leader_) return nullptr;
+  const ModelSpec& spec = s_.spec;
+  const int ranks = comm_.size();
+  const std::uint64_t predicted = plan::model_state_bytes(
+      spec.param_count(), ranks, s_.options.stage, plan::BytesPerParam{2, 2, 12});
+  const Ledger& ledger = engine_.ledger();
+  const plan::EngineRun planned = engine_run(spec, s_.options, s_.launch, ranks);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (int r = 0; r < ranks; ++r) {
+    per_rank.push_back({{"rank", r},
+                        {"peak_bytes", peaks[r]},
+                        {"predicted_peak_bytes", plan::predict_rank_peak(planned, r).peak_bytes}});
+  }
+  nlohmann::json j = {
+      {"model", spec.config_json()},
+      {"params", spec.param_count()},
+      {"stage", stage_number(s_.options.stage)},
+      {"ranks", ranks},
+      {"backend", comm_.backend_name()},
+      {"steps", s_.steps},
+      {"first_loss", first_loss_},
+      {"final_loss", last_.loss},
+      {"val_loss", std::isfinite(last_val_) ? nlohmann::json(last_val_) : nlohmann::json()},
+      {"tokens_per_second",
+       double(tokens_per_step_) * double(last_step_ - first_step_ + 1) / seconds_},
+      {"seconds", seconds_},
+      {"exposed_comm_seconds", exposed_},
+      {"predicted_model_state_bytes", predicted},
+      {"model_state_bytes", ledger.model_state_bytes()},
+      {"peak_bytes", ledger.peak_total()},
+      {"predicted_peak_bytes", per_rank[0]["predicted_peak_bytes"]},
+      {"per_rank", per_rank},
+      {"activation_bytes", ledger.peak(Category::activations)},
+      {"weights_sha256", weights_sha256}};
+  if (!s_.out.empty()) {
+    curve_.write_csv(s_.out + "/loss.csv");
+    curve_.write_svg(s_.out + "/loss.svg");
+    j["curve_csv"] = s_.out + "/loss.csv";
+    j["curve_svg"] = s_.out + "/loss.svg";
+  }
+  if (stopped_by_ != 0) {
+    j["stopped"] = {
+        {"signal", stop_signal::name(stopped_by_)},
+        {"step", last_step_},
+        {"checkpoint", saved_step_ == last_step_ ? nlohmann::json(saved_folder_) : nullptr},
+        {"exit_status", stop_signal::exit_status(stopped_by_)}};
+  }
+  return j;
+}
+
+}  // namespace zerodp::run
