@@ -11,7 +11,7 @@
 #include "measure_report.h"
 #include "model_flags.h"
 #include "zerodp/error.h"
-#include "zerodp/plan_schedule.h"
+#include "zerodp/predict/schedule.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/measure.h"
 #include "zerodp/units.h"
@@ -38,8 +38,8 @@ struct MeasureFlags {
 
 // The link between hosts, for the planner's replay of the step: --link-rate/--link-delay, or
 // what scripts/cluster.sh shaped (ZERODP_LINK_RATE, ZERODP_LINK_DELAY); rate 0 when unknown.
-plan::Link link_of(const LinkFlags& f) {
-  plan::Link link;
+predict::Link link_of(const LinkFlags& f) {
+  predict::Link link;
   std::string rate = f.rate, delay = f.delay;
   if (rate.empty()) {
     if (const char* env = std::getenv("ZERODP_LINK_RATE")) rate = env;
@@ -87,7 +87,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   launch.agree.emplace_back("--steps", f.steps);
   launch.agree.emplace_back("--all-stages", f.all_stages ? "given" : "not given");
   const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
-  const plan::Link link = link_of(f.link);
+  const predict::Link link = link_of(f.link);
   if (link.bits_per_second > 0 && launch.backend == "threads") {
     throw UsageError(
         "--link-rate: the threads backend's ranks share one process and no link; measure across "

@@ -124,7 +124,7 @@ void add_model_state_rows(StageTable& t, const run::MeasureSetup& s) {
 }
 
 // The peak: every category held when the ledger's total peaked, beside the planner's
-// prediction of it (plan_peak.h), then the OS's view of the process.
+// prediction of it (predict/peak.h), then the OS's view of the process.
 void add_peak_rows(StageTable& t, const run::MeasureSetup& s) {
   for (int c = 0; c < kCategoryCount; ++c) {
     t.add("  " + std::string(category_name(static_cast<Category>(c))),

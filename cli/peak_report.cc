@@ -6,9 +6,9 @@
 
 namespace zerodp::cli {
 
-void print_peak(const std::string& model, const plan::EngineRun& run, std::uint64_t budget,
+void print_peak(const std::string& model, const predict::EngineRun& run, std::uint64_t budget,
                 int max_ranks) {
-  const plan::RankPeak top = plan::predict_rank_peak(run, 0);
+  const predict::RankPeak top = predict::predict_rank_peak(run, 0);
   auto bytes = [](std::uint64_t b) { return units::format_bytes(b); };
   std::printf("Predicted peak per rank (a plan: nothing is allocated)\n");
   std::printf("  model           %s\n", model.c_str());
@@ -26,7 +26,7 @@ void print_peak(const std::string& model, const plan::EngineRun& run, std::uint6
               std::string(phase_name(top.moment)).c_str());
   for (int r : run::shown_ranks(run.ranks)) {
     if (r == 0) continue;
-    const std::uint64_t peak = plan::predict_rank_peak(run, r).peak_bytes;
+    const std::uint64_t peak = predict::predict_rank_peak(run, r).peak_bytes;
     if (peak != top.peak_bytes) {
       std::printf("  rank %-11d %14s  (a smaller shard)\n", r, bytes(peak).c_str());
     }

@@ -11,7 +11,7 @@ namespace zerodp::cli {
 
 // Rank 0's categories (and the ranks whose peak differs), the moment, and the verdict for the
 // budget.
-void print_peak(const std::string& model, const plan::EngineRun& run, std::uint64_t budget,
+void print_peak(const std::string& model, const predict::EngineRun& run, std::uint64_t budget,
                 int max_ranks);
 
 }  // namespace zerodp::cli

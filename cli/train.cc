@@ -194,7 +194,7 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
     throw UsageError("--dry-run: plans a new run; give the resumed run's flags without --resume");
   }
   const run::Launch& launch = settings.launch;
-  const plan::EngineRun run =
+  const predict::EngineRun run =
       run::engine_run(settings.spec, settings.options, launch, run::planned_ranks(launch));
   const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (launch.backend == "mpi" && world_rank && std::atol(world_rank) != 0) return;

@@ -19,8 +19,11 @@
 #include <string>
 
 #include "zerodp/error.h"
-#include "zerodp/plan_activations.h"
-#include "zerodp/plan_report.h"
+#include "zerodp/plan/activations.h"
+#include "zerodp/report/json.h"
+#include "zerodp/report/notes.h"
+#include "zerodp/report/report.h"
+#include "zerodp/report/table.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 # 200mbit), one rank each, a 2.1M-parameter MLP, 9 measured steps. ZeRO-0 runs at micro-batch
 # 256 and ZeRO-3 at 384 (stages 1 and 2 at 256), where compute and link time per step are about
 # equal. `measure` times the steps with overlap and prefetch and without, and replays each
-# measured step on the link with the planner (plan_schedule.h: the engine's own schedule, fed
+# measured step on the link with the planner (predict/schedule.h: the engine's own schedule, fed
 # every rank's compute as measured). Each round runs every stage once; the table gives, per
 # stage, the median over rounds of measured and replayed efficiency with and without overlap,
 # and the largest gap between them seen in any round. Needs root (namespaces) and the release

@@ -12,10 +12,13 @@
 #include "plan_flags.h"
 #include "plan_link.h"
 #include "plan_options.h"
+#include "zerodp/deepspeed/config.h"
 #include "zerodp/error.h"
-#include "zerodp/plan_activations.h"
-#include "zerodp/plan_ds_config.h"
-#include "zerodp/plan_report.h"
+#include "zerodp/plan/activations.h"
+#include "zerodp/report/deepspeed.h"
+#include "zerodp/report/json.h"
+#include "zerodp/report/report.h"
+#include "zerodp/report/table.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
@@ -67,24 +70,24 @@ plan::Checkpointing parse_checkpointing(const std::string& text) {
 }
 
 // --activations, when given, in bytes.
-void read_given_activations(const PlanFlags& f, plan::PlanInputs& in) {
+void read_given_activations(const PlanFlags& f, report::PlanInputs& in) {
   if (f.activations.empty()) return;
   in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
   in.activations_given = true;
   in.activations_source = "given";
 }
 
-plan::Attention parse_attention(const std::string& text) {
-  if (text == "flash") return plan::Attention::flash;
+catalog::Attention parse_attention(const std::string& text) {
+  if (text == "flash") return catalog::Attention::flash;
   if (!text.empty() && text != "eager") {
     throw UsageError("--attention: expected eager or flash, got " + quote(text));
   }
-  return plan::Attention::eager;
+  return catalog::Attention::eager;
 }
 
 // Activations of a published model, from its config and --seq-len, --micro-batch.
-void read_model_activations(const PlanFlags& f, const plan::ModelConfig& config,
-                            plan::PlanInputs& in) {
+void read_model_activations(const PlanFlags& f, const catalog::ModelConfig& config,
+                            report::PlanInputs& in) {
   if (f.seq_len.empty() && f.micro_batch.empty()) {
     for (const auto& [flag, text] :
          {std::pair{"--checkpointing", &f.checkpointing}, {"--attention", &f.attention}}) {
@@ -109,8 +112,8 @@ void read_model_activations(const PlanFlags& f, const plan::ModelConfig& config,
   const std::uint64_t s = units::parse_whole(f.seq_len, "--seq-len");
   const std::uint64_t b = units::parse_whole(f.micro_batch, "--micro-batch");
   const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
-  const plan::Attention attention = parse_attention(f.attention);
-  const auto bytes = plan::model_activation_bytes(config, s, b, checkpointing, attention);
+  const catalog::Attention attention = parse_attention(f.attention);
+  const auto bytes = catalog::model_activation_bytes(config, s, b, checkpointing, attention);
   if (!bytes) {
     throw UsageError(
         "--seq-len, --micro-batch: expected a size whose activation bytes fit in "
@@ -122,13 +125,13 @@ void read_model_activations(const PlanFlags& f, const plan::ModelConfig& config,
   in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + f.micro_batch +
                           ", checkpointing " +
                           std::string(plan::checkpointing_name(checkpointing)) + ", " +
-                          std::string(plan::attention_name(attention)) + " attention; layers " +
+                          std::string(catalog::attention_name(attention)) + " attention; layers " +
                           units::format_bytes(bytes->layers) + ", logits and loss " +
                           units::format_bytes(bytes->logits_and_loss);
 }
 
 // Activations: given in bytes, or from a transformer shape (all five flags), or none.
-void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
+void read_activations(const PlanFlags& f, report::PlanInputs& in) {
   if (!f.attention.empty()) {
     throw UsageError("--attention: applies to --model or --model-config");
   }
@@ -167,7 +170,7 @@ void read_activations(const PlanFlags& f, plan::PlanInputs& in) {
 }
 
 // (--model-config). Either replaces --params.
-std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig& config) {
+std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelConfig& config) {
   if (f.model.empty() && f.model_config.empty()) return std::nullopt;
   if (!f.model.empty() && !f.model_config.empty()) {
     throw UsageError("--model: not with --model-config; give one");
@@ -184,13 +187,13 @@ std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig
                        "and --micro-batch)");
     }
   }
-  plan::ModelInput m;
+  report::ModelInput m;
   std::string text;
   if (!f.model.empty()) {
-    const plan::CatalogueModel* known = plan::find_model(f.model);
+    const catalog::CatalogueModel* known = catalog::find_model(f.model);
     if (!known) {
-      throw UsageError("--model: unknown model " + quote(f.model) +
-                       "; known: " + plan::catalogue_names() + " (or --model-config config.json)");
+      throw UsageError("--model: unknown model " + quote(f.model) + "; known: " +
+                       catalog::catalogue_names() + " (or --model-config config.json)");
     }
     m.name = std::string(known->name);
     m.source = std::string(known->hf_id);
@@ -200,42 +203,42 @@ std::optional<plan::ModelInput> read_model(const PlanFlags& f, plan::ModelConfig
     m.name = f.model_config;
     m.source = "--model-config";
   }
-  config = plan::parse_model_config(text, std::string(flag) + " " + m.name);
+  config = catalog::parse_model_config(text, std::string(flag) + " " + m.name);
   m.model_type = config.model_type;
-  m.params = plan::model_params(config);
+  m.params = catalog::model_params(config);
   return m;
 }
 
 void list_models() {
   std::printf("%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
               "config published as");
-  for (const plan::CatalogueModel& m : plan::model_catalogue()) {
-    const plan::ModelConfig c = plan::parse_model_config(m.config_json, std::string(m.name));
-    const plan::ModelParams p = plan::model_params(c);
+  for (const catalog::CatalogueModel& m : catalog::model_catalogue()) {
+    const catalog::ModelConfig c = catalog::parse_model_config(m.config_json, std::string(m.name));
+    const catalog::ModelParams p = catalog::model_params(c);
     std::printf("%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
                 c.model_type.c_str(), units::format_count(p.params).c_str(),
                 units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
   }
 }
 
-plan::OffloadDevice parse_offload(const std::string& text, const char* flag) {
-  if (text.empty() || text == "none") return plan::OffloadDevice::none;
-  if (text == "cpu") return plan::OffloadDevice::cpu;
-  if (text == "nvme") return plan::OffloadDevice::nvme;
+deepspeed::OffloadDevice parse_offload(const std::string& text, const char* flag) {
+  if (text.empty() || text == "none") return deepspeed::OffloadDevice::none;
+  if (text == "cpu") return deepspeed::OffloadDevice::cpu;
+  if (text == "nvme") return deepspeed::OffloadDevice::nvme;
   throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + quote(text));
 }
 
-plan::PlanInputs read_inputs(const PlanFlags& given) {
+report::PlanInputs read_inputs(const PlanFlags& given) {
   PlanFlags f = given;
-  const std::optional<plan::DeepSpeedConfig> ds_config = read_deepspeed_config(f);
-  plan::PlanInputs in;
+  const std::optional<deepspeed::DeepSpeedConfig> ds_config = read_deepspeed_config(f);
+  report::PlanInputs in;
   const ModelBytes model = parse_precision_flags(f.model_bytes);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
   if (ds_config) {
     in.deepspeed_config = f.deepspeed_config;
-    in.deepspeed_summary = plan::deepspeed_config_summary(*ds_config);
+    in.deepspeed_summary = deepspeed::deepspeed_config_summary(*ds_config);
     in.configured_stage = ds_config->stage;
   }
   if (!f.stage.empty()) {
@@ -249,7 +252,7 @@ plan::PlanInputs read_inputs(const PlanFlags& given) {
   }
   in.offload.optimizer = parse_offload(f.offload_optimizer, "--offload-optimizer");
   in.offload.params = parse_offload(f.offload_params, "--offload-params");
-  plan::ModelConfig config;
+  catalog::ModelConfig config;
   in.model = read_model(f, config);
   if (in.model) in.params = in.model->params.params;
   if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
@@ -270,9 +273,9 @@ plan::PlanInputs read_inputs(const PlanFlags& given) {
   read_topology(f, read_zeropp(f, ds_config), in);
   read_runtime(f, ds_config, config, in);
   if (f.comm_convention == "seed") {
-    in.time_convention = plan::CommConvention::seed;
+    in.time_convention = report::CommConvention::seed;
   } else if (f.comm_convention == "ring") {
-    in.time_convention = plan::CommConvention::ring;
+    in.time_convention = report::CommConvention::ring;
   } else if (!f.comm_convention.empty()) {
     throw UsageError("--comm-convention: expected seed or ring, got " + quote(f.comm_convention));
   }
@@ -371,19 +374,19 @@ void add_plan_command(CLI::App& root) {
       list_models();
       return;
     }
-    plan::PlanInputs inputs = read_inputs(*flags);
-    const std::optional<plan::DeepSpeedEstimate> ds = read_estimator(*flags, inputs);
-    const plan::PlanReport report = plan::make_plan(inputs);
+    report::PlanInputs inputs = read_inputs(*flags);
+    const std::optional<report::DeepSpeedEstimate> ds = read_estimator(*flags, inputs);
+    const report::PlanReport report = report::make_plan(inputs);
     if (link->link) {
       std::printf("%s\n", page_link(*cmd, *link).c_str());
       return;
     }
     if (flags->json) {
-      const std::string json = ds ? plan::plan_json(report, *ds) : plan::plan_json(report);
+      const std::string json = ds ? report::plan_json(report, *ds) : report::plan_json(report);
       std::printf("%s\n", json.c_str());
     } else {
-      std::fputs(plan::plan_table(report, flags->binary).c_str(), stdout);
-      if (ds) std::fputs(plan::deepspeed_comparison(*ds, report).c_str(), stdout);
+      std::fputs(report::plan_table(report, flags->binary).c_str(), stdout);
+      if (ds) std::fputs(report::deepspeed_comparison(*ds, report).c_str(), stdout);
     }
   });
 }

@@ -4,13 +4,14 @@
 #include <cstdio>
 
 #include "plan_flags.h"
+#include "zerodp/deepspeed/estimator.h"
 #include "zerodp/error.h"
-#include "zerodp/plan_deepspeed.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
 
-std::optional<plan::DeepSpeedEstimate> read_estimator(const PlanFlags& f, plan::PlanInputs& in) {
+std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
+                                                        report::PlanInputs& in) {
   if (f.estimator.empty()) return std::nullopt;
   if (f.estimator != "deepspeed") {
     throw UsageError("--estimator: expected deepspeed, got " + quote(f.estimator));
@@ -18,7 +19,7 @@ std::optional<plan::DeepSpeedEstimate> read_estimator(const PlanFlags& f, plan::
   if (!in.params) {
     throw UsageError("--params: required with --estimator deepspeed (or --model, --model-config)");
   }
-  plan::DeepSpeedEstimate run;
+  report::DeepSpeedEstimate run;
   run.params = *in.params;
   run.gpus_per_node = in.gpus_per_node.value_or(1);
   if (in.topology && !f.nodes.empty()) run.nodes = in.topology->nodes;
@@ -59,10 +60,10 @@ void take_from_config(std::string& flag_value, const std::string& config_value, 
 
 // --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
 // what the plan says about it.
-std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
+std::optional<deepspeed::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
   if (f.deepspeed_config.empty()) return std::nullopt;
   const std::string& path = f.deepspeed_config;
-  plan::DeepSpeedConfig c = plan::parse_deepspeed_config(
+  deepspeed::DeepSpeedConfig c = deepspeed::parse_deepspeed_config(
       read_file(path, "--deepspeed-config", "a DeepSpeed config, ds.json"),
       "--deepspeed-config " + path);
   if (c.precision) {
@@ -82,14 +83,14 @@ std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
                      !typed.empty() && optimizer_of(typed) == *c.optimizer, "--optimizer",
                      "optimizer.type", path);
   }
-  const auto device = [](plan::OffloadDevice d) {
-    return std::string(plan::offload_device_name(d));
+  const auto device = [](deepspeed::OffloadDevice d) {
+    return std::string(deepspeed::offload_device_name(d));
   };
-  if (c.offload_optimizer != plan::OffloadDevice::none) {
+  if (c.offload_optimizer != deepspeed::OffloadDevice::none) {
     take_from_config(f.offload_optimizer, device(c.offload_optimizer), "--offload-optimizer",
                      "zero_optimization.offload_optimizer.device", path);
   }
-  if (c.offload_params != plan::OffloadDevice::none) {
+  if (c.offload_params != deepspeed::OffloadDevice::none) {
     take_from_config(f.offload_params, device(c.offload_params), "--offload-params",
                      "zero_optimization.offload_param.device", path);
   }

@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "plan_options.h"
-#include "zerodp/plan_ds_config.h"
-#include "zerodp/plan_model.h"
-#include "zerodp/plan_report.h"
+#include "zerodp/catalog/models.h"
+#include "zerodp/deepspeed/config.h"
+#include "zerodp/report/deepspeed.h"
+#include "zerodp/report/report.h"
 
 namespace zerodp::cli {
 
@@ -40,23 +41,24 @@ std::string read_file(const std::string& path, const char* flag, const char* exp
 // partitions over the node (--gpus-per-node), the config's zero_hpz_partition_size over its
 // own count.
 struct ZeroPlusPlusAsked {
-  plan::ZeroPlusPlus zeropp;
+  deepspeed::ZeroPlusPlus zeropp;
   bool hpz_over_node = false;
   std::string source;  // "--zeropp" or the config's path
   bool any() const { return zeropp.any() || hpz_over_node; }
 };
-ZeroPlusPlusAsked read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds);
-void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& zeropp, plan::PlanInputs& in);
-void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
-                  const plan::ModelConfig& config, plan::PlanInputs& in);
+ZeroPlusPlusAsked read_zeropp(const PlanFlags& f,
+                              const std::optional<deepspeed::DeepSpeedConfig>& ds);
+void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& zeropp, report::PlanInputs& in);
+void read_runtime(const PlanFlags& f, const std::optional<deepspeed::DeepSpeedConfig>& ds,
+                  const catalog::ModelConfig& config, report::PlanInputs& in);
 
 // plan_deepspeed.cc.
 // --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
 // what the plan says about it; nullopt without the flag.
-std::optional<plan::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f);
+std::optional<deepspeed::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f);
 
 // --estimator deepspeed: what DeepSpeed's estimators are asked for the same model and GPUs
 // (nullopt without it); sets N from --gpus-per-node and --nodes.
-std::optional<plan::DeepSpeedEstimate> read_estimator(const PlanFlags& f, plan::PlanInputs& in);
+std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f, report::PlanInputs& in);
 
 }  // namespace zerodp::cli

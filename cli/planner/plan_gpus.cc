@@ -5,15 +5,15 @@
 #include <sstream>
 
 #include "plan_flags.h"
+#include "zerodp/deepspeed/runtime.h"
+#include "zerodp/deepspeed/topology.h"
 #include "zerodp/error.h"
-#include "zerodp/plan_runtime.h"
-#include "zerodp/plan_topology.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {
 
 // --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.
-void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, plan::PlanInputs& in) {
+void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::PlanInputs& in) {
   std::optional<int> per_node;
   if (!f.gpus_per_node.empty()) {
     per_node = parse_gpu_count(f.gpus_per_node, "--gpus-per-node", 1, 1 << 20);
@@ -53,7 +53,7 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, plan::Pla
     throw UsageError("--gpus-per-node: expected a divisor of --gpus (" + std::to_string(*in.gpus) +
                      ") for whole nodes, got " + quote(f.gpus_per_node));
   }
-  in.topology = plan::Topology{*per_node, *in.gpus / *per_node};
+  in.topology = deepspeed::Topology{*per_node, *in.gpus / *per_node};
   if (!f.intra_bandwidth.empty()) {
     in.intra_bandwidth = units::parse_bandwidth(f.intra_bandwidth, "--intra-bandwidth");
   }
@@ -76,7 +76,8 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, plan::Pla
 }
 
 // --zeropp qwz,hpz,qgz (or none), and the DeepSpeed config's ZeRO++ keys; they must agree.
-ZeroPlusPlusAsked read_zeropp(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds) {
+ZeroPlusPlusAsked read_zeropp(const PlanFlags& f,
+                              const std::optional<deepspeed::DeepSpeedConfig>& ds) {
   ZeroPlusPlusAsked config;
   if (ds && ds->zeropp.any()) config = {ds->zeropp, false, f.deepspeed_config};
   if (f.zeropp.empty()) return config;
@@ -105,7 +106,7 @@ ZeroPlusPlusAsked read_zeropp(const PlanFlags& f, const std::optional<plan::Deep
     throw UsageError("--zeropp: " + quote(f.zeropp) + " contradicts " + f.deepspeed_config +
                      "'s zero_quantized_weights, zero_hpz_partition_size and "
                      "zero_quantized_gradients (" +
-                     plan::zeropp_summary(config.zeropp) + "); give one");
+                     deepspeed::zeropp_summary(config.zeropp) + "); give one");
   }
   return config;  // the config's, with its partition size
 }
@@ -113,8 +114,8 @@ ZeroPlusPlusAsked read_zeropp(const PlanFlags& f, const std::optional<plan::Deep
 // The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a
 // published model or a DeepSpeed config (a real run on real GPUs); off for the seed's --params
 // arithmetic unless asked for.
-void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>& ds,
-                  const plan::ModelConfig& config, plan::PlanInputs& in) {
+void read_runtime(const PlanFlags& f, const std::optional<deepspeed::DeepSpeedConfig>& ds,
+                  const catalog::ModelConfig& config, report::PlanInputs& in) {
   const bool real_run = in.model.has_value() || ds.has_value();
   if (!f.largest_layer.empty()) {
     if (in.model) {
@@ -178,7 +179,7 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
     }
     if (in.model) {
       in.persistent_params =
-          plan::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);
+          catalog::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);
     }
   }
   if (!f.cuda_overhead.empty()) {
@@ -189,7 +190,7 @@ void read_runtime(const PlanFlags& f, const std::optional<plan::DeepSpeedConfig>
             : units::parse_bytes(f.cuda_overhead, "--cuda-overhead", units::Zero::allowed);
     in.cuda_overhead_source = "--cuda-overhead " + f.cuda_overhead;
   } else if (real_run) {
-    in.cuda_overhead = plan::kDefaultCudaOverhead;
+    in.cuda_overhead = deepspeed::kDefaultCudaOverhead;
     in.cuda_overhead_source =
         "the default: the top of Hugging Face's 1-2 GB for the context and kernels; "
         "--cuda-overhead to change";

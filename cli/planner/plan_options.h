@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "zerodp/plan_memory.h"
+#include "zerodp/plan/memory.h"
 
 namespace zerodp::cli {
 

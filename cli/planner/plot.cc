@@ -8,7 +8,7 @@
 #include "command.h"
 #include "plan_options.h"
 #include "zerodp/error.h"
-#include "zerodp/plan_figure.h"
+#include "zerodp/plan/figure.h"
 #include "zerodp/units.h"
 
 namespace zerodp::cli {

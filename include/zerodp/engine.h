@@ -27,7 +27,7 @@
 //    and no byte more (up to 4095 ranks; beyond, one 4-byte all-reduce of its own).
 //  - Memory: every buffer that grows with the model, the batch or N — the engine's, the
 //    model's activations, the communicator's staging — is counted in ledger() by category
-//    while the engine lives (plan::predict_peak predicts its peak). With rank_memory > 0, an
+//    while the engine lives (predict::predict_peak predicts its peak). With rank_memory > 0, an
 //    allocation that would take the rank above it throws BudgetExceeded (a zerodp::Error),
 //    from the constructor or from step(), before taking the memory; the engine is then
 //    unusable, and nothing already written (a checkpoint) is touched.
@@ -97,7 +97,7 @@ struct StepResult {
   double seconds = 0.0;               // wall clock of the step
   double exposed_comm_seconds = 0.0;  // blocked waiting for collectives
   double compute_seconds = 0.0;       // seconds - exposed_comm_seconds
-  // Where the compute went, waits for collectives excluded (what plan_schedule.h replays):
+  // Where the compute went, waits for collectives excluded (what predict/schedule.h replays):
   // each unit's forward and backward (its gathers' bookkeeping, the 16-bit conversions and the
   // issue of its reductions included) over the step's micro-steps, and the optimizer (the
   // gradient norm, the update, the rounding to 16 bits). The rest of compute_seconds is

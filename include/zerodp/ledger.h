@@ -1,7 +1,7 @@
 // The memory ledger: every byte a rank allocates that grows with the model, the batch or the
 // ranks, tagged by what it is for, and optionally held under a budget.
 //
-// The planner predicts a rank's peak by the same categories (zerodp/plan_peak.h); the ledger
+// The planner predicts a rank's peak by the same categories (zerodp/predict/peak.h); the ledger
 // measures it: model state (16-bit params and grads, fp32 master, Adam m and v), gathered
 // params, gradient buckets, fp32 scratch, the communicator's staging and the model's
 // activations, each on its own line, so a difference between prediction and measurement is

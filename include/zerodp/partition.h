@@ -39,7 +39,7 @@ struct Partition {
 };
 
 // The elements of a bucket of `bucket_bytes`: a bucket's size is counted in 16-bit elements
-// (EngineOptions::bucket_bytes, plan::EngineRun::bucket_bytes), whatever the precision of the
+// (EngineOptions::bucket_bytes, predict::EngineRun::bucket_bytes), whatever the precision of the
 // fp32 copies beside it. Requires bucket_bytes >= 2 (one element).
 std::size_t bucket_elements(std::uint64_t bucket_bytes);
 

@@ -1,4 +1,4 @@
-#include "zerodp/plan_activations.h"
+#include "zerodp/plan/activations.h"
 
 #include <limits>
 

@@ -1,4 +1,4 @@
-#include "zerodp/plan_efficiency.h"
+#include "zerodp/plan/efficiency.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "zerodp/plan_feasibility.h"
+#include "zerodp/plan/feasibility.h"
 
 #include <limits>
 

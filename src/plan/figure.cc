@@ -5,7 +5,7 @@
 #include <set>
 
 #include "zerodp/error.h"
-#include "zerodp/plan_figure.h"
+#include "zerodp/plan/figure.h"
 #include "zerodp/svg.h"
 #include "zerodp/units.h"
 

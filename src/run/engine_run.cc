@@ -8,7 +8,7 @@
 namespace zerodp::run {
 namespace {
 
-nlohmann::json categories_json(const plan::RankPeak& p) {
+nlohmann::json categories_json(const predict::RankPeak& p) {
   nlohmann::json j = nlohmann::json::object();
   for (int c = 0; c < kCategoryCount; ++c) {
     j[std::string(category_name(static_cast<Category>(c)))] = p.bytes[c];
@@ -31,19 +31,20 @@ std::vector<int> shown_ranks(int ranks) {
   return {0, ranks - 1};
 }
 
-plan::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& o, const Launch& launch,
-                           int ranks) {
-  plan::EngineRun run;
+predict::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& o, const Launch& launch,
+                              int ranks) {
+  predict::EngineRun run;
   if (spec.is_gpt()) {
     const model::GptConfig& g = spec.gpt();
-    run.model = plan::GptShape{.layers = std::uint64_t(g.layers),
-                               .heads = std::uint64_t(g.heads),
-                               .hidden = std::uint64_t(g.hidden),
-                               .seq_len = std::uint64_t(g.seq_len),
-                               .vocab = std::uint64_t(g.vocab),
-                               .checkpoint_activations = g.checkpoint_activations};
+    run.model = predict::GptShape{.layers = std::uint64_t(g.layers),
+                                  .heads = std::uint64_t(g.heads),
+                                  .hidden = std::uint64_t(g.hidden),
+                                  .seq_len = std::uint64_t(g.seq_len),
+                                  .vocab = std::uint64_t(g.vocab),
+                                  .checkpoint_activations = g.checkpoint_activations};
   } else {
-    run.model = plan::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};
+    run.model =
+        predict::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};
   }
   run.stage = o.stage;
   run.ranks = ranks;
@@ -56,14 +57,14 @@ plan::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& o, const 
   return run;
 }
 
-std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max_ranks) {
+std::string fit_advice(const predict::EngineRun& run, std::uint64_t budget, int max_ranks) {
   const std::string n = std::to_string(run.ranks);
   const std::string up_to = "none up to " + std::to_string(max_ranks);
-  if (const auto stage = plan::cheapest_stage_that_fits(run, budget)) {
+  if (const auto stage = predict::cheapest_stage_that_fits(run, budget)) {
     std::string advice = "at N = " + n + " the cheapest stage that fits is " + stage_label(*stage);
     if (*stage != run.stage) {
-      plan::EngineRun same = run;
-      const auto least = plan::least_ranks_that_fit(same, budget, max_ranks);
+      predict::EngineRun same = run;
+      const auto least = predict::least_ranks_that_fit(same, budget, max_ranks);
       if (!least) {
         advice += "; " + stage_label(run.stage) + " fits at no N: " + up_to;
       } else if (*least > run.ranks) {
@@ -77,9 +78,9 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
   std::string advice = "no stage fits at N = " + n + "; least N:";
   bool any = false;
   for (auto it = kStages.rbegin(); it != kStages.rend(); ++it) {
-    plan::EngineRun at = run;
+    predict::EngineRun at = run;
     at.stage = *it;
-    const auto least = plan::least_ranks_that_fit(at, budget, max_ranks);
+    const auto least = predict::least_ranks_that_fit(at, budget, max_ranks);
     any = any || least.has_value();
     advice += std::string(it == kStages.rbegin() ? " " : ", ") + stage_label(*it) + " " +
               (least ? std::to_string(*least) : up_to);
@@ -87,10 +88,10 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
   if (!any) {
     // What no N shards: at the most ranks searched, ZeRO-3 still holds this much. Name its
     // largest part besides the model state, and the flag that shrinks it.
-    plan::EngineRun widest = run;
+    predict::EngineRun widest = run;
     widest.stage = Stage::zero3;
     widest.ranks = max_ranks;
-    const plan::RankPeak floor = plan::predict_rank_peak(widest, 0);
+    const predict::RankPeak floor = predict::predict_rank_peak(widest, 0);
     Category largest = Category::activations;
     for (int c = 0; c < kCategoryCount; ++c) {
       const auto cat = static_cast<Category>(c);
@@ -101,7 +102,7 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
               units::format_bytes(floor[largest]);
     if (largest == Category::activations) {
       advice += ": lower --micro-batch";
-      if (std::holds_alternative<plan::GptShape>(run.model))
+      if (std::holds_alternative<predict::GptShape>(run.model))
         advice += " or add --checkpoint-activations";
     } else if (largest == Category::buckets) {
       advice += ": lower --bucket-bytes";
@@ -112,11 +113,11 @@ std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max
   return advice;
 }
 
-nlohmann::json peak_json(const plan::EngineRun& run, std::uint64_t budget, int max_ranks) {
-  const plan::RankPeak top = plan::predict_rank_peak(run, 0);
+nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, int max_ranks) {
+  const predict::RankPeak top = predict::predict_rank_peak(run, 0);
   nlohmann::json per_rank = nlohmann::json::array();
   for (int r : shown_ranks(run.ranks)) {
-    const plan::RankPeak p = r == 0 ? top : plan::predict_rank_peak(run, r);
+    const predict::RankPeak p = r == 0 ? top : predict::predict_rank_peak(run, r);
     per_rank.push_back(
         {{"rank", r}, {"peak_bytes", p.peak_bytes}, {"categories", categories_json(p)}});
   }
@@ -129,14 +130,14 @@ nlohmann::json peak_json(const plan::EngineRun& run, std::uint64_t budget, int m
     j["budget"] = {{"rank_memory_bytes", budget},
                    {"fits", top.peak_bytes <= budget},
                    {"advice", fit_advice(run, budget, max_ranks)}};
-    plan::EngineRun at = run;
+    predict::EngineRun at = run;
     for (Stage stage : kStages) {
       at.stage = stage;
-      const auto least = plan::least_ranks_that_fit(at, budget, max_ranks);
+      const auto least = predict::least_ranks_that_fit(at, budget, max_ranks);
       j["budget"]["least_ranks"][std::to_string(stage_number(stage))] =
           least ? nlohmann::json(*least) : nlohmann::json();
     }
-    const auto cheapest = plan::cheapest_stage_that_fits(run, budget);
+    const auto cheapest = predict::cheapest_stage_that_fits(run, budget);
     j["budget"]["cheapest_stage"] =
         cheapest ? nlohmann::json(stage_number(*cheapest)) : nlohmann::json();
   }

@@ -9,7 +9,7 @@
 
 #include "zerodp/error.h"
 #include "zerodp/gemm.h"
-#include "zerodp/plan_memory.h"
+#include "zerodp/plan/memory.h"
 #include "zerodp/units.h"
 
 namespace zerodp::run {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "zerodp/error.h"
-#include "zerodp/plan_comm.h"
-#include "zerodp/plan_memory.h"
+#include "zerodp/plan/comm.h"
+#include "zerodp/plan/memory.h"
 #include "zerodp/run/engine_run.h"
 
 namespace zerodp::run {
@@ -56,7 +56,7 @@ double median(std::vector<double> v) {
 
 struct Timing {
   double step = 0, exposed = 0;
-  std::vector<plan::StepCompute> compute;  // each measured step's, waits excluded
+  std::vector<predict::StepCompute> compute;  // each measured step's, waits excluded
 };
 
 // A few steps of one configuration: one warm-up step (first touches, buffer growth), then
@@ -72,12 +72,12 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
   const comm::Stats before = comm.stats();
   std::uint64_t scalar = 0, scalar_sent = 0, scalar_received = 0;
   std::vector<double> step_s, exposed_s;
-  std::vector<plan::StepCompute> compute;
+  std::vector<predict::StepCompute> compute;
   for (int s = 0; s < steps; ++s) {
     StepResult r = engine.step(1e-4f);
     step_s.push_back(r.seconds);
     exposed_s.push_back(r.exposed_comm_seconds);
-    plan::StepCompute c{r.unit_forward_seconds, r.unit_backward_seconds, r.optimizer_seconds, 0};
+    predict::StepCompute c{r.unit_forward_seconds, r.unit_backward_seconds, r.optimizer_seconds, 0};
     c.other = std::max(0.0, r.compute_seconds - c.total());
     compute.push_back(std::move(c));
     scalar += r.scalar_bytes;
@@ -110,11 +110,11 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
 }
 
 // Every rank's compute of each measured step: [step][rank].
-std::vector<std::vector<plan::StepCompute>> every_rank(comm::Communicator& comm,
-                                                       const std::vector<plan::StepCompute>& mine) {
+std::vector<std::vector<predict::StepCompute>> every_rank(
+    comm::Communicator& comm, const std::vector<predict::StepCompute>& mine) {
   std::vector<std::uint64_t> words;
   auto put = [&](double d) { words.push_back(std::bit_cast<std::uint64_t>(d)); };
-  for (const plan::StepCompute& c : mine) {
+  for (const predict::StepCompute& c : mine) {
     put(c.optimizer);
     put(c.other);
     for (double d : c.forward) put(d);
@@ -122,12 +122,12 @@ std::vector<std::vector<plan::StepCompute>> every_rank(comm::Communicator& comm,
   }
   const std::vector<std::uint64_t> all = gather_words(comm, words);
   auto get = [&](std::size_t i) { return std::bit_cast<double>(all[i]); };
-  std::vector<std::vector<plan::StepCompute>> steps(mine.size());
+  std::vector<std::vector<predict::StepCompute>> steps(mine.size());
   std::size_t at = 0;
   for (int r = 0; r < comm.size(); ++r) {
     for (std::size_t s = 0; s < mine.size(); ++s) {
       const std::size_t units = mine[s].forward.size();
-      plan::StepCompute c;
+      predict::StepCompute c;
       c.optimizer = get(at), c.other = get(at + 1);
       for (std::size_t u = 0; u < units; ++u) c.forward.push_back(get(at + 2 + u));
       for (std::size_t u = 0; u < units; ++u) c.backward.push_back(get(at + 2 + units + u));
@@ -139,16 +139,17 @@ std::vector<std::vector<plan::StepCompute>> every_rank(comm::Communicator& comm,
 }
 
 // The planner's replay of each measured step, with every rank's compute of that step
-// (plan_schedule.h): the median step, and the link's busy time (the same in every step).
+// (predict/schedule.h): the median step, and the link's busy time (the same in every step).
 struct Replayed {
   double step_seconds = 0, link_seconds = 0;
 };
-Replayed replay_steps(const plan::EngineRun& run, int ranks_per_host, const plan::Link& link,
-                      const std::vector<std::vector<plan::StepCompute>>& steps, bool overlap) {
+Replayed replay_steps(const predict::EngineRun& run, int ranks_per_host, const predict::Link& link,
+                      const std::vector<std::vector<predict::StepCompute>>& steps, bool overlap) {
   std::vector<double> seconds;
   double link_seconds = 0;
   for (const auto& ranks : steps) {
-    const plan::ScheduledStep s = plan::predict_step(run, ranks_per_host, link, ranks, overlap);
+    const predict::ScheduledStep s =
+        predict::predict_step(run, ranks_per_host, link, ranks, overlap);
     seconds.push_back(s.step_seconds);
     link_seconds = s.comm_seconds;
   }
@@ -178,7 +179,7 @@ std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasur
 // One stage on one rank: its figures with overlap and prefetch, its timings without, and the
 // planner's prediction for this rank.
 RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
-                         EngineOptions options, int steps, const plan::Link& link) {
+                         EngineOptions options, int steps, const predict::Link& link) {
   const int per_host = ranks_per_host(comm);
   if (link.bits_per_second > 0 && per_host == comm.size()) {  // alike on every rank
     throw UsageErrorOnEveryRank("--link-rate: all " + std::to_string(comm.size()) +
@@ -186,13 +187,13 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
                                 "it for ranks on more than one host");
   }
   RankMeasure m;
-  const plan::EngineRun planned = engine_run(spec, options, launch, comm.size());
-  const plan::RankPeak peak = plan::predict_rank_peak(planned, comm.rank());
+  const predict::EngineRun planned = engine_run(spec, options, launch, comm.size());
+  const predict::RankPeak peak = predict::predict_rank_peak(planned, comm.rank());
   m.predicted_at_peak = peak.bytes;
   m.predicted_peak = peak.peak_bytes;
   if (first_on_host()) {  // this host's ranks are a block (mpirun fills hosts in rank order)
     m.wire_predicted_per_step =
-        plan::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
+        predict::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
   }
   m.rss_baseline = proc_status_kib("VmRSS:");
   const Timing overlapped = run_steps(comm, spec, options, steps, &m);
@@ -206,7 +207,7 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.step_seconds_sync = sync.step;
   m.exposed_seconds_sync = sync.exposed;
   if (link.bits_per_second > 0) {
-    plan::EngineRun sync_run = planned;
+    predict::EngineRun sync_run = planned;
     sync_run.prefetch = false;
     m.link_bits_per_second = link.bits_per_second;
     m.link_delay_seconds = link.delay_seconds;

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "zerodp/error.h"
-#include "zerodp/plan_peak.h"
+#include "zerodp/predict/peak.h"
 #include "zerodp/units.h"
 
 namespace zerodp::run {
@@ -149,15 +149,15 @@ void ModelSpec::load_data(const std::string& path, int validation_percent) {
 
 std::uint64_t ModelSpec::activation_bytes(std::uint64_t micro_batch) const {
   if (!is_gpt_) {
-    return plan::mlp_activation_bytes({mlp_.width, std::uint64_t(mlp_.depth)}, micro_batch);
+    return predict::mlp_activation_bytes({mlp_.width, std::uint64_t(mlp_.depth)}, micro_batch);
   }
-  return plan::gpt_activation_bytes({.layers = std::uint64_t(gpt_.layers),
-                                     .heads = std::uint64_t(gpt_.heads),
-                                     .hidden = std::uint64_t(gpt_.hidden),
-                                     .seq_len = std::uint64_t(gpt_.seq_len),
-                                     .vocab = std::uint64_t(gpt_.vocab),
-                                     .checkpoint_activations = gpt_.checkpoint_activations},
-                                    micro_batch);
+  return predict::gpt_activation_bytes({.layers = std::uint64_t(gpt_.layers),
+                                        .heads = std::uint64_t(gpt_.heads),
+                                        .hidden = std::uint64_t(gpt_.hidden),
+                                        .seq_len = std::uint64_t(gpt_.seq_len),
+                                        .vocab = std::uint64_t(gpt_.vocab),
+                                        .checkpoint_activations = gpt_.checkpoint_activations},
+                                       micro_batch);
 }
 
 std::unique_ptr<model::Model> ModelSpec::make() const {

@@ -5,7 +5,7 @@
 
 #include "zerodp/error.h"
 #include "zerodp/optim.h"
-#include "zerodp/plan_memory.h"
+#include "zerodp/plan/memory.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/resume_rules.h"
 #include "zerodp/run/stop_signal.h"
@@ -216,12 +216,13 @@ nlohmann::json Training::finish() {
   const std::uint64_t predicted = plan::model_state_bytes(
       spec.param_count(), ranks, s_.options.stage, plan::BytesPerParam{2, 2, 12});
   const Ledger& ledger = engine_.ledger();
-  const plan::EngineRun planned = engine_run(spec, s_.options, s_.launch, ranks);
+  const predict::EngineRun planned = engine_run(spec, s_.options, s_.launch, ranks);
   nlohmann::json per_rank = nlohmann::json::array();
   for (int r = 0; r < ranks; ++r) {
-    per_rank.push_back({{"rank", r},
-                        {"peak_bytes", peaks[r]},
-                        {"predicted_peak_bytes", plan::predict_rank_peak(planned, r).peak_bytes}});
+    per_rank.push_back(
+        {{"rank", r},
+         {"peak_bytes", peaks[r]},
+         {"predicted_peak_bytes", predict::predict_rank_peak(planned, r).peak_bytes}});
   }
   nlohmann::json j = {
       {"model", spec.config_json()},

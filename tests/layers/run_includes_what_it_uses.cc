@@ -2,5 +2,5 @@
 #include "zerodp/checkpoint.h"
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
-#include "zerodp/plan_peak.h"
+#include "zerodp/predict/peak.h"
 #include "zerodp/run/training.h"

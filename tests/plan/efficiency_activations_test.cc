@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "zerodp/plan_activations.h"
-#include "zerodp/plan_efficiency.h"
+#include "zerodp/plan/activations.h"
+#include "zerodp/plan/efficiency.h"
 
 namespace zerodp::plan {
 namespace {

@@ -1,4 +1,4 @@
-#include "zerodp/plan_figure.h"
+#include "zerodp/plan/figure.h"
 
 #include <gtest/gtest.h>
 

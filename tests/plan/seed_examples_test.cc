@@ -5,11 +5,12 @@
 // rounded comm time), checked to one unit. The planner's integers are checked exactly.
 #include <gtest/gtest.h>
 
-#include "zerodp/plan_comm.h"
-#include "zerodp/plan_efficiency.h"
-#include "zerodp/plan_feasibility.h"
-#include "zerodp/plan_memory.h"
-#include "zerodp/plan_report.h"
+#include "zerodp/plan/comm.h"
+#include "zerodp/plan/efficiency.h"
+#include "zerodp/plan/feasibility.h"
+#include "zerodp/plan/memory.h"
+#include "zerodp/report/notes.h"
+#include "zerodp/report/report.h"
 
 namespace zerodp::plan {
 namespace {
@@ -44,12 +45,12 @@ TEST(SeedExample3, FloorsAsNGrowsWithoutBound) {
 }
 
 TEST(SeedExample4, TinyModelActivationsDominate) {
-  PlanInputs in;
+  report::PlanInputs in;
   in.params = 50'000'000;
   in.gpus = 8;
   in.activation_bytes = 12'000'000'000;
   in.activations_given = true;
-  const PlanReport r = make_plan(in);
+  const report::PlanReport r = report::make_plan(in);
   EXPECT_EQ(*r.stages[0].model_state_bytes, 800'000'000u);  // 0.8 GB
   EXPECT_EQ(*r.stages[0].total_bytes, 12'800'000'000u);     // 12.8 GB
   EXPECT_EQ(*r.stages[3].model_state_bytes, 100'000'000u);  // 0.1 GB
@@ -57,8 +58,9 @@ TEST(SeedExample4, TinyModelActivationsDominate) {
   EXPECT_NEAR(*r.stages[3].savings_vs_dp, 0.055, 0.0005);   // ≈ 5.5 %
   EXPECT_DOUBLE_EQ(*r.stages[3].savings_vs_dp, 0.7 / 12.8);
   EXPECT_TRUE(*r.activations_dominate);
-  ASSERT_FALSE(plan_notes(r).empty());
-  EXPECT_NE(plan_notes(r)[0].find("saves only 5.5 %"), std::string::npos) << plan_notes(r)[0];
+  ASSERT_FALSE(report::plan_notes(r).empty());
+  EXPECT_NE(report::plan_notes(r)[0].find("saves only 5.5 %"), std::string::npos)
+      << report::plan_notes(r)[0];
 }
 
 TEST(SeedExample5, Gpt3NeedsFortySevenGpusUnderZero3) {
@@ -114,13 +116,13 @@ TEST(SeedExample7, EfficiencyWithoutAndWithOverlap) {
 }
 
 TEST(SeedExample8, NoStageFitsAtFourGpus) {
-  PlanInputs in;
+  report::PlanInputs in;
   in.params = 10'000'000'000;
   in.gpus = 4;
   in.gpu_memory = 24'000'000'000;
   in.activation_bytes = 6'000'000'000;
   in.activations_given = true;
-  const PlanReport r = make_plan(in);
+  const report::PlanReport r = report::make_plan(in);
   EXPECT_EQ(*r.budget, 18'000'000'000u);
   const std::uint64_t expected[] = {160'000'000'000, 70'000'000'000, 55'000'000'000,
                                     40'000'000'000};
@@ -135,7 +137,7 @@ TEST(SeedExample8, NoStageFitsAtFourGpus) {
   EXPECT_EQ(*r.stages[3].min_gpus, 9u);
   EXPECT_NEAR(gb(M(Stage::zero3, 10'000'000'000, 9)), 17.8, 0.05);  // ≤ 18 ✓
   EXPECT_EQ(M(Stage::zero3, 10'000'000'000, 8), 20'000'000'000u);   // 20 > 18 ✗
-  EXPECT_NE(plan_notes(r)[0].find("No stage fits at N = 4"), std::string::npos);
+  EXPECT_NE(report::plan_notes(r)[0].find("No stage fits at N = 4"), std::string::npos);
 }
 
 TEST(SeedSelfTest, AnswersOfTheRecall) {

@@ -1,4 +1,4 @@
-// The planner's peak (plan_peak.h) against the engine's ledger: for every stage, N = 1..4,
+// The planner's peak (predict/peak.h) against the engine's ledger: for every stage, N = 1..4,
 // both models, with and without prefetch, activation checkpointing and gradient
 // accumulation, the predicted bytes of every category at the peak, the peak and the moment
 // are exactly what the ledger measured over real steps. And a budget: a rank given exactly
@@ -13,7 +13,7 @@
 #include "zerodp/engine.h"
 #include "zerodp/gpt.h"
 #include "zerodp/mlp.h"
-#include "zerodp/plan_peak.h"
+#include "zerodp/predict/peak.h"
 #include "zerodp/samples.h"
 #include "zerodp/text_data.h"
 
@@ -23,15 +23,15 @@ namespace {
 // Small shapes whose units span several buckets with uneven shards (bucket 1 KiB = 512
 // elements), so every per-rank term differs between ranks somewhere.
 constexpr std::uint64_t kBucketBytes = 1024;
-const plan::GptShape kGpt{.layers = 2, .heads = 2, .hidden = 16, .seq_len = 8};
-const plan::MlpShape kMlp{.width = 24, .depth = 3};
+const predict::GptShape kGpt{.layers = 2, .heads = 2, .hidden = 16, .seq_len = 8};
+const predict::MlpShape kMlp{.width = 24, .depth = 3};
 
 struct Measured {
   std::vector<Ledger> ledgers;  // per rank, after the steps
 };
 
 // Trains `steps` steps on run.ranks thread ranks; run.rank_memory is the budget.
-Measured train(const plan::EngineRun& run, std::size_t budget, int steps = 2) {
+Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2) {
   EngineOptions o;
   o.stage = run.stage;
   o.micro_batch = run.micro_batch;
@@ -43,20 +43,20 @@ Measured train(const plan::EngineRun& run, std::size_t budget, int steps = 2) {
   m.ledgers.resize(run.ranks);
   std::mutex mu;
   std::shared_ptr<const data::TextData> text;
-  if (const auto* g = std::get_if<plan::GptShape>(&run.model)) {
+  if (const auto* g = std::get_if<predict::GptShape>(&run.model)) {
     text = std::make_shared<const data::TextData>(data::TextData::default_corpus(g->seq_len));
   }
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     std::unique_ptr<model::Model> model;
     std::unique_ptr<data::SampleSource> samples;
-    if (const auto* g = std::get_if<plan::GptShape>(&run.model)) {
+    if (const auto* g = std::get_if<predict::GptShape>(&run.model)) {
       model::GptConfig c;
       c.layers = int(g->layers), c.heads = int(g->heads), c.hidden = int(g->hidden);
       c.seq_len = int(g->seq_len), c.checkpoint_activations = g->checkpoint_activations;
       model = std::make_unique<model::GptModel>(c);
       samples = std::make_unique<data::TextWindows>(text, 1234);
     } else {
-      const auto& s = std::get<plan::MlpShape>(run.model);
+      const auto& s = std::get<predict::MlpShape>(run.model);
       model = std::make_unique<model::Mlp>(model::MlpConfig{s.width, int(s.depth)});
       samples = std::make_unique<data::SyntheticRegression>(s.width, 1234);
     }
@@ -72,11 +72,11 @@ Measured train(const plan::EngineRun& run, std::size_t budget, int steps = 2) {
 using Case = std::tuple<bool /*gpt*/, int /*stage*/, int /*ranks*/, bool /*prefetch*/,
                         bool /*checkpointing*/, int /*grad_accum*/>;
 
-plan::EngineRun run_of(const Case& c) {
+predict::EngineRun run_of(const Case& c) {
   const auto [gpt, stage, ranks, prefetch, checkpointing, accum] = c;
-  plan::EngineRun run;
+  predict::EngineRun run;
   if (gpt) {
-    plan::GptShape g = kGpt;
+    predict::GptShape g = kGpt;
     g.checkpoint_activations = checkpointing;
     run.model = g;
   } else {
@@ -94,8 +94,8 @@ plan::EngineRun run_of(const Case& c) {
 class Peak : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Peak, PredictionEqualsTheLedgerOnEveryRank) {
-  const plan::EngineRun run = run_of(GetParam());
-  const std::vector<plan::RankPeak> predicted = plan::predict_peak(run);
+  const predict::EngineRun run = run_of(GetParam());
+  const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
   const Measured measured = train(run, 0);
   for (int r = 0; r < run.ranks; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -135,8 +135,8 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
 TEST(PeakBudget, ThePredictedPeakTrainsAndOneByteLessIsRefused) {
   for (const int stage : {0, 3}) {
     SCOPED_TRACE("stage " + std::to_string(stage));
-    const plan::EngineRun run = run_of({true, stage, 2, true, false, 1});
-    const std::uint64_t peak = plan::predict_rank_peak(run, 0).peak_bytes;
+    const predict::EngineRun run = run_of({true, stage, 2, true, false, 1});
+    const std::uint64_t peak = predict::predict_rank_peak(run, 0).peak_bytes;
     EXPECT_EQ(train(run, peak).ledgers[0].peak_total(), peak);
     for (const std::uint64_t budget : {peak - 1, peak - peak / 50}) {
       try {
@@ -158,11 +158,11 @@ TEST(PeakBudget, ThePredictedPeakTrainsAndOneByteLessIsRefused) {
   }
 }
 
-// The formulas of plan_peak.h against the models themselves.
+// The formulas of predict/peak.h against the models themselves.
 TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
   for (const bool checkpointing : {false, true}) {
     for (const int threads : {1, 3}) {
-      plan::GptShape g = kGpt;
+      predict::GptShape g = kGpt;
       g.checkpoint_activations = checkpointing;
       model::GptConfig c;
       c.layers = int(g.layers), c.heads = int(g.heads), c.hidden = int(g.hidden);
@@ -173,12 +173,12 @@ TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
       model.set_threads(threads);
       const std::vector<std::uint8_t> tokens(5 * (c.seq_len + 1), 7);
       model.begin_micro_batch({.samples = 5, .tokens = tokens});
-      EXPECT_EQ(ledger.live(Category::activations), plan::gpt_activation_bytes(g, 5, threads));
+      EXPECT_EQ(ledger.live(Category::activations), predict::gpt_activation_bytes(g, 5, threads));
       EXPECT_EQ(ledger.live(Category::activations), model.activation_bytes());
       model.set_ledger(nullptr);
       EXPECT_EQ(ledger.live_total(), 0u);  // the counts moved out with the model
-      EXPECT_EQ(plan::param_count(g), model.param_count());
-      const plan::UnitLayout layout = plan::unit_layout(g);
+      EXPECT_EQ(predict::param_count(g), model.param_count());
+      const predict::UnitLayout layout = predict::unit_layout(g);
       ASSERT_EQ(layout.counts.size(), model.units().size());
       for (std::size_t u = 0; u < layout.counts.size(); ++u) {
         EXPECT_EQ(layout.counts[u], model.units()[u].param_count);
@@ -191,8 +191,8 @@ TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
   mlp.set_ledger(&ledger);
   const std::vector<float> x(4 * kMlp.width, 0.5f);
   mlp.begin_micro_batch({.samples = 4, .inputs = x, .targets = x});
-  EXPECT_EQ(ledger.live(Category::activations), plan::mlp_activation_bytes(kMlp, 4));
-  EXPECT_EQ(plan::param_count(kMlp), mlp.param_count());
+  EXPECT_EQ(ledger.live(Category::activations), predict::mlp_activation_bytes(kMlp, 4));
+  EXPECT_EQ(predict::param_count(kMlp), mlp.param_count());
   mlp.set_ledger(nullptr);
 }
 
@@ -207,20 +207,20 @@ namespace {
 // which the engine trains, while at one rank fewer the budget refuses it. B is ZeRO-3's
 // predicted peak at N = 6, so "ZeRO-3 needs N = 6" is the planner's own answer to check.
 TEST(PeakBudget, SeedExample8ScaledNoStageFitsAtFourRanksAndEachLeastNIsProvenByRuns) {
-  plan::EngineRun run;
-  run.model = plan::MlpShape{.width = 64, .depth = 24};  // 99,840 parameters
+  predict::EngineRun run;
+  run.model = predict::MlpShape{.width = 64, .depth = 24};  // 99,840 parameters
   run.micro_batch = 2;
   run.bucket_bytes = 8 << 10;
   run.stage = Stage::zero3;
   run.ranks = 6;
-  const std::uint64_t budget = plan::predict_rank_peak(run, 0).peak_bytes;
+  const std::uint64_t budget = predict::predict_rank_peak(run, 0).peak_bytes;
   run.ranks = 4;
-  EXPECT_FALSE(plan::cheapest_stage_that_fits(run, budget).has_value());
+  EXPECT_FALSE(predict::cheapest_stage_that_fits(run, budget).has_value());
   constexpr int kMaxRanks = 8;  // thread ranks this test is willing to start
   for (Stage stage : kStages) {
     SCOPED_TRACE(std::string(stage_name(stage)));
     run.stage = stage;
-    const std::optional<int> least = plan::least_ranks_that_fit(run, budget, kMaxRanks);
+    const std::optional<int> least = predict::least_ranks_that_fit(run, budget, kMaxRanks);
     if (stage == Stage::zero3) {
       EXPECT_EQ(least, 6);
     }

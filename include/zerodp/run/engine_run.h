@@ -1,5 +1,5 @@
 // The planner's view of a run zerodp is about to start: the model's shape and the engine's
-// options as plan::EngineRun (zerodp/plan_peak.h), its predicted peak as JSON, and the advice a
+// options as predict::EngineRun (zerodp/predict/peak.h), its predicted peak as JSON, and the advice a
 // refused budget ends with. What `train --dry-run` prints, what `measure` and `train` show
 // beside the ledger.
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "zerodp/engine.h"
-#include "zerodp/plan_peak.h"
+#include "zerodp/predict/peak.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
 
@@ -18,18 +18,18 @@ namespace zerodp::run {
 
 // The run as the planner sees it: the model's shape, the engine options and N ranks on the
 // launch's backend.
-plan::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& options,
-                           const Launch& launch, int ranks);
+predict::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& options,
+                              const Launch& launch, int ranks);
 
 // What fits in `budget` bytes per rank, one clause, e.g. "at N = 4 the cheapest stage that
 // fits is ZeRO-2; ZeRO-3 needs N = 5" or "no stage fits at N = 4; least N: ZeRO-3 6, ZeRO-2 9,
 // ZeRO-1 none up to 1024, ZeRO-0 none up to 1024".
-std::string fit_advice(const plan::EngineRun& run, std::uint64_t budget, int max_ranks);
+std::string fit_advice(const predict::EngineRun& run, std::uint64_t budget, int max_ranks);
 
 // {"predicted_peak_bytes", "moment", "per_rank": [{"rank", "peak_bytes", "categories"}...],
 //  "breakdown": {category: bytes of rank 0}, "budget": {...} when budget > 0}. per_rank holds
 // every rank up to 1024 ranks; beyond, rank 0 (the largest) and the last.
-nlohmann::json peak_json(const plan::EngineRun& run, std::uint64_t budget, int max_ranks);
+nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, int max_ranks);
 
 // The ranks whose figures are shown: all up to 1024, else the first (largest) and the last.
 std::vector<int> shown_ranks(int ranks);

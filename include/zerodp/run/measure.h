@@ -18,7 +18,7 @@
 #include "zerodp/comm.h"
 #include "zerodp/engine.h"
 #include "zerodp/ledger.h"
-#include "zerodp/plan_schedule.h"
+#include "zerodp/predict/schedule.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
 #include "zerodp/stage.h"
@@ -41,20 +41,20 @@ struct RankMeasure {
   // overlapped steps (the kernel's counter), reported by the host's first rank.
   std::uint64_t wire_tx_per_step = 0;
   std::uint64_t wire_first_on_host = 0;
-  std::uint64_t wire_predicted_per_step = 0;     // plan::predict_host_send_bytes for this host
+  std::uint64_t wire_predicted_per_step = 0;     // predict::predict_host_send_bytes for this host
   std::uint64_t rss_baseline = 0;                // this process before the engine, bytes
   std::uint64_t rss_peak = 0;                    // this process's peak while measuring
   double step_seconds = 0, exposed_seconds = 0;  // medians, overlap and prefetch on
   double step_seconds_sync = 0, exposed_seconds_sync = 0;  // medians, every wait at once
   // With a link known (--link-rate, or the cluster's): the planner's replay of the engine's
-  // schedule (plan_schedule.h) from this rank's measured compute, with overlap and prefetch
+  // schedule (predict/schedule.h) from this rank's measured compute, with overlap and prefetch
   // and without; 0 without a link.
   double link_bits_per_second = 0, link_delay_seconds = 0;
   double predicted_step_seconds = 0, predicted_link_seconds = 0, predicted_step_seconds_sync = 0;
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;
   std::uint64_t predicted_comm = 0;
-  std::array<std::uint64_t, kCategoryCount> predicted_at_peak{};  // plan_peak.h
+  std::array<std::uint64_t, kCategoryCount> predicted_at_peak{};  // predict/peak.h
   std::uint64_t predicted_peak = 0;
 
   std::vector<std::uint64_t> to_words() const;
@@ -72,7 +72,7 @@ struct StageMeasure {
 // with a rate (> 0) adds the replay of every measured step on it; it needs ranks on more than
 // one host (UsageErrorOnEveryRank otherwise).
 RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
-                         EngineOptions options, int steps, const plan::Link& link);
+                         EngineOptions options, int steps, const predict::Link& link);
 
 // Every rank's figures, on every rank.
 std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasure& mine);

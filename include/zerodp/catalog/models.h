@@ -1,0 +1,117 @@
+// A published model's size from its Hugging Face config.json: the exact parameter count, the
+// parameters one token passes through, and the largest single layer (what DeepSpeed's ZeRO-3
+// estimator calls largest_layer_params).
+//
+// Families (model_type), counted module by module as the Hugging Face implementations build
+// them:
+//   gpt2      learned positions, fused qkv, LayerNorm and every linear with a bias, MLP 4h (or
+//             n_inner), LM head tied unless tie_word_embeddings is false
+//   gpt_neox  (Pythia) rotary positions (no parameters), fused qkv with bias, LayerNorm, MLP of
+//             intermediate_size with biases, untied embed_out unless tied; a parallel residual
+//             changes the order of work, not the count
+//   llama, mistral   RMSNorm (weight only), no biases unless attention_bias / mlp_bias,
+//             grouped-query attention (num_key_value_heads, head_dim), gated MLP (SwiGLU: gate,
+//             up, down of intermediate_size), LM head untied unless tie_word_embeddings
+//   qwen2     llama with biases on q, k and v
+//   mixtral   llama with every MLP a mixture of num_local_experts gated experts, a router of
+//             hidden x experts without bias, num_experts_per_tok experts active per token
+// The family comes from model_type; any other model_type is refused, naming the ones above.
+//
+// Contract: pure. parse_model_config() throws UsageError with one line naming the source, the
+// field and what it expected; counts saturate at UINT64_MAX rather than wrap. The catalogue's
+// configs are copied from the published config.json files; model_params() of each equals its
+// published count (tests/plan/model_params_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "zerodp/plan/activations.h"
+
+namespace zerodp::catalog {
+
+struct ModelConfig {
+  std::string model_type;
+  std::uint64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  std::uint64_t intermediate = 0;  // MLP width (per expert)
+  std::uint64_t positions = 0;     // learned position embeddings (gpt2); 0 for rotary
+  bool tied_embeddings = false;
+  bool gated_mlp = false;  // gate, up, down (SwiGLU) rather than up, down
+  bool qkv_bias = false;   // biases on the q, k, v projections
+  bool out_bias = false;   // bias on the attention output projection
+  bool mlp_bias = false;   // biases on the MLP's linears
+  bool norm_bias = false;  // LayerNorm (weight and bias) rather than RMSNorm (weight)
+  bool parallel_residual = false;
+  std::uint64_t experts = 0;            // mixture of experts per layer; 0 for a dense MLP
+  std::uint64_t experts_per_token = 0;  // active experts per token
+  bool attention_dropout = false;       // dropout on the attention probabilities (> 0)
+  bool hidden_dropout = false;          // dropout on each residual branch (> 0)
+};
+
+struct ModelParams {
+  std::uint64_t params = 0;                // every parameter, tied ones once
+  std::uint64_t active_params = 0;         // those one token passes through (differs for MoE)
+  std::uint64_t largest_layer_params = 0;  // the largest module's own parameters
+  std::uint64_t embedding_params = 0;      // token (and position) embeddings
+  std::uint64_t per_layer_params = 0;      // one transformer block
+};
+
+// json_text: a config.json; source names it in errors ("--model-config llama.json").
+ModelConfig parse_model_config(std::string_view json_text, const std::string& source);
+ModelParams model_params(const ModelConfig& config);
+
+// The parameters of the tensors with at most `max_numel` elements each (norm weights, biases,
+// a mixture's router), counted over the whole model: what ZeRO-3 keeps whole on every GPU
+// below DeepSpeed's stage3_param_persistence_threshold instead of partitioning.
+std::uint64_t small_tensor_params(const ModelConfig& config, std::uint64_t max_numel);
+
+// Activation bytes one rank keeps for backward in one micro-batch of b sequences of s tokens,
+// with 16-bit activations, as the Hugging Face implementations keep them. Per layer, with q and
+// k the widths of the query and of each of key and value (heads x head_dim, kv heads x
+// head_dim), I the MLP width and a the heads:
+//   norms        2 x 2sbh (the input of each)
+//   attention    2sbh (qkv input) + 2sb(q + 2k) (Q, K, V) + 2sbq (output projection input)
+//                eager: + 2as²b (softmax), + 3as²b with attention dropout (mask and output)
+//                flash: + 4asb (fp32 log-sum-exp per row; no s² scores kept)
+//   MLP          2sbh (input) + 4sbI (activation's input and output), gated: 2sbh + 8sbI (gate,
+//                up, activation, product); a mixture keeps that for each of the k experts a
+//                token goes to, and 6sbE for the router (logits, fp32 softmax)
+//   dropout      + sbh per residual branch with hidden dropout (masks)
+// With GPT-2's shape (q = k = h, I = 4h, dropout, eager) this is Korthikanti et al.'s
+// 34sbh + 5as²b (plan/activations.h). Selective recomputation drops the s² terms; full
+// checkpointing keeps each layer's input (2sbh) and, while a layer is recomputed in backward,
+// that layer's activations. Outside the layers: the final norm's input (2sbh) and the logits
+// with the loss's working memory, 10sbV: the 16-bit logits, their fp32 copy and the fp32
+// log-softmax the cross-entropy keeps (V the vocabulary; with 128k-152k vocabularies this
+// term can pass all the layers').
+enum class Attention { eager, flash };
+std::string_view attention_name(Attention attention);  // "eager", "flash"
+
+struct ModelActivations {
+  std::uint64_t per_layer = 0;        // one layer's, without checkpointing
+  std::uint64_t layers = 0;           // all layers', as the checkpointing keeps them
+  std::uint64_t logits_and_loss = 0;  // final norm, logits, loss
+  std::uint64_t total = 0;
+};
+// nullopt when the bytes do not fit in 64 bits; seq_len, micro_batch >= 1.
+std::optional<ModelActivations> model_activation_bytes(const ModelConfig& config,
+                                                       std::uint64_t seq_len,
+                                                       std::uint64_t micro_batch,
+                                                       plan::Checkpointing checkpointing,
+                                                       Attention attention);
+
+struct CatalogueModel {
+  std::string_view name;           // what --model takes
+  std::string_view hf_id;          // where its config.json is published
+  std::uint64_t published_params;  // the count its publishers give (model card, paper)
+  std::string_view config_json;    // its config.json's fields that set the size
+};
+std::span<const CatalogueModel> model_catalogue();
+// nullptr when no model has that name (case-insensitive; the hf_id is accepted too).
+const CatalogueModel* find_model(std::string_view name);
+// "gpt2, gpt2-medium, ..." for error messages.
+std::string catalogue_names();
+
+}  // namespace zerodp::catalog

@@ -1,0 +1,110 @@
+// What a GPU holds beyond model state and activations when DeepSpeed runs ZeRO: the buffers
+// its configuration implies, and an allowance for the CUDA context and the allocator. With
+// these the plan's total is the GPU's peak per rank, each term printed so a user sees why.
+//
+// Contract (DeepSpeed v0.16.4, commit 38327e07f6cd; file:line there), with P, G the bytes of a
+// 16-bit param and gradient on the GPU, S = ceil(Φ/N) and the settings' element counts:
+//  stage 0   the gradient all-reduce flattens buckets of 500M elements (engine.py:111, a
+//            constant, not a config key; :2491): G·min(Φ, 500M) during the backward.
+//  stage 1, 2  contiguous_gradients (default true) makes the backward's reduction buffer of
+//            reduce_bucket_size elements, a second one with overlap_comm (default false below
+//            stage 3) (stage_1_and_2.py:2048-2060): G·reduce_bucket_size·(1 or 2). The updated
+//            params are all-gathered in place (allgather_bucket_size sizes nothing then).
+//  stage 3   one reduction buffer of reduce_bucket_size elements for the whole run
+//            (stage3.py:537-540): G·reduce_bucket_size. The gathered params of the module being
+//            computed and those prefetched, during forward and backward: P·min(Φ, L +
+//            min(prefetch, max(0, max_live − L))) with L the largest layer (the current module
+//            is always fetched; stage3_max_live_parameters caps only the prefetch,
+//            partitioned_param_coordinator.py:381). Tensors of at most
+//            stage3_param_persistence_threshold elements stay whole on every GPU
+//            (partition_parameters.py:1130): P·their parameters (their shard is model state
+//            too). hpZ's secondary partition: P·ceil(Φ/h) (deepspeed/topology.h).
+//  step      the optimizer steps on an fp32 copy of the rank's gradient shard, 4·S (stages
+//            1, 2: stage_1_and_2.py:1892; stage 3, per sub-group of at most sub_group_size
+//            elements: stage3.py:1896), on the GPU unless the optimizer is offloaded.
+//  CUDA      the context, kernels and allocator: --cuda-overhead (kDefaultCudaOverhead).
+// Phases: the buffers of the forward and backward live with the activations, the step's copy
+// after them, so the peak is  state + held + max(activations + backward, step)  where "held"
+// is what lives through both (CUDA, hpZ, persistent params, stage 3's reduction buffer).
+// Pure; every byte count is exact with 128-bit intermediates and saturates at 2^64 − 1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "zerodp/deepspeed/offload.h"
+#include "zerodp/deepspeed/topology.h"
+#include "zerodp/plan/memory.h"
+
+namespace zerodp::deepspeed {
+
+// The CUDA context, kernels and allocator: Hugging Face's "Anatomy of Model's Memory"
+// (huggingface.co/docs/transformers/model_memory_anatomy) measures 1.34 GB for the context
+// and kernels alone on a V100 and gives 1-2 GB; 2 GB is the top of that range, the rest a
+// margin for the caching allocator's rounding. It varies with the GPU, CUDA and PyTorch,
+// hence a flag.
+constexpr std::uint64_t kDefaultCudaOverhead = 2'000'000'000;
+
+// zero_optimization's sizes in elements, DeepSpeed's defaults (runtime/zero/config.py).
+struct BufferSettings {
+  std::uint64_t reduce_bucket_size = 500'000'000;
+  std::uint64_t allgather_bucket_size = 500'000'000;  // read; sizes nothing (in-place gather)
+  std::optional<bool> overlap_comm;                   // default: stage 3 only
+  bool contiguous_gradients = true;
+  std::uint64_t prefetch_bucket_size = 50'000'000;
+  std::uint64_t param_persistence_threshold = 100'000;
+  std::uint64_t max_live_parameters = 1'000'000'000;
+  std::uint64_t sub_group_size = 1'000'000'000;
+};
+
+// What the model tells the buffers: its largest module and its parameters in tensors of at
+// most the persistence threshold (catalog/models.h's small_tensor_params()).
+struct RuntimeModel {
+  std::uint64_t params = 0;
+  std::uint64_t largest_layer_params = 0;
+  std::optional<std::uint64_t> persistent_params;  // nullopt: not known (no model config)
+};
+
+// Everything besides the stage and N that sizes the terms.
+struct RuntimeRun {
+  RuntimeModel model;
+  plan::BytesPerParam bpp;  // as trained; what stays on the GPU follows from `offload`
+  Offload offload;
+  bool buffers = false;  // DeepSpeed's buffers counted; false: only the allowance and hpZ
+  BufferSettings settings;
+  ZeroPlusPlus zeropp;
+  std::uint64_t cuda_overhead = 0;
+};
+
+struct RuntimeTerms {
+  // Through the whole step.
+  std::uint64_t cuda_overhead = 0;
+  std::uint64_t hpz_secondary = 0;
+  std::uint64_t persistent_params = 0;
+  std::uint64_t reduce_buffer_held = 0;  // stage 3's, for the whole run
+  // With the activations, during forward and backward.
+  std::uint64_t reduce_buffers = 0;  // stages 0-2
+  std::uint64_t gathered_params = 0;
+  // During the optimizer step.
+  std::uint64_t step_fp32_grads = 0;
+
+  std::uint64_t held() const;
+  std::uint64_t backward() const;
+  // Whether the optimizer step, rather than the backward with its activations, sets the peak.
+  bool step_sets_peak(std::uint64_t activation_bytes) const;
+  // Model state + these + activations at their phases: the GPU's peak.
+  std::uint64_t peak(std::uint64_t model_state_bytes, std::uint64_t activation_bytes) const;
+};
+
+// The terms at `stage` on N = `ranks` GPUs (hpZ's secondary partition counts even without
+// buffers: it is model state ZeRO++ adds).
+RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run);
+
+// The least N at which the peak (model state on the GPU included) fits `gpu_memory`, rounded
+// up to a multiple of `round_to`; nullopt when none does. The peak never grows with N, so this
+// is exact: the result fits and one fewer (before rounding) does not.
+std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& run,
+                                               std::uint64_t activation_bytes,
+                                               std::uint64_t gpu_memory, std::uint64_t round_to);
+
+}  // namespace zerodp::deepspeed

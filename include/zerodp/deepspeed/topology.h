@@ -1,0 +1,79 @@
+// Communication on two levels: GPUs inside a node (NVLink, --intra-bandwidth) and nodes over
+// the network (--inter-bandwidth), for each stage, with ZeRO++'s three changes to ZeRO-3
+// (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective Communication for Giant Model
+// Training", section 3).
+//
+// Contract, with N = n·k GPUs (n per node, k nodes), P and G the bytes of a 16-bit param and
+// gradient, and each collective run hierarchically as NCCL and DeepSpeed run them across
+// nodes: a collective over a buffer of B bytes moves B·(n−1)/n per GPU inside the node and
+// B·(k−1)/(k·n) per GPU across nodes (the node's share of the flat ring's B·(N−1)/N: the two
+// levels add up to exactly the ring column's volume, rounded per level to the nearest byte).
+//   stage 0     all-reduce of the gradients: a reduce-scatter and an all-gather of G·Φ;
+//   stage 1, 2  reduce-scatter of G·Φ, all-gather of the updated params P·Φ;
+//   stage 3     all-gather of P·Φ for the forward and again for the backward, reduce-scatter
+//               of G·Φ;
+//   ZeRO++ (stage 3 only; the ZeRO++ paper and DeepSpeed define it for ZeRO-3):
+//     qwZ  the forward all-gather sends int8 weights: 1 byte a parameter at both levels
+//          (block scales not counted: one fp32 per 2,048 weights, under 0.2 %);
+//     hpZ  a secondary copy of the params, sharded over the h GPUs of a node, serves the
+//          backward all-gather: P·Φ·(h−1)/h inside the node, nothing across nodes; it costs
+//          every GPU P·ceil(Φ/h) more memory (hpz_secondary_bytes);
+//     qgZ  the gradients are reduced with int4 all-to-alls, inside the node then across
+//          nodes: 0.5 byte a parameter at both levels instead of G.
+//   Time: seconds = intra bytes / intra bandwidth + inter bytes / inter bandwidth (the two
+//   phases of a hierarchical collective run one after the other; bandwidths per GPU).
+//   The ZeRO++ paper's own count (section 3, "3M to 0.75M"): the cross-node volume of a
+//   ZeRO-3 step in units of M = P·Φ, the forward gather + the backward gather + the gradient
+//   reduction, each taken as a whole buffer: 3M plain, 0.5M + 0 + 0.25M with all three.
+// Pure; byte counts are exact rounding of the formulas above with 128-bit intermediates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "zerodp/plan/memory.h"
+
+namespace zerodp::deepspeed {
+
+struct Topology {
+  int gpus_per_node = 1;  // n
+  int nodes = 1;          // k
+  int gpus() const { return gpus_per_node * nodes; }
+};
+
+// ZeRO++'s switches (--zeropp qwz,hpz,qgz, or the DeepSpeed config's zero_quantized_weights,
+// zero_hpz_partition_size, zero_quantized_gradients).
+struct ZeroPlusPlus {
+  bool qwz = false;
+  bool qgz = false;
+  int hpz_size = 1;  // h: GPUs the secondary partition spans; 1 = hpZ off
+  bool hpz() const { return hpz_size > 1; }
+  bool any() const { return qwz || qgz || hpz(); }
+};
+
+struct LevelBytes {
+  std::uint64_t intra = 0;  // per GPU, inside its node
+  std::uint64_t inter = 0;  // per GPU, across nodes
+};
+
+// The bytes each GPU sends per step at each level for `stage`. ZeRO++ changes stage 3 only.
+// Requires hpz_size to divide n (the secondary partition stays inside a node).
+LevelBytes level_step_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
+                            const Topology& topology, const ZeroPlusPlus& zeropp = {});
+
+// Seconds of communication per step at the two levels' bandwidths (bytes per second, > 0).
+double level_seconds(const LevelBytes& bytes, double intra_bandwidth, double inter_bandwidth);
+
+// The ZeRO++ paper's cross-node volume of a ZeRO-3 step, in units of M = P·Φ: 3 plain,
+// 0.75 with qwZ, hpZ and qgZ and the default 16-bit params and grads.
+double zeropp_cross_node_volume_in_m(const plan::BytesPerParam& bpp, const ZeroPlusPlus& zeropp);
+
+// hpZ's secondary partition per GPU: P·ceil(Φ/h) at stage 3 with hpZ, else 0.
+std::uint64_t hpz_secondary_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
+                                  const ZeroPlusPlus& zeropp);
+
+// "qwZ, hpZ (8 GPUs), qgZ", or "off".
+std::string zeropp_summary(const ZeroPlusPlus& zeropp);
+
+}  // namespace zerodp::deepspeed

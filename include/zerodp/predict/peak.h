@@ -1,0 +1,113 @@
+// The peak: what one rank of zerodp's own engine holds at the worst moment of a step, by the
+// ledger's categories (zerodp/ledger.h), predicted from the run's configuration before
+// anything is allocated.
+//
+// Model state is the seed's formula (plan/memory.h); the peak adds what a real step needs on
+// top: the model's activations, the fp32 views a unit computes in, stage 3's gathered units,
+// the gradient buckets of stages 2 and 3 and the communicator's staging. The prediction
+// follows the engine's allocations one by one (docs/memory.md has the table):
+//   params16, grads16        2 bytes × (Φ whole, or this rank's shard: the sum of its chunk
+//                            of every bucket)
+//   master32, adam_m, adam_v 4 bytes × (Φ whole, or the shard)
+//   scratch32                4 × (largest unit with the units it reads + largest unit + every
+//                            unit that others read) + 4 × largest chunk (grads sharded)
+//   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk)
+//   gathered_params          params sharded: slots × 2 × largest unit, slots being the most
+//                            units held at once by the gather order (with prefetch: the next
+//                            unit's too)
+//   comm_buffers             MPI: 2 (N-1) segments of the largest reduction (comm.h); threads: 0
+//   activations              gpt_activation_bytes() or mlp_activation_bytes()
+// Everything is allocated once and kept, so the peak is the sum, reached when the last buffer
+// is first allocated: in the first step's forward (activations, gathers) or backward (a
+// gather the forward did not need at once). Gradient accumulation and precision (bf16 or
+// fp16, both 16-bit) do not change it.
+//
+// Contract: pure functions of their arguments (safe from any thread); byte counts saturate at
+// UINT64_MAX instead of wrapping. The prediction equals the engine's Ledger::peak_total()
+// exactly for the runs the engine accepts (tests/plan/peak_test.cc runs them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "zerodp/ledger.h"
+#include "zerodp/stage.h"
+
+namespace zerodp::predict {
+
+// The byte-level GPT (zerodp/gpt.h): vocabulary 256, tied LM head.
+struct GptShape {
+  std::uint64_t layers = 4, heads = 4, hidden = 256, seq_len = 128, vocab = 256;
+  bool checkpoint_activations = false;
+};
+// The MLP (zerodp/mlp.h): depth layers of width × width + width.
+struct MlpShape {
+  std::uint64_t width = 64, depth = 4;
+};
+using EngineModel = std::variant<GptShape, MlpShape>;
+
+// A run of the engine, as `zerodp train` and `measure` start it.
+struct EngineRun {
+  EngineModel model = GptShape{};
+  Stage stage = Stage::zero3;
+  int ranks = 1;
+  std::uint64_t micro_batch = 1;         // samples per rank per micro-step
+  std::uint64_t grad_accum = 1;          // does not change the peak
+  std::uint64_t bucket_bytes = 8 << 20;  // 16-bit bytes one collective moves, >= 2
+  bool prefetch = true;                  // stage 3
+  int model_threads = 1;                 // GptModel::set_threads
+  bool mpi = false;                      // the MPI backend keeps reduction staging
+  std::uint64_t mpi_segment_bytes = 4 << 20;
+};
+
+struct RankPeak {
+  std::uint64_t peak_bytes = 0;
+  Phase moment = Phase::setup;  // where in the first step the peak is first reached
+  std::array<std::uint64_t, kCategoryCount> bytes{};  // by category, at the peak
+  std::uint64_t model_state_bytes() const;
+  std::uint64_t operator[](Category c) const { return bytes[static_cast<int>(c)]; }
+};
+
+// The parameters of each unit in layout order, and which earlier units each reads (the
+// GPT's final unit reads the token embedding): the model's layout as the engine sees it.
+struct UnitLayout {
+  std::vector<std::uint64_t> counts;
+  std::vector<std::vector<int>> reads;
+};
+UnitLayout unit_layout(const EngineModel& model);
+std::uint64_t param_count(const EngineModel& model);
+
+// What GptModel allocates for a micro-batch of B samples (its arena, tokens and targets) plus,
+// with P model threads, (P - 1) lanes of private gradients and attention scratch; B T = BT:
+//   4 (BT [(L+1) C + S (15 C + 4 + NH T) + (C + 2 V + 3) + (10 C + V)] + T²) + 2 BT
+//   + 4 (P - 1) (largest unit view + T²),       S = 1 with checkpointing, L without.
+std::uint64_t gpt_activation_bytes(const GptShape& shape, std::uint64_t micro_batch,
+                                   int model_threads = 1);
+// What the MLP allocates: (2 depth + 4) B width floats.
+std::uint64_t mlp_activation_bytes(const MlpShape& shape, std::uint64_t micro_batch);
+
+// Rank r's peak; requires 0 <= rank < run.ranks.
+RankPeak predict_rank_peak(const EngineRun& run, int rank);
+// Every rank's. Rank 0's is the largest: its chunk of every bucket is the largest.
+std::vector<RankPeak> predict_peak(const EngineRun& run);
+
+// The bytes each host sends to other hosts per training step in the step's ZeRO collectives,
+// with the MPI backend's algorithm (zerodp/comm.h: each rank sends each peer its chunk of a
+// reduce-scatter, and its own chunk of an all-gather to every peer, directly), ranks filling
+// hosts in order, ranks_per_host to a host (run.ranks a multiple of it). Stage 0 all-reduces
+// every bucket; stages 1 and 2 reduce-scatter it and all-gather the updated params; stage 3
+// gathers the params twice (forward, backward) and reduce-scatters the grads. The scalars'
+// all-reduce (12 bytes) is left out. With one rank per host this is the ring column whenever
+// N divides every bucket.
+std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
+
+// The least N in [1, max_ranks] at which the run's peak (rank 0's) fits in budget bytes, or
+// nullopt. The peak need not fall with N (MPI staging grows with it): the least is searched.
+std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks);
+// The stage with the least communication (0 before 1, 2, 3) whose peak fits at run.ranks.
+std::optional<Stage> cheapest_stage_that_fits(EngineRun run, std::uint64_t budget);
+
+}  // namespace zerodp::predict

@@ -1,0 +1,16 @@
+// The plan's conclusions in plain language, for the lines under the table.
+//
+// Contract: pure; one sentence each, units as in the table (plan_table(), table.h).
+#pragma once
+
+#include <string>
+#include <vector>
+#include "zerodp/report/report.h"
+
+namespace zerodp::report {
+
+// The verdicts of cells B, D, E, H and the comm ratio of F, one sentence each, in the order a
+// reader needs them. Decimal units (GB, TB) unless `binary` (GiB, TiB).
+std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false);
+
+}  // namespace zerodp::report

@@ -1,0 +1,131 @@
+// The plan: every cell (A-H) of the seed's scenario matrix that the given inputs determine,
+// for the four stages, as one value; table.h prints it for people, json.h for tools, notes.h
+// says its conclusions in sentences, deepspeed.h sets DeepSpeed's own estimate beside it.
+//
+// Contract:
+//  - make_plan() answers what the inputs ask and leaves the rest undetermined (nullopt,
+//    null in JSON); it never guesses a missing input. It throws UsageError, with one line
+//    naming the command-line flag of the offending input and its accepted form, when a
+//    question is asked without the inputs it needs, or when the inputs contradict each other
+//    or overflow 64-bit bytes. Otherwise it does not fail.
+//  - Byte figures are exact integers (see plan/memory.h and plan/comm.h for the conventions);
+//    seconds and fractions are doubles.
+//  - Pure: no I/O; the caller prints.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zerodp/catalog/models.h"
+#include "zerodp/deepspeed/offload.h"
+#include "zerodp/deepspeed/runtime.h"
+#include "zerodp/deepspeed/topology.h"
+#include "zerodp/plan/comm.h"
+#include "zerodp/plan/efficiency.h"
+#include "zerodp/plan/memory.h"
+
+namespace zerodp::report {
+
+// Which communication column the step time is computed from (unless comm_bytes is given).
+enum class CommConvention { seed, ring };
+
+// The answers asked for are those whose inputs are present. Flags named in the comments are
+// those the errors of make_plan() name.
+// A published model the parameter count came from (--model, --model-config).
+struct ModelInput {
+  std::string name;    // the catalogue's name, or the config file's path
+  std::string source;  // where its config is published, or "--model-config PATH"
+  std::string model_type;
+  catalog::ModelParams params;
+};
+
+struct PlanInputs {
+  std::optional<std::uint64_t> params;      // --params: Φ (or the model's count)
+  std::optional<ModelInput> model;          // --model, --model-config
+  std::optional<int> gpus;                  // --gpus: N
+  std::optional<std::uint64_t> gpu_memory;  // --gpu-memory: bytes per GPU
+
+  plan::BytesPerParam bpp;  // from --precision/--optimizer or --bytes-per-param
+  std::string bpp_source = "mixed fp16, Adam";
+
+  // Activations per GPU: given (--activations) or derived from a transformer shape.
+  std::uint64_t activation_bytes = 0;
+  bool activations_given = false;
+  std::string activations_flag = "--activations";  // the flag(s) they came from
+  std::string activations_source;                  // how they were obtained, for people
+
+  deepspeed::Offload offload;  // --offload-optimizer, --offload-params
+  // --deepspeed-config: the file, what it set, and its stage (a note says whether it fits).
+  std::string deepspeed_config;   // the path; empty without one
+  std::string deepspeed_summary;  // "ZeRO-2, optimizer to cpu, bf16, ..."
+  std::optional<Stage> configured_stage;
+  std::optional<int> gpus_per_node;  // --gpus-per-node: host memory per node
+  // Two levels (--gpus-per-node, --nodes): bytes per level; with --intra-bandwidth and
+  // --inter-bandwidth (bytes/s per GPU) their seconds, which then set the step time.
+  std::optional<deepspeed::Topology> topology;
+  std::optional<double> intra_bandwidth, inter_bandwidth;
+  deepspeed::ZeroPlusPlus zeropp;  // --zeropp or the DeepSpeed config: ZeRO-3's levels, hpZ memory
+  std::string zeropp_source;       // "--zeropp" or the config's path
+
+  // The GPU peak's terms beyond model state and activations (deepspeed/runtime.h): DeepSpeed's
+  // buffers (--buffers) and the CUDA allowance (--cuda-overhead). When any applies, "total"
+  // is the peak and "fits" and "least N" compare it with the GPU memory.
+  bool buffers = false;
+  std::string buffers_source;  // "DeepSpeed's defaults" or the config's path
+  deepspeed::BufferSettings buffer_settings;
+  std::optional<std::uint64_t> largest_layer;      // --largest-layer or the model's
+  std::optional<std::uint64_t> persistent_params;  // the model's small tensors
+  std::uint64_t cuda_overhead = 0;
+  std::string cuda_overhead_source;       // "--cuda-overhead 3GB" or the default's source
+  std::optional<std::uint64_t> round_to;  // --round-to: node size for min N
+  plan::Directions seed_directions = plan::Directions::one;  // --count-both-directions
+
+  std::optional<double> compute_seconds;          // --compute-time
+  std::optional<double> bandwidth;                // --bandwidth, bytes/s per GPU
+  std::optional<double> overlap;                  // --overlap, in [0, 1]
+  std::optional<std::uint64_t> comm_bytes;        // --comm-bytes: volume of every stage
+  std::optional<CommConvention> time_convention;  // --comm-convention; default ring
+};
+
+struct StageReport {
+  Stage stage = Stage::dp;
+  std::optional<std::uint64_t> model_state_bytes;  // at N
+  std::optional<std::uint64_t> total_bytes;        // model state + activations, at N
+  std::optional<std::uint64_t> floor_bytes;        // as N → ∞
+  std::optional<double> savings_vs_dp;             // (total_DP − total) / total_DP, at N
+  std::optional<bool> fits;                        // total <= GPU memory, at N
+  std::optional<std::uint64_t> min_gpus;           // least N that fits (rounded to a node)
+  bool min_gpus_asked = false;                     // a budget and Φ were given
+  std::optional<std::uint64_t> max_params;         // largest Φ at N (inverse mode)
+  std::optional<std::uint64_t> comm_seed;          // seed column, bytes per GPU per step
+  std::optional<std::uint64_t> comm_ring;          // ring column, busiest rank
+  std::optional<plan::StepTime> time;              // given compute inputs
+  std::optional<std::uint64_t> time_comm_bytes;    // the volume the time was computed from
+  // With offload that applies at this stage (deepspeed/offload.h): model_state_bytes, floor_bytes,
+  // fits and min_gpus are then what stays on the GPU, and this is the rest, at N.
+  bool offloaded = false;
+  std::optional<deepspeed::OffloadBytes> offload;
+  // The peak's other terms at N, when buffers, a CUDA allowance or hpZ are counted.
+  std::optional<deepspeed::RuntimeTerms> runtime;
+  // With a topology: bytes per GPU at each level (ZeRO++ at ZeRO-3), and their seconds.
+  std::optional<deepspeed::LevelBytes> levels;
+  std::optional<double> level_intra_seconds, level_inter_seconds;
+};
+
+struct PlanReport {
+  PlanInputs inputs;
+  std::optional<std::uint64_t> budget;  // GPU memory − activations: room for model state
+  std::array<StageReport, 4> stages;
+  std::optional<int> cheapest_fitting_stage;  // at N; nullopt when none fits or undetermined
+  std::optional<double> comm_ratio_seed;      // ZeRO-3 / DP, at N > 1
+  std::optional<double> comm_ratio_ring;
+  std::optional<bool> activations_dominate;  // activations > DP's model state
+  bool runtime_counted = false;              // the stages carry `runtime` terms
+};
+
+PlanReport make_plan(const PlanInputs& inputs);
+
+}  // namespace zerodp::report

@@ -1,0 +1,122 @@
+#include "zerodp/deepspeed/runtime.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "zerodp/error.h"
+
+namespace zerodp::deepspeed {
+namespace {
+
+using u128 = unsigned __int128;
+constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
+// DeepSpeed's gradient all-reduce without ZeRO flattens buckets of this many elements
+// (engine.py:111, MEMORY_OPT_ALLREDUCE_SIZE).
+constexpr std::uint64_t kStageZeroBucket = 500'000'000;
+
+std::uint64_t saturated(u128 v) {
+  return v > kMax64 ? kMax64 : static_cast<std::uint64_t>(v);
+}
+
+// The terms at any N >= 1 (wider than int: the least-N search probes beyond it).
+RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
+  const RuntimeModel& m = run.model;
+  const plan::BytesPerParam& bpp = run.bpp;
+  const Offload& offload = run.offload;
+  const BufferSettings& b = run.settings;
+  RuntimeTerms t;
+  t.cuda_overhead = run.cuda_overhead;
+  // hpZ's secondary partition sits where the params do: off the GPU when they are offloaded.
+  if (!(stage == Stage::zero3 && offload.params != OffloadDevice::none)) {
+    t.hpz_secondary = hpz_secondary_bytes(stage, m.params, bpp, run.zeropp);
+  }
+  if (!run.buffers) return t;
+  const u128 p = bpp.params, g = bpp.grads, phi = m.params;
+  switch (stage) {
+    case Stage::dp:
+      t.reduce_buffers = saturated(g * std::min<u128>(phi, kStageZeroBucket));
+      break;
+    case Stage::zero1:
+    case Stage::zero2:
+      if (b.contiguous_gradients) {
+        t.reduce_buffers =
+            saturated(g * b.reduce_bucket_size * (b.overlap_comm.value_or(false) ? 2 : 1));
+      }
+      break;
+    case Stage::zero3: {
+      if (b.contiguous_gradients) t.reduce_buffer_held = saturated(g * b.reduce_bucket_size);
+      const u128 largest = m.largest_layer_params;
+      const u128 room = b.max_live_parameters > largest ? b.max_live_parameters - largest : 0;
+      const u128 live = std::min<u128>(phi, largest + std::min<u128>(b.prefetch_bucket_size, room));
+      t.gathered_params = saturated(p * live);
+      t.persistent_params = saturated(p * m.persistent_params.value_or(0));
+      break;
+    }
+  }
+  if (stage != Stage::dp && offload.optimizer == OffloadDevice::none) {
+    u128 shard = (phi + ranks - 1) / ranks;
+    if (stage == Stage::zero3) shard = std::min<u128>(shard, b.sub_group_size);
+    t.step_fp32_grads = saturated(4 * shard);
+  }
+  return t;
+}
+
+u128 peak_wide(const RuntimeTerms& t, u128 state, u128 activations) {
+  const u128 backward = activations + t.backward();
+  return state + t.held() + std::max<u128>(backward, t.step_fp32_grads);
+}
+
+}  // namespace
+
+std::uint64_t RuntimeTerms::held() const {
+  return saturated(u128(cuda_overhead) + hpz_secondary + persistent_params + reduce_buffer_held);
+}
+
+std::uint64_t RuntimeTerms::backward() const {
+  return saturated(u128(reduce_buffers) + gathered_params);
+}
+
+std::uint64_t RuntimeTerms::peak(std::uint64_t model_state_bytes,
+                                 std::uint64_t activation_bytes) const {
+  return saturated(peak_wide(*this, model_state_bytes, activation_bytes));
+}
+
+bool RuntimeTerms::step_sets_peak(std::uint64_t activation_bytes) const {
+  return step_fp32_grads > u128(activation_bytes) + backward();
+}
+
+RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run) {
+  ZERODP_CHECK(ranks >= 1);
+  return terms_at(stage, static_cast<u128>(ranks), run);
+}
+
+std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& run,
+                                               std::uint64_t activation_bytes,
+                                               std::uint64_t gpu_memory, std::uint64_t round_to) {
+  ZERODP_CHECK(round_to >= 1);
+  const plan::StageSplit split =
+      plan::stage_split(stage, gpu_bytes_per_param(run.bpp, run.offload, stage));
+  const u128 phi = run.model.params;
+  auto fits_at = [&](u128 n) {
+    const u128 state = u128(split.replicated) * phi + u128(split.sharded) * ((phi + n - 1) / n);
+    const RuntimeTerms t = terms_at(stage, n, run);
+    return peak_wide(t, state, activation_bytes) <= gpu_memory;
+  };
+  // Beyond N = Φ every shard is one element (or none) and nothing shrinks further.
+  u128 hi = std::max<u128>(phi, 1);
+  if (!fits_at(hi)) return std::nullopt;
+  u128 lo = 1;  // find the least n in [lo, hi] that fits; hi does
+  while (lo < hi) {
+    const u128 mid = lo + (hi - lo) / 2;
+    if (fits_at(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  const u128 rounded = (lo + round_to - 1) / round_to * round_to;
+  if (rounded > kMax64) return std::nullopt;
+  return static_cast<std::uint64_t>(rounded);
+}
+
+}  // namespace zerodp::deepspeed

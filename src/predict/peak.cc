@@ -1,0 +1,279 @@
+#include "zerodp/predict/peak.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "zerodp/error.h"
+#include "zerodp/partition.h"
+
+namespace zerodp::predict {
+namespace {
+
+using u128 = unsigned __int128;
+constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t saturate(u128 v) {
+  return v > kMax ? kMax : static_cast<std::uint64_t>(v);
+}
+std::uint64_t add(std::uint64_t a, std::uint64_t b) {
+  return saturate(u128(a) + b);
+}
+
+// The most units stage 3's gatherer holds at once over a forward and a backward pass, and the
+// pass that first needs that many (ParamGatherer's order: a step issues its unit and the
+// units it reads, then, with prefetch, the next step's; it releases a unit after its last use
+// in the pass). Slots are kept across passes, so this is how many it allocates.
+struct Slots {
+  std::uint64_t count = 0;
+  Phase grown_in = Phase::setup;
+};
+Slots gather_slots(const UnitLayout& layout, bool prefetch) {
+  const std::size_t U = layout.counts.size();
+  std::vector<int> forward(U), backward(U);
+  for (std::size_t i = 0; i < U; ++i) {
+    forward[i] = static_cast<int>(i);
+    backward[i] = static_cast<int>(U - 1 - i);
+  }
+  Slots slots;
+  std::uint64_t free = 0;
+  std::vector<bool> held(U, false);
+  const std::pair<const std::vector<int>*, Phase> passes[] = {{&forward, Phase::forward},
+                                                              {&backward, Phase::backward}};
+  for (const auto& pass : passes) {
+    const std::vector<int>& order = *pass.first;
+    const Phase phase = pass.second;
+    auto needs = [&](std::size_t step) {
+      std::vector<int> units = {order[step]};
+      for (int r : layout.reads[order[step]]) units.push_back(r);
+      return units;
+    };
+    std::vector<std::size_t> last_use(U, 0);
+    for (std::size_t i = 0; i < U; ++i) {
+      for (int u : needs(i)) last_use[u] = i;
+    }
+    auto issue = [&](int u) {
+      if (held[u]) return;
+      held[u] = true;
+      if (free > 0) {
+        --free;
+      } else {
+        ++slots.count;
+        slots.grown_in = phase;
+      }
+    };
+    for (std::size_t i = 0; i < U; ++i) {
+      for (int u : needs(i)) issue(u);
+      if (prefetch && i + 1 < U) {
+        for (int u : needs(i + 1)) issue(u);
+      }
+      for (int u : needs(i)) {
+        if (last_use[u] == i && held[u]) held[u] = false, ++free;
+      }
+    }
+  }
+  return slots;
+}
+
+// The MPI backend's staging for a reduction of count elements of elem bytes (comm.h).
+std::uint64_t mpi_staging(const EngineRun& run, std::uint64_t count, std::uint64_t elem) {
+  if (!run.mpi || run.ranks == 1) return 0;
+  const std::uint64_t capacity = shard_of(count, run.ranks, 0).capacity;
+  const std::uint64_t seg =
+      std::min(std::max<std::uint64_t>(run.mpi_segment_bytes / elem, 1), capacity);
+  return saturate(u128(2) * std::uint64_t(run.ranks - 1) * seg * elem);
+}
+
+}  // namespace
+
+std::uint64_t RankPeak::model_state_bytes() const {
+  std::uint64_t total = 0;
+  for (int c = 0; c < kCategoryCount; ++c) {
+    if (is_model_state(static_cast<Category>(c))) total = add(total, bytes[c]);
+  }
+  return total;
+}
+
+UnitLayout unit_layout(const EngineModel& model) {
+  UnitLayout layout;
+  if (const auto* g = std::get_if<GptShape>(&model)) {
+    const std::uint64_t C = g->hidden;
+    layout.counts.push_back(g->vocab * C + g->seq_len * C);  // wte, wpe
+    for (std::uint64_t l = 0; l < g->layers; ++l) layout.counts.push_back(12 * C * C + 13 * C);
+    layout.counts.push_back(2 * C);  // ln_f; the LM head reads wte
+    layout.reads.assign(layout.counts.size(), {});
+    layout.reads.back() = {0};
+  } else {
+    const auto& m = std::get<MlpShape>(model);
+    layout.counts.assign(m.depth, m.width * m.width + m.width);
+    layout.reads.assign(layout.counts.size(), {});
+  }
+  return layout;
+}
+
+std::uint64_t param_count(const EngineModel& model) {
+  std::uint64_t total = 0;
+  for (std::uint64_t c : unit_layout(model).counts) total = add(total, c);
+  return total;
+}
+
+std::uint64_t gpt_activation_bytes(const GptShape& s, std::uint64_t micro_batch,
+                                   int model_threads) {
+  const u128 L = s.layers, C = s.hidden, T = s.seq_len, V = s.vocab, NH = s.heads;
+  const u128 BT = u128(micro_batch) * T;
+  const u128 sets = s.checkpoint_activations ? 1 : L;
+  const u128 floats = BT * ((L + 1) * C                     // block inputs, the final's input
+                            + sets * (15 * C + 4 + NH * T)  // block internals
+                            + (C + 2 * V + 3)               // ln_f, logits, probs, losses
+                            + (10 * C + V))                 // backward scratch
+                      + T * T;                              // attention backward scratch
+  u128 bytes = 4 * floats + 2 * BT;                         // + tokens and targets (bytes)
+  if (model_threads > 1) {
+    const UnitLayout layout = unit_layout(s);
+    u128 max_view = 0;
+    for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+      u128 view = layout.counts[u];
+      for (int r : layout.reads[u]) view += layout.counts[r];
+      max_view = std::max(max_view, view);
+    }
+    bytes += 4 * u128(model_threads - 1) * (max_view + T * T);
+  }
+  return saturate(bytes);
+}
+
+std::uint64_t mlp_activation_bytes(const MlpShape& s, std::uint64_t micro_batch) {
+  return saturate(u128(4) * (2 * u128(s.depth) + 4) * micro_batch * s.width);
+}
+
+namespace {
+
+// What a peak needs of the model and the gather order, whatever N: computed once for a search
+// over N and stages.
+struct Fixed {
+  UnitLayout layout;
+  u128 total = 0, max_unit = 0, max_view = 0, read_units = 0;
+  Slots slots;
+  Fixed(const EngineModel& model, bool prefetch)
+      : layout(unit_layout(model)), slots(gather_slots(layout, prefetch)) {
+    std::vector<bool> is_read(layout.counts.size(), false);
+    for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+      u128 view = layout.counts[u];
+      for (int r : layout.reads[u]) view += layout.counts[r], is_read[r] = true;
+      max_view = std::max(max_view, view);
+      max_unit = std::max<u128>(max_unit, layout.counts[u]);
+      total += layout.counts[u];
+    }
+    for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+      read_units += is_read[u] ? layout.counts[u] : 0;
+    }
+  }
+};
+
+// Rank r's peak, in O(units): a unit of c elements is cut into c / E buckets of E elements and
+// one of c % E (partition.h), and the rank holds shard_of() of each; the largest bucket is
+// min(E, largest unit), the largest chunk its capacity.
+RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
+  ZERODP_CHECK(run.ranks >= 1 && rank >= 0 && rank < run.ranks && run.bucket_bytes >= 2);
+  const std::uint64_t E = bucket_elements(run.bucket_bytes);
+  const std::uint64_t full_chunk = shard_of(E, run.ranks, rank).size;
+  u128 local = 0;
+  for (std::uint64_t c : f.layout.counts) {
+    local += u128(c / E) * full_chunk + shard_of(c % E, run.ranks, rank).size;
+  }
+  const u128 max_bucket = std::min<u128>(E, f.max_unit);
+  const u128 max_chunk = shard_of(std::uint64_t(max_bucket), run.ranks, 0).capacity;
+  const Sharding shards = sharding(run.stage);
+
+  RankPeak p;
+  auto set = [&p](Category c, u128 bytes) { p.bytes[static_cast<int>(c)] = saturate(bytes); };
+  set(Category::params16, 2 * (shards.parameters ? local : f.total));
+  set(Category::grads16, 2 * (shards.gradients ? local : f.total));
+  const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
+  set(Category::master32, optimizer);
+  set(Category::adam_m, optimizer);
+  set(Category::adam_v, optimizer);
+
+  // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
+  // grads of units that others read (kept across the backward pass).
+  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units);
+  if (shards.gradients) {
+    scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
+    set(Category::buckets, 2 * (2 * max_bucket + 2 * max_chunk));
+  }
+  set(Category::scratch32, scratch);
+  set(Category::comm_buffers,
+      std::max(mpi_staging(run, std::uint64_t(max_bucket), 2), mpi_staging(run, 3, 4)));
+
+  // The first step: activations at the forward's start, then the gathers.
+  p.moment = Phase::forward;
+  if (const auto* g = std::get_if<GptShape>(&run.model)) {
+    set(Category::activations, gpt_activation_bytes(*g, run.micro_batch, run.model_threads));
+  } else {
+    set(Category::activations,
+        mlp_activation_bytes(std::get<MlpShape>(run.model), run.micro_batch));
+  }
+  if (shards.parameters) {
+    set(Category::gathered_params, u128(f.slots.count) * 2 * f.max_unit);
+    p.moment = std::max(p.moment, f.slots.grown_in);
+  }
+  for (std::uint64_t b : p.bytes) p.peak_bytes = add(p.peak_bytes, b);
+  return p;
+}
+
+}  // namespace
+
+RankPeak predict_rank_peak(const EngineRun& run, int rank) {
+  return peak_of(run, Fixed(run.model, run.prefetch), rank);
+}
+
+std::vector<RankPeak> predict_peak(const EngineRun& run) {
+  const Fixed fixed(run.model, run.prefetch);
+  std::vector<RankPeak> peaks;
+  for (int r = 0; r < run.ranks; ++r) peaks.push_back(peak_of(run, fixed, r));
+  return peaks;
+}
+
+std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host) {
+  ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0 && run.bucket_bytes >= 2);
+  const UnitLayout layout = unit_layout(run.model);
+  const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
+  const Partition part = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
+  const int hosts = run.ranks / ranks_per_host;
+  // Passes of each collective per step: {reduce-scatters, all-gathers} (an all-reduce is one
+  // of each).
+  // Sharded parameters are gathered again for backward.
+  const std::uint64_t scatters = 1;
+  const std::uint64_t gathers = sharding(run.stage).parameters ? 2 : 1;
+  std::vector<std::uint64_t> sent(hosts, 0);
+  for (const Bucket& bucket : part.buckets) {
+    for (int r = 0; r < run.ranks; ++r) {
+      const int host = r / ranks_per_host;
+      const std::uint64_t mine = shard_of(bucket.count, run.ranks, r).size;
+      for (int j = 0; j < run.ranks; ++j) {
+        if (j / ranks_per_host == host) continue;  // shared memory, not the wire
+        const std::uint64_t theirs = shard_of(bucket.count, run.ranks, j).size;
+        sent[host] += 2 * (scatters * theirs + gathers * mine);
+      }
+    }
+  }
+  return sent;
+}
+
+std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks) {
+  const Fixed fixed(run.model, run.prefetch);
+  for (int n = 1; n <= max_ranks; ++n) {
+    run.ranks = n;
+    if (peak_of(run, fixed, 0).peak_bytes <= budget) return n;
+  }
+  return std::nullopt;
+}
+
+std::optional<Stage> cheapest_stage_that_fits(EngineRun run, std::uint64_t budget) {
+  const Fixed fixed(run.model, run.prefetch);
+  for (Stage stage : kStages) {
+    run.stage = stage;
+    if (peak_of(run, fixed, 0).peak_bytes <= budget) return stage;
+  }
+  return std::nullopt;
+}
+
+}  // namespace zerodp::predict

@@ -1,0 +1,243 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "zerodp/error.h"
+#include "zerodp/partition.h"
+#include "zerodp/predict/schedule.h"
+#include "zerodp/shard.h"
+
+namespace zerodp::predict {
+namespace {
+
+// Each rank's compute thread and one link: every rank runs the same program (the engine's
+// order does not depend on timing), so the ranks advance together instruction by instruction.
+// A collective starts when its last rank issued it and the link is free, and holds the link
+// for its time; a wait moves each rank's clock to its end.
+class Replay {
+ public:
+  explicit Replay(std::size_t ranks) : cpu_(ranks, 0.0) {}
+  int issue(double seconds) {
+    const double start = std::max(*std::max_element(cpu_.begin(), cpu_.end()), link_free_);
+    link_free_ = start + seconds;
+    busy_ += seconds;
+    ends_.push_back(link_free_);
+    return static_cast<int>(ends_.size()) - 1;
+  }
+  void wait(int id) {
+    if (id < 0) return;
+    for (double& t : cpu_) t = std::max(t, ends_[id]);
+  }
+  template <class Part>
+  void compute(const std::vector<StepCompute>& ranks, Part part) {
+    for (std::size_t r = 0; r < cpu_.size(); ++r) cpu_[r] += part(ranks[r]);
+  }
+  // The step ends on the rank that finishes last.
+  double now() const { return *std::max_element(cpu_.begin(), cpu_.end()); }
+  double busy() const { return busy_; }
+  int issued() const { return static_cast<int>(ends_.size()); }
+
+ private:
+  std::vector<double> cpu_;
+  double link_free_ = 0, busy_ = 0;
+  std::vector<double> ends_;
+};
+
+class EngineSchedule {
+ public:
+  EngineSchedule(const EngineRun& run, int ranks_per_host, const Link& link,
+                 const std::vector<StepCompute>& compute, bool overlap)
+      : run_(run),
+        compute_(compute),
+        overlap_(overlap),
+        layout_(unit_layout(run.model)),
+        replay_(compute.size()) {
+    const std::vector<std::size_t> counts(layout_.counts.begin(), layout_.counts.end());
+    part_ = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
+    const Sharding sharding = zerodp::sharding(run.stage);
+    grads_sharded_ = sharding.gradients;
+    params_sharded_ = sharding.parameters;
+    gathers_after_update_ = sharding.optimizer_states && !sharding.parameters;
+    const LinkCollective reduce =
+        sharding.optimizer_states ? LinkCollective::reduce_scatter : LinkCollective::all_reduce;
+    for (const Bucket& b : part_.buckets) {
+      reduce_.push_back(collective_seconds(run, ranks_per_host, link, reduce, b.count, 2));
+      gather_.push_back(
+          collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather, b.count, 2));
+    }
+    scalars_ = collective_seconds(run, ranks_per_host, link, LinkCollective::all_reduce, 3, 4);
+    gathered_.assign(layout_.counts.size(), {});
+    carried_.assign(layout_.counts.size(), {});
+  }
+
+  void step() {
+    replay_.compute(compute_, [](const StepCompute& c) { return c.other; });
+    for (std::uint64_t k = 0; k < run_.grad_accum; ++k) {
+      forward();
+      backward(k + 1 == run_.grad_accum);
+    }
+    for (int id : reductions_) replay_.wait(id);
+    reductions_.clear();
+    in_slot_[0] = in_slot_[1] = -1;
+    replay_.wait(replay_.issue(scalars_));  // the scalars: always waited at once
+    replay_.compute(compute_, [](const StepCompute& c) { return c.optimizer; });
+    if (gathers_after_update_) {
+      for (std::size_t b = 0; b < part_.buckets.size(); ++b) {
+        carried_[part_.buckets[b].unit].push_back(replay_.issue(gather_[b]));
+        if (!overlap_) replay_.wait(carried_[part_.buckets[b].unit].back());
+      }
+    }
+  }
+  const Replay& replay() const { return replay_; }
+
+ private:
+  std::vector<int> needs(int unit) const {
+    std::vector<int> units = {unit};
+    for (int r : layout_.reads[unit]) units.push_back(r);
+    return units;
+  }
+  // Stage 3's gatherer: issue the gathers of a unit not yet gathered in this pass (every unit
+  // has at least one bucket, so a gathered unit has ids).
+  void gather(int unit) {
+    if (!gathered_[unit].empty()) return;
+    for (int b : part_.unit_buckets[unit]) gathered_[unit].push_back(replay_.issue(gather_[b]));
+  }
+  void pass(const std::vector<int>& order, bool backward, bool last_micro) {
+    for (auto& ids : gathered_) ids.clear();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int unit = order[i];
+      if (params_sharded_) {
+        for (int u : needs(unit)) gather(u);
+        if (run_.prefetch && i + 1 < order.size()) {
+          for (int u : needs(order[i + 1])) gather(u);
+        }
+        for (int u : needs(unit)) {
+          for (int id : gathered_[u]) replay_.wait(id);
+        }
+      }
+      for (int u : needs(unit)) {
+        for (int id : carried_[u]) replay_.wait(id);
+        carried_[u].clear();
+      }
+      replay_.compute(compute_, [&](const StepCompute& c) {
+        return backward ? c.backward[unit] : c.forward[unit];
+      });
+      if (backward) reduce(unit, last_micro);
+    }
+  }
+  void forward() {
+    std::vector<int> order(layout_.counts.size());
+    std::iota(order.begin(), order.end(), 0);
+    pass(order, false, false);
+  }
+  void backward(bool last_micro) {
+    std::vector<int> order(layout_.counts.size());
+    std::iota(order.rbegin(), order.rend(), 0);
+    pass(order, true, last_micro);
+  }
+  void reduce(int unit, bool last_micro) {
+    for (int b : part_.unit_buckets[unit]) {
+      if (grads_sharded_) {
+        // Two staging buffers: a bucket waits until the one issued two buckets ago landed.
+        replay_.wait(in_slot_[next_slot_]);
+        in_slot_[next_slot_] = replay_.issue(reduce_[b]);
+        if (!overlap_) replay_.wait(in_slot_[next_slot_]);
+        reductions_.push_back(in_slot_[next_slot_]);
+        next_slot_ ^= 1;
+      } else if (last_micro) {
+        reductions_.push_back(replay_.issue(reduce_[b]));
+        if (!overlap_) replay_.wait(reductions_.back());
+      }
+    }
+  }
+
+  const EngineRun& run_;
+  const std::vector<StepCompute>& compute_;
+  bool overlap_;
+  UnitLayout layout_;
+  Partition part_;
+  bool grads_sharded_ = false, params_sharded_ = false, gathers_after_update_ = false;
+  std::vector<double> reduce_, gather_;  // per bucket
+  double scalars_ = 0;
+  Replay replay_;
+  std::vector<std::vector<int>> gathered_;  // stage 3: per unit, this pass's gathers
+  std::vector<std::vector<int>> carried_;   // stages 1, 2: per unit, gathers from the update
+  std::vector<int> reductions_;
+  int in_slot_[2] = {-1, -1};
+  int next_slot_ = 0;
+};
+
+}  // namespace
+
+double StepCompute::total() const {
+  return std::accumulate(forward.begin(), forward.end(), 0.0) +
+         std::accumulate(backward.begin(), backward.end(), 0.0) + optimizer + other;
+}
+
+double collective_seconds(const EngineRun& run, int ranks_per_host, const Link& link,
+                          LinkCollective kind, std::uint64_t count, std::uint64_t elem_bytes) {
+  ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0);
+  ZERODP_CHECK(link.bits_per_second > 0 && link.delay_seconds >= 0 && link.framing >= 1);
+  const int n = run.ranks;
+  if (n / ranks_per_host <= 1) return 0.0;  // one host: no link
+  // What each host sends in one phase: a reduce-scatter sends every off-host peer its chunk of
+  // the input, an all-gather sends every off-host peer this rank's chunk.
+  std::vector<double> scatter(n / ranks_per_host, 0.0), gather(n / ranks_per_host, 0.0);
+  std::uint64_t capacity = 0;
+  for (int r = 0; r < n; ++r) {
+    const std::uint64_t mine = shard_of(count, n, r).size;
+    capacity = std::max<std::uint64_t>(capacity, shard_of(count, n, r).capacity);
+    for (int j = 0; j < n; ++j) {
+      if (j / ranks_per_host == r / ranks_per_host) continue;
+      scatter[r / ranks_per_host] += double(shard_of(count, n, j).size * elem_bytes);
+      gather[r / ranks_per_host] += double(mine * elem_bytes);
+    }
+  }
+  const double bytes_per_second = link.bits_per_second / 8.0 / link.framing;
+  const double rtt = 2.0 * link.delay_seconds;
+  const std::uint64_t seg =
+      std::min<std::uint64_t>(std::max<std::uint64_t>(run.mpi_segment_bytes / elem_bytes, 1),
+                              std::max<std::uint64_t>(capacity, 1));
+  const double segments = std::ceil(double(capacity) / double(seg));
+  const double scatter_s =
+      segments * rtt + *std::max_element(scatter.begin(), scatter.end()) / bytes_per_second;
+  const double gather_s = rtt + *std::max_element(gather.begin(), gather.end()) / bytes_per_second;
+  double seconds = link.delay_seconds;  // the handshake
+  if (kind != LinkCollective::all_gather) seconds += scatter_s;
+  if (kind != LinkCollective::reduce_scatter) seconds += gather_s;
+  return seconds;
+}
+
+ScheduledStep predict_step(const EngineRun& run, int ranks_per_host, const Link& link,
+                           const std::vector<StepCompute>& ranks, bool overlap) {
+  const std::size_t units = unit_layout(run.model).counts.size();
+  ZERODP_CHECK(!ranks.empty());
+  for (const StepCompute& c : ranks) {
+    ZERODP_CHECK(c.forward.size() == units && c.backward.size() == units);
+  }
+  EngineSchedule schedule(run, ranks_per_host, link, ranks, overlap);
+  // The third step: the first has no gathers carried into it; the second may still be settling.
+  double start = 0, busy = 0;
+  int issued = 0;
+  for (int s = 0; s < 3; ++s) {
+    start = schedule.replay().now();
+    issued = schedule.replay().issued();
+    busy = schedule.replay().busy();
+    schedule.step();
+  }
+  ScheduledStep out;
+  out.step_seconds = schedule.replay().now() - start;
+  for (const StepCompute& c : ranks) out.compute_seconds = std::max(out.compute_seconds, c.total());
+  out.comm_seconds = schedule.replay().busy() - busy;
+  out.exposed_seconds = std::max(0.0, out.step_seconds - out.compute_seconds);
+  out.efficiency = out.step_seconds > 0 ? out.compute_seconds / out.step_seconds : 1.0;
+  out.collectives = schedule.replay().issued() - issued;
+  return out;
+}
+
+ScheduledStep predict_step(const EngineRun& run, int ranks_per_host, const Link& link,
+                           const StepCompute& compute, bool overlap) {
+  return predict_step(run, ranks_per_host, link, std::vector<StepCompute>{compute}, overlap);
+}
+
+}  // namespace zerodp::predict

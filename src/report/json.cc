@@ -1,0 +1,162 @@
+// plan_json(): the machine-readable plan. Keys are a contract (json.h, docs/planner.md):
+// add keys freely, never rename or remove one.
+#include "zerodp/report/json.h"
+#include "zerodp/report/notes.h"
+
+#include <nlohmann/json.hpp>
+
+namespace zerodp::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+template <typename T>
+json or_null(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+const char* convention_name(const PlanInputs& in) {
+  if (!in.compute_seconds) return nullptr;
+  if (in.comm_bytes) return "given";
+  return in.time_convention == CommConvention::seed ? "seed" : "ring";
+}
+
+json stage_json(const StageReport& s, const PlanInputs& in) {
+  json j;
+  j["stage"] = stage_number(s.stage);
+  j["name"] = std::string(stage_name(s.stage));
+  j["model_state_bytes"] = or_null(s.model_state_bytes);
+  j["total_bytes"] = or_null(s.total_bytes);
+  j["floor_bytes"] = or_null(s.floor_bytes);
+  j["savings_vs_dp"] = or_null(s.savings_vs_dp);
+  j["fits"] = or_null(s.fits);
+  j["min_gpus"] = or_null(s.min_gpus);
+  j["max_params"] = or_null(s.max_params);
+  j["comm_bytes_per_gpu"] = {{"seed", or_null(s.comm_seed)}, {"ring", or_null(s.comm_ring)}};
+  j["comm_seconds"] = s.time ? json(s.time->comm_seconds) : json(nullptr);
+  j["hidden_seconds"] = s.time ? json(s.time->hidden_seconds) : json(nullptr);
+  j["exposed_seconds"] = s.time ? json(s.time->exposed_seconds) : json(nullptr);
+  j["efficiency"] = s.time ? json(s.time->efficiency) : json(nullptr);
+  if (s.offload) {
+    const deepspeed::OffloadBytes& o = *s.offload;
+    const auto per_node = [&](std::uint64_t b) {
+      return in.gpus_per_node ? json(b * std::uint64_t(*in.gpus_per_node)) : json(nullptr);
+    };
+    j["offload"] = {{"host_bytes_per_gpu", o.host_bytes},
+                    {"host_bytes_per_node", per_node(o.host_bytes)},
+                    {"nvme_bytes_per_gpu", o.nvme_bytes},
+                    {"nvme_bytes_per_node", per_node(o.nvme_bytes)},
+                    {"pcie_to_host_bytes_per_step", o.pcie_to_host_per_step},
+                    {"pcie_to_gpu_bytes_per_step", o.pcie_to_gpu_per_step}};
+  } else {
+    j["offload"] = nullptr;
+  }
+  if (s.runtime) {
+    const deepspeed::RuntimeTerms& r = *s.runtime;
+    j["peak"] = {{"model_state_bytes", *s.model_state_bytes},
+                 {"activation_bytes", in.activation_bytes},
+                 {"cuda_overhead_bytes", r.cuda_overhead},
+                 {"hpz_secondary_bytes", r.hpz_secondary},
+                 {"persistent_param_bytes", r.persistent_params},
+                 {"reduce_buffer_bytes", r.reduce_buffer_held + r.reduce_buffers},
+                 {"gathered_param_bytes", r.gathered_params},
+                 {"step_fp32_grad_bytes", r.step_fp32_grads},
+                 {"peak_bytes", *s.total_bytes}};
+  } else {
+    j["peak"] = nullptr;
+  }
+  if (s.levels) {
+    j["levels"] = {{"intra_bytes", s.levels->intra},
+                   {"inter_bytes", s.levels->inter},
+                   {"intra_seconds", or_null(s.level_intra_seconds)},
+                   {"inter_seconds", or_null(s.level_inter_seconds)}};
+  } else {
+    j["levels"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string plan_json(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  json j;
+  const char* convention = convention_name(in);
+  j["inputs"] = {
+      {"params", or_null(in.params)},
+      {"gpus", or_null(in.gpus)},
+      {"gpu_memory_bytes", or_null(in.gpu_memory)},
+      {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},
+      {"round_to", or_null(in.round_to)},
+      {"offload_optimizer", std::string(deepspeed::offload_device_name(in.offload.optimizer))},
+      {"offload_params", std::string(deepspeed::offload_device_name(in.offload.params))},
+      {"gpus_per_node", or_null(in.gpus_per_node)},
+      {"nodes", in.topology ? json(in.topology->nodes) : json(nullptr)},
+      {"intra_bandwidth_bytes_per_second", or_null(in.intra_bandwidth)},
+      {"inter_bandwidth_bytes_per_second", or_null(in.inter_bandwidth)},
+      {"zeropp",
+       {{"qwz", in.zeropp.qwz},
+        {"hpz_partition_size", in.zeropp.hpz_size},
+        {"qgz", in.zeropp.qgz}}},
+      {"buffers", in.buffers ? json(in.buffers_source) : json(nullptr)},
+      {"cuda_overhead_bytes", in.cuda_overhead},
+      {"largest_layer_params", or_null(in.largest_layer)},
+      {"deepspeed_config", in.deepspeed_config.empty() ? json(nullptr) : json(in.deepspeed_config)},
+      {"deepspeed_config_summary",
+       in.deepspeed_config.empty() ? json(nullptr) : json(in.deepspeed_summary)},
+      {"configured_stage",
+       in.configured_stage ? json(stage_number(*in.configured_stage)) : json(nullptr)},
+      {"count_both_directions", in.seed_directions == plan::Directions::both},
+      {"compute_seconds", or_null(in.compute_seconds)},
+      {"bandwidth_bytes_per_second", or_null(in.bandwidth)},
+      {"overlap", in.compute_seconds ? json(in.overlap.value_or(0.0)) : json(nullptr)},
+      {"comm_bytes", or_null(in.comm_bytes)},
+      {"time_from", convention ? json(convention) : json(nullptr)},
+  };
+  if (in.model) {
+    const catalog::ModelParams& p = in.model->params;
+    j["model"] = {{"name", in.model->name},
+                  {"source", in.model->source},
+                  {"model_type", in.model->model_type},
+                  {"params", p.params},
+                  {"active_params", p.active_params},
+                  {"largest_layer_params", p.largest_layer_params},
+                  {"embedding_params", p.embedding_params},
+                  {"per_layer_params", p.per_layer_params}};
+  } else {
+    j["model"] = nullptr;
+  }
+  j["bytes_per_param"] = {{"params", in.bpp.params},
+                          {"grads", in.bpp.grads},
+                          {"optimizer", in.bpp.optimizer},
+                          {"total", in.bpp.total()},
+                          {"source", in.bpp_source}};
+  j["activation_bytes"] = in.activation_bytes;
+  j["activations_source"] = in.activations_given ? json(in.activations_source) : json(nullptr);
+  j["budget_bytes"] = or_null(report.budget);
+  j["stages"] = json::array();
+  for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s, in));
+  j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);
+  j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},
+                                 {"ring", or_null(report.comm_ratio_ring)}};
+  j["activations_dominate"] = or_null(report.activations_dominate);
+  if (in.zeropp.any()) {
+    j["zeropp_cross_node_volume_m"] = {
+        {"zero3", deepspeed::zeropp_cross_node_volume_in_m(in.bpp, {})},
+        {"zeropp", deepspeed::zeropp_cross_node_volume_in_m(in.bpp, in.zeropp)}};
+  } else {
+    j["zeropp_cross_node_volume_m"] = nullptr;
+  }
+  j["notes"] = plan_notes(report);
+  j["conventions"] = {
+      {"seed", in.seed_directions == plan::Directions::both
+                   ? "the seed's count, sent and received: 2*G*phi*(N-1)/N for DP, ZeRO-1, "
+                     "ZeRO-2; 2*(2P+G)*phi*(N-1)/N for ZeRO-3"
+                   : "the seed's count, one direction: G*phi*(N-1)/N for DP, ZeRO-1, ZeRO-2; "
+                     "(2P+G)*phi*(N-1)/N for ZeRO-3"},
+      {"ring", "bytes the busiest rank sends with ring collectives over shard_of() chunks"},
+      {"units", "bytes, seconds, fractions; 1 GB = 1e9 bytes"}};
+  return j.dump(2);
+}
+
+}  // namespace zerodp::report

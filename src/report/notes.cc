@@ -1,0 +1,173 @@
+// plan_notes(): the sentences under the table, each the plain answer to one cell.
+#include <cstdio>
+#include <string>
+
+#include "zerodp/report/notes.h"
+#include "zerodp/units.h"
+
+namespace zerodp::report {
+namespace {
+
+std::string ratio(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
+std::string least_n_list(const PlanReport& report) {
+  std::string list;
+  for (const StageReport& s : report.stages) {
+    if (!list.empty()) list += ", ";
+    list += std::string(stage_name(s.stage)) + " " +
+            (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none"));
+  }
+  return list;
+}
+
+std::string bytes(std::uint64_t b, bool binary) {
+  return units::format_bytes(b, binary);
+}
+
+// Cell B: one GPU.
+std::string one_gpu_note(const PlanReport& report, bool binary) {
+  return "At N = 1 every stage holds the same " +
+         bytes(*report.stages[0].model_state_bytes, binary) + " (" +
+         std::to_string(report.inputs.bpp.total()) +
+         " bytes x params): ZeRO only partitions the model state, so it saves nothing without "
+         "N > 1.";
+}
+
+// Cell D: activations dominate.
+std::string activations_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const StageReport& dp = report.stages[0];
+  const StageReport& z3 = report.stages[3];
+  std::string note = "Activations (" + bytes(in.activation_bytes, binary) +
+                     ") dominate the model state (" + bytes(*dp.floor_bytes, binary) + " under DP)";
+  if (z3.savings_vs_dp && report.comm_ratio_ring) {
+    note += ": at N = " + std::to_string(*in.gpus) + " ZeRO-3 saves only " +
+            units::format_percent(*z3.savings_vs_dp) + " of the memory while sending " +
+            ratio(*report.comm_ratio_ring) + "x DP's bytes on a ring (" +
+            ratio(*report.comm_ratio_seed) + "x by the seed's count)";
+  }
+  return note +
+         ". ZeRO is not worth it here; reach for activation checkpointing or gradient "
+         "accumulation instead.";
+}
+
+// "peak 43.1 GB > 40 GB" or "model state 12 GB <= budget 20 GB": what the fit compared.
+std::string fit_reason(const PlanReport& report, const StageReport& s, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const char* relation = *s.fits ? " <= " : " > ";
+  if (report.runtime_counted) {
+    return "peak " + bytes(*s.total_bytes, binary) + relation + bytes(*in.gpu_memory, binary);
+  }
+  return "model state " + bytes(*s.model_state_bytes, binary) + relation + "budget " +
+         bytes(*report.budget, binary);
+}
+
+// " (model state 30.1 GB + activations 7.05 GB + ...)": the terms of the phase that sets the
+// peak, those that are not zero; empty without runtime terms.
+std::string peak_terms(const PlanReport& report, const StageReport& s, bool binary) {
+  if (!s.runtime) return "";
+  const deepspeed::RuntimeTerms& r = *s.runtime;
+  const PlanInputs& in = report.inputs;
+  std::vector<std::pair<const char*, std::uint64_t>> terms = {
+      {"model state", *s.model_state_bytes},
+      {"CUDA", r.cuda_overhead},
+      {"hpZ copy", r.hpz_secondary},
+      {"persistent params", r.persistent_params}};
+  if (r.step_sets_peak(in.activation_bytes)) {
+    terms.push_back({"reduce buffer", r.reduce_buffer_held});
+    terms.push_back({"step fp32 grads", r.step_fp32_grads});
+  } else {
+    terms.push_back({"activations", in.activation_bytes});
+    terms.push_back({"reduce buffers", r.reduce_buffer_held + r.reduce_buffers});
+    terms.push_back({"gathered params", r.gathered_params});
+  }
+  std::string out;
+  for (const auto& [name, b] : terms) {
+    if (b == 0) continue;
+    out += (out.empty() ? " (" : " + ") + std::string(name) + " " + bytes(b, binary);
+  }
+  return out.empty() ? out : out + ")";
+}
+
+// Cells E and H: what fits the budget.
+std::string fit_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const std::string rounded = in.round_to && *in.round_to > 1
+                                  ? ", rounded up to a multiple of " + std::to_string(*in.round_to)
+                                  : std::string();
+  const std::string basis = report.runtime_counted
+                                ? "the peak within " + bytes(*in.gpu_memory, binary) + " per GPU" +
+                                      rounded + "; none: no N brings it there"
+                                : "model-state budget " + bytes(*report.budget, binary) +
+                                      " per GPU" + rounded + "; none: the floor exceeds it";
+  const std::string least = "Least N per stage (" + basis + "): " + least_n_list(report) + ".";
+  if (!in.gpus) return least;
+  if (!report.cheapest_fitting_stage) {
+    return "No stage fits at N = " + std::to_string(*in.gpus) + ". " + least;
+  }
+  const StageReport& s = report.stages[*report.cheapest_fitting_stage];
+  return "Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
+         std::string(stage_name(s.stage)) + " (" + fit_reason(report, s, binary) + ").";
+}
+
+// When a stage the user cares about does not fit and nothing is offloaded: whether moving the
+// optimizer states to the CPU would make it fit, from the same inputs planned again.
+std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
+  PlanInputs with = report.inputs;
+  with.offload.optimizer = deepspeed::OffloadDevice::cpu;
+  const PlanReport other = make_plan(with);
+  const StageReport& s = other.stages[stage_number(wanted)];
+  std::string note = "With --offload-optimizer cpu, " + std::string(stage_name(wanted)) +
+                     (*s.fits ? " fits" : " still does not fit") +
+                     " at N = " + std::to_string(*with.gpus) + " (" + fit_reason(other, s, binary) +
+                     ")";
+  if (*s.fits && s.offload) {
+    note += ", the host holding " + bytes(s.offload->host_bytes, binary) + " per GPU";
+  }
+  return note + ".";
+}
+
+}  // namespace
+
+std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  std::vector<std::string> notes;
+  if (in.params && in.gpus && *in.gpus == 1) notes.push_back(one_gpu_note(report, binary));
+  if (report.activations_dominate.value_or(false)) {
+    notes.push_back(activations_note(report, binary));
+  }
+  if (report.budget && in.params) notes.push_back(fit_note(report, binary));
+  // The stage the user will run (--stage, or the DeepSpeed config's), at N, and why.
+  if (in.configured_stage && report.budget && in.params && in.gpus) {
+    const StageReport& s = report.stages[stage_number(*in.configured_stage)];
+    const std::string name(stage_name(s.stage));
+    notes.push_back((in.deepspeed_config.empty()
+                         ? "--stage " + std::to_string(stage_number(s.stage)) + ": " + name
+                         : "The DeepSpeed config's stage, " + name + ",") +
+                    (*s.fits ? " fits" : " does not fit") + " at N = " + std::to_string(*in.gpus) +
+                    ": " + fit_reason(report, s, binary) + peak_terms(report, s, binary) + ".");
+  }
+  // Would offload rescue the stage asked for (or, without a config, the cheapest)?
+  if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1) {
+    const std::optional<Stage> wanted = in.configured_stage ? in.configured_stage
+                                        : report.cheapest_fitting_stage
+                                            ? std::nullopt
+                                            : std::optional(Stage::zero3);
+    if (wanted && *wanted != Stage::dp && !*report.stages[stage_number(*wanted)].fits) {
+      notes.push_back(offload_hint(report, *wanted, binary));
+    }
+  }
+  // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
+  if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {
+    notes.push_back("ZeRO-3 sends " + ratio(*report.comm_ratio_seed) +
+                    "x DP's bytes by the seed's count and " + ratio(*report.comm_ratio_ring) +
+                    "x on a ring.");
+  }
+  return notes;
+}
+
+}  // namespace zerodp::report

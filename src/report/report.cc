@@ -1,0 +1,227 @@
+// make_plan(): checks that each question asked has its inputs, then fills every cell the
+// inputs determine.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "zerodp/error.h"
+#include "zerodp/plan/feasibility.h"
+#include "zerodp/report/report.h"
+#include "zerodp/units.h"
+
+namespace zerodp::report {
+namespace {
+
+using u128 = unsigned __int128;
+
+void require(bool present, const std::string& message) {
+  if (!present) throw UsageError(message);
+}
+
+// The two levels' bandwidths: each level that carries traffic needs its own, and a level with
+// none (one node, or one GPU a node) takes none rather than one silently unused.
+void validate_levels(const PlanInputs& in) {
+  const bool intra = in.intra_bandwidth.has_value(), inter = in.inter_bandwidth.has_value();
+  if (!intra && !inter) return;
+  require(!in.bandwidth.has_value(),
+          "--bandwidth: not with --intra-bandwidth/--inter-bandwidth, which give it per level");
+  require(in.topology.has_value(),
+          std::string(intra ? "--intra-bandwidth" : "--inter-bandwidth") +
+              ": needs --gpus-per-node (and --nodes or --gpus), the two levels it applies to");
+  const deepspeed::Topology& t = *in.topology;
+  require(t.gpus_per_node > 1 || !intra,
+          "--intra-bandwidth: one GPU a node (--gpus-per-node 1) sends nothing inside a node");
+  require(t.nodes > 1 || !inter,
+          "--inter-bandwidth: one node sends nothing across nodes; give --nodes K > 1");
+  require(t.gpus_per_node == 1 || intra,
+          "--intra-bandwidth: required with --inter-bandwidth, a bandwidth per GPU such as "
+          "300GB/s (NVLink)");
+  require(t.nodes == 1 || inter,
+          "--inter-bandwidth: required with --intra-bandwidth across nodes, a bandwidth per GPU "
+          "such as 50GB/s (400 Gbit/s)");
+}
+
+void validate(const PlanInputs& in) {
+  validate_levels(in);
+  const bool compute = in.compute_seconds.has_value();
+  const bool bandwidth = in.bandwidth || in.intra_bandwidth || in.inter_bandwidth;
+  const bool inverse = in.gpus && in.gpu_memory;
+  const bool efficiency_only = in.comm_bytes && compute && bandwidth;
+  require(in.params || inverse || efficiency_only,
+          "--params: required, a count such as 1e9, 7.5B, 175B or 50M (without it, give --gpus "
+          "and --gpu-memory for the largest model, or --comm-bytes, --bandwidth and "
+          "--compute-time for the efficiency)");
+  require(compute || !in.bandwidth,
+          "--compute-time: required with --bandwidth, a duration such "
+          "as 10s or 250ms");
+  require(bandwidth || !compute,
+          "--bandwidth: required with --compute-time, a bandwidth such "
+          "as 300GB/s (or --intra-bandwidth and --inter-bandwidth)");
+  require(!(in.comm_bytes && (in.intra_bandwidth || in.inter_bandwidth)),
+          "--comm-bytes: not with --intra-bandwidth/--inter-bandwidth, which count each level's "
+          "bytes");
+  require(compute || !in.overlap, "--overlap: needs --compute-time and --bandwidth");
+  require(compute || !in.comm_bytes, "--comm-bytes: needs --compute-time and --bandwidth");
+  require(compute || !in.time_convention,
+          "--comm-convention: needs --compute-time and --bandwidth");
+  require(!(in.comm_bytes && in.time_convention),
+          "--comm-convention: not with --comm-bytes, which gives the volume itself");
+  if (compute && !in.comm_bytes) {
+    require(in.params.has_value(),
+            "--params: required to compute the communication time "
+            "(or give the volume with --comm-bytes such as 2.06TB)");
+    require(in.gpus.has_value(),
+            "--gpus: required to compute the communication time, a whole "
+            "number such as 8 (or give the volume with --comm-bytes)");
+  }
+  require(in.gpu_memory || !in.round_to, "--round-to: needs --gpu-memory, the budget to fit");
+  if (in.gpu_memory && in.activation_bytes >= *in.gpu_memory) {
+    throw UsageError(in.activations_flag + ": expected activations below --gpu-memory (" +
+                     units::format_bytes(*in.gpu_memory) + "), got " +
+                     units::format_bytes(in.activation_bytes) + " (" +
+                     std::to_string(in.activation_bytes) + " bytes)");
+  }
+  if (in.gpu_memory && in.cuda_overhead >= *in.gpu_memory - in.activation_bytes) {
+    throw UsageError(
+        "--cuda-overhead: expected an allowance below --gpu-memory less the "
+        "activations (" +
+        units::format_bytes(*in.gpu_memory - in.activation_bytes) + "), got " +
+        units::format_bytes(in.cuda_overhead));
+  }
+  if (in.params) {
+    plan::check_fits_in_64_bits(*in.params, in.bpp);
+    const u128 total = u128(*in.params) * in.bpp.total() + in.activation_bytes;
+    if (total > std::numeric_limits<std::uint64_t>::max()) {
+      throw UsageError(in.activations_flag + ": expected activations whose sum with the " +
+                       "model state fits in 64 bits, got " + std::to_string(in.activation_bytes) +
+                       " bytes");
+    }
+  }
+}
+
+// Seconds for one level's bytes; a level without traffic takes no bandwidth (validate_levels).
+double level_time(std::uint64_t bytes, const std::optional<double>& bandwidth, const char* flag) {
+  if (bytes == 0) return 0;
+  const double seconds = static_cast<double>(bytes) / *bandwidth;
+  if (!std::isfinite(seconds)) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.3g B/s", *bandwidth);
+    throw UsageError(std::string(flag) + ": expected a bandwidth at which " +
+                     units::format_bytes(bytes) + " take a finite time, got " + rate);
+  }
+  return seconds;
+}
+
+plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
+  // --bandwidth takes any positive finite rate; one so small that the step's bytes would take
+  // more seconds than a double holds has no answer to print.
+  if (!std::isfinite(static_cast<double>(bytes) / *in.bandwidth)) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.3g B/s", *in.bandwidth);
+    throw UsageError("--bandwidth: expected a bandwidth at which " + units::format_bytes(bytes) +
+                     " take a finite time, got " + rate);
+  }
+  return plan::step_time(*in.compute_seconds, bytes, *in.bandwidth, in.overlap.value_or(0.0));
+}
+
+}  // namespace
+
+PlanReport make_plan(const PlanInputs& in) {
+  validate(in);
+  PlanReport report;
+  report.inputs = in;
+  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes - in.cuda_overhead;
+  // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
+  const bool buffers = in.buffers && in.params;
+  report.runtime_counted = in.params && (buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
+  deepspeed::RuntimeRun runtime;
+  if (in.params) {
+    runtime = {{*in.params, in.largest_layer.value_or(0), in.persistent_params},
+               in.bpp,
+               in.offload,
+               buffers,
+               in.buffer_settings,
+               in.zeropp,
+               in.cuda_overhead};
+  }
+
+  for (Stage stage : kStages) {
+    StageReport& s = report.stages[stage_number(stage)];
+    s.stage = stage;
+    // What stays on the GPU: offload takes states off it, the network moves the same bytes.
+    const plan::BytesPerParam gpu = deepspeed::gpu_bytes_per_param(in.bpp, in.offload, stage);
+    s.offloaded = deepspeed::offload_applies(in.offload, stage);
+    if (in.params) {
+      s.floor_bytes = plan::floor_bytes(*in.params, stage, gpu);
+      if (in.gpus) {
+        s.model_state_bytes = plan::model_state_bytes(*in.params, *in.gpus, stage, gpu);
+        s.offload = deepspeed::offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
+        s.total_bytes = *s.model_state_bytes + in.activation_bytes;
+        if (report.runtime_counted) {
+          s.runtime = deepspeed::runtime_terms(stage, *in.gpus, runtime);
+          s.total_bytes = s.runtime->peak(*s.model_state_bytes, in.activation_bytes);
+        }
+        s.comm_seed =
+            plan::seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
+        s.comm_ring = plan::ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
+        if (in.gpu_memory) s.fits = *s.total_bytes <= *in.gpu_memory;
+        if (in.topology) {
+          s.levels =
+              deepspeed::level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
+          if (in.intra_bandwidth || in.inter_bandwidth) {
+            s.level_intra_seconds =
+                level_time(s.levels->intra, in.intra_bandwidth, "--intra-bandwidth");
+            s.level_inter_seconds =
+                level_time(s.levels->inter, in.inter_bandwidth, "--inter-bandwidth");
+          }
+        }
+      }
+      if (report.budget) {
+        s.min_gpus_asked = true;
+        if (report.runtime_counted) {
+          s.min_gpus = deepspeed::min_gpus_for_peak(stage, runtime, in.activation_bytes,
+                                                    *in.gpu_memory, in.round_to.value_or(1));
+        } else {
+          s.min_gpus =
+              plan::min_gpus(*in.params, stage, gpu, *report.budget, in.round_to.value_or(1));
+        }
+      }
+    } else if (in.gpus && report.budget) {
+      s.max_params = plan::max_params(*in.gpus, stage, gpu, *report.budget);
+    }
+    if (in.compute_seconds && s.level_intra_seconds) {
+      s.time =
+          plan::step_time_of(*in.compute_seconds, *s.level_intra_seconds + *s.level_inter_seconds,
+                             in.overlap.value_or(0.0));
+    } else if (in.compute_seconds) {
+      if (in.comm_bytes) {
+        s.time_comm_bytes = *in.comm_bytes;
+      } else {
+        s.time_comm_bytes = in.time_convention == CommConvention::seed ? s.comm_seed : s.comm_ring;
+      }
+      s.time = time_of(in, *s.time_comm_bytes);
+    }
+  }
+
+  const StageReport& dp = report.stages[0];
+  for (StageReport& s : report.stages) {
+    if (s.total_bytes && *dp.total_bytes > 0) {
+      s.savings_vs_dp = static_cast<double>(*dp.total_bytes - *s.total_bytes) /
+                        static_cast<double>(*dp.total_bytes);
+    }
+    if (s.fits && *s.fits && !report.cheapest_fitting_stage) {
+      report.cheapest_fitting_stage = stage_number(s.stage);
+    }
+  }
+  const StageReport& z3 = report.stages[3];
+  if (in.gpus && *in.gpus > 1 && dp.comm_seed && *dp.comm_seed > 0) {
+    report.comm_ratio_seed = static_cast<double>(*z3.comm_seed) / *dp.comm_seed;
+    report.comm_ratio_ring = static_cast<double>(*z3.comm_ring) / *dp.comm_ring;
+  }
+  if (in.params && in.activations_given) {
+    report.activations_dominate = in.activation_bytes > *dp.floor_bytes;
+  }
+  return report;
+}
+
+}  // namespace zerodp::report

@@ -1,0 +1,388 @@
+// plan_table(): the plan for people. Only the columns the inputs determine are shown; the
+// memory columns share one unit and the communication columns another, so values can be
+// compared down a column and across the memory group.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+#include "zerodp/report/notes.h"
+#include "zerodp/report/table.h"
+#include "zerodp/units.h"
+
+namespace zerodp::report {
+namespace {
+
+struct Column {
+  std::string header;
+  std::function<std::string(const StageReport&)> cell;
+};
+
+// A bandwidth in the byte unit that suits it; in scientific notation when it is below 1 B/s or
+// beyond 64 bits of bytes (--bandwidth accepts any positive finite rate, "1e300TB/s" too).
+std::string rate(double bytes_per_second, bool binary) {
+  if (bytes_per_second >= 1 && bytes_per_second < 18446744073709551616.0) {
+    return units::format_bytes(static_cast<std::uint64_t>(bytes_per_second), binary) + "/s";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g B/s", bytes_per_second);
+  return text;
+}
+
+std::string render(const std::vector<Column>& columns, const PlanReport& report) {
+  std::vector<std::vector<std::string>> rows(1);
+  for (const Column& c : columns) rows[0].push_back(c.header);
+  for (const StageReport& s : report.stages) {
+    rows.emplace_back();
+    for (const Column& c : columns) rows.back().push_back(c.cell(s));
+  }
+  std::vector<std::size_t> width(columns.size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const std::string pad(width[i] - row[i].size(), ' ');
+      line += i == 0 ? row[i] + pad : "  " + pad + row[i];  // stage left, numbers right
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+template <typename T>
+std::uint64_t largest(const PlanReport& report, T field) {
+  std::uint64_t most = 0;
+  for (const StageReport& s : report.stages) {
+    if (const auto& v = s.*field) most = std::max<std::uint64_t>(most, *v);
+  }
+  return most;
+}
+
+std::string header(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
+  std::string out = "zerodp plan:";
+  if (in.params) out += " params = " + units::format_count(*in.params);
+  if (in.gpus) out += std::string(in.params ? "," : "") + " N = " + std::to_string(*in.gpus);
+  out += in.params || in.gpus ? "\n" : " efficiency of a given volume\n";
+  if (in.model) {
+    const catalog::ModelParams& p = in.model->params;
+    out += "model: " + in.model->name + " (" + in.model->model_type + ", " + in.model->source +
+           "): " + units::format_with_commas(p.params) + " parameters";
+    if (p.active_params != p.params)
+      out += ", " + units::format_with_commas(p.active_params) + " active per token";
+    out += "; largest layer " + units::format_with_commas(p.largest_layer_params) + "\n";
+  }
+  const plan::BytesPerParam& b = in.bpp;
+  out += "bytes per param: " + std::to_string(b.params) + " params + " + std::to_string(b.grads) +
+         " grads + " + std::to_string(b.optimizer) + " optimizer = " + std::to_string(b.total()) +
+         " (" + in.bpp_source + ")\n";
+  if (in.activations_given) {
+    out += "activations: " + bytes(in.activation_bytes) + " per GPU (" + in.activations_source +
+           "; not sharded by ZeRO)\n";
+  }
+  if (!in.deepspeed_config.empty()) {
+    out += "deepspeed config: " + in.deepspeed_config + ": " + in.deepspeed_summary + "\n";
+  }
+  if (in.offload.any()) {
+    out += "offload: optimizer states to " +
+           std::string(deepspeed::offload_device_name(in.offload.optimizer)) +
+           " (ZeRO-1, 2, 3), params to " +
+           std::string(deepspeed::offload_device_name(in.offload.params)) +
+           " (ZeRO-3); model state is what stays on the GPU\n";
+  }
+  if (in.topology) {
+    const deepspeed::Topology& t = *in.topology;
+    out += "topology: " + std::to_string(t.gpus_per_node) + " GPUs per node x " +
+           std::to_string(t.nodes) + (t.nodes == 1 ? " node" : " nodes");
+    if (in.intra_bandwidth || in.inter_bandwidth) {
+      out += "; per GPU " +
+             (in.intra_bandwidth ? rate(*in.intra_bandwidth, binary) + " inside a node" : "") +
+             (in.intra_bandwidth && in.inter_bandwidth ? ", " : "") +
+             (in.inter_bandwidth ? rate(*in.inter_bandwidth, binary) + " across nodes" : "");
+    }
+    out += "\n";
+  }
+  if (in.zeropp.any()) {
+    out += "ZeRO++: " + deepspeed::zeropp_summary(in.zeropp) + " (ZeRO-3 only; from " +
+           in.zeropp_source + ")\n";
+  }
+  if (report.runtime_counted) {
+    out += "GPU peak: model state + activations";
+    if (in.buffers) out += " + DeepSpeed's buffers (" + in.buffers_source + ")";
+    if (in.zeropp.hpz()) out += " + hpZ's secondary copy";
+    if (in.cuda_overhead > 0) {
+      out += " + CUDA context and allocator " + bytes(in.cuda_overhead) + " (" +
+             in.cuda_overhead_source + ")";
+    }
+    out += "\n";
+  }
+  if (report.budget && report.runtime_counted) {
+    out +=
+        "GPU memory: " + bytes(*in.gpu_memory) + " (fits and least N compare the peak with it)\n";
+  } else if (report.budget) {
+    out += "GPU memory: " + bytes(*in.gpu_memory) +
+           (in.activations_given ? " - activations " + bytes(in.activation_bytes) : "") +
+           (in.cuda_overhead > 0 ? " - CUDA " + bytes(in.cuda_overhead) : "") +
+           " = model-state budget " + bytes(*report.budget) +
+           (in.activations_given ? "" : " (no activations given)") + "\n";
+  }
+  if (in.compute_seconds && !in.bandwidth) {
+    out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", overlap " +
+           units::format_percent(in.overlap.value_or(0.0), 0) +
+           "; comm time from the two levels' bytes and bandwidths\n";
+  } else if (in.compute_seconds) {
+    out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", bandwidth " +
+           rate(*in.bandwidth, binary) + " per GPU, overlap " +
+           units::format_percent(in.overlap.value_or(0.0), 0) + "; comm time from ";
+    out += in.comm_bytes ? "the given volume " + bytes(*in.comm_bytes) + " for every stage"
+           : in.time_convention == CommConvention::seed ? std::string("the seed column")
+                                                        : std::string("the ring column");
+    out += "\n";
+  }
+  return out + "\n";
+}
+
+std::string footer(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  std::string out;
+  if (in.params && in.gpus) {
+    out += in.seed_directions == plan::Directions::both
+               ? "comm seed: the seed's count, sent + received: 2*G*params*(N-1)/N for DP, "
+                 "ZeRO-1, ZeRO-2; 2*(2P+G)*params*(N-1)/N for ZeRO-3.\n"
+               : "comm seed: the seed's count, one direction: G*params*(N-1)/N for DP, ZeRO-1, "
+                 "ZeRO-2; (2P+G)*params*(N-1)/N for ZeRO-3.\n";
+    out +=
+        "comm ring: bytes the busiest rank sends per step with ring collectives (what the "
+        "engine measures).\n";
+  }
+  if (in.params) out += "floor: the model state per GPU as N grows without bound.\n";
+  return out;
+}
+
+// A value under a tenth of its column's unit would lose its digits ("0.06 TB"), so it gets
+// its own unit ("59.57 GB"); zero keeps the column's.
+std::string in_unit(const std::optional<std::uint64_t>& v, units::ByteUnit unit, bool binary) {
+  if (!v) return std::string("-");
+  if (*v != 0 && static_cast<double>(*v) < 0.1 * unit.bytes) {
+    unit = units::byte_unit_for(*v, binary);
+  }
+  return units::format_bytes_in(*v, unit);
+}
+
+using S = StageReport;
+using BytesField = std::optional<std::uint64_t> S::*;
+
+// A column of byte counts in `unit`.
+Column bytes_column(std::string header, BytesField field, units::ByteUnit unit, bool binary) {
+  return {std::move(header), [=](const S& s) { return in_unit(s.*field, unit, binary); }};
+}
+
+// Model state, total and floor share one unit: the largest memory figure's.
+void add_memory_columns(std::vector<Column>& columns, const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const units::ByteUnit memory =
+      units::byte_unit_for(std::max({largest(report, &S::total_bytes),
+                                     largest(report, &S::floor_bytes), in.gpu_memory.value_or(0)}),
+                           binary);
+  if (in.params && in.gpus) {
+    columns.push_back(bytes_column("model state", &S::model_state_bytes, memory, binary));
+    if (report.runtime_counted) {
+      columns.push_back(bytes_column("peak", &S::total_bytes, memory, binary));
+    } else if (in.activations_given) {
+      columns.push_back(bytes_column("total", &S::total_bytes, memory, binary));
+    }
+    columns.push_back(
+        {"saving vs DP", [](const S& s) { return units::format_percent(*s.savings_vs_dp); }});
+  }
+  if (in.params) columns.push_back(bytes_column("floor N->inf", &S::floor_bytes, memory, binary));
+}
+
+// What fits the budget: at N, the least N, or the largest model.
+void add_fit_columns(std::vector<Column>& columns, const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (in.params && in.gpus && report.budget) {
+    columns.push_back({"fits", [](const S& s) { return std::string(*s.fits ? "yes" : "no"); }});
+  }
+  if (in.params && report.budget) {
+    columns.push_back({"least N", [](const S& s) {
+                         return s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none");
+                       }});
+  }
+  if (!in.params && in.gpus && report.budget) {
+    columns.push_back({"largest model",
+                       [](const S& s) { return units::format_count(*s.max_params) + " params"; }});
+  }
+}
+
+// The two communication columns, in one unit, and the step time they cost.
+void add_comm_columns(std::vector<Column>& columns, const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const units::ByteUnit comm = units::byte_unit_for(
+      std::max(largest(report, &S::comm_seed), largest(report, &S::comm_ring)), binary);
+  if (in.params && in.gpus) {
+    columns.push_back(bytes_column(
+        in.seed_directions == plan::Directions::both ? "comm seed (both dirs)" : "comm seed",
+        &S::comm_seed, comm, binary));
+    columns.push_back(bytes_column("comm ring", &S::comm_ring, comm, binary));
+  }
+  if (in.compute_seconds) {
+    columns.push_back(
+        {"comm time", [](const S& s) { return units::format_seconds(s.time->comm_seconds); }});
+    columns.push_back(
+        {"exposed", [](const S& s) { return units::format_seconds(s.time->exposed_seconds); }});
+    columns.push_back(
+        {"efficiency", [](const S& s) { return units::format_percent(s.time->efficiency, 2); }});
+  }
+}
+
+// Where the offloaded state goes and what crosses PCIe, per stage it applies to.
+std::string offload_table(const PlanReport& report, bool binary) {
+  const int per_node = report.inputs.gpus_per_node.value_or(0);
+  auto field = [binary](std::uint64_t deepspeed::OffloadBytes::*f) {
+    return [binary, f](const S& s) {
+      return s.offload ? units::format_bytes((*s.offload).*f, binary) : std::string("-");
+    };
+  };
+  std::vector<Column> columns = {
+      {"offload at N", [](const S& s) { return std::string(stage_name(s.stage)); }},
+      {"host/GPU", field(&deepspeed::OffloadBytes::host_bytes)}};
+  if (per_node > 0) {
+    columns.push_back(
+        {"host/node (" + std::to_string(per_node) + " GPUs)", [binary, per_node](const S& s) {
+           return s.offload ? units::format_bytes(s.offload->host_bytes * per_node, binary)
+                            : std::string("-");
+         }});
+  }
+  columns.push_back({"NVMe/GPU", field(&deepspeed::OffloadBytes::nvme_bytes)});
+  columns.push_back({"PCIe to host/step", field(&deepspeed::OffloadBytes::pcie_to_host_per_step)});
+  columns.push_back({"PCIe to GPU/step", field(&deepspeed::OffloadBytes::pcie_to_gpu_per_step)});
+  return render(columns, report) +
+         "host: the offloaded states and an fp32 copy of the rank's gradient shard (the CPU "
+         "optimizer steps on it); PCIe: the 16-bit gradient shard down, the updated 16-bit "
+         "params up, and with params offloaded their shard up for each gather (plan_offload.h). "
+         "'-': the offload does not apply at that stage.\n";
+}
+
+// The GPU's peak per rank at N, term by term: only the terms some stage has.
+std::string peak_table(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const units::ByteUnit unit = units::byte_unit_for(largest(report, &S::total_bytes), binary);
+  // A term a stage does not have is "-", not "0.00 TB".
+  auto term = [&](std::uint64_t deepspeed::RuntimeTerms::*f) {
+    return [=](const S& s) {
+      const std::uint64_t b = (*s.runtime).*f;
+      return b == 0 ? std::string("-") : in_unit(std::optional(b), unit, binary);
+    };
+  };
+  auto any = [&](std::uint64_t deepspeed::RuntimeTerms::*f) {
+    return std::any_of(report.stages.begin(), report.stages.end(),
+                       [f](const S& s) { return (*s.runtime).*f > 0; });
+  };
+  std::vector<Column> columns = {
+      {"peak at N = " + std::to_string(*in.gpus),
+       [](const S& s) { return std::string(stage_name(s.stage)); }},
+      bytes_column("model state", &S::model_state_bytes, unit, binary),
+      {"activations",
+       [=](const S&) { return in_unit(std::optional(in.activation_bytes), unit, binary); }}};
+  const std::pair<const char*, std::uint64_t deepspeed::RuntimeTerms::*> terms[] = {
+      {"reduce bufs", &deepspeed::RuntimeTerms::reduce_buffers},
+      {"reduce buf (held)", &deepspeed::RuntimeTerms::reduce_buffer_held},
+      {"gathered", &deepspeed::RuntimeTerms::gathered_params},
+      {"persistent", &deepspeed::RuntimeTerms::persistent_params},
+      {"hpZ copy", &deepspeed::RuntimeTerms::hpz_secondary},
+      {"step fp32 grads", &deepspeed::RuntimeTerms::step_fp32_grads},
+      {"CUDA", &deepspeed::RuntimeTerms::cuda_overhead}};
+  for (const auto& [name, field] : terms) {
+    if (any(field)) columns.push_back({name, term(field)});
+  }
+  columns.push_back(bytes_column("peak", &S::total_bytes, unit, binary));
+  std::string out = render(columns, report);
+  out +=
+      "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
+      "reduce bufs + gathered, step fp32 grads): DeepSpeed's reduction buffers and gathered "
+      "params live with the activations, the step's fp32 copy of the gradient shard after them "
+      "(plan_runtime.h).";
+  if (in.buffers && in.params && !in.persistent_params) {
+    out += " Persistent params need a model config (--model).";
+  }
+  return out + "\n";
+}
+
+// Bytes per GPU inside the node and across nodes, and their time.
+std::string level_table(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const deepspeed::Topology& t = *in.topology;
+  std::uint64_t most = 0;
+  for (const S& s : report.stages) most = std::max({most, s.levels->intra, s.levels->inter});
+  const units::ByteUnit unit = units::byte_unit_for(most, binary);
+  auto level = [=](std::uint64_t deepspeed::LevelBytes::*f) {
+    return [=](const S& s) { return in_unit(std::optional((*s.levels).*f), unit, binary); };
+  };
+  std::vector<Column> columns = {
+      {std::to_string(t.gpus_per_node) + " x " + std::to_string(t.nodes) + " GPUs",
+       [](const S& s) { return std::string(stage_name(s.stage)); }},
+      {"inside node/GPU", level(&deepspeed::LevelBytes::intra)},
+      {"across nodes/GPU", level(&deepspeed::LevelBytes::inter)}};
+  if (in.intra_bandwidth || in.inter_bandwidth) {
+    columns.push_back(
+        {"inside time", [](const S& s) { return units::format_seconds(*s.level_intra_seconds); }});
+    columns.push_back(
+        {"across time", [](const S& s) { return units::format_seconds(*s.level_inter_seconds); }});
+    columns.push_back({"comm time", [](const S& s) {
+                         return units::format_seconds(*s.level_intra_seconds +
+                                                      *s.level_inter_seconds);
+                       }});
+  }
+  std::string out = render(columns, report);
+  out +=
+      "levels: each collective runs inside the node, then across nodes: a buffer of B bytes "
+      "moves B(n-1)/n per GPU inside and B(k-1)/(kn) across (together the ring column); the "
+      "two phases' times add (plan_topology.h).";
+  if (in.zeropp.any()) {
+    char m[96];
+    std::snprintf(m, sizeof m,
+                  " ZeRO++ at ZeRO-3: cross-node volume %gM -> %gM by its paper's count",
+                  deepspeed::zeropp_cross_node_volume_in_m(in.bpp, {}),
+                  deepspeed::zeropp_cross_node_volume_in_m(in.bpp, in.zeropp));
+    out += m;
+    out += " (M = the 16-bit model, " +
+           units::format_bytes(std::uint64_t(in.bpp.params) * *in.params, binary) + ").";
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string plan_table(const PlanReport& report, bool binary) {
+  std::vector<Column> columns = {
+      {"stage", [](const S& s) { return std::string(stage_name(s.stage)); }}};
+  add_memory_columns(columns, report, binary);
+  add_fit_columns(columns, report);
+  add_comm_columns(columns, report, binary);
+
+  std::string out = header(report, binary) + render(columns, report);
+  // Each section after a blank line (appended, not "\n" + section: GCC 12 warns on that).
+  auto section = [&out](const std::string& text) { out.append("\n").append(text); };
+  if (report.runtime_counted && report.inputs.gpus) section(peak_table(report, binary));
+  if (report.inputs.offload.any() && report.inputs.params && report.inputs.gpus) {
+    section(offload_table(report, binary));
+  }
+  // One node's levels are the ring column again: the table earns its place across nodes or
+  // with the levels' bandwidths.
+  const PlanInputs& in = report.inputs;
+  if (report.stages[0].levels &&
+      (in.topology->nodes > 1 || in.intra_bandwidth || in.inter_bandwidth)) {
+    section(level_table(report, binary));
+  }
+  const std::vector<std::string> notes = plan_notes(report, binary);
+  if (!notes.empty()) out += "\n";
+  for (const std::string& note : notes) out += note + "\n";
+  const std::string foot = footer(report);
+  if (!foot.empty()) out += "\n" + foot;
+  return out;
+}
+
+}  // namespace zerodp::report

@@ -1,0 +1,186 @@
+// Parameter counts from config.json (catalog::model_params) against the counts each family's
+// publishers give, and the parsing's one-line errors.
+#include <gtest/gtest.h>
+
+#include "zerodp/catalog/models.h"
+#include "zerodp/error.h"
+
+namespace zerodp::catalog {
+namespace {
+
+TEST(ModelParams, EveryCatalogueModelHasItsPublishedCount) {
+  // GPT-2 (HF), Pythia (its README's "total params"), Llama 2 and 3, TinyLlama, Mistral,
+  // Mixtral, Qwen2.5 (their safetensors totals): one family's shape each, every count exact.
+  ASSERT_GE(model_catalogue().size(), 20u);
+  for (const CatalogueModel& m : model_catalogue()) {
+    const ModelConfig c = parse_model_config(m.config_json, std::string(m.name));
+    EXPECT_EQ(model_params(c).params, m.published_params) << m.name;
+  }
+}
+
+TEST(ModelParams, ASmallLlamaCountedByHand) {
+  // vocab 10, hidden 8, 2 layers, 4 heads of 2, 2 kv heads, MLP 16, untied:
+  // q 8x8, k and v 8x4, o 8x8 = 192; gate, up, down 3 x 8 x 16 = 384; two RMSNorms 16;
+  // per layer 592; embedding and head 2 x 80; final norm 8: 2 x 592 + 160 + 8 = 1352.
+  const ModelConfig c = parse_model_config(
+      R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 16})",
+      "test");
+  const ModelParams p = model_params(c);
+  EXPECT_EQ(p.per_layer_params, 592u);
+  EXPECT_EQ(p.params, 1352u);
+  EXPECT_EQ(p.active_params, 1352u);
+  EXPECT_EQ(p.largest_layer_params, 128u);  // gate or up: 8 x 16
+  // Tied, the head is the embedding: 80 fewer. qwen2 adds the q, k, v biases: 8 + 4 + 4.
+  EXPECT_EQ(model_params(parse_model_config(
+                             R"({"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8,
+                                 "num_hidden_layers": 2, "num_attention_heads": 4,
+                                 "num_key_value_heads": 2, "intermediate_size": 16,
+                                 "tie_word_embeddings": true})",
+                             "test"))
+                .params,
+            1352u - 80 + 2 * 16);
+}
+
+TEST(ModelParams, MixtralActivatesTwoOfEightExperts) {
+  // Mixtral 8x7B: 46.7B in all, 12.9B through which a token passes (its model card's figures:
+  // "46.7B total", "12.9B active"); the largest module is the 32000 x 4096 embedding.
+  const ModelParams p =
+      model_params(parse_model_config(find_model("mixtral-8x7b")->config_json, "mixtral"));
+  EXPECT_EQ(p.params, 46'702'792'704u);
+  EXPECT_EQ(p.active_params, 12'879'925'248u);
+  EXPECT_EQ(p.largest_layer_params, 32000u * 4096);
+  // Dense models pass every parameter.
+  const ModelParams dense =
+      model_params(parse_model_config(find_model("llama-3-8b")->config_json, "llama"));
+  EXPECT_EQ(dense.active_params, dense.params);
+  EXPECT_EQ(dense.largest_layer_params, 128256u * 4096);
+}
+
+TEST(ModelParams, SmallTensorsAreTheNormsBiasesAndRouters) {
+  // What ZeRO-3 keeps whole below DeepSpeed's default persistence threshold of 1e5 elements.
+  auto small = [](const char* name, std::uint64_t threshold) {
+    return small_tensor_params(parse_model_config(find_model(name)->config_json, name), threshold);
+  };
+  // Llama-3-8B: two RMSNorm weights a layer and the final one, 4096 each.
+  EXPECT_EQ(small("llama-3-8b", 100'000), (2 * 32 + 1) * 4096u);
+  // GPT-2: per layer two LayerNorms (weight, bias), the qkv bias (2304), the output bias, the
+  // MLP's biases (3072, 768); and the final LayerNorm. Positions (1024 x 768) are too large.
+  EXPECT_EQ(small("gpt2", 100'000), 12 * (4 * 768 + 2304 + 768 + 3072 + 768) + 2 * 768u);
+  // Mixtral: the norms and the 4096 x 8 router of each layer.
+  EXPECT_EQ(small("mixtral-8x7b", 100'000), 32 * (2 * 4096 + 4096 * 8) + 4096u);
+  // A threshold above every tensor keeps the whole model; the exact size is included.
+  const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
+  EXPECT_EQ(small_tensor_params(gpt2, UINT64_MAX), model_params(gpt2).params);
+  EXPECT_EQ(small_tensor_params(gpt2, 767), 0u);
+  EXPECT_EQ(small_tensor_params(gpt2, 768), 12 * (4 * 768 + 2 * 768) + 2 * 768u);
+}
+
+TEST(ModelParams, NamesAreFoundByShortNameOrHubId) {
+  EXPECT_EQ(find_model("Llama-3-8B"), find_model("meta-llama/Meta-Llama-3-8B"));
+  EXPECT_NE(find_model("gpt2"), nullptr);
+  EXPECT_EQ(find_model("gpt5"), nullptr);
+  EXPECT_NE(catalogue_names().find("mixtral-8x7b"), std::string::npos);
+}
+
+TEST(ModelParams, BadConfigsAreOneLineErrorsNamingTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"model_type": "falcon"})", "model_type \"falcon\" is not supported; supported: gpt2"},
+      {R"({"vocab_size": 10})", "\"model_type\" is missing"},
+      {R"({"model_type": "llama", "vocab_size": 10})", "\"hidden_size\" is missing"},
+      {R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 16})",
+       "\"num_key_value_heads\" must divide num_attention_heads (4)"},
+      {R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": -8})", "\"n_embd\" must be a whole"},
+      {R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 16, "num_local_experts": 2,
+           "num_experts_per_tok": 3})",
+       "\"num_experts_per_tok\" must be at most num_local_experts (2)"},
+      {R"([1, 2])", "expected a JSON object"},
+      {R"({"model_type": )", "not JSON"},
+  };
+  for (const auto& [text, message] : cases) {
+    try {
+      parse_model_config(text, "--model-config c.json");
+      ADD_FAILURE() << text << ": accepted";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("--model-config c.json: ", 0), 0u) << what;
+      EXPECT_NE(what.find(message), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::catalog
+
+namespace zerodp::catalog {
+namespace {
+
+TEST(ModelActivations, GptTwosShapeIsKorthikantisFormula) {
+  // GPT-2 (dropout 0.1, eager attention, q = k = h, I = 4h): its layers keep exactly
+  // 34sbh + 5as²b each, as plan/activations.h computes for the same shape.
+  const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
+  const plan::TransformerShape shape{12, 768, 12, 1024, 4};
+  for (plan::Checkpointing ck : {plan::Checkpointing::none, plan::Checkpointing::selective}) {
+    const auto mine = model_activation_bytes(gpt2, 1024, 4, ck, Attention::eager);
+    ASSERT_TRUE(mine.has_value());
+    EXPECT_EQ(mine->layers, *plan::activation_bytes(shape, ck)) << plan::checkpointing_name(ck);
+    // Outside the layers: the final norm's input and 10 bytes per logit.
+    EXPECT_EQ(mine->logits_and_loss, 2u * 4096 * 768 + 10u * 4096 * 50257);
+    EXPECT_EQ(mine->total, mine->layers + mine->logits_and_loss);
+  }
+  // Full checkpointing: each layer's input, and one layer recomputed at a time in backward.
+  const auto full =
+      model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::full, Attention::eager);
+  const auto none =
+      model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::none, Attention::eager);
+  EXPECT_EQ(full->layers,
+            *plan::activation_bytes(shape, plan::Checkpointing::full) + none->per_layer);
+  // Flash attention keeps no s² scores (5as²b) but a fp32 log-sum-exp per row (4asb).
+  const auto flash =
+      model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::none, Attention::flash);
+  EXPECT_EQ(none->per_layer - flash->per_layer, 5u * 12 * 1024 * 1024 * 4 - 4u * 12 * 1024 * 4);
+}
+
+TEST(ModelActivations, ASmallLlamaByHand) {
+  // s = 4, b = 2 (sb = 8), h = 8, 4 heads of 2 (q = 8), 2 kv heads (k = 4), I = 16, vocab 10,
+  // no dropout, eager: norms 4·8·8 = 256; attention 2·8·8 + 2·8·(8 + 8) + 2·8·8 = 512, scores
+  // 2·4·4·8 = 256; gated MLP 2·8·8 + 8·8·16 = 1152. Per layer 2176, two layers 4352; outside
+  // 2·8·8 + 10·8·10 = 928.
+  const ModelConfig c = parse_model_config(
+      R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 16})",
+      "test");
+  const auto a = model_activation_bytes(c, 4, 2, plan::Checkpointing::none, Attention::eager);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->per_layer, 2176u);
+  EXPECT_EQ(a->layers, 4352u);
+  EXPECT_EQ(a->logits_and_loss, 928u);
+  EXPECT_EQ(a->total, 5280u);
+}
+
+TEST(ModelActivations, AMixtureKeepsTheActiveExpertsAndTheRouter) {
+  // Mixtral: each token's MLP activations in 2 experts, and 6sbE for the router: the layer's
+  // MLP part is 2 (2sbh + 8sbI) + 6sb·8 against a dense model's 2sbh + 8sbI.
+  const ModelConfig moe = parse_model_config(find_model("mixtral-8x7b")->config_json, "m");
+  ModelConfig dense = moe;
+  dense.experts = dense.experts_per_token = 0;
+  const std::uint64_t sb = 512, expert = 2 * sb * 4096 + 8 * sb * 14336;
+  const auto a = model_activation_bytes(moe, 512, 1, plan::Checkpointing::none, Attention::flash);
+  const auto d = model_activation_bytes(dense, 512, 1, plan::Checkpointing::none, Attention::flash);
+  EXPECT_EQ(a->per_layer - d->per_layer, expert + 6 * sb * 8);
+}
+
+TEST(ModelActivations, SizesBeyondSixtyFourBitsAreRefused) {
+  const ModelConfig c = parse_model_config(find_model("llama-3-70b")->config_json, "l");
+  EXPECT_FALSE(
+      model_activation_bytes(c, 1ull << 40, 1ull << 40, plan::Checkpointing::none, Attention::eager)
+          .has_value());
+  EXPECT_TRUE(
+      model_activation_bytes(c, 8192, 1, plan::Checkpointing::none, Attention::eager).has_value());
+}
+
+}  // namespace
+}  // namespace zerodp::catalog

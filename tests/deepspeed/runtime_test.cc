@@ -1,0 +1,137 @@
+// The GPU peak's terms beyond model state and activations (deepspeed/runtime.h), worked out by hand
+// from DeepSpeed's buffer sizes, and the least N that brings the peak within a GPU.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "zerodp/deepspeed/runtime.h"
+#include "zerodp/plan/feasibility.h"
+
+namespace zerodp::deepspeed {
+namespace {
+
+constexpr std::uint64_t kPhi = 8'000'000'000, kLargest = 500'000'000;
+const plan::BytesPerParam kMixed{2, 2, 12};
+const RuntimeModel kModel{kPhi, kLargest, 300'000};
+const BufferSettings kDefaults;
+constexpr std::uint64_t kCuda = 2'000'000'000;
+
+RuntimeTerms terms(Stage stage, int ranks, const BufferSettings& b = kDefaults,
+                   const Offload& offload = {}, const ZeroPlusPlus& zeropp = {}) {
+  return runtime_terms(stage, ranks, {kModel, kMixed, offload, true, b, zeropp, kCuda});
+}
+
+TEST(Runtime, StageZeroFlattensFiveHundredMillionElementBuckets) {
+  const RuntimeTerms t = terms(Stage::dp, 8);
+  EXPECT_EQ(t.reduce_buffers, 2 * 500'000'000u);
+  EXPECT_EQ(t.step_fp32_grads, 0u);  // every rank steps on its whole gradients
+  EXPECT_EQ(t.gathered_params, 0u);
+  // A model smaller than a bucket flattens all of it, once.
+  const RuntimeModel small{1000, 100, std::nullopt};
+  EXPECT_EQ(runtime_terms(Stage::dp, 8, {small, kMixed, {}, true, kDefaults, {}, 0}).reduce_buffers,
+            2 * 1000u);
+}
+
+TEST(Runtime, StagesOneAndTwoHoldOneBucketOrTwoWithOverlap) {
+  EXPECT_EQ(terms(Stage::zero2, 8).reduce_buffers, 2 * 500'000'000u);
+  BufferSettings overlap;
+  overlap.overlap_comm = true;
+  EXPECT_EQ(terms(Stage::zero1, 8, overlap).reduce_buffers, 2 * 2 * 500'000'000u);
+  BufferSettings scattered;
+  scattered.contiguous_gradients = false;
+  EXPECT_EQ(terms(Stage::zero2, 8, scattered).reduce_buffers, 0u);
+  // The optimizer steps on an fp32 copy of the rank's gradient shard: 4 x 1e9.
+  EXPECT_EQ(terms(Stage::zero2, 8).step_fp32_grads, 4 * kPhi / 8);
+  // Not on the GPU when the optimizer runs on the CPU.
+  EXPECT_EQ(
+      terms(Stage::zero2, 8, kDefaults, {OffloadDevice::cpu, OffloadDevice::none}).step_fp32_grads,
+      0u);
+}
+
+TEST(Runtime, StageThreeGathersTheLargestLayerAndThePrefetch) {
+  const RuntimeTerms t = terms(Stage::zero3, 8);
+  EXPECT_EQ(t.reduce_buffer_held, 2 * 500'000'000u);  // one bucket, for the whole run
+  EXPECT_EQ(t.reduce_buffers, 0u);
+  EXPECT_EQ(t.gathered_params, 2 * (kLargest + 50'000'000));  // the layer + the prefetch
+  EXPECT_EQ(t.persistent_params, 2 * 300'000u);
+  // The step works per sub-group of at most 1e9 elements: a 1e9-element shard fills one.
+  EXPECT_EQ(t.step_fp32_grads, 4 * 1'000'000'000u);
+  EXPECT_EQ(terms(Stage::zero3, 4).step_fp32_grads, 4 * 1'000'000'000u);  // 2e9 shard, capped
+  EXPECT_EQ(terms(Stage::zero3, 16).step_fp32_grads, 4 * kPhi / 16);
+  // stage3_max_live_parameters caps the prefetch, never the module being computed.
+  BufferSettings tight;
+  tight.max_live_parameters = kLargest + 10'000'000;
+  EXPECT_EQ(terms(Stage::zero3, 8, tight).gathered_params, 2 * (kLargest + 10'000'000));
+  tight.max_live_parameters = 1000;
+  EXPECT_EQ(terms(Stage::zero3, 8, tight).gathered_params, 2 * kLargest);
+}
+
+TEST(Runtime, HpzKeepsASecondaryShardWhereTheParamsAre) {
+  const ZeroPlusPlus hpz{.hpz_size = 8};
+  EXPECT_EQ(terms(Stage::zero3, 64, kDefaults, {}, hpz).hpz_secondary, 2 * kPhi / 8);
+  EXPECT_EQ(terms(Stage::zero2, 64, kDefaults, {}, hpz).hpz_secondary, 0u);
+  EXPECT_EQ(terms(Stage::zero3, 64, kDefaults, {OffloadDevice::none, OffloadDevice::cpu}, hpz)
+                .hpz_secondary,
+            0u);
+}
+
+TEST(Runtime, ThePeakTakesTheLargerPhase) {
+  const RuntimeTerms t = terms(Stage::zero2, 8);
+  const std::uint64_t state = 30'000'000'000;
+  // Backward: 7e9 activations + 1e9 bucket > the step's 4e9.
+  EXPECT_EQ(t.peak(state, 7'000'000'000), state + kCuda + 7'000'000'000 + 1'000'000'000);
+  // Step: 4e9 > 1e9 activations + 1e9 bucket.
+  EXPECT_EQ(t.peak(state, 1'000'000'000), state + kCuda + 4'000'000'000);
+  EXPECT_FALSE(t.step_sets_peak(7'000'000'000));
+  EXPECT_TRUE(t.step_sets_peak(1'000'000'000));
+  // Without buffers only the allowance is added.
+  const RuntimeTerms bare =
+      runtime_terms(Stage::zero2, 8, {kModel, kMixed, {}, false, kDefaults, {}, kCuda});
+  EXPECT_EQ(bare.peak(state, 5), state + kCuda + 5);
+}
+
+TEST(Runtime, LeastNBringsThePeakWithinTheGpuAndOneFewerDoesNot) {
+  std::mt19937_64 rng(14);
+  for (int trial = 0; trial < 400; ++trial) {
+    const Stage stage = kStages[rng() % 4];
+    const RuntimeModel m{1 + rng() % 20'000'000'000, 1 + rng() % 600'000'000, rng() % 1'000'000};
+    const std::uint64_t memory = 1'000'000'000 + rng() % 80'000'000'000;
+    const std::uint64_t activations = rng() % 10'000'000'000;
+    const Offload offload{rng() % 3 == 0 ? OffloadDevice::cpu : OffloadDevice::none,
+                          OffloadDevice::none};
+    const plan::BytesPerParam gpu = gpu_bytes_per_param(kMixed, offload, stage);
+    const RuntimeRun run{m, kMixed, offload, true, kDefaults, {}, kCuda};
+    const auto n = min_gpus_for_peak(stage, run, activations, memory, 1);
+    auto peak_at = [&](int ranks) {
+      return runtime_terms(stage, ranks, run)
+          .peak(plan::model_state_bytes(m.params, ranks, stage, gpu), activations);
+    };
+    if (!n) {
+      EXPECT_GT(peak_at(1 << 30), memory) << trial;  // not even a huge N fits
+      continue;
+    }
+    ASSERT_LE(*n, std::uint64_t(1) << 30) << trial;
+    EXPECT_LE(peak_at(static_cast<int>(*n)), memory) << trial;
+    if (*n > 1) {
+      EXPECT_GT(peak_at(static_cast<int>(*n) - 1), memory) << trial;
+    }
+  }
+}
+
+TEST(Runtime, WithoutTermsTheLeastNIsTheModelStateOnes) {
+  // No buffers, no allowance: the seed's least N (plan/feasibility.h), whatever the inputs.
+  std::mt19937_64 rng(15);
+  for (int trial = 0; trial < 200; ++trial) {
+    const Stage stage = kStages[rng() % 4];
+    const RuntimeModel m{1 + rng() % 20'000'000'000, 0, std::nullopt};
+    const std::uint64_t memory = 1'000'000'000 + rng() % 80'000'000'000;
+    const std::uint64_t activations = rng() % 1'000'000'000;
+    EXPECT_EQ(
+        min_gpus_for_peak(stage, {m, kMixed, {}, false, kDefaults, {}, 0}, activations, memory, 8),
+        plan::min_gpus(m.params, stage, kMixed, memory - activations, 8))
+        << trial;
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::deepspeed

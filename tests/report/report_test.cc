@@ -1,0 +1,190 @@
+#include "zerodp/report/report.h"
+#include "zerodp/report/json.h"
+#include "zerodp/report/notes.h"
+#include "zerodp/report/table.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "zerodp/error.h"
+
+namespace zerodp::report {
+namespace {
+
+// The message of the UsageError make_plan() throws, or "" when it does not throw.
+std::string error_of(const PlanInputs& in) {
+  try {
+    make_plan(in);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+TEST(MakePlan, AsksForWhatAQuestionNeedsNamingTheFlag) {
+  EXPECT_TRUE(starts_with(error_of({}), "--params: required")) << error_of({});
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.compute_seconds = 10;
+  EXPECT_TRUE(starts_with(error_of(in), "--bandwidth: required"));
+  in.compute_seconds.reset();
+  in.bandwidth = 300e9;
+  EXPECT_TRUE(starts_with(error_of(in), "--compute-time: required"));
+  in.bandwidth.reset();
+  in.overlap = 0.5;
+  EXPECT_TRUE(starts_with(error_of(in), "--overlap: needs"));
+  in.overlap.reset();
+  in.round_to = 8;
+  EXPECT_TRUE(starts_with(error_of(in), "--round-to: needs --gpu-memory"));
+  in.round_to.reset();
+  in.gpus.reset();
+  in.compute_seconds = 10;
+  in.bandwidth = 300e9;
+  EXPECT_TRUE(starts_with(error_of(in), "--gpus: required")) << error_of(in);
+  in.comm_bytes = 2'060'000'000'000;  // a given volume needs no N
+  EXPECT_EQ(error_of(in), "");
+}
+
+TEST(MakePlan, RejectsActivationsThatLeaveNoRoom) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpu_memory = 24'000'000'000;
+  in.activation_bytes = 24'000'000'000;
+  in.activations_given = true;
+  EXPECT_TRUE(starts_with(error_of(in), "--activations: expected activations below --gpu-memory"))
+      << error_of(in);
+  in.activation_bytes = 23'999'999'999;  // one byte of room is room
+  EXPECT_EQ(error_of(in), "");
+  EXPECT_EQ(*make_plan(in).budget, 1u);
+}
+
+TEST(MakePlan, RejectsByteCountsBeyondSixtyFourBits) {
+  PlanInputs in;
+  in.params = 2'000'000'000'000'000'000ull;  // 2e18 · 16 bytes
+  EXPECT_TRUE(starts_with(error_of(in), "--params: ")) << error_of(in);
+  in.params = 1'000'000'000'000'000'000ull;  // 1.6e19 bytes fits; with activations it does not
+  in.activation_bytes = 3'000'000'000'000'000'000ull;
+  in.activations_given = true;
+  EXPECT_TRUE(starts_with(error_of(in), "--activations: ")) << error_of(in);
+}
+
+TEST(MakePlan, LeavesUndeterminedCellsEmpty) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  const PlanReport floors_only = make_plan(in);
+  for (const StageReport& s : floors_only.stages) {
+    EXPECT_TRUE(s.floor_bytes);
+    EXPECT_FALSE(s.model_state_bytes);
+    EXPECT_FALSE(s.fits);
+    EXPECT_FALSE(s.min_gpus);
+    EXPECT_FALSE(s.max_params);
+    EXPECT_FALSE(s.comm_seed);
+    EXPECT_FALSE(s.time);
+  }
+  EXPECT_FALSE(floors_only.cheapest_fitting_stage);
+  EXPECT_FALSE(floors_only.activations_dominate);
+}
+
+TEST(MakePlan, CheapestStageThatFitsIsTheFirstInCommunicationOrder) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.gpu_memory = 6'000'000'000;  // DP 16 GB ✗, ZeRO-1 5.5 GB ✓
+  EXPECT_EQ(make_plan(in).cheapest_fitting_stage, 1);
+  in.gpu_memory = 16'000'000'000;  // DP fits exactly
+  EXPECT_EQ(make_plan(in).cheapest_fitting_stage, 0);
+  in.gpu_memory = 3'750'000'000;  // ZeRO-2 fits exactly
+  EXPECT_EQ(make_plan(in).cheapest_fitting_stage, 2);
+}
+
+TEST(MakePlan, InverseGivesTheLargestModelPerStage) {
+  PlanInputs in;
+  in.gpus = 8;
+  in.gpu_memory = 80'000'000'000;
+  const PlanReport r = make_plan(in);
+  EXPECT_EQ(*r.stages[0].max_params, 5'000'000'000u);
+  EXPECT_EQ(*r.stages[3].max_params, 40'000'000'000u);
+  EXPECT_FALSE(r.stages[0].model_state_bytes);
+}
+
+TEST(MakePlan, CommunicationTimeUsesTheChosenColumn) {
+  PlanInputs in;
+  in.params = 175'000'000'000;
+  in.gpus = 64;
+  in.compute_seconds = 10;
+  in.bandwidth = 300e9;
+  EXPECT_EQ(*make_plan(in).stages[0].time_comm_bytes, *make_plan(in).stages[0].comm_ring);
+  in.time_convention = CommConvention::seed;
+  in.seed_directions = plan::Directions::both;
+  const PlanReport r = make_plan(in);
+  EXPECT_EQ(*r.stages[3].time_comm_bytes, *r.stages[3].comm_seed);
+  EXPECT_NEAR(r.stages[3].time->comm_seconds, 6.89, 0.005);  // 2.0672 TB / 300 GB/s
+}
+
+// Found by fuzz/plan_inputs_fuzzer.cc: any positive finite --bandwidth parses, but one that
+// makes the step's bytes take more seconds than a double holds has no time to print.
+TEST(MakePlan, RejectsABandwidthWhoseTimeIsNotFinite) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.compute_seconds = 1.0;
+  in.bandwidth = 1e-300;
+  EXPECT_TRUE(starts_with(error_of(in), "--bandwidth: expected a bandwidth at which"))
+      << error_of(in);
+}
+
+// Found by fuzz/plan_inputs_fuzzer.cc: a bandwidth beyond 2^64 B/s was cast to an integer.
+TEST(PlanTable, PrintsAnyBandwidth) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.compute_seconds = 1.0;
+  in.bandwidth = 2.5e180;
+  EXPECT_NE(plan_table(make_plan(in)).find("bandwidth 2.5e+180 B/s per GPU"), std::string::npos);
+  in.bandwidth = 0.5;
+  EXPECT_NE(plan_table(make_plan(in)).find("bandwidth 0.5 B/s per GPU"), std::string::npos);
+}
+
+TEST(PlanTable, NamesItsConventionsAndShowsTheSeedFigures) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  const std::string table = plan_table(make_plan(in));
+  for (const char* text : {"16.00 GB", "5.50 GB", "3.75 GB", "2.00 GB", "4.00 GB", "comm seed",
+                           "comm ring", "one direction", "busiest rank"}) {
+    EXPECT_NE(table.find(text), std::string::npos) << text << "\n" << table;
+  }
+  EXPECT_NE(plan_table(make_plan(in), true).find("14.90 GiB"), std::string::npos);  // 16e9 B
+}
+
+TEST(PlanJson, HasTheContractKeys) {
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  const auto j = nlohmann::ordered_json::parse(plan_json(make_plan(in)));
+  ASSERT_EQ(j["stages"].size(), 4u);
+  for (int s = 0; s < 4; ++s) {
+    const auto& st = j["stages"][s];
+    EXPECT_EQ(st["stage"], s);
+    for (const char* key :
+         {"model_state_bytes", "total_bytes", "floor_bytes", "fits", "min_gpus", "max_params",
+          "comm_bytes_per_gpu", "comm_seconds", "exposed_seconds", "efficiency"}) {
+      EXPECT_TRUE(st.contains(key)) << key;
+    }
+    EXPECT_TRUE(st["comm_bytes_per_gpu"].contains("seed"));
+    EXPECT_TRUE(st["comm_bytes_per_gpu"].contains("ring"));
+  }
+  EXPECT_TRUE(j.contains("cheapest_fitting_stage"));
+  EXPECT_TRUE(j["cheapest_fitting_stage"].is_null());
+  EXPECT_EQ(j["stages"][1]["model_state_bytes"], 5'500'000'000u);
+}
+
+}  // namespace
+}  // namespace zerodp::report
