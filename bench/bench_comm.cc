@@ -47,9 +47,9 @@
 #include <thread>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/error.h"
-#include "zerodp/shard.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/shard.h"
 
 #if defined(ZERODP_HAVE_MPI)
 #include <mpi.h>

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/gemm.h"
-#include "zerodp/gpt.h"
-#include "zerodp/layers.h"
-#include "zerodp/rng.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/model/gemm.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/model/layers.h"
 
 using namespace zerodp::model;
 

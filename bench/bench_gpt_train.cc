@@ -42,11 +42,11 @@
 #include <thread>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
-#include "zerodp/gemm.h"
-#include "zerodp/gpt.h"
-#include "zerodp/samples.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/data/samples.h"
+#include "zerodp/model/gemm.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/zero/engine.h"
 
 namespace {
 

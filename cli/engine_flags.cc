@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "zerodp/error.h"
-#include "zerodp/units.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::cli {
 

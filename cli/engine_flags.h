@@ -1,5 +1,5 @@
 // The flags every engine command shares (train, measure, eval): how many ranks on which
-// backend, which stage, precision and buckets. Read as text and parsed with zerodp/units.h,
+// backend, which stage, precision and buckets. Read as text and parsed with zerodp/common/units.h,
 // so a bad value gets our one-line message naming the flag and the accepted form.
 #pragma once
 
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "zerodp/engine.h"
 #include "zerodp/run/launch.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::cli {
 

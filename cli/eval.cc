@@ -7,8 +7,8 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
+#include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "command.h"
 #include "model_flags.h"
-#include "zerodp/error.h"
-#include "zerodp/gpt_export.h"
+#include "zerodp/common/error.h"
+#include "zerodp/hf/gpt_export.h"
 #include "zerodp/run/checkpoint_model.h"
 
 namespace zerodp::cli {

@@ -10,11 +10,11 @@
 #include "engine_flags.h"
 #include "measure_report.h"
 #include "model_flags.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/measure.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 namespace {

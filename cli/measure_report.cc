@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "zerodp/units.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::cli {
 namespace {

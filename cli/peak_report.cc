@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "zerodp/units.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::cli {
 

@@ -7,10 +7,10 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
-#include "zerodp/error.h"
-#include "zerodp/rng.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 namespace {

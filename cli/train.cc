@@ -13,11 +13,11 @@
 #include "model_flags.h"
 #include "peak_report.h"
 #include "progress.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
 #include "zerodp/run/stop_signal.h"
 #include "zerodp/run/training.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 namespace {

@@ -1,17 +1,20 @@
-# zerodp_part(NAME HEADERS h... [USES part...] [LIBS lib...] [PRIVATE_LIBS lib...])
+# zerodp_part(NAME [USES part...] [LIBS lib...] [PRIVATE_LIBS lib...])
 #
 # Builds src/NAME/*.cc (and its subfolders) as the static library zerodp_NAME.
-#  HEADERS       its public headers, in include/zerodp/ (a part's own folder there, e.g.
-#                run/training.h, keeps its subpath). They are linked into a folder of the
-#                part's own (build/parts/NAME/include/zerodp/), which is all the part and its
-#                users see of include/: a user sees the headers of the parts it links, no others.
+#  Its public headers are include/zerodp/NAME/, each named after the source in src/NAME/ that
+#  implements it. The folder is linked into a folder of the part's own
+#  (build/parts/NAME/include/zerodp/NAME), which is all the part and its users see of
+#  include/: a user sees the headers of the parts it links, no others.
 #  USES          the parts below it that it may use (linked PUBLIC: their headers are part of
 #                its interface).
 #  LIBS          third-party libraries its public headers or users need (PUBLIC).
 #  PRIVATE_LIBS  third-party libraries only its sources use.
 # Its internal headers, src/NAME/..., are included as "NAME/x.h" by its own sources only.
 function(zerodp_part name)
-  cmake_parse_arguments(PART "" "" "HEADERS;USES;LIBS;PRIVATE_LIBS" ${ARGN})
+  cmake_parse_arguments(PART "" "" "USES;LIBS;PRIVATE_LIBS" ${ARGN})
+  if(PART_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "zerodp_part(${name}): unknown arguments ${PART_UNPARSED_ARGUMENTS}")
+  endif()
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cc)
   if(NOT ZERODP_MPI)
     list(FILTER sources EXCLUDE REGEX "/src/comm/mpi/")
@@ -19,18 +22,14 @@ function(zerodp_part name)
   set(target zerodp_${name})
   add_library(${target} STATIC ${sources})
 
+  set(headers ${CMAKE_SOURCE_DIR}/include/zerodp/${name})
+  if(NOT IS_DIRECTORY ${headers})
+    message(FATAL_ERROR "part ${name}: no public headers in include/zerodp/${name}/")
+  endif()
   set(public_dir ${CMAKE_BINARY_DIR}/parts/${name}/include)
   file(REMOVE_RECURSE ${public_dir})
   file(MAKE_DIRECTORY ${public_dir}/zerodp)
-  foreach(header IN LISTS PART_HEADERS)
-    set(original ${CMAKE_SOURCE_DIR}/include/zerodp/${header})
-    if(NOT EXISTS ${original})
-      message(FATAL_ERROR "part ${name}: no public header include/zerodp/${header}")
-    endif()
-    get_filename_component(header_dir ${public_dir}/zerodp/${header} DIRECTORY)
-    file(MAKE_DIRECTORY ${header_dir})
-    file(CREATE_LINK ${original} ${public_dir}/zerodp/${header} SYMBOLIC)
-  endforeach()
+  file(CREATE_LINK ${headers} ${public_dir}/zerodp/${name} SYMBOLIC)
   set(internal_dir ${CMAKE_BINARY_DIR}/parts/${name}/internal)
   file(REMOVE_RECURSE ${internal_dir})
   file(MAKE_DIRECTORY ${internal_dir})

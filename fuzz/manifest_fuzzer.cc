@@ -1,5 +1,6 @@
-// Fuzz target: the checkpoint manifest reader (zerodp/checkpoint.h) and what `zerodp eval`,
-// `sample` and `export` do with a checkpoint (zerodp/run/checkpoint_model.h), on any manifest.json.
+// Fuzz target: the checkpoint manifest reader (zerodp/checkpoint/checkpoint.h) and what `zerodp
+// eval`, `sample` and `export` do with a checkpoint (zerodp/run/checkpoint_model.h), on any
+// manifest.json.
 //
 // The fuzzer's input is the text of manifest.json, written beside two fixed shards (made once,
 // at start-up, exactly as checkpoint::save() lays them out: shard s holds 142 elements whose
@@ -34,10 +35,10 @@
 #include <string_view>
 #include <vector>
 
-#include "zerodp/checkpoint.h"
-#include "zerodp/error.h"
+#include "zerodp/checkpoint/checkpoint.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/sha256.h"
 #include "zerodp/run/checkpoint_model.h"
-#include "zerodp/sha256.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Fuzz target: `zerodp plan` with any command line. The input is the words after "plan", one
 // per line. The real command is registered (the library zerodp_cli_planner: CLI11, the plan
-// flags' parsers and zerodp/units.h, make_plan() and the table or JSON it prints).
+// flags' parsers and zerodp/common/units.h, make_plan() and the table or JSON it prints).
 //
 // Properties: the command either prints a plan or ends with CLI11's parse error or a
 // UsageError of one line naming a flag, which main.cc turns into exit status 2; nothing else
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "command.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 #include "zerodp/plan/activations.h"
 #include "zerodp/report/json.h"
 #include "zerodp/report/notes.h"

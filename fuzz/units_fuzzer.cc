@@ -1,4 +1,4 @@
-// Fuzz target: the number and unit parsers of zerodp/units.h, on any text.
+// Fuzz target: the number and unit parsers of zerodp/common/units.h, on any text.
 //
 // Properties, for every input:
 //  - each parser returns a value or throws UsageError whose one line names the flag; nothing
@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "zerodp/error.h"
-#include "zerodp/units.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 
 namespace {
 

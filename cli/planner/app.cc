@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "command.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace {
 

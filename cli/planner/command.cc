@@ -1,6 +1,6 @@
 #include "command.h"
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::cli {
 

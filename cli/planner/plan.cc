@@ -12,14 +12,14 @@
 #include "plan_flags.h"
 #include "plan_link.h"
 #include "plan_options.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/deepspeed/config.h"
-#include "zerodp/error.h"
 #include "zerodp/plan/activations.h"
 #include "zerodp/report/deepspeed.h"
 #include "zerodp/report/json.h"
 #include "zerodp/report/report.h"
 #include "zerodp/report/table.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 

@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "plan_flags.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/deepspeed/estimator.h"
-#include "zerodp/error.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 

@@ -5,10 +5,10 @@
 #include <sstream>
 
 #include "plan_flags.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/deepspeed/runtime.h"
 #include "zerodp/deepspeed/topology.h"
-#include "zerodp/error.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::cli {
 namespace {

@@ -1,5 +1,5 @@
 // Command-line options shared by `zerodp plan` and `zerodp plot`. CLI11 reads every value as
-// a string; the functions here parse them with zerodp/units.h so that every bad value gets
+// a string; the functions here parse them with zerodp/common/units.h so that every bad value gets
 // zerodp's one-line message (flag, accepted form, text received) and exit status 2.
 #pragma once
 

@@ -7,9 +7,9 @@
 
 #include "command.h"
 #include "plan_options.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/plan/figure.h"
-#include "zerodp/units.h"
 
 namespace zerodp::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zerodp/catalog/models.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::catalog {
 namespace {

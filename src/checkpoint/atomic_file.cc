@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "checkpoint/format.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::checkpoint {
 

@@ -1,11 +1,11 @@
 // Writing files so that a crash at any moment leaves them whole or absent: what makes a
-// checkpoint complete or absent (include/zerodp/checkpoint.h).
+// checkpoint complete or absent (include/zerodp/checkpoint/checkpoint.h).
 #pragma once
 
 #include <cstddef>
 #include <string>
 
-#include "zerodp/sha256.h"
+#include "zerodp/common/sha256.h"
 
 namespace zerodp::checkpoint {
 

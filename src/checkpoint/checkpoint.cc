@@ -1,6 +1,6 @@
 // checkpoint::latest() and checkpoint::Checkpoint: finding a complete checkpoint and reading
 // ranges of it. Its manifest is read and checked in manifest.cc, saving is in save.cc.
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 
 #include "checkpoint/format.h"
 #include "checkpoint/manifest.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;

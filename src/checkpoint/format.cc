@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "zerodp/checkpoint.h"
-#include "zerodp/error.h"
-#include "zerodp/sha256.h"
+#include "zerodp/checkpoint/checkpoint.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/sha256.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;

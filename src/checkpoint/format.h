@@ -1,6 +1,6 @@
 // The on-disk layout of a checkpoint, shared by save.cc (which writes it) and manifest.cc
 // (which reads it back): folder and file names, and the shard header. See
-// include/zerodp/checkpoint.h for the whole layout.
+// include/zerodp/checkpoint/checkpoint.h for the whole layout.
 #pragma once
 
 #include <cstddef>

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "checkpoint/format.h"
-#include "zerodp/error.h"
-#include "zerodp/sha256.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/sha256.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // Reading a checkpoint back: its manifest.json parsed and checked field by field and against
-// its shards, before anything in it is trusted (include/zerodp/checkpoint.h).
+// its shards, before anything in it is trusted (include/zerodp/checkpoint/checkpoint.h).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "checkpoint/shard_file.h"
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"
 
 namespace zerodp::checkpoint {
 

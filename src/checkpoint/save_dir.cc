@@ -22,8 +22,8 @@
 #include "checkpoint/atomic_file.h"
 #include "checkpoint/format.h"
 #include "checkpoint/manifest.h"
-#include "zerodp/checkpoint.h"
-#include "zerodp/error.h"
+#include "zerodp/checkpoint/checkpoint.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// What a save dir's claim (SaveDir, include/zerodp/checkpoint.h) tells save(): whose
+// What a save dir's claim (SaveDir, include/zerodp/checkpoint/checkpoint.h) tells save(): whose
 // checkpoints the folder holds and which of them this run may prune.
 #pragma once
 

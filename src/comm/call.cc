@@ -1,6 +1,6 @@
 #include "comm/call.h"
 
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::comm {
 

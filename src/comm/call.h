@@ -1,16 +1,16 @@
 // Call: one collective as a rank issued it, and what the front and both backends derive from
 // it alone — its name and description in error messages, the agreement check between ranks,
-// and the bytes a ring algorithm sends for it (the accounting of zerodp/comm.h). call.cc is
-// where the front learns what each kind of collective is called and what it sends
-// (collective_name() of zerodp/comm.h is defined there too).
+// and the bytes a ring algorithm sends for it (the accounting of zerodp/comm/communicator.h).
+// call.cc is where the front learns what each kind of collective is called and what it sends
+// (collective_name() of zerodp/comm/communicator.h is defined there too).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "zerodp/comm.h"
-#include "zerodp/dtype.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/dtype.h"
 
 namespace zerodp::comm {
 
@@ -34,7 +34,8 @@ bool same_collective(const Call& a, const Call& b);
 // one position, at least one different from calls[0]. The same text on every rank.
 std::string mismatch_message(const Call* calls, int ranks);
 
-// Bytes rank `rank` of `ranks` sends in `call` under the ring algorithms of zerodp/comm.h.
+// Bytes rank `rank` of `ranks` sends in `call` under the ring algorithms of
+// zerodp/comm/communicator.h.
 std::uint64_t ring_bytes_sent(const Call& call, int ranks, int rank);
 
 // Bytes of one element range: count * dtype_size.

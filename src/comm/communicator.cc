@@ -1,4 +1,4 @@
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 #include <exception>
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm {
 

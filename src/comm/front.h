@@ -16,8 +16,8 @@
 //
 // A backend implements only what differs: how ranks meet and exchange their calls, how data
 // moves, and how a failure is recorded and made known to the peers. A new collective touches
-// three places: the contract (zerodp/comm.h), this front (its *_async here, its name and ring
-// bytes in call.cc), and each backend's data movement (threads/ and mpi/ collectives.cc).
+// three places: the contract (zerodp/comm/communicator.h), this front (its *_async here, its name
+// and ring bytes in call.cc), and each backend's data movement (threads/ and mpi/ collectives.cc).
 #pragma once
 
 #include <array>
@@ -30,7 +30,7 @@
 
 #include "comm/call.h"
 #include "comm/work.h"
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 namespace zerodp::comm {
 

@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "zerodp/dtype.h"
+#include "zerodp/common/dtype.h"
 
 namespace zerodp::comm {
 

@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm {
 

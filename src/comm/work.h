@@ -23,7 +23,7 @@
 
 #include "comm/bell.h"
 #include "comm/call.h"
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 namespace zerodp::comm {
 

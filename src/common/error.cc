@@ -1,4 +1,4 @@
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 #include <cstdio>
 #include <cstdlib>

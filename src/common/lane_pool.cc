@@ -1,8 +1,8 @@
-#include "zerodp/lane_pool.h"
+#include "zerodp/common/lane_pool.h"
 
 #include <utility>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 

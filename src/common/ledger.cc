@@ -1,8 +1,8 @@
-#include "zerodp/ledger.h"
+#include "zerodp/common/ledger.h"
 
 #include <algorithm>
 
-#include "zerodp/units.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp {
 

@@ -1,8 +1,8 @@
-#include "zerodp/partition.h"
+#include "zerodp/common/partition.h"
 
 #include <algorithm>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 

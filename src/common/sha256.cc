@@ -1,8 +1,8 @@
-#include "zerodp/sha256.h"
+#include "zerodp/common/sha256.h"
 
 #include <openssl/evp.h>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 

@@ -1,8 +1,8 @@
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 #include <algorithm>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 

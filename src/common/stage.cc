@@ -1,8 +1,8 @@
-#include "zerodp/stage.h"
+#include "zerodp/common/stage.h"
 
 #include <string>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 namespace {

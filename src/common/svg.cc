@@ -1,4 +1,4 @@
-#include "zerodp/svg.h"
+#include "zerodp/common/svg.h"
 
 #include <cstdio>
 

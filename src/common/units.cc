@@ -1,4 +1,4 @@
-#include "zerodp/units.h"
+#include "zerodp/common/units.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <optional>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::units {
 namespace {

@@ -1,10 +1,10 @@
-#include "zerodp/samples.h"
+#include "zerodp/data/samples.h"
 
 #include <cmath>
 #include <utility>
 
-#include "zerodp/error.h"
-#include "zerodp/rng.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/rng.h"
 
 namespace zerodp::data {
 

@@ -1,4 +1,4 @@
-#include "zerodp/text_data.h"
+#include "zerodp/data/text_data.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <memory>
 
-#include "zerodp/error.h"
-#include "zerodp/rng.h"
-#include "zerodp/units.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::data {
 

@@ -2,9 +2,9 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/deepspeed/config.h"
-#include "zerodp/error.h"
-#include "zerodp/units.h"
 
 namespace zerodp::deepspeed {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::deepspeed {
 namespace {

@@ -1,6 +1,6 @@
 #include "zerodp/deepspeed/offload.h"
-#include "zerodp/error.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::deepspeed {
 

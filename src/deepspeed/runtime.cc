@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::deepspeed {
 namespace {

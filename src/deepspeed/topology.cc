@@ -1,6 +1,6 @@
 #include "zerodp/deepspeed/topology.h"
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::deepspeed {
 namespace {

@@ -13,8 +13,8 @@
 #include <cmath>
 
 #include "model/simd_math.h"
-#include "zerodp/gemm.h"
-#include "zerodp/layers.h"
+#include "zerodp/model/gemm.h"
+#include "zerodp/model/layers.h"
 
 namespace zerodp::model {
 namespace {

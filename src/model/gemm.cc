@@ -1,4 +1,4 @@
-#include "zerodp/gemm.h"
+#include "zerodp/model/gemm.h"
 
 #include <cblas.h>
 #include <time.h>

@@ -29,10 +29,10 @@
 #include <utility>
 
 #include "model/gpt_tensors.h"
-#include "zerodp/error.h"
-#include "zerodp/gpt.h"
-#include "zerodp/lane_pool.h"
-#include "zerodp/layers.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/lane_pool.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/model/layers.h"
 
 namespace zerodp::model {
 

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "model/gpt_tensors.h"
-#include "zerodp/error.h"
-#include "zerodp/gpt.h"
-#include "zerodp/rng.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/model/gpt.h"
 
 namespace zerodp::model {
 

@@ -1,10 +1,10 @@
-#include "zerodp/layers.h"
+#include "zerodp/model/layers.h"
 
 #include <cmath>
 #include <cstring>
 
 #include "model/simd_math.h"
-#include "zerodp/gemm.h"
+#include "zerodp/model/gemm.h"
 
 namespace zerodp::model {
 

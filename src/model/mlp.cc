@@ -1,13 +1,13 @@
-#include "zerodp/mlp.h"
+#include "zerodp/model/mlp.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 
-#include "zerodp/error.h"
-#include "zerodp/gemm.h"
-#include "zerodp/rng.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/model/gemm.h"
 
 namespace zerodp::model {
 namespace {

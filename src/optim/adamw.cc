@@ -4,8 +4,9 @@
 #include <immintrin.h>
 #endif
 
-#include "zerodp/error.h"
-#include "zerodp/optim.h"
+#include "zerodp/optim/adamw.h"
+
+#include "zerodp/common/error.h"
 
 namespace zerodp::optim {
 
@@ -57,22 +58,6 @@ void adamw_update(std::span<float> param, std::span<const float> grad, float gra
     const float v_hat = vv[i] / bc2;
     p[i] -= lr * (m_hat / (std::sqrt(v_hat) + c.eps) + c.weight_decay * p[i]);
   }
-}
-
-LossScaler::LossScaler(const LossScaleConfig& config, bool dynamic)
-    : config_(config), dynamic_(dynamic), scale_(dynamic ? config.initial : 1.0f) {}
-
-bool LossScaler::update(bool overflow) {
-  if (!overflow) {
-    if (dynamic_ && ++good_steps_ >= config_.growth_interval) {
-      scale_ *= 2.0f;
-      good_steps_ = 0;
-    }
-    return false;
-  }
-  good_steps_ = 0;
-  if (dynamic_) scale_ = std::max(config_.min_scale, scale_ * 0.5f);
-  return true;
 }
 
 }  // namespace zerodp::optim

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "zerodp/optim.h"
+#include "zerodp/optim/schedule.h"
 
 namespace zerodp::optim {
 

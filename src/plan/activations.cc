@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::plan {
 namespace {

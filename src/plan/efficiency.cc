@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::plan {
 

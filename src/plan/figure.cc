@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <set>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/svg.h"
+#include "zerodp/common/units.h"
 #include "zerodp/plan/figure.h"
-#include "zerodp/svg.h"
-#include "zerodp/units.h"
 
 namespace zerodp::plan {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "zerodp/error.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::plan {
 namespace {

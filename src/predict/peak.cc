@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "zerodp/error.h"
-#include "zerodp/partition.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/partition.h"
 
 namespace zerodp::predict {
 namespace {
@@ -74,7 +74,7 @@ Slots gather_slots(const UnitLayout& layout, bool prefetch) {
   return slots;
 }
 
-// The MPI backend's staging for a reduction of count elements of elem bytes (comm.h).
+// The MPI backend's staging for a reduction of count elements of elem bytes (comm/communicator.h).
 std::uint64_t mpi_staging(const EngineRun& run, std::uint64_t count, std::uint64_t elem) {
   if (!run.mpi || run.ranks == 1) return 0;
   const std::uint64_t capacity = shard_of(count, run.ranks, 0).capacity;

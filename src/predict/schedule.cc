@@ -2,10 +2,10 @@
 #include <cmath>
 #include <numeric>
 
-#include "zerodp/error.h"
-#include "zerodp/partition.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/partition.h"
+#include "zerodp/common/shard.h"
 #include "zerodp/predict/schedule.h"
-#include "zerodp/shard.h"
 
 namespace zerodp::predict {
 namespace {

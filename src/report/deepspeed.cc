@@ -2,10 +2,10 @@
 // text and rows (deepspeed/estimator.h), with zerodp's figures and each difference named.
 #include <nlohmann/json.hpp>
 
+#include "zerodp/common/units.h"
 #include "zerodp/deepspeed/estimator.h"
 #include "zerodp/report/deepspeed.h"
 #include "zerodp/report/json.h"
-#include "zerodp/units.h"
 
 namespace zerodp::report {
 namespace {

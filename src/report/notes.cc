@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <string>
 
+#include "zerodp/common/units.h"
 #include "zerodp/report/notes.h"
-#include "zerodp/units.h"
 
 namespace zerodp::report {
 namespace {

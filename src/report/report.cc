@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <limits>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/plan/feasibility.h"
 #include "zerodp/report/report.h"
-#include "zerodp/units.h"
 
 namespace zerodp::report {
 namespace {

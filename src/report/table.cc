@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <functional>
 
+#include "zerodp/common/units.h"
 #include "zerodp/report/notes.h"
 #include "zerodp/report/table.h"
-#include "zerodp/units.h"
 
 namespace zerodp::report {
 namespace {

@@ -4,8 +4,8 @@
 #include <map>
 #include <span>
 
-#include "zerodp/error.h"
-#include "zerodp/text_data.h"
+#include "zerodp/common/error.h"
+#include "zerodp/data/text_data.h"
 
 namespace zerodp::run {
 namespace {

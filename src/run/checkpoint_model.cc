@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::run {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "zerodp/error.h"
-#include "zerodp/units.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::run {
 namespace {

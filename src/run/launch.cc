@@ -7,10 +7,10 @@
 #include <limits>
 #include <thread>
 
-#include "zerodp/error.h"
-#include "zerodp/gemm.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
+#include "zerodp/model/gemm.h"
 #include "zerodp/plan/memory.h"
-#include "zerodp/units.h"
 
 namespace zerodp::run {
 

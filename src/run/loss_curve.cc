@@ -10,8 +10,8 @@
 #include <optional>
 #include <sstream>
 
-#include "zerodp/error.h"
-#include "zerodp/svg.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/svg.h"
 
 namespace zerodp::run {
 namespace {

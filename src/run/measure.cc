@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 #include "zerodp/plan/comm.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/run/engine_run.h"

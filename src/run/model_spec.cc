@@ -7,9 +7,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
 #include "zerodp/predict/peak.h"
-#include "zerodp/units.h"
 
 namespace zerodp::run {
 

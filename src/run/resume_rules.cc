@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 #include "zerodp/run/model_spec.h"
 
 namespace zerodp::run {

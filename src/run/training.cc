@@ -3,13 +3,13 @@
 #include <csignal>
 #include <cstdio>
 
-#include "zerodp/error.h"
-#include "zerodp/optim.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
+#include "zerodp/optim/schedule.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/resume_rules.h"
 #include "zerodp/run/stop_signal.h"
-#include "zerodp/units.h"
 
 namespace zerodp::run {
 

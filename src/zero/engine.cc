@@ -1,4 +1,4 @@
-#include "zerodp/engine.h"
+#include "zerodp/zero/engine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,10 +8,10 @@
 
 #include "zero/grad_reducer.h"
 #include "zero/param_gatherer.h"
-#include "zerodp/dtype.h"
-#include "zerodp/error.h"
-#include "zerodp/partition.h"
-#include "zerodp/sha256.h"
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/partition.h"
+#include "zerodp/common/sha256.h"
 
 namespace zerodp {
 namespace {

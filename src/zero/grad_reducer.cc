@@ -1,7 +1,7 @@
 #include "zero/grad_reducer.h"
 
-#include "zerodp/dtype.h"
-#include "zerodp/error.h"
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::zero {
 

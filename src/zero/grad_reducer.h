@@ -1,5 +1,5 @@
 // Where a unit's fresh gradients go, as soon as its backward is done; the stage's sharding
-// (zerodp/stage.h) decides.
+// (zerodp/common/stage.h) decides.
 //
 //  gradients whole, optimizer states whole (stage 0): added into the full 16-bit grads; on the
 //           last micro-step, all-reduced bucket by bucket while backward goes on (DDP's
@@ -18,11 +18,11 @@
 #include <span>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/ledger.h"
-#include "zerodp/model.h"
-#include "zerodp/partition.h"
-#include "zerodp/stage.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/ledger.h"
+#include "zerodp/common/partition.h"
+#include "zerodp/common/stage.h"
+#include "zerodp/model/model.h"
 
 namespace zerodp::zero {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::zero {
 

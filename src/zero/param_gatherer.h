@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/ledger.h"
-#include "zerodp/model.h"
-#include "zerodp/partition.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/ledger.h"
+#include "zerodp/common/partition.h"
+#include "zerodp/model/model.h"
 
 namespace zerodp::zero {
 

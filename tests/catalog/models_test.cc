@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "zerodp/catalog/models.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::catalog {
 namespace {

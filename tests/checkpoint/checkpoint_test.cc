@@ -1,6 +1,6 @@
 // Checkpoints never lose a run: bitwise resume on every stage, resharding to another N and
 // stage, and clear errors for every way a checkpoint can be broken.
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
-#include "zerodp/error.h"
-#include "zerodp/mlp.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
+#include "zerodp/model/mlp.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp {
 namespace {

@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "zerodp/checkpoint.h"
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
-#include "zerodp/error.h"
-#include "zerodp/mlp.h"
+#include "zerodp/checkpoint/checkpoint.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
+#include "zerodp/model/mlp.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp {
 namespace {

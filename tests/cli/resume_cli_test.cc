@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"
 
 extern char** environ;
 

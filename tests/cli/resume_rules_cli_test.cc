@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_testing.h"
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"
 
 namespace zerodp {
 namespace {

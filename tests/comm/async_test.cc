@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/comm_testing.h"
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 namespace zerodp::comm {
 namespace {

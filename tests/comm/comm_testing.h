@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/dtype.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::comm::testing {
 

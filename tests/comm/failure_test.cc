@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "comm/comm_testing.h"
-#include "zerodp/comm.h"
-#include "zerodp/error.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm {
 namespace {

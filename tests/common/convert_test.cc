@@ -1,4 +1,4 @@
-#include "zerodp/dtype.h"
+#include "zerodp/common/dtype.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // LanePool: every lane once per run, all at once, lane 0 on the caller; exceptions come back
 // and the pool stays usable.
-#include "zerodp/lane_pool.h"
+#include "zerodp/common/lane_pool.h"
 
 #include <gtest/gtest.h>
 

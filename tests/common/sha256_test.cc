@@ -1,4 +1,4 @@
-#include "zerodp/sha256.h"
+#include "zerodp/common/sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // The one table of what each stage shards, and the stage's names and parsing.
-#include "zerodp/stage.h"
+#include "zerodp/common/stage.h"
 
 #include <gtest/gtest.h>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 namespace {

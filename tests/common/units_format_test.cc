@@ -1,7 +1,7 @@
-// The formatting helpers of zerodp/units.h that the planner's tables and figures print with.
+// The formatting helpers of zerodp/common/units.h that the planner's tables and figures print with.
 #include <gtest/gtest.h>
 
-#include "zerodp/units.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::units {
 namespace {

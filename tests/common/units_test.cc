@@ -1,11 +1,11 @@
-#include "zerodp/units.h"
+#include "zerodp/common/units.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::units {
 namespace {

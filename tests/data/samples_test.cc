@@ -1,6 +1,6 @@
 // Sample sources: a sample is a pure function of (seed, split, index), whoever draws it and
 // in whatever batches.
-#include "zerodp/samples.h"
+#include "zerodp/data/samples.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "zerodp/text_data.h"
+#include "zerodp/data/text_data.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::data {
 namespace {

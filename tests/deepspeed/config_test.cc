@@ -2,8 +2,8 @@
 // the flags, what it lists, and its one-line errors.
 #include <gtest/gtest.h>
 
+#include "zerodp/common/error.h"
 #include "zerodp/deepspeed/config.h"
-#include "zerodp/error.h"
 
 namespace zerodp::deepspeed {
 namespace {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "zerodp/common/error.h"
 #include "zerodp/deepspeed/estimator.h"
-#include "zerodp/error.h"
 
 namespace zerodp::deepspeed {
 namespace {

@@ -1,4 +1,4 @@
-#include "zerodp/safetensors.h"
+#include "zerodp/hf/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/error.h"
-#include "zerodp/gpt.h"
-#include "zerodp/gpt_export.h"
+#include "zerodp/common/error.h"
+#include "zerodp/hf/gpt_export.h"
+#include "zerodp/model/gpt.h"
 
 namespace zerodp::hf {
 namespace {

@@ -1,2 +1,2 @@
 // Must not compile: samples are drawn without knowing the model that reads them.
-#include "zerodp/model.h"
+#include "zerodp/model/model.h"

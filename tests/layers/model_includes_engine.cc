@@ -1,2 +1,2 @@
 // Must not compile: the model is below the engine (it never knows it is sharded).
-#include "zerodp/engine.h"
+#include "zerodp/zero/engine.h"

@@ -1,2 +1,2 @@
 // Must not compile: the planner is pure arithmetic, with no communicator.
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"

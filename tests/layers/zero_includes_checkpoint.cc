@@ -1,2 +1,2 @@
 // Must not compile: checkpoints are above the engine (the engine knows no files).
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"

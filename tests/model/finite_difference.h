@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/rng.h"
+#include "zerodp/common/rng.h"
 
 namespace zerodp::model::testing {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "model/gpt_tensors.h"
-#include "zerodp/gpt.h"
-#include "zerodp/layers.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/model/layers.h"
 
 namespace zerodp::model::testing {
 

@@ -1,6 +1,6 @@
 // The GPT as a Model: layout, initialisation, the whole gradient against finite differences,
 // training, activation checkpointing, the data contract across ranks.
-#include "zerodp/gpt.h"
+#include "zerodp/model/gpt.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include "model/finite_difference.h"
 #include "model/gpt_terms.h"
 #include "testing/tolerance.h"
-#include "zerodp/error.h"
-#include "zerodp/samples.h"
+#include "zerodp/common/error.h"
+#include "zerodp/data/samples.h"
 
 namespace zerodp::model {
 namespace {

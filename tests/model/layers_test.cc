@@ -3,7 +3,7 @@
 // is what each backward receives. Outputs a backward WRITES are pre-filled with NaN (a missed
 // element would show); outputs it ADDS into are pre-filled with a constant that is subtracted
 // again (a write instead of an add would show).
-#include "zerodp/layers.h"
+#include "zerodp/model/layers.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "zerodp/mlp.h"
+#include "zerodp/model/mlp.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "model/finite_difference.h"
 #include "testing/tolerance.h"
-#include "zerodp/samples.h"
+#include "zerodp/data/samples.h"
 
 namespace zerodp::model {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/error.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm {
 namespace {

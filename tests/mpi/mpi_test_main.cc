@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// AdamW's update against the formula of optim.h written out one element at a time: the same
+// AdamW's update against the formula of optim/adamw.h written out one element at a time: the same
 // bits, whatever the length (the vectorised body and its scalar tail) and the step.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,10 @@
 #include <cstring>
 #include <vector>
 
-#include "zerodp/optim.h"
-#include "zerodp/rng.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/optim/adamw.h"
+#include "zerodp/optim/loss_scaler.h"
+#include "zerodp/optim/schedule.h"
 
 namespace zerodp::optim {
 namespace {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::plan {
 namespace {

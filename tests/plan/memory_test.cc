@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "zerodp/error.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::plan {
 namespace {

@@ -2,10 +2,10 @@
 // written here pair by pair, and against the ring column where they must agree.
 #include <gtest/gtest.h>
 
+#include "zerodp/common/shard.h"
 #include "zerodp/plan/comm.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/predict/peak.h"
-#include "zerodp/shard.h"
 
 namespace zerodp::predict {
 namespace {

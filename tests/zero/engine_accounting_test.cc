@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "zero/engine_testing.h"
-#include "zerodp/partition.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/partition.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp {
 namespace {

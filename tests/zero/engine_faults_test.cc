@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "zero/engine_testing.h"
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
-#include "zerodp/error.h"
-#include "zerodp/mlp.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
+#include "zerodp/model/mlp.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp {
 namespace {

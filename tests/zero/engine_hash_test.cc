@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "zero/engine_testing.h"
-#include "zerodp/sha256.h"
+#include "zerodp/common/sha256.h"
 
 namespace zerodp {
 namespace {

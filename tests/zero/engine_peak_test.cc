@@ -10,12 +10,12 @@
 #include <tuple>
 #include <variant>
 
-#include "zerodp/engine.h"
-#include "zerodp/gpt.h"
-#include "zerodp/mlp.h"
+#include "zerodp/data/samples.h"
+#include "zerodp/data/text_data.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/model/mlp.h"
 #include "zerodp/predict/peak.h"
-#include "zerodp/samples.h"
-#include "zerodp/text_data.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp {
 namespace {

@@ -5,10 +5,10 @@
 #include <mutex>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
-#include "zerodp/mlp.h"
-#include "zerodp/samples.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/data/samples.h"
+#include "zerodp/model/mlp.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::testing {
 

@@ -14,7 +14,7 @@
 //        4Φ(N−1)/N, 4Φ(N−1)/N, 4Φ(N−1)/N, 6Φ(N−1)/N with 16-bit params and grads: ratio 1.5,
 //        the ZeRO paper's 2Ψ vs 3Ψ. This is the column the engine's byte counters must equal.
 //
-// The ring, exactly: the buffer is cut into N chunks by shard_of() (zerodp/shard.h), chunk c
+// The ring, exactly: the buffer is cut into N chunks by shard_of() (zerodp/common/shard.h), chunk c
 // being rank c's shard; rank r sends only to rank r+1 (mod N), one chunk per step.
 //  - reduce-scatter, N−1 steps: at step k rank r sends its partial sum of chunk (r−k−1) mod N;
 //    rank r ends with chunk r fully reduced and has sent every chunk but its own.

@@ -5,7 +5,7 @@
 // Contract:
 //  - Bytes are 64-bit integers computed without floating point (128-bit intermediates), so
 //    a comparison with a budget is exact at the boundary: an exact equality fits.
-//  - A sharded state is cut with shard_of() (zerodp/shard.h), and every rank is charged the
+//  - A sharded state is cut with shard_of() (zerodp/common/shard.h), and every rank is charged the
 //    shard capacity, ceil(Φ/N) elements, which is what the engine allocates on each rank.
 //    When N divides Φ this is exactly the seed's KΦ/N; otherwise it is the seed's figure
 //    rounded up to whole elements (less than one element's bytes more per sharded state).
@@ -18,11 +18,11 @@
 #include <string>
 #include <string_view>
 
-#include "zerodp/stage.h"
+#include "zerodp/common/stage.h"
 
 namespace zerodp::plan {
 
-// The seed's stages are the engine's (zerodp/stage.h): one type, one answer to what each
+// The seed's stages are the engine's (zerodp/common/stage.h): one type, one answer to what each
 // shards.
 using zerodp::kStages;
 using zerodp::Stage;

@@ -1,5 +1,5 @@
 // The peak: what one rank of zerodp's own engine holds at the worst moment of a step, by the
-// ledger's categories (zerodp/ledger.h), predicted from the run's configuration before
+// ledger's categories (zerodp/common/ledger.h), predicted from the run's configuration before
 // anything is allocated.
 //
 // Model state is the seed's formula (plan/memory.h); the peak adds what a real step needs on
@@ -15,8 +15,8 @@
 //   gathered_params          params sharded: slots × 2 × largest unit, slots being the most
 //                            units held at once by the gather order (with prefetch: the next
 //                            unit's too)
-//   comm_buffers             MPI: 2 (N-1) segments of the largest reduction (comm.h); threads: 0
-//   activations              gpt_activation_bytes() or mlp_activation_bytes()
+//   comm_buffers             MPI: 2 (N-1) segments of the largest reduction (comm/communicator.h);
+//   threads: 0 activations              gpt_activation_bytes() or mlp_activation_bytes()
 // Everything is allocated once and kept, so the peak is the sum, reached when the last buffer
 // is first allocated: in the first step's forward (activations, gathers) or backward (a
 // gather the forward did not need at once). Gradient accumulation and precision (bf16 or
@@ -33,17 +33,17 @@
 #include <variant>
 #include <vector>
 
-#include "zerodp/ledger.h"
-#include "zerodp/stage.h"
+#include "zerodp/common/ledger.h"
+#include "zerodp/common/stage.h"
 
 namespace zerodp::predict {
 
-// The byte-level GPT (zerodp/gpt.h): vocabulary 256, tied LM head.
+// The byte-level GPT (zerodp/model/gpt.h): vocabulary 256, tied LM head.
 struct GptShape {
   std::uint64_t layers = 4, heads = 4, hidden = 256, seq_len = 128, vocab = 256;
   bool checkpoint_activations = false;
 };
-// The MLP (zerodp/mlp.h): depth layers of width × width + width.
+// The MLP (zerodp/model/mlp.h): depth layers of width × width + width.
 struct MlpShape {
   std::uint64_t width = 64, depth = 4;
 };
@@ -95,8 +95,8 @@ RankPeak predict_rank_peak(const EngineRun& run, int rank);
 std::vector<RankPeak> predict_peak(const EngineRun& run);
 
 // The bytes each host sends to other hosts per training step in the step's ZeRO collectives,
-// with the MPI backend's algorithm (zerodp/comm.h: each rank sends each peer its chunk of a
-// reduce-scatter, and its own chunk of an all-gather to every peer, directly), ranks filling
+// with the MPI backend's algorithm (zerodp/comm/communicator.h: each rank sends each peer its chunk
+// of a reduce-scatter, and its own chunk of an all-gather to every peer, directly), ranks filling
 // hosts in order, ranks_per_host to a host (run.ranks a multiple of it). Stage 0 all-reduces
 // every bucket; stages 1 and 2 reduce-scatter it and all-gather the updated params; stage 3
 // gathers the params twice (forward, backward) and reduce-scatters the grads. The scalars'

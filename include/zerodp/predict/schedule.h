@@ -20,9 +20,9 @@
 // step replayed, so a steady state's gathers carried over from the previous step are in it.
 //
 // A collective's time on the link is what the busiest host sends in it, over the payload rate,
-// plus the latency of its messages (the MPI backend's algorithm, comm.h): one delay for the
-// handshake, and per data phase (an all-reduce has two) one round trip for the rendezvous of
-// each segment. Ranks fill hosts in order; ranks on one host exchange through shared memory,
+// plus the latency of its messages (the MPI backend's algorithm, comm/communicator.h): one delay
+// for the handshake, and per data phase (an all-reduce has two) one round trip for the rendezvous
+// of each segment. Ranks fill hosts in order; ranks on one host exchange through shared memory,
 // taken as free. Left out: the software cost of a collective and the compute the progress
 // thread takes from the ranks; the compute it is given is measured with that thread running.
 //

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/error.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::run {
 

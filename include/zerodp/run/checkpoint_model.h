@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/checkpoint.h"
+#include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/run/model_spec.h"
 
 namespace zerodp::run {

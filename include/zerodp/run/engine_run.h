@@ -1,7 +1,7 @@
 // The planner's view of a run zerodp is about to start: the model's shape and the engine's
-// options as predict::EngineRun (zerodp/predict/peak.h), its predicted peak as JSON, and the advice a
-// refused budget ends with. What `train --dry-run` prints, what `measure` and `train` show
-// beside the ledger.
+// options as predict::EngineRun (zerodp/predict/peak.h), its predicted peak as JSON, and the advice
+// a refused budget ends with. What `train --dry-run` prints, what `measure` and `train` show beside
+// the ledger.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/engine.h"
 #include "zerodp/predict/peak.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::run {
 

@@ -11,9 +11,9 @@
 #include <functional>
 #include <string>
 
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
+#include "zerodp/comm/communicator.h"
 #include "zerodp/run/agreement.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::run {
 

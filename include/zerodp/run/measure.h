@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
-#include "zerodp/ledger.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/ledger.h"
+#include "zerodp/common/stage.h"
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
-#include "zerodp/stage.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::run {
 
@@ -34,7 +34,7 @@ struct RankMeasure {
   std::uint64_t model_state = 0;
   std::uint64_t peak_total = 0;
   // ZeRO collectives per step: counted by the backend as the bytes moved, sent and received,
-  // and what the ring algorithms would send for the same calls (comm.h; a formula).
+  // and what the ring algorithms would send for the same calls (comm/communicator.h; a formula).
   std::uint64_t sent_per_step = 0, received_per_step = 0, ring_per_step = 0;
   std::uint64_t scalar_per_step = 0;  // loss, norm and overflow scalars, counted sent
   // On cluster hosts (ZERODP_WIRE_IF): the bytes this host's interface sent per step in the

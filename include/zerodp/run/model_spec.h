@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "zerodp/gpt.h"
-#include "zerodp/mlp.h"
-#include "zerodp/model.h"
-#include "zerodp/samples.h"
-#include "zerodp/text_data.h"
+#include "zerodp/data/samples.h"
+#include "zerodp/data/text_data.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/model/mlp.h"
+#include "zerodp/model/model.h"
 
 namespace zerodp::run {
 

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/checkpoint.h"
-#include "zerodp/engine.h"
+#include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/run/agreement.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/loss_curve.h"
 #include "zerodp/run/model_spec.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::run {
 

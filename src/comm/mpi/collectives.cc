@@ -30,7 +30,7 @@
 #include "comm/copy.h"
 #include "comm/mpi/communicator.h"
 #include "comm/sum.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::comm::mpi {
 namespace {

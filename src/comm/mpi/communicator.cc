@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "comm/mpi/runtime.h"
-#include "zerodp/error.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::comm::mpi {
 namespace {

@@ -25,7 +25,7 @@
 
 #include "comm/front.h"
 #include "comm/work.h"
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 namespace zerodp::comm::mpi {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm::mpi {
 namespace {

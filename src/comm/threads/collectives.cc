@@ -18,14 +18,14 @@
 //
 // Bytes: the copies here move (N-1) * count elements per reduce-scatter or all-gather summed
 // over ranks, as a ring does, though not in ring order. Each copy between two ranks' buffers
-// is counted where it happens, for both (zerodp/comm.h, "Counted bytes").
+// is counted where it happens, for both (zerodp/comm/communicator.h, "Counted bytes").
 #include "comm/threads/collectives.h"
 
 #include <vector>
 
 #include "comm/copy.h"
 #include "comm/sum.h"
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::comm::threads {
 namespace {

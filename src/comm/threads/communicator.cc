@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "comm/threads/collectives.h"
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm::threads {
 

@@ -15,7 +15,7 @@
 #include "comm/front.h"
 #include "comm/threads/group.h"
 #include "comm/work.h"
-#include "zerodp/comm.h"
+#include "zerodp/comm/communicator.h"
 
 namespace zerodp::comm::threads {
 

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::comm::threads {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/gpt.h"
+#include "zerodp/model/gpt.h"
 
 namespace zerodp::hf {
 

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "zerodp/shard.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp {
 

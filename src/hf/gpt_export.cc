@@ -1,4 +1,4 @@
-#include "zerodp/gpt_export.h"
+#include "zerodp/hf/gpt_export.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "zerodp/error.h"
-#include "zerodp/safetensors.h"
+#include "zerodp/common/error.h"
+#include "zerodp/hf/safetensors.h"
 
 namespace zerodp::hf {
 

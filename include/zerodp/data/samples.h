@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/text_data.h"
+#include "zerodp/data/text_data.h"
 
 namespace zerodp::data {
 

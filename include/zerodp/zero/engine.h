@@ -7,7 +7,7 @@
 //   stage 1: master, m, v sharded                4Φ + 12Φ/N
 //   stage 2: + grads sharded                     2Φ + 14Φ/N
 //   stage 3: + 16-bit params sharded            16Φ/N
-// as sharding(stage) says (zerodp/stage.h), measured by the Ledger, with gathered params,
+// as sharding(stage) says (zerodp/common/stage.h), measured by the Ledger, with gathered params,
 // buckets, scratch and activations apart.
 //
 // Contract:
@@ -44,13 +44,14 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/comm.h"
-#include "zerodp/dtype.h"
-#include "zerodp/ledger.h"
-#include "zerodp/model.h"
-#include "zerodp/optim.h"
-#include "zerodp/samples.h"
-#include "zerodp/stage.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/ledger.h"
+#include "zerodp/common/stage.h"
+#include "zerodp/data/samples.h"
+#include "zerodp/model/model.h"
+#include "zerodp/optim/adamw.h"
+#include "zerodp/optim/loss_scaler.h"
 
 namespace zerodp {
 
@@ -83,8 +84,8 @@ struct StepResult {
   bool skipped = false;     // fp16 overflow: no update on any rank
   float loss_scale = 1.0f;  // the scale used for this step
   // This step's ZeRO collectives (the loss/norm/flag scalars apart): what the ring algorithms
-  // would send for them (a formula, comm.h), and the bytes the backend counted as it moved
-  // them for this rank. Ring bytes count when a collective is issued; counted bytes when its
+  // would send for them (a formula, comm/communicator.h), and the bytes the backend counted as it
+  // moved them for this rank. Ring bytes count when a collective is issued; counted bytes when its
   // data moves, so those of a gather overlapped across a step boundary fall in either step
   // (over steps and a flush() they add up).
   std::uint64_t ring_bytes = 0;

@@ -6,7 +6,7 @@
 //    than its peers at the same position gets zerodp::Error naming both calls and the ranks,
 //    never corrupted data.
 //  - Element counts need not be divisible by N. Full buffers are never padded: the chunk of
-//    rank r is shard_of(count, N, r) (zerodp/shard.h) — contiguous, ceil(count/N) elements
+//    rank r is shard_of(count, N, r) (zerodp/common/shard.h) — contiguous, ceil(count/N) elements
 //    except for short trailing chunks, which may be empty.
 //  - Reduction is a sum. Every result element is ((x_0 + x_1) + x_2) + ... in rank order,
 //    accumulated in fp32 for every dtype and rounded once to the dtype at the end (dtype.h
@@ -77,8 +77,8 @@
 #include <string>
 #include <string_view>
 
-#include "zerodp/dtype.h"
-#include "zerodp/ledger.h"
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/ledger.h"
 
 namespace zerodp::comm {
 

@@ -1,4 +1,4 @@
-#include "zerodp/safetensors.h"
+#include "zerodp/hf/safetensors.h"
 
 #include <algorithm>
 #include <bit>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::hf {
 

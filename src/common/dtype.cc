@@ -1,4 +1,4 @@
-#include "zerodp/dtype.h"
+#include "zerodp/common/dtype.h"
 
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>

@@ -16,7 +16,7 @@
 //    A unit's gradients are complete after its own backward (every reader comes later in
 //    forward order, hence earlier in backward order).
 //  - Data: the caller hands each micro-batch's samples to begin_micro_batch() (the engine
-//    draws them from a data::SampleSource, zerodp/samples.h); a model never knows where they
+//    draws them from a data::SampleSource, zerodp/data/samples.h); a model never knows where they
 //    come from, which split they are, or which rank it runs on.
 //  - Determinism: the same parameters and samples give the same bits, every call.
 //  - Activations are the model's own memory, allocated through the ledger given to
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/ledger.h"
+#include "zerodp/common/ledger.h"
 
 namespace zerodp::model {
 
@@ -99,5 +99,15 @@ class Model {
   virtual void set_ledger(Ledger* ledger) = 0;
   virtual std::string describe() const = 0;
 };
+
+// Helpers that run a Model over one consolidated fp32 flat buffer of all its parameters, as a
+// one-rank engine would (eval, sampling, export checks, tests).
+// init_all: every unit's init_unit into its slice of params.
+void init_all(const Model& model, std::span<float> params, std::uint64_t seed);
+// forward_all: forward of every unit in order; returns loss(). The micro-batch must have begun.
+float forward_all(Model& model, std::span<const float> params);
+// forward_all, then backward of every unit in reverse order, ADDING gradients into grads
+// (same layout as params).
+float forward_backward_all(Model& model, std::span<const float> params, std::span<float> grads);
 
 }  // namespace zerodp::model

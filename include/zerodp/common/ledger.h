@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-#include "zerodp/error.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp {
 

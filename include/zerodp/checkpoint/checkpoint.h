@@ -39,8 +39,8 @@
 #include <optional>
 #include <string>
 
-#include "zerodp/comm.h"
-#include "zerodp/engine.h"
+#include "zerodp/comm/communicator.h"
+#include "zerodp/zero/engine.h"
 
 namespace zerodp::checkpoint {
 

@@ -1,6 +1,7 @@
 // A one-rank engine in a few lines: every unit over one consolidated flat buffer.
-#include "zerodp/error.h"
-#include "zerodp/gpt.h"
+#include "zerodp/model/model.h"
+
+#include "zerodp/common/error.h"
 
 namespace zerodp::model {
 

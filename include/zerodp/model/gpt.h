@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "zerodp/model.h"
+#include "zerodp/model/model.h"
 
 namespace zerodp::model {
 
@@ -114,15 +114,5 @@ class GptModel final : public Model {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Helpers that run a Model over one consolidated fp32 flat buffer of all its parameters, as a
-// one-rank engine would (eval, sampling, export checks, tests).
-// init_all: every unit's init_unit into its slice of params.
-void init_all(const Model& model, std::span<float> params, std::uint64_t seed);
-// forward_all: forward of every unit in order; returns loss(). The micro-batch must have begun.
-float forward_all(Model& model, std::span<const float> params);
-// forward_all, then backward of every unit in reverse order, ADDING gradients into grads
-// (same layout as params).
-float forward_backward_all(Model& model, std::span<const float> params, std::span<float> grads);
 
 }  // namespace zerodp::model

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "zerodp/model.h"
+#include "zerodp/model/model.h"
 
 namespace zerodp::model {
 
