@@ -218,14 +218,14 @@ void assign_threads(const Args& args, int default_threads, int cores, Result& r)
 void time_blocks(const Args& args, const model::GptConfig& cfg, const data::SampleSource& samples,
                  const Result& r, std::vector<std::vector<RankBlock>>& blocks,
                  std::vector<ProcessBlock>& process) {
-  EngineOptions opt;
+  zero::EngineOptions opt;
   opt.stage = stage_from_number(r.stage);
   opt.micro_batch = args.micro_batch;
   opt.clip_norm = 1.0f;
   comm::run_thread_ranks(r.ranks, comm::Options{}, [&](comm::Communicator& comm) {
     model::GptModel model(cfg);
     model.set_threads(r.model_threads);
-    Engine engine(model, comm, samples, opt);
+    zero::Engine engine(model, comm, samples, opt);
     const int rank = comm.rank();
     for (int i = 0; i < args.warmup; ++i) engine.step(1e-3f);
     for (int b = 0; b < args.repeats; ++b) {

@@ -32,8 +32,8 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
 }
 
-EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_batch) {
-  EngineOptions o;
+zero::EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_batch) {
+  zero::EngineOptions o;
   o.stage = parse_stage(f.stage);
   if (f.precision == "bf16") {
     o.precision = DType::bf16;

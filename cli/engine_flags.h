@@ -40,7 +40,7 @@ struct EngineFlags {
 void add_engine_flags(CLI::App* app, EngineFlags& flags, bool stage_flag = true);
 
 // Parses the flags into engine options (throws UsageError).
-EngineOptions engine_options(const EngineFlags& flags, std::size_t default_micro_batch);
+zero::EngineOptions engine_options(const EngineFlags& flags, std::size_t default_micro_batch);
 
 // How the ranks are launched; agree holds the engine flags as written.
 run::Launch launch_options(const EngineFlags& flags);

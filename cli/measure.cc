@@ -14,7 +14,7 @@
 #include "zerodp/common/units.h"
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/engine_run.h"
-#include "zerodp/run/measure.h"
+#include "zerodp/run/measurement.h"
 
 namespace zerodp::cli {
 namespace {
@@ -75,7 +75,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   if (f.model.model == "mlp" && f.model.params.empty()) f.model.params = "10M";
   const run::ModelSpec spec(f.model);
   run::Launch launch = launch_options(f.engine);
-  EngineOptions base = engine_options(f.engine, 8);
+  zero::EngineOptions base = engine_options(f.engine, 8);
   // Under MPI, measure's own settings are the run's too: every rank must measure the same.
   for (const run::ConfigField& field : run::kConfigFields) {
     const nlohmann::json config = spec.config_json();
@@ -98,7 +98,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   std::vector<Stage> stages = {base.stage};
   if (f.all_stages) stages.assign(kStages.begin(), kStages.end());
   for (Stage stage : stages) {
-    EngineOptions o = base;
+    zero::EngineOptions o = base;
     o.stage = stage;
     run::check_memory(
         {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_flag()}, o, launch);
@@ -121,7 +121,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
     // This stage's baseline and peak are its own, not the previous stage's.
     run::reset_process_peak();
     run::run_ranks(launch, [&](comm::Communicator& comm) {
-      EngineOptions o = base;
+      zero::EngineOptions o = base;
       o.stage = stage;
       run::RankMeasure mine;
       try {  // a budget refuses in the engine's setup or in the first step

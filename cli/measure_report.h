@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "zerodp/run/measure.h"
+#include "zerodp/run/measurement.h"
 
 namespace zerodp::cli {
 

@@ -79,7 +79,7 @@ class TrainLog final : public run::TrainObserver {
   void header(const run::TrainSettings& s, const comm::Communicator& comm,
               std::uint64_t tokens_per_step) const {
     const run::ModelSpec& spec = s.spec;
-    const EngineOptions& o = s.options;
+    const zero::EngineOptions& o = s.options;
     std::printf("zerodp train: %s\n", spec.describe().c_str());
     if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
     std::printf(
@@ -96,7 +96,7 @@ class TrainLog final : public run::TrainObserver {
                    std::to_string(ck.manifest().ranks) + " ranks at stage " +
                    std::to_string(ck.manifest().stage) + ")");
   }
-  void stepped(std::int64_t step, const StepResult& result, double rate,
+  void stepped(std::int64_t step, const zero::StepResult& result, double rate,
                double seconds_left) override {
     progress_.step(step, result.loss, rate, seconds_left, result.skipped);
   }

@@ -90,11 +90,11 @@ const Manifest& Checkpoint::manifest() const {
 std::uint64_t Checkpoint::params() const {
   return impl_->contents.manifest.params;
 }
-EngineState Checkpoint::state() const {
+zero::EngineState Checkpoint::state() const {
   return impl_->contents.manifest.state;
 }
 
-void Checkpoint::read(FlatRange range, float* master, float* m, float* v) const {
+void Checkpoint::read(zero::FlatRange range, float* master, float* m, float* v) const {
   const auto& index = impl_->contents.index;
   // The placement holding range.offset: the last one starting at or before it.
   auto it = std::upper_bound(index.begin(), index.end(), range.offset,
@@ -114,8 +114,8 @@ void Checkpoint::read(FlatRange range, float* master, float* m, float* v) const 
   if (at != end) throw Error("checkpoint " + impl_->folder + " does not cover the range asked for");
 }
 
-Engine::RangeReader Checkpoint::reader() const {
-  return [this](FlatRange r, float* master, float* m, float* v) { read(r, master, m, v); };
+zero::Engine::RangeReader Checkpoint::reader() const {
+  return [this](zero::FlatRange r, float* master, float* m, float* v) { read(r, master, m, v); };
 }
 
 void Checkpoint::check_model(const std::string& model_config) const {

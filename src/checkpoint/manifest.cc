@@ -73,7 +73,7 @@ void check_format(const json& m) {
 }
 
 // Read and checked here, once, so that state() cannot fail later.
-EngineState read_state(const json& m) {
+zero::EngineState read_state(const json& m) {
   const json& state = field(m, "state", "\"state\"");
   const auto step = whole(state, "step", "state.step", std::numeric_limits<std::int64_t>::max());
   const auto samples =

@@ -50,7 +50,7 @@ void throw_if_any_failed(comm::Communicator& comm, const std::string& failure,
 }
 
 // Writes this rank's shard into `folder` (creating it) and returns its SHA-256.
-std::string write_shard(const std::string& folder, Engine& engine, int rank, int ranks,
+std::string write_shard(const std::string& folder, zero::Engine& engine, int rank, int ranks,
                         std::uint64_t elements, const std::string& digest) {
   std::error_code ec;
   fs::create_directories(folder, ec);
@@ -61,10 +61,11 @@ std::string write_shard(const std::string& folder, Engine& engine, int rank, int
   file.write(header, kShardHeaderBytes);
   // Straight from the engine's buffers, chunk by chunk: the master block, then m, then v. A
   // save holds no copy of the state (a rank under --rank-memory has no room for one).
-  const std::vector<Engine::OwnedChunk> chunks = engine.owned_chunks();
+  const std::vector<zero::Engine::OwnedChunk> chunks = engine.owned_chunks();
   std::uint64_t written = 0;
-  for (auto part : {&Engine::OwnedChunk::master, &Engine::OwnedChunk::m, &Engine::OwnedChunk::v}) {
-    for (const Engine::OwnedChunk& chunk : chunks) {
+  for (auto part : {&zero::Engine::OwnedChunk::master, &zero::Engine::OwnedChunk::m,
+                    &zero::Engine::OwnedChunk::v}) {
+    for (const zero::Engine::OwnedChunk& chunk : chunks) {
       const std::span<const float> values = chunk.*part;
       file.write(values.data(), values.size_bytes());
       written += values.size();
@@ -80,7 +81,7 @@ std::string write_shard(const std::string& folder, Engine& engine, int rank, int
 constexpr std::size_t kShaAt = 1, kRangesAt = 5;
 
 std::vector<std::uint64_t> shard_words(std::uint64_t elements, const std::string& sha,
-                                       const std::vector<FlatRange>& ranges) {
+                                       const std::vector<zero::FlatRange>& ranges) {
   std::vector<std::uint64_t> words(kRangesAt + 2 * ranges.size());
   words[0] = elements;
   for (int i = 0; i < 4; ++i) words[kShaAt + i] = std::stoull(sha.substr(16 * i, 16), nullptr, 16);
@@ -120,7 +121,7 @@ nlohmann::json shard_entry(const std::uint64_t* w, std::size_t range_count, int 
           {"ranges", ranges}};
 }
 
-nlohmann::json manifest_json(const Engine& engine, const EngineState& state, int ranks,
+nlohmann::json manifest_json(const zero::Engine& engine, const zero::EngineState& state, int ranks,
                              const std::string& run_id, nlohmann::json model, nlohmann::json run,
                              const std::vector<std::uint64_t>& all_words, std::size_t range_count) {
   const std::size_t per_rank = all_words.size() / ranks;
@@ -129,7 +130,7 @@ nlohmann::json manifest_json(const Engine& engine, const EngineState& state, int
   for (int r = 0; r < ranks; ++r) {
     shards.push_back(shard_entry(all_words.data() + r * per_rank, range_count, r, ranks, params));
   }
-  const EngineOptions& o = engine.options();
+  const zero::EngineOptions& o = engine.options();
   return {{"format", "zerodp-checkpoint"},
           {"version", kFormatVersion},
           {"run_id", run_id},
@@ -187,7 +188,7 @@ void die_here_if_asked(std::int64_t step) {
 
 }  // namespace
 
-std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
+std::string save(const std::string& save_dir, zero::Engine& engine, comm::Communicator& comm,
                  const std::string& model_config, const std::string& run_record, int keep) {
   ZERODP_CHECK(keep >= 1);
   nlohmann::json model = parse_object(model_config, "the model config");
@@ -195,11 +196,11 @@ std::string save(const std::string& save_dir, Engine& engine, comm::Communicator
   const int rank = comm.rank(), ranks = comm.size();
   // The run writing the manifest holds the folder; the other ranks' processes need not.
   const Ownership owner = rank == 0 ? claimed(save_dir) : Ownership{};
-  const EngineState state = engine.state();
+  const zero::EngineState state = engine.state();
   const std::string folder = step_folder(save_dir, state.step);
-  const std::vector<FlatRange> ranges = engine.owned_ranges();
+  const std::vector<zero::FlatRange> ranges = engine.owned_ranges();
   std::uint64_t elements = 0;
-  for (const FlatRange& r : ranges) elements += r.count;
+  for (const zero::FlatRange& r : ranges) elements += r.count;
 
   const std::string digest = model_digest(model);
   std::string sha;

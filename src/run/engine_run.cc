@@ -31,8 +31,8 @@ std::vector<int> shown_ranks(int ranks) {
   return {0, ranks - 1};
 }
 
-predict::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& o, const Launch& launch,
-                              int ranks) {
+predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& o,
+                              const Launch& launch, int ranks) {
   predict::EngineRun run;
   if (spec.is_gpt()) {
     const model::GptConfig& g = spec.gpt();

@@ -64,7 +64,8 @@ void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_by
   throw UsageError(message);
 }
 
-void check_memory(const MemoryNeed& need, const EngineOptions& options, const Launch& launch) {
+void check_memory(const MemoryNeed& need, const zero::EngineOptions& options,
+                  const Launch& launch) {
   const auto [here, total] = ranks_here_and_total(launch);
   const std::uint64_t state =
       model_state_per_rank(need.params, std::max<u128>(1, total), options.stage);

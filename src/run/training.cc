@@ -40,7 +40,7 @@ RunSettings TrainSettings::agreement() const {
   }
   out.push_back(
       {"--data", spec.data_path() + " (" + spec.data_fingerprint() + ")", spec.data_fingerprint()});
-  const EngineOptions& o = options;
+  const zero::EngineOptions& o = options;
   auto text = [](const nlohmann::json& v) { return v.dump(); };
   // A real number is shown short (2e-3, not 0.0020000000949949026) and compared in full.
   auto real = [](const char* flag, float v) {
@@ -112,14 +112,14 @@ std::optional<checkpoint::Checkpoint> open_resume(const TrainSettings& s) {
   return resume;
 }
 
-float validation_loss(Engine& engine, const data::SampleSource& samples, int rank, int ranks,
+float validation_loss(zero::Engine& engine, const data::SampleSource& samples, int rank, int ranks,
                       std::size_t micro_batch, std::uint64_t batches) {
   data::Batch batch;
   double sum = 0;
   for (std::uint64_t j = 0; j < batches; ++j) {
     const std::uint64_t first = (j * std::uint64_t(ranks) + std::uint64_t(rank)) * micro_batch;
     samples.draw(data::Split::validation, first, micro_batch, batch);
-    sum += engine.evaluate(micro_batch_of(batch));
+    sum += engine.evaluate(zero::micro_batch_of(batch));
   }
   return float(sum / double(batches));
 }

@@ -13,7 +13,7 @@
 #include "zerodp/common/partition.h"
 #include "zerodp/common/sha256.h"
 
-namespace zerodp {
+namespace zerodp::zero {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -122,8 +122,8 @@ struct Engine::Impl {
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
   std::vector<bool> is_read;
 
-  std::optional<zero::ParamGatherer> gatherer;  // stage 3
-  std::optional<zero::GradReducer> reducer;
+  std::optional<ParamGatherer> gatherer;  // stage 3
+  std::optional<GradReducer> reducer;
   std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight
 
   optim::LossScaler scaler;
@@ -131,9 +131,9 @@ struct Engine::Impl {
   std::uint64_t samples_done = 0;
 };
 
-}  // namespace zerodp
+}  // namespace zerodp::zero
 
-namespace zerodp {
+namespace zerodp::zero {
 namespace {
 
 // Options are checked before anything is sized from them (the partition's buckets first).
@@ -576,4 +576,4 @@ const EngineOptions& Engine::options() const {
   return impl_->opt;
 }
 
-}  // namespace zerodp
+}  // namespace zerodp::zero

@@ -56,11 +56,11 @@ std::vector<float> train(const Run& run) {
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(mlp_config());
     const data::SyntheticRegression samples(mlp_config().width, 1234);
-    EngineOptions o;
+    zero::EngineOptions o;
     o.stage = stage_from_number(run.stage);
     o.micro_batch = 2;
     o.bucket_bytes = 100;  // several buckets per unit
-    Engine engine(mlp, comm, samples, o);
+    zero::Engine engine(mlp, comm, samples, o);
     if (resumed) engine.import_state(resumed->reader(), resumed->state());
     while (engine.steps_done() < run.steps) engine.step(1e-2f);
     if (!run.save_dir.empty()) checkpoint::save(run.save_dir, engine, comm, kModel, "{}", 2);

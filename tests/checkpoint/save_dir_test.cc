@@ -41,9 +41,9 @@ void run_saving(const SaveDir& claim, const Checkpoint* resumed, std::vector<int
     c.depth = 2;
     model::Mlp mlp(c);
     const data::SyntheticRegression samples(c.width, 7);
-    EngineOptions o;
+    zero::EngineOptions o;
     o.micro_batch = 2;
-    Engine engine(mlp, comm, samples, o);
+    zero::Engine engine(mlp, comm, samples, o);
     if (resumed) engine.import_state(resumed->reader(), resumed->state());
     for (int step : saves) {
       while (engine.steps_done() < step) engine.step(1e-2f);

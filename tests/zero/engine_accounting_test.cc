@@ -44,7 +44,7 @@ TEST_P(Accounting, LedgerAndBytesEqualTheClosedForms) {
   model::MlpConfig config;
   config.width = 16;
   config.depth = 5;  // 5 x 272 = 1360 parameters
-  EngineOptions o;
+  zero::EngineOptions o;
   o.stage = stage_from_number(stage);
   o.micro_batch = 2;
   o.bucket_bytes = 300;  // 150 elements: every unit is cut into two buckets
@@ -79,7 +79,7 @@ TEST(Accounting, Stage3SendsOneAndAHalfTimesStage0) {
   model::MlpConfig config;
   config.width = 32;
   config.depth = 4;  // 4 x 1056: divisible by 4, so the ring ratio is exactly 1.5
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 2;
   o.stage = Stage::dp;
   const auto dp = train_mlp(config, o, 4, 2);
@@ -93,7 +93,7 @@ TEST(Accounting, Stage3HoldsAtMostTwoGatheredUnitsPlusPrefetch) {
   model::MlpConfig config;
   config.width = 16;
   config.depth = 6;
-  EngineOptions o;
+  zero::EngineOptions o;
   o.stage = Stage::zero3;
   o.micro_batch = 2;
   const auto with = train_mlp(config, o, 2, 2);

@@ -33,7 +33,7 @@ class StageEquivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(StageEquivalence, TenStepsGiveBitwiseIdenticalWeights) {
   const Case c = GetParam();
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 3;
   o.clip_norm = c.clip ? 0.05f : 0.0f;
   o.bucket_bytes = c.bucket_bytes;
@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(RanksClipBuckets, StageEquivalence,
                          });
 
 TEST(StageEquivalence, PrefetchAndOverlapDoNotChangeTheBits) {
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 2;
   o.stage = Stage::zero3;
   const auto reference = train_mlp(small_mlp(), o, 4, 5);
@@ -79,7 +79,7 @@ TEST(StageEquivalence, FewerParametersThanRanks) {
   model::MlpConfig tiny;
   tiny.width = 1;
   tiny.depth = 2;  // 4 parameters over 8 ranks: half the ranks own nothing
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 2;
   const auto reference = train_mlp(tiny, o, 8, 3);
   for (int stage = 1; stage <= 3; ++stage) {
@@ -92,7 +92,7 @@ TEST(GradAccumulation, PairsOfStagesMatchBitwiseAndAllMatchClosely) {
   // Stages 0 and 1 accumulate micro-steps locally and reduce once; stages 2 and 3 reduce
   // every micro-step. Each pair is the same arithmetic; across pairs only 16-bit rounding of
   // the partial sums differs.
-  EngineOptions o;
+  zero::EngineOptions o;
   o.adamw.eps = 1e-3f;  // Adam divides by sqrt(v): keep near-zero gradients from amplifying
                         // rounding noise into lr-sized steps
   o.micro_batch = 2;
@@ -121,7 +121,7 @@ TEST(GradAccumulation, PairsOfStagesMatchBitwiseAndAllMatchClosely) {
 TEST(DataParallelism, NRanksOfBatchBMatchOneRankOfBatchNB) {
   // Same samples, same mean gradient; only the order of the fp32 sums differs (and the 16-bit
   // rounding of each rank's partial gradient), so the weights agree closely, not bitwise.
-  EngineOptions o;
+  zero::EngineOptions o;
   o.adamw.eps = 1e-3f;  // as above
   o.stage = Stage::zero3;
   o.micro_batch = 2;
@@ -138,7 +138,7 @@ TEST(DataParallelism, NRanksOfBatchBMatchOneRankOfBatchNB) {
 }
 
 TEST(MixedPrecision, Fp16TrainsWithDynamicLossScale) {
-  EngineOptions o;
+  zero::EngineOptions o;
   o.precision = DType::f16;
   o.micro_batch = 4;
   o.stage = Stage::zero2;

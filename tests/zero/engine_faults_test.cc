@@ -65,18 +65,18 @@ TEST(Faults, Fp16OverflowOnOneRankSkipsTheStepEverywhere) {
       std::mutex mu;
       comm::run_thread_ranks(3, {}, [&](comm::Communicator& comm) {
         FaultyMlp mlp(comm.rank(), 1, 3, fault);
-        EngineOptions o;
+        zero::EngineOptions o;
         o.stage = stage_from_number(stage);
         o.precision = DType::f16;
         o.loss_scale.initial = 256.0f;  // low enough that only the injected fault overflows
         o.micro_batch = 2;
-        Engine engine(mlp, comm, samples, o);
+        zero::Engine engine(mlp, comm, samples, o);
         engine.step(1e-2f);
-        const StepResult second = engine.step(1e-2f);
+        const zero::StepResult second = engine.step(1e-2f);
         const std::vector<float> before = engine.gather_master();
-        const StepResult third = engine.step(1e-2f);  // rank 1's gradient overflows
+        const zero::StepResult third = engine.step(1e-2f);  // rank 1's gradient overflows
         const std::vector<float> after = engine.gather_master();
-        const StepResult fourth = engine.step(1e-2f);
+        const zero::StepResult fourth = engine.step(1e-2f);
         std::lock_guard<std::mutex> lock(mu);
         EXPECT_FALSE(second.skipped);
         EXPECT_TRUE(third.skipped) << "stage " << stage << " rank " << comm.rank();
@@ -102,10 +102,10 @@ void train_with_fault(int ranks, const comm::Options& options, int stage, int st
   const data::SyntheticRegression samples = testing::mlp_samples(FaultyMlp::config());
   comm::run_thread_ranks(ranks, options, [&](comm::Communicator& comm) {
     FaultyMlp mlp(comm.rank(), f.rank, f.step, f.fault);
-    EngineOptions o;
+    zero::EngineOptions o;
     o.stage = stage_from_number(stage);
     o.micro_batch = 2;
-    Engine engine(mlp, comm, samples, o);
+    zero::Engine engine(mlp, comm, samples, o);
     for (int s = 0; s < steps; ++s) engine.step(1e-2f);
   });
 }

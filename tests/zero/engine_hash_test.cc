@@ -24,14 +24,14 @@ std::vector<RankHash> hashes(int ranks, Stage stage, std::size_t bucket_bytes) {
   config.width = 12;
   config.depth = 3;
   const data::SyntheticRegression samples = testing::mlp_samples(config);
-  EngineOptions o;
+  zero::EngineOptions o;
   o.stage = stage;
   o.bucket_bytes = bucket_bytes;
   std::vector<RankHash> out(ranks);
   std::mutex mu;
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(config);
-    Engine engine(mlp, comm, samples, o);
+    zero::Engine engine(mlp, comm, samples, o);
     for (int s = 0; s < 3; ++s) engine.step(1e-2f);
     engine.flush();
     RankHash h;

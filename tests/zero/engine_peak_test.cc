@@ -32,7 +32,7 @@ struct Measured {
 
 // Trains `steps` steps on run.ranks thread ranks; run.rank_memory is the budget.
 Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2) {
-  EngineOptions o;
+  zero::EngineOptions o;
   o.stage = run.stage;
   o.micro_batch = run.micro_batch;
   o.grad_accum = static_cast<int>(run.grad_accum);
@@ -60,7 +60,7 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
       model = std::make_unique<model::Mlp>(model::MlpConfig{s.width, int(s.depth)});
       samples = std::make_unique<data::SyntheticRegression>(s.width, 1234);
     }
-    Engine engine(*model, comm, *samples, o);
+    zero::Engine engine(*model, comm, *samples, o);
     for (int s = 0; s < steps; ++s) engine.step(1e-3f);
     engine.flush();
     std::lock_guard lock(mu);

@@ -20,13 +20,13 @@ model::MlpConfig small_mlp() {
 }
 
 struct RankSteps {
-  std::vector<StepResult> steps;
+  std::vector<zero::StepResult> steps;
   std::vector<float> master;
 };
 
 // Trains `steps` steps on `ranks` thread ranks; asks(rank, step) is the rank's stop request
 // at each 0-based step.
-std::vector<RankSteps> train(int ranks, int stage, EngineOptions o, int steps,
+std::vector<RankSteps> train(int ranks, int stage, zero::EngineOptions o, int steps,
                              const std::function<bool(int, int)>& asks) {
   std::vector<RankSteps> out(ranks);
   std::mutex mu;
@@ -34,7 +34,7 @@ std::vector<RankSteps> train(int ranks, int stage, EngineOptions o, int steps,
   o.stage = stage_from_number(stage);  // before the ranks start: they share o
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(small_mlp());
-    Engine engine(mlp, comm, samples, o);
+    zero::Engine engine(mlp, comm, samples, o);
     RankSteps mine;
     for (int s = 0; s < steps; ++s) {
       mine.steps.push_back(engine.step(1e-2f, [&] { return asks(comm.rank(), s); }));
@@ -47,7 +47,7 @@ std::vector<RankSteps> train(int ranks, int stage, EngineOptions o, int steps,
 }
 
 TEST(EngineStop, ARequestOnOneRankReachesEveryRankAtThatStepAndChangesNothingElse) {
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 2;
   for (int stage : {0, 1, 2, 3}) {
     const auto plain = train(3, stage, o, 5, [](int, int) { return false; });
@@ -73,7 +73,7 @@ TEST(EngineStop, ARequestOnOneRankReachesEveryRankAtThatStepAndChangesNothingEls
 
 TEST(EngineStop, NoRequestFunctionCostsTheSameBytesAsBefore) {
   // 3 floats of loss, norm and flags: what the planner and `zerodp measure` count.
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 2;
   const testing::TrainRun run = testing::train_mlp(small_mlp(), o, 4, 2);
   const auto asked = train(4, 3, o, 2, [](int rank, int) { return rank == 3; });
@@ -85,7 +85,7 @@ TEST(EngineStop, NoRequestFunctionCostsTheSameBytesAsBefore) {
 
 TEST(EngineStop, OverflowAndStopAreToldApartWhenBothComeAtOneStep) {
   // fp16 with a loss scale that overflows every gradient: every rank skips its first steps.
-  EngineOptions o;
+  zero::EngineOptions o;
   o.micro_batch = 2;
   o.precision = DType::f16;
   o.loss_scale.initial = 1e30f;

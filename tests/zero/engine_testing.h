@@ -31,7 +31,7 @@ struct TrainRun {
   int skipped = 0;
 };
 
-inline TrainRun train_mlp(const model::MlpConfig& config, EngineOptions options, int ranks,
+inline TrainRun train_mlp(const model::MlpConfig& config, zero::EngineOptions options, int ranks,
                           int steps, float lr = 1e-2f) {
   TrainRun run;
   run.ranks.resize(ranks);
@@ -39,13 +39,13 @@ inline TrainRun train_mlp(const model::MlpConfig& config, EngineOptions options,
   const data::SyntheticRegression samples = mlp_samples(config);
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(config);
-    Engine engine(mlp, comm, samples, options);
+    zero::Engine engine(mlp, comm, samples, options);
     const comm::Stats before = comm.stats();
     std::vector<float> losses;
     std::uint64_t scalar = 0;
     int skipped = 0;
     for (int s = 0; s < steps; ++s) {
-      StepResult r = engine.step(lr);
+      zero::StepResult r = engine.step(lr);
       losses.push_back(r.loss);
       scalar += r.scalar_bytes;
       skipped += r.skipped;

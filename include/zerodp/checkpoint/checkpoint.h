@@ -55,7 +55,7 @@ inline constexpr int kFormatVersion = 1;
 // Keeps the newest `keep` complete checkpoints of this run (>= 1), the one just written always
 // among them; other runs' checkpoints are never removed. Throws Error naming the file on a
 // failed write (disk full, permissions); the previous checkpoint then stays intact.
-std::string save(const std::string& save_dir, Engine& engine, comm::Communicator& comm,
+std::string save(const std::string& save_dir, zero::Engine& engine, comm::Communicator& comm,
                  const std::string& model_config, const std::string& run_record, int keep = 2);
 
 // The newest complete checkpoint folder under save_dir, if any.
@@ -73,8 +73,8 @@ struct Manifest {
   int ranks = 0;                  // the ranks that saved: one shard each (any number can load it)
   DType precision = DType::bf16;  // the 16-bit params' type of the run that saved
   std::uint64_t bucket_bytes = 0;
-  EngineState state;   // step, data position, loss scale
-  std::string run_id;  // 32 hex digits; empty in a manifest written before run ids existed
+  zero::EngineState state;  // step, data position, loss scale
+  std::string run_id;       // 32 hex digits; empty in a manifest written before run ids existed
   // The run record given to save(): the text of a JSON object ("{}" when the manifest has
   // none). Read back so that a resume can hold the run's settings to it.
   std::string run = "{}";
@@ -95,13 +95,13 @@ class Checkpoint {
   const Manifest& manifest() const;
   // Shorthands for manifest().params and manifest().state, what every loader needs.
   std::uint64_t params() const;
-  EngineState state() const;
+  zero::EngineState state() const;
 
   // Fills count values of the range from the shards into each non-null pointer. Throws Error
   // naming the shard if it cannot be read.
-  void read(FlatRange range, float* master, float* m, float* v) const;
+  void read(zero::FlatRange range, float* master, float* m, float* v) const;
   // An Engine::RangeReader over this checkpoint, for Engine::import_state(reader(), state()).
-  Engine::RangeReader reader() const;
+  zero::Engine::RangeReader reader() const;
 
   // Throws Error naming the first field where `model_config` differs from the checkpoint's,
   // but for those the weights do not depend on. `model_config` is the text of a JSON object

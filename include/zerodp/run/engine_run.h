@@ -18,7 +18,7 @@ namespace zerodp::run {
 
 // The run as the planner sees it: the model's shape, the engine options and N ranks on the
 // launch's backend.
-predict::EngineRun engine_run(const ModelSpec& spec, const EngineOptions& options,
+predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& options,
                               const Launch& launch, int ranks);
 
 // What fits in `budget` bytes per rank, one clause, e.g. "at N = 4 the cheapest stage that

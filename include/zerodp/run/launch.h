@@ -50,7 +50,7 @@ struct MemoryNeed {
 // physical memory: UsageError naming --micro-batch or size_flag (whichever needs more) with
 // the figures, e.g. "--micro-batch: the run needs 8.80 PB per rank (model state 51.2 MB,
 // activations 8.80 PB), this machine has 16.8 GB for 4 ranks".
-void check_memory(const MemoryNeed& need, const EngineOptions& options, const Launch& launch);
+void check_memory(const MemoryNeed& need, const zero::EngineOptions& options, const Launch& launch);
 // The same for any process: `ranks_here` ranks each holding state_bytes and activation_bytes;
 // the error names state_flag or activation_flag, whichever needs more.
 void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_bytes,

@@ -29,10 +29,10 @@
 namespace zerodp::run {
 
 struct TrainSettings {
-  TrainSettings(ModelSpec spec_, EngineOptions options_, Launch launch_)
+  TrainSettings(ModelSpec spec_, zero::EngineOptions options_, Launch launch_)
       : spec(std::move(spec_)), options(options_), launch(std::move(launch_)) {}
   ModelSpec spec;
-  EngineOptions options;
+  zero::EngineOptions options;
   Launch launch;
   std::int64_t steps = 0, warmup = 0, eval_every = 0, log_every = 0, save_every = 0;
   std::uint64_t eval_batches = 0;
@@ -60,7 +60,7 @@ struct TrainSettings {
 std::optional<checkpoint::Checkpoint> open_resume(const TrainSettings& settings);
 
 // Mean loss over `batches` micro-batches of held-out data, on every rank (collective).
-float validation_loss(Engine& engine, const data::SampleSource& samples, int rank, int ranks,
+float validation_loss(zero::Engine& engine, const data::SampleSource& samples, int rank, int ranks,
                       std::size_t micro_batch, std::uint64_t batches);
 
 // What a run tells the one who watches it (rank 0's), as it happens.
@@ -70,7 +70,7 @@ class TrainObserver {
   virtual void resumed(const checkpoint::Checkpoint& checkpoint) = 0;
   // After step `step`: its result, the rate so far (tokens or samples per second) and the
   // seconds the remaining steps will take at that rate.
-  virtual void stepped(std::int64_t step, const StepResult& result, double rate,
+  virtual void stepped(std::int64_t step, const zero::StepResult& result, double rate,
                        double seconds_left) = 0;
   virtual void validated(std::int64_t step, float loss) = 0;
   virtual void saved(const std::string& folder) = 0;
@@ -110,11 +110,11 @@ class Training {
   TrainObserver* const observer_;
   const bool leader_;
   std::unique_ptr<model::Model> model_;
-  Engine engine_;
+  zero::Engine engine_;
   const std::uint64_t tokens_per_step_;
   LossCurve curve_;
   std::int64_t first_step_ = 1;
-  StepResult last_;
+  zero::StepResult last_;
   double seconds_ = 0, exposed_ = 0;
   float first_loss_ = 0, last_val_ = NAN;        // NAN: no validation yet
   std::int64_t last_step_ = 0, saved_step_ = 0;  // the last step taken, and saved

@@ -53,7 +53,7 @@
 #include "zerodp/optim/adamw.h"
 #include "zerodp/optim/loss_scaler.h"
 
-namespace zerodp {
+namespace zerodp::zero {
 
 struct EngineOptions {
   Stage stage = Stage::dp;             // --stage: 0 (DP), 1, 2 or 3
@@ -195,4 +195,4 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace zerodp
+}  // namespace zerodp::zero

@@ -72,7 +72,7 @@ struct StageMeasure {
 // with a rate (> 0) adds the replay of every measured step on it; it needs ranks on more than
 // one host (UsageErrorOnEveryRank otherwise).
 RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
-                         EngineOptions options, int steps, const predict::Link& link);
+                         zero::EngineOptions options, int steps, const predict::Link& link);
 
 // Every rank's figures, on every rank.
 std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasure& mine);

@@ -1,4 +1,4 @@
-#include "zerodp/run/measure.h"
+#include "zerodp/run/measurement.h"
 
 #include <malloc.h>
 
@@ -61,10 +61,10 @@ struct Timing {
 
 // A few steps of one configuration: one warm-up step (first touches, buffer growth), then
 // `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
-Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOptions& options,
-                 int steps, RankMeasure* out) {
+Timing run_steps(comm::Communicator& comm, const ModelSpec& spec,
+                 const zero::EngineOptions& options, int steps, RankMeasure* out) {
   const std::unique_ptr<model::Model> model = spec.make();
-  Engine engine(*model, comm, spec.samples(), options);
+  zero::Engine engine(*model, comm, spec.samples(), options);
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
   comm.barrier();  // every rank of a host inside the window before its interface is read
@@ -74,7 +74,7 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const EngineOp
   std::vector<double> step_s, exposed_s;
   std::vector<predict::StepCompute> compute;
   for (int s = 0; s < steps; ++s) {
-    StepResult r = engine.step(1e-4f);
+    zero::StepResult r = engine.step(1e-4f);
     step_s.push_back(r.seconds);
     exposed_s.push_back(r.exposed_comm_seconds);
     predict::StepCompute c{r.unit_forward_seconds, r.unit_backward_seconds, r.optimizer_seconds, 0};
@@ -179,7 +179,7 @@ std::vector<RankMeasure> gather_ranks(comm::Communicator& comm, const RankMeasur
 // One stage on one rank: its figures with overlap and prefetch, its timings without, and the
 // planner's prediction for this rank.
 RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
-                         EngineOptions options, int steps, const predict::Link& link) {
+                         zero::EngineOptions options, int steps, const predict::Link& link) {
   const int per_host = ranks_per_host(comm);
   if (link.bits_per_second > 0 && per_host == comm.size()) {  // alike on every rank
     throw UsageErrorOnEveryRank("--link-rate: all " + std::to_string(comm.size()) +
