@@ -41,10 +41,17 @@ constexpr const char* kShapeFlags = "--layers, --hidden, --heads, --seq-len, --m
 
 using ShapeFlag = std::pair<const char*, const std::string*>;
 
+// The micro-batch as the flags and the config resolve it, and its text for the plan's header.
+struct MicroBatch {
+  std::optional<std::uint64_t> value;
+  std::string text;  // as typed, or the config's value
+};
+
 // All five shape flags, each a whole number, with the heads dividing the hidden size.
-plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[5], const std::string& heads) {
-  std::uint64_t value[5];
-  for (int i = 0; i < 5; ++i) {
+plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[4], const MicroBatch& micro_batch,
+                                  const std::string& heads) {
+  std::uint64_t value[4];
+  for (int i = 0; i < 4; ++i) {
     const auto& [flag, text] = shape_flags[i];
     if (text->empty()) {
       throw UsageError(std::string(flag) + ": required with the other transformer shape flags (" +
@@ -52,7 +59,12 @@ plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[5], const std::
     }
     value[i] = units::parse_whole(*text, flag);
   }
-  const plan::TransformerShape shape{value[0], value[1], value[2], value[3], value[4]};
+  if (!micro_batch.value) {
+    throw UsageError(
+        std::string("--micro-batch: required with the other transformer shape flags (") +
+        kShapeFlags + "), a whole number");
+  }
+  const plan::TransformerShape shape{value[0], value[1], value[2], value[3], *micro_batch.value};
   if (shape.hidden % shape.heads != 0) {
     throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
                      "), got " + quote(heads));
@@ -86,9 +98,9 @@ catalog::Attention parse_attention(const std::string& text) {
 }
 
 // Activations of a published model, from its config and --seq-len, --micro-batch.
-void read_model_activations(const PlanFlags& f, const catalog::ModelConfig& config,
-                            report::PlanInputs& in) {
-  if (f.seq_len.empty() && f.micro_batch.empty()) {
+void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
+                            const catalog::ModelConfig& config, report::PlanInputs& in) {
+  if (f.seq_len.empty() && !micro_batch.value) {
     for (const auto& [flag, text] :
          {std::pair{"--checkpointing", &f.checkpointing}, {"--attention", &f.attention}}) {
       if (!text->empty()) {
@@ -102,15 +114,13 @@ void read_model_activations(const PlanFlags& f, const catalog::ModelConfig& conf
     throw UsageError(
         "--activations: not with --seq-len and --micro-batch, from which they are computed");
   }
-  for (const auto& [flag, text] :
-       {std::pair{"--seq-len", &f.seq_len}, {"--micro-batch", &f.micro_batch}}) {
-    if (text->empty()) {
-      throw UsageError(std::string(flag) +
-                       ": required with the other (--seq-len, --micro-batch), a whole number");
-    }
+  const char* missing = f.seq_len.empty() ? "--seq-len" : !micro_batch.value ? "--micro-batch" : "";
+  if (*missing) {
+    throw UsageError(std::string(missing) +
+                     ": required with the other (--seq-len, --micro-batch), a whole number");
   }
   const std::uint64_t s = units::parse_whole(f.seq_len, "--seq-len");
-  const std::uint64_t b = units::parse_whole(f.micro_batch, "--micro-batch");
+  const std::uint64_t b = *micro_batch.value;
   const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
   const catalog::Attention attention = parse_attention(f.attention);
   const auto bytes = catalog::model_activation_bytes(config, s, b, checkpointing, attention);
@@ -122,7 +132,7 @@ void read_model_activations(const PlanFlags& f, const catalog::ModelConfig& conf
   in.activation_bytes = bytes->total;
   in.activations_given = true;
   in.activations_flag = "--seq-len, --micro-batch";
-  in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + f.micro_batch +
+  in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + micro_batch.text +
                           ", checkpointing " +
                           std::string(plan::checkpointing_name(checkpointing)) + ", " +
                           std::string(catalog::attention_name(attention)) + " attention; layers " +
@@ -131,16 +141,15 @@ void read_model_activations(const PlanFlags& f, const catalog::ModelConfig& conf
 }
 
 // Activations: given in bytes, or from a transformer shape (all five flags), or none.
-void read_activations(const PlanFlags& f, report::PlanInputs& in) {
+void read_activations(const PlanFlags& f, const MicroBatch& micro_batch, report::PlanInputs& in) {
   if (!f.attention.empty()) {
     throw UsageError("--attention: applies to --model or --model-config");
   }
-  const ShapeFlag shape_flags[5] = {{"--layers", &f.layers},
+  const ShapeFlag shape_flags[4] = {{"--layers", &f.layers},
                                     {"--hidden", &f.hidden},
                                     {"--heads", &f.heads},
-                                    {"--seq-len", &f.seq_len},
-                                    {"--micro-batch", &f.micro_batch}};
-  bool any_shape = false;
+                                    {"--seq-len", &f.seq_len}};
+  bool any_shape = micro_batch.value.has_value();
   for (const auto& [flag, text] : shape_flags) any_shape |= !text->empty();
   if (!any_shape) {
     if (!f.checkpointing.empty()) {
@@ -154,7 +163,7 @@ void read_activations(const PlanFlags& f, report::PlanInputs& in) {
     throw UsageError(std::string("--activations: not with the transformer shape (") + kShapeFlags +
                      "), from which they are computed");
   }
-  const plan::TransformerShape shape = read_shape(shape_flags, f.heads);
+  const plan::TransformerShape shape = read_shape(shape_flags, micro_batch, f.heads);
   const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
   const auto bytes = plan::activation_bytes(shape, checkpointing);
   if (!bytes) {
@@ -165,7 +174,7 @@ void read_activations(const PlanFlags& f, report::PlanInputs& in) {
   in.activations_given = true;
   in.activations_flag = kShapeFlags;
   in.activations_source = "Korthikanti et al. 2022: L=" + f.layers + " h=" + f.hidden +
-                          " a=" + f.heads + " s=" + f.seq_len + " b=" + f.micro_batch +
+                          " a=" + f.heads + " s=" + f.seq_len + " b=" + micro_batch.text +
                           ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
 }
 
@@ -228,39 +237,51 @@ deepspeed::OffloadDevice parse_offload(const std::string& text, const char* flag
   throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + quote(text));
 }
 
-report::PlanInputs read_inputs(const PlanFlags& given) {
-  PlanFlags f = given;
-  const std::optional<deepspeed::DeepSpeedConfig> ds_config = read_deepspeed_config(f);
+// The flags a DeepSpeed config also sets, typed; --bytes-per-param's P,G,K returned.
+std::optional<plan::BytesPerParam> read_settings(const PlanFlags& f, report::SharedSettings& s) {
+  const std::optional<plan::BytesPerParam> given = read_precision_flags(f.model_bytes, s);
+  if (!f.stage.empty()) s.stage = parse_stage(f.stage);
+  if (!f.offload_optimizer.empty()) {
+    s.offload_optimizer = parse_offload(f.offload_optimizer, "--offload-optimizer");
+  }
+  if (!f.offload_params.empty()) {
+    s.offload_params = parse_offload(f.offload_params, "--offload-params");
+  }
+  if (!f.micro_batch.empty()) s.micro_batch = units::parse_whole(f.micro_batch, "--micro-batch");
+  s.seq_len_given = !f.seq_len.empty();
+  s.zeropp = read_zeropp(f);
+  return given;
+}
+
+report::PlanInputs read_inputs(const PlanFlags& f) {
   report::PlanInputs in;
-  const ModelBytes model = parse_precision_flags(f.model_bytes);
-  in.bpp = model.bpp;
-  in.bpp_source = model.source;
+  report::SharedSettings settings;
+  const std::optional<plan::BytesPerParam> given_bpp = read_settings(f, settings);
   if (!f.params.empty()) in.params = units::parse_count(f.params, "--params");
-  if (ds_config) {
-    in.deepspeed_config = f.deepspeed_config;
-    in.deepspeed_summary = deepspeed::deepspeed_config_summary(*ds_config);
-    in.configured_stage = ds_config->stage;
-  }
-  if (!f.stage.empty()) {
-    const plan::Stage asked = parse_stage(f.stage);
-    if (in.configured_stage && *in.configured_stage != asked) {
-      throw UsageError("--stage: " + quote(f.stage) + " contradicts " + f.deepspeed_config +
-                       "'s zero_optimization.stage (" +
-                       std::to_string(zerodp::stage_number(*in.configured_stage)) + "); give one");
-    }
-    in.configured_stage = asked;
-  }
-  in.offload.optimizer = parse_offload(f.offload_optimizer, "--offload-optimizer");
-  in.offload.params = parse_offload(f.offload_params, "--offload-params");
   catalog::ModelConfig config;
   in.model = read_model(f, config);
   if (in.model) in.params = in.model->params.params;
+  std::string zeropp_source = settings.zeropp ? "--zeropp" : "";
+  if (!f.deepspeed_config.empty()) {
+    const deepspeed::DeepSpeedConfig ds = read_deepspeed_config(f);
+    settings = apply_deepspeed_config(f, ds, settings, config.hidden, in);
+    if (ds.zeropp.any()) zeropp_source = f.deepspeed_config;
+  }
+  const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
+  in.bpp = model.bpp;
+  in.bpp_source = model.source;
+  in.configured_stage = settings.stage;
+  in.offload.optimizer = settings.offload_optimizer.value_or(deepspeed::OffloadDevice::none);
+  in.offload.params = settings.offload_params.value_or(deepspeed::OffloadDevice::none);
   if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
   if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_bytes(f.gpu_memory, "--gpu-memory");
+  const MicroBatch micro_batch{settings.micro_batch, f.micro_batch.empty() && settings.micro_batch
+                                                         ? std::to_string(*settings.micro_batch)
+                                                         : f.micro_batch};
   if (in.model) {
-    read_model_activations(f, config, in);
+    read_model_activations(f, micro_batch, config, in);
   } else {
-    read_activations(f, in);
+    read_activations(f, micro_batch, in);
   }
   if (!f.round_to.empty()) in.round_to = units::parse_whole(f.round_to, "--round-to");
   if (f.both_directions) in.seed_directions = plan::Directions::both;
@@ -270,8 +291,8 @@ report::PlanInputs read_inputs(const PlanFlags& given) {
   if (!f.bandwidth.empty()) in.bandwidth = units::parse_bandwidth(f.bandwidth, "--bandwidth");
   if (!f.overlap.empty()) in.overlap = units::parse_fraction(f.overlap, "--overlap");
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
-  read_topology(f, read_zeropp(f, ds_config), in);
-  read_runtime(f, ds_config, config, in);
+  read_topology(f, {settings.zeropp.value_or(report::ZeroPlusPlusRequest{}), zeropp_source}, in);
+  read_runtime(f, config, in);
   if (f.comm_convention == "seed") {
     in.time_convention = report::CommConvention::seed;
   } else if (f.comm_convention == "ring") {

@@ -1,5 +1,5 @@
-// `zerodp plan`'s DeepSpeed flags: a DeepSpeed config read into the flags (--deepspeed-config),
-// and what DeepSpeed's own estimate is asked for (--estimator deepspeed).
+// `zerodp plan`'s DeepSpeed flags: a DeepSpeed config read once and applied to the settings the
+// flags gave (--deepspeed-config), and what DeepSpeed's own estimate is asked for (--estimator).
 #include <climits>
 #include <cstdio>
 
@@ -41,69 +41,52 @@ std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
   return run;
 }
 
-// A value the config sets fills its flag; a flag that says otherwise is a contradiction.
-// `agrees`: whether the flag as typed names what the config sets, where spellings differ.
-void take_from_config(std::string& flag_value, const std::string& config_value, bool agrees,
-                      const char* flag, const std::string& key, const std::string& file) {
-  if (flag_value.empty()) {
-    flag_value = config_value;
-  } else if (!agrees) {
-    throw UsageError(std::string(flag) + ": " + quote(flag_value) + " contradicts " + file + "'s " +
-                     key + " (" + config_value + "); give one");
-  }
+namespace {
+
+// The flag of a shared setting (report/settings.h) and the text it was given.
+std::pair<const char*, const std::string*> flag_of(const std::string& field, const PlanFlags& f) {
+  if (field == "precision") return {"--precision", &f.model_bytes.precision};
+  if (field == "optimizer") return {"--optimizer", &f.model_bytes.optimizer};
+  if (field == "bytes_per_param") return {"--bytes-per-param", &f.model_bytes.bytes_per_param};
+  if (field == "offload_optimizer") return {"--offload-optimizer", &f.offload_optimizer};
+  if (field == "offload_params") return {"--offload-params", &f.offload_params};
+  if (field == "micro_batch") return {"--micro-batch", &f.micro_batch};
+  if (field == "stage") return {"--stage", &f.stage};
+  ZERODP_CHECK_MSG(field == "zeropp", field);
+  return {"--zeropp", &f.zeropp};
 }
 
-void take_from_config(std::string& flag_value, const std::string& config_value, const char* flag,
-                      const std::string& key, const std::string& file) {
-  take_from_config(flag_value, config_value, flag_value == config_value, flag, key, file);
-}
+}  // namespace
 
-// --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
-// what the plan says about it.
-std::optional<deepspeed::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f) {
-  if (f.deepspeed_config.empty()) return std::nullopt;
+deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f) {
   const std::string& path = f.deepspeed_config;
   deepspeed::DeepSpeedConfig c = deepspeed::parse_deepspeed_config(
       read_file(path, "--deepspeed-config", "a DeepSpeed config, ds.json"),
       "--deepspeed-config " + path);
-  if (c.precision) {
-    if (!f.model_bytes.bytes_per_param.empty()) {
-      throw UsageError("--bytes-per-param: not with " + path +
-                       ", whose bf16/fp16 sections set the precision");
-    }
-    std::string& typed = f.model_bytes.precision;
-    take_from_config(typed, std::string(precision_word(*c.precision)),
-                     !typed.empty() && precision_of(typed) == *c.precision, "--precision",
-                     "bf16/fp16", path);
-  }
-  if (c.optimizer) {
-    // Compared by what they name, not by spelling: --optimizer adamw agrees with "AdamW".
-    std::string& typed = f.model_bytes.optimizer;
-    take_from_config(typed, std::string(optimizer_word(*c.optimizer)),
-                     !typed.empty() && optimizer_of(typed) == *c.optimizer, "--optimizer",
-                     "optimizer.type", path);
-  }
-  const auto device = [](deepspeed::OffloadDevice d) {
-    return std::string(deepspeed::offload_device_name(d));
-  };
-  if (c.offload_optimizer != deepspeed::OffloadDevice::none) {
-    take_from_config(f.offload_optimizer, device(c.offload_optimizer), "--offload-optimizer",
-                     "zero_optimization.offload_optimizer.device", path);
-  }
-  if (c.offload_params != deepspeed::OffloadDevice::none) {
-    take_from_config(f.offload_params, device(c.offload_params), "--offload-params",
-                     "zero_optimization.offload_param.device", path);
-  }
-  // The micro-batch sizes activations only with a sequence length to go with it.
-  if (c.micro_batch && !f.seq_len.empty()) {
-    take_from_config(f.micro_batch, std::to_string(*c.micro_batch), "--micro-batch",
-                     "train_micro_batch_size_per_gpu", path);
-  }
   if (!c.unknown.empty()) {
     std::fprintf(stderr, "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
                  path.c_str(), units::format_list(c.unknown).c_str());
   }
   return c;
+}
+
+report::SharedSettings apply_deepspeed_config(const PlanFlags& f,
+                                              const deepspeed::DeepSpeedConfig& config,
+                                              const report::SharedSettings& given,
+                                              std::uint64_t hidden, report::PlanInputs& in) {
+  const std::string& path = f.deepspeed_config;
+  report::AppliedConfig applied = report::apply_deepspeed_config(config, path, given, hidden, in);
+  if (!applied.conflicts.empty()) {
+    const report::ConfigConflict& c = applied.conflicts.front();
+    const auto [flag, typed] = flag_of(c.field, f);
+    if (c.excluded) {
+      throw UsageError(std::string(flag) + ": not with " + path + ", whose " + c.key +
+                       " sections set the precision");
+    }
+    throw UsageError(std::string(flag) + ": " + quote(*typed) + " contradicts " + path + "'s " +
+                     c.key + " (" + c.value + "); give one");
+  }
+  return applied.settings;
 }
 
 }  // namespace zerodp::cli

@@ -14,6 +14,7 @@
 #include "zerodp/deepspeed/config.h"
 #include "zerodp/report/deepspeed.h"
 #include "zerodp/report/report.h"
+#include "zerodp/report/settings.h"
 
 namespace zerodp::cli {
 
@@ -33,29 +34,33 @@ struct PlanFlags {
 // A file's text (a config); one that cannot be read is one line naming `flag`.
 std::string read_file(const std::string& path, const char* flag, const char* expected);
 
-// plan_gpus.cc. In this order: --zeropp and the config's ZeRO++ keys, then --gpus-per-node and
-// --nodes (N, the levels, the bandwidths, and ZeRO++ with hpz's partition resolved), then the
-// peak's terms (--buffers, --cuda-overhead, --largest-layer).
+// plan_gpus.cc. In this order: --zeropp, then --gpus-per-node and --nodes (N, the levels, the
+// bandwidths, and ZeRO++ with hpz's partition resolved), then the peak's terms (--buffers,
+// --cuda-overhead, --largest-layer).
 
-// What --zeropp or the config asks of ZeRO++, before the node's size is known: --zeropp hpz
-// partitions over the node (--gpus-per-node), the config's zero_hpz_partition_size over its
-// own count.
+// --zeropp qwz,hpz,qgz or none, typed; nullopt without the flag.
+std::optional<report::ZeroPlusPlusRequest> read_zeropp(const PlanFlags& f);
+
+// What asks for ZeRO++ once the config is applied, and who asked: "--zeropp" or the config's
+// path.
 struct ZeroPlusPlusAsked {
-  deepspeed::ZeroPlusPlus zeropp;
-  bool hpz_over_node = false;
-  std::string source;  // "--zeropp" or the config's path
-  bool any() const { return zeropp.any() || hpz_over_node; }
+  report::ZeroPlusPlusRequest request;
+  std::string source;
+  bool any() const { return request.any(); }
 };
-ZeroPlusPlusAsked read_zeropp(const PlanFlags& f,
-                              const std::optional<deepspeed::DeepSpeedConfig>& ds);
 void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& zeropp, report::PlanInputs& in);
-void read_runtime(const PlanFlags& f, const std::optional<deepspeed::DeepSpeedConfig>& ds,
-                  const catalog::ModelConfig& config, report::PlanInputs& in);
+void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report::PlanInputs& in);
 
 // plan_deepspeed.cc.
-// --deepspeed-config: fills the flags the config sets (contradictions are errors) and returns
-// what the plan says about it; nullopt without the flag.
-std::optional<deepspeed::DeepSpeedConfig> read_deepspeed_config(PlanFlags& f);
+// --deepspeed-config: the file, read and parsed once (unknown keys: one warning).
+deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f);
+// The config applied to the settings the flags gave (and to `in`: its path, summary and buffer
+// sizes, "auto" from `hidden`); a conflict is one line naming the flag. Returns the settings
+// resolved.
+report::SharedSettings apply_deepspeed_config(const PlanFlags& f,
+                                              const deepspeed::DeepSpeedConfig& config,
+                                              const report::SharedSettings& given,
+                                              std::uint64_t hidden, report::PlanInputs& in);
 
 // --estimator deepspeed: what DeepSpeed's estimators are asked for the same model and GPUs
 // (nullopt without it); sets N from --gpus-per-node and --nodes.

@@ -60,9 +60,9 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::P
   if (!f.inter_bandwidth.empty()) {
     in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
   }
-  in.zeropp = asked.zeropp;
+  in.zeropp = asked.request.zeropp;
   in.zeropp_source = asked.source;
-  if (asked.hpz_over_node) {  // --zeropp hpz: a secondary partition over the node
+  if (asked.request.hpz_over_node) {  // --zeropp hpz: a secondary partition over the node
     if (*per_node == 1) {
       throw UsageError("--zeropp: hpz needs nodes of more than one GPU (--gpus-per-node 1)");
     }
@@ -75,48 +75,35 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::P
   }
 }
 
-// --zeropp qwz,hpz,qgz (or none), and the DeepSpeed config's ZeRO++ keys; they must agree.
-ZeroPlusPlusAsked read_zeropp(const PlanFlags& f,
-                              const std::optional<deepspeed::DeepSpeedConfig>& ds) {
-  ZeroPlusPlusAsked config;
-  if (ds && ds->zeropp.any()) config = {ds->zeropp, false, f.deepspeed_config};
-  if (f.zeropp.empty()) return config;
-  ZeroPlusPlusAsked flag{{}, false, "--zeropp"};
-  if (f.zeropp != "none") {
-    std::stringstream items(f.zeropp);
-    std::string item;
-    while (std::getline(items, item, ',')) {
-      if (item == "qwz") {
-        flag.zeropp.qwz = true;
-      } else if (item == "qgz") {
-        flag.zeropp.qgz = true;
-      } else if (item == "hpz") {
-        flag.hpz_over_node = true;
-      } else {
-        throw UsageError(
-            "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
-            "got " +
-            quote(f.zeropp));
-      }
+// --zeropp qwz,hpz,qgz (or none); nullopt without the flag.
+std::optional<report::ZeroPlusPlusRequest> read_zeropp(const PlanFlags& f) {
+  if (f.zeropp.empty()) return std::nullopt;
+  report::ZeroPlusPlusRequest flag;
+  if (f.zeropp == "none") return flag;
+  std::stringstream items(f.zeropp);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item == "qwz") {
+      flag.zeropp.qwz = true;
+    } else if (item == "qgz") {
+      flag.zeropp.qgz = true;
+    } else if (item == "hpz") {
+      flag.hpz_over_node = true;
+    } else {
+      throw UsageError(
+          "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
+          "got " +
+          quote(f.zeropp));
     }
   }
-  if (!config.any()) return flag;
-  if (flag.zeropp.qwz != config.zeropp.qwz || flag.zeropp.qgz != config.zeropp.qgz ||
-      flag.hpz_over_node != config.zeropp.hpz()) {
-    throw UsageError("--zeropp: " + quote(f.zeropp) + " contradicts " + f.deepspeed_config +
-                     "'s zero_quantized_weights, zero_hpz_partition_size and "
-                     "zero_quantized_gradients (" +
-                     deepspeed::zeropp_summary(config.zeropp) + "); give one");
-  }
-  return config;  // the config's, with its partition size
+  return flag;
 }
 
 // The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a
 // published model or a DeepSpeed config (a real run on real GPUs); off for the seed's --params
 // arithmetic unless asked for.
-void read_runtime(const PlanFlags& f, const std::optional<deepspeed::DeepSpeedConfig>& ds,
-                  const catalog::ModelConfig& config, report::PlanInputs& in) {
-  const bool real_run = in.model.has_value() || ds.has_value();
+void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report::PlanInputs& in) {
+  const bool real_run = in.model.has_value() || !in.deepspeed_config.empty();
   if (!f.largest_layer.empty()) {
     if (in.model) {
       throw UsageError("--largest-layer: not with --model or --model-config, which give it");
@@ -146,37 +133,8 @@ void read_runtime(const PlanFlags& f, const std::optional<deepspeed::DeepSpeedCo
           " (ZeRO-3 gathers the largest layer whole; or --buffers none), a count such "
           "as 65M");
     }
-    std::vector<std::string> from_hidden;
-    if (ds) {
-      in.buffer_settings = ds->buffers;
-      in.buffers_source = f.deepspeed_config;
-      // "auto" as the Hugging Face integration fills it, from the model's hidden size.
-      const std::uint64_t h = config.hidden;
-      // h² saturates rather than wraps for a config's absurd hidden size.
-      const std::uint64_t h2 = h != 0 && h > UINT64_MAX / h ? UINT64_MAX : h * h;
-      auto fill = [&](bool is_auto, std::uint64_t& into, std::uint64_t value, const char* key) {
-        if (!is_auto || h == 0) return;
-        into = value;
-        from_hidden.push_back(key);
-      };
-      fill(ds->reduce_bucket_auto, in.buffer_settings.reduce_bucket_size, h2,
-           "reduce_bucket_size = h^2");
-      fill(ds->prefetch_bucket_auto, in.buffer_settings.prefetch_bucket_size,
-           static_cast<std::uint64_t>((unsigned __int128)h2 * 9 / 10),
-           "stage3_prefetch_bucket_size = 0.9 h^2");
-      fill(ds->persistence_threshold_auto, in.buffer_settings.param_persistence_threshold,
-           h > UINT64_MAX / 10 ? UINT64_MAX : 10 * h, "stage3_param_persistence_threshold = 10 h");
-      if (h == 0 &&
-          (ds->reduce_bucket_auto || ds->prefetch_bucket_auto || ds->persistence_threshold_auto)) {
-        in.buffers_source += "; \"auto\" sizes at DeepSpeed's defaults, no model to size them";
-      }
-      if (!from_hidden.empty()) {
-        in.buffers_source += "; \"auto\" from h = " + std::to_string(h) +
-                             " as Hugging Face fills it: " + units::format_list(from_hidden);
-      }
-    } else {
-      in.buffers_source = "DeepSpeed's defaults";
-    }
+    // A config brought its own sizes (report::apply_deepspeed_config).
+    if (in.deepspeed_config.empty()) in.buffers_source = "DeepSpeed's defaults";
     if (in.model) {
       in.persistent_params =
           catalog::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);

@@ -25,93 +25,67 @@ void add_precision_flags(CLI::App& command, PrecisionFlags& flags) {
       ->type_name("P,G,K");
 }
 
-ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
-  if (!flags.bytes_per_param.empty()) {
-    if (!flags.precision.empty() || !flags.optimizer.empty()) {
-      throw UsageError(
-          "--bytes-per-param: not with --precision or --optimizer, whose bytes it replaces");
-    }
-    const std::string& text = flags.bytes_per_param;
-    const std::string expected =
-        "--bytes-per-param: expected P,G,K bytes such as 2,2,12 (P, G from 1 to 64, K from 0 "
-        "to 64), got " +
-        quote(text);
-    std::uint64_t part[3];
-    std::size_t start = 0;
-    for (int i = 0; i < 3; ++i) {
-      const std::size_t comma = text.find(',', start);
-      if ((i < 2) != (comma != std::string::npos)) throw UsageError(expected);
-      const std::string piece =
-          text.substr(start, comma == std::string::npos ? comma : comma - start);
-      if (piece.empty() || piece.find_first_not_of("0123456789") != std::string::npos ||
-          piece.size() > 3) {
-        throw UsageError(expected);
-      }
-      part[i] = std::stoull(piece);
-      if (part[i] > 64 || (i < 2 && part[i] == 0)) throw UsageError(expected);
-      start = comma + 1;
-    }
-    plan::BytesPerParam bpp{static_cast<std::uint32_t>(part[0]),
-                            static_cast<std::uint32_t>(part[1]),
-                            static_cast<std::uint32_t>(part[2])};
-    return {bpp, "--bytes-per-param " + text};
+std::optional<plan::BytesPerParam> read_precision_flags(const PrecisionFlags& flags,
+                                                        report::SharedSettings& settings) {
+  if (flags.bytes_per_param.empty()) {
+    if (!flags.precision.empty()) settings.precision = precision_of(flags.precision);
+    if (!flags.optimizer.empty()) settings.optimizer = optimizer_of(flags.optimizer);
+    return std::nullopt;
   }
-  const plan::Precision precision = precision_of(flags.precision);
-  const plan::Optimizer optimizer = optimizer_of(flags.optimizer);
+  if (!flags.precision.empty() || !flags.optimizer.empty()) {
+    throw UsageError(
+        "--bytes-per-param: not with --precision or --optimizer, whose bytes it replaces");
+  }
+  const std::string& text = flags.bytes_per_param;
+  const std::string expected =
+      "--bytes-per-param: expected P,G,K bytes such as 2,2,12 (P, G from 1 to 64, K from 0 "
+      "to 64), got " +
+      quote(text);
+  std::uint64_t part[3];
+  std::size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t comma = text.find(',', start);
+    if ((i < 2) != (comma != std::string::npos)) throw UsageError(expected);
+    const std::string piece =
+        text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (piece.empty() || piece.find_first_not_of("0123456789") != std::string::npos ||
+        piece.size() > 3) {
+      throw UsageError(expected);
+    }
+    part[i] = std::stoull(piece);
+    if (part[i] > 64 || (i < 2 && part[i] == 0)) throw UsageError(expected);
+    start = comma + 1;
+  }
+  settings.bytes_per_param = true;
+  return plan::BytesPerParam{static_cast<std::uint32_t>(part[0]),
+                             static_cast<std::uint32_t>(part[1]),
+                             static_cast<std::uint32_t>(part[2])};
+}
+
+ModelBytes model_bytes(const PrecisionFlags& flags, const report::SharedSettings& settings,
+                       const std::optional<plan::BytesPerParam>& given) {
+  if (given) return {*given, "--bytes-per-param " + flags.bytes_per_param};
+  const plan::Precision precision = settings.precision.value_or(plan::Precision::fp16);
+  const plan::Optimizer optimizer = settings.optimizer.value_or(plan::Optimizer::adam);
   return {plan::bytes_per_param(precision, optimizer),
           std::string(plan::precision_name(precision)) + ", " +
               std::string(plan::optimizer_name(optimizer))};
 }
 
-namespace {
-
-// Each flag's words, in the order its error lists them; the first word of a value is its own.
-struct PrecisionWord {
-  std::string_view word;
-  plan::Precision value;
-};
-constexpr PrecisionWord kPrecisionWords[] = {{"fp16", plan::Precision::fp16},
-                                             {"bf16", plan::Precision::bf16},
-                                             {"fp32", plan::Precision::fp32}};
-struct OptimizerWord {
-  std::string_view word;
-  plan::Optimizer value;
-};
-constexpr OptimizerWord kOptimizerWords[] = {{"adam", plan::Optimizer::adam},
-                                             {"adamw", plan::Optimizer::adam},
-                                             {"sgd-momentum", plan::Optimizer::sgd_momentum},
-                                             {"sgd", plan::Optimizer::sgd}};
-
-}  // namespace
+ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
+  report::SharedSettings settings;
+  const std::optional<plan::BytesPerParam> given = read_precision_flags(flags, settings);
+  return model_bytes(flags, settings, given);
+}
 
 plan::Precision precision_of(const std::string& word) {
-  if (word.empty()) return plan::Precision::fp16;
-  for (const auto& w : kPrecisionWords) {
-    if (w.word == word) return w.value;
-  }
+  if (const auto precision = report::precision_from_word(word)) return *precision;
   throw UsageError("--precision: expected fp16, bf16 or fp32, got " + quote(word));
 }
 
 plan::Optimizer optimizer_of(const std::string& word) {
-  if (word.empty()) return plan::Optimizer::adam;
-  for (const auto& w : kOptimizerWords) {
-    if (w.word == word) return w.value;
-  }
+  if (const auto optimizer = report::optimizer_from_word(word)) return *optimizer;
   throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " + quote(word));
-}
-
-std::string_view precision_word(plan::Precision precision) {
-  for (const auto& w : kPrecisionWords) {
-    if (w.value == precision) return w.word;
-  }
-  return "fp16";  // unreachable: every value has a word
-}
-
-std::string_view optimizer_word(plan::Optimizer optimizer) {
-  for (const auto& w : kOptimizerWords) {
-    if (w.value == optimizer) return w.word;
-  }
-  return "adam";  // unreachable: every value has a word
 }
 
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,

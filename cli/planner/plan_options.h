@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "zerodp/plan/memory.h"
+#include "zerodp/report/settings.h"
 
 namespace zerodp::cli {
 
@@ -24,16 +25,21 @@ struct ModelBytes {
   plan::BytesPerParam bpp;
   std::string source;  // "mixed fp16, Adam" or "--bytes-per-param 4,4,8"
 };
-// Throws UsageError for unknown names, malformed P,G,K, or P,G,K mixed with the names.
+// The flags typed: --precision and --optimizer into `settings`, --bytes-per-param returned
+// (and marked in `settings`). Throws UsageError for unknown names, malformed P,G,K, or P,G,K
+// mixed with the names.
+std::optional<plan::BytesPerParam> read_precision_flags(const PrecisionFlags& flags,
+                                                        report::SharedSettings& settings);
+// The bytes per parameter the settings name (fp16 and Adam where unset), or the P,G,K given.
+ModelBytes model_bytes(const PrecisionFlags& flags, const report::SharedSettings& settings,
+                       const std::optional<plan::BytesPerParam>& given);
+// Both at once, for a command without a config (plot).
 ModelBytes parse_precision_flags(const PrecisionFlags& flags);
 
-// What a --precision or --optimizer word names ("" is the default: fp16, Adam), or UsageError
-// naming the flag; and the word for each, the one a config's setting is written back as
-// ("adam" for Adam and AdamW, which hold the same bytes).
+// What a --precision or --optimizer word names (report/settings.h), or UsageError naming the
+// flag.
 plan::Precision precision_of(const std::string& word);
 plan::Optimizer optimizer_of(const std::string& word);
-std::string_view precision_word(plan::Precision precision);
-std::string_view optimizer_word(plan::Optimizer optimizer);
 
 // A GPU count: a whole number from `min` to `max` (fractions such as "4.5" are rejected).
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,
