@@ -79,7 +79,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   // Under MPI, measure's own settings are the run's too: every rank must measure the same.
   for (const run::ConfigField& field : run::kConfigFields) {
     const nlohmann::json config = spec.config_json();
-    launch.agree.emplace_back(field.flag,
+    launch.agree.emplace_back(field.name(),
                               config.contains(field.key) ? config.at(field.key).dump() : "(none)");
   }
   launch.agree.emplace_back("--data", spec.data_path() + " (" + spec.data_fingerprint() + ")",
@@ -101,7 +101,8 @@ void run_measure(MeasureFlags f, bool stage_given) {
     zero::EngineOptions o = base;
     o.stage = stage;
     run::check_memory(
-        {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_flag()}, o, launch);
+        {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_field()}, o,
+        launch);
   }
   run::configure_blas_threads(launch);
 
@@ -127,7 +128,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
       try {  // a budget refuses in the engine's setup or in the first step
         mine = run::measure_rank(comm, spec, launch, o, steps, link);
       } catch (const BudgetExceeded& e) {
-        throw Error(std::string(e.what()) + "; --rank-memory: " +
+        throw Error(failure_text(e) + "; --rank-memory: " +
                     run::fit_advice(run::engine_run(spec, o, launch, comm.size()), o.rank_memory,
                                     run::max_ranks_searched(launch)));
       }

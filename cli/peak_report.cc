@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "app.h"
+#include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
 
 namespace zerodp::cli {
@@ -39,7 +41,8 @@ void print_peak(const std::string& model, const predict::EngineRun& run, std::ui
   std::printf(
       "\n  budget          %s per rank: %s\n", bytes(budget).c_str(),
       fits ? "fits" : ("does not fit, " + bytes(top.peak_bytes - budget) + " over").c_str());
-  std::printf("  what fits       %s\n", run::fit_advice(run, budget, max_ranks).c_str());
+  std::printf("  what fits       %s\n",
+              name_fields(run::fit_advice(run, budget, max_ranks), flag_of_field).c_str());
 }
 
 }  // namespace zerodp::cli

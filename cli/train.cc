@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "app.h"
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
@@ -88,7 +89,9 @@ class TrainLog final : public run::TrainObserver {
         stage_number(o.stage), comm.size(), std::string(comm.backend_name()).c_str(),
         std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
         (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
-    for (const std::string& note : s.resume_notes) std::printf("%s\n", note.c_str());
+    for (const std::string& note : s.resume_notes) {
+      std::printf("%s\n", name_fields(note, flag_of_field).c_str());
+    }
   }
 
   void resumed(const checkpoint::Checkpoint& ck) override {
@@ -209,7 +212,7 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
                         {"grad_accum", run.grad_accum},
                         {"bucket_bytes", run.bucket_bytes},
                         {"prefetch", run.prefetch}};
-    j.update(run::peak_json(run, budget, run::max_ranks_searched(launch)));
+    j.update(run::peak_json(run, budget, run::max_ranks_searched(launch), flag_of_field));
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_peak(settings.spec.describe(), run, budget, run::max_ranks_searched(launch));
@@ -224,7 +227,7 @@ void run_train(const TrainFlags& f) {
   }
   run::check_memory(
       {settings.spec.param_count(), settings.spec.activation_bytes(settings.options.micro_batch),
-       settings.spec.size_flag()},
+       settings.spec.size_field()},
       settings.options, settings.launch);
   if (!f.out.empty()) std::filesystem::create_directories(f.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
@@ -253,7 +256,7 @@ void run_train(const TrainFlags& f) {
       run_here->train();
     } catch (const BudgetExceeded& e) {
       throw Error(
-          std::string(e.what()) + "; --rank-memory: " +
+          failure_text(e) + "; --rank-memory: " +
           run::fit_advice(run::engine_run(here.spec, here.options, here.launch, comm.size()),
                           here.options.rank_memory, run::max_ranks_searched(here.launch)));
     }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app.h"
 #include "command.h"
 #include "zerodp/common/error.h"
 
@@ -80,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const CLI::ParseError&) {
     // CLI11's own message: an unknown flag, a flag without its value, --help.
   } catch (const zerodp::UsageError& e) {
-    const std::string_view message = e.what();
+    const std::string message = zerodp::cli::flag_message(e);
     if (message.rfind("--", 0) != 0) fail("UsageError that does not start with a flag", message);
     if (message.find('\n') != std::string_view::npos) fail("UsageError of several lines", message);
   }

@@ -165,7 +165,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!bytes) return -1;  // the command line rejects it first
       p.activation_bytes = *bytes;
       p.activations_given = true;
-      p.activations_flag = "--layers, --hidden, --heads, --seq-len, --micro-batch";
+      p.activations_from = field_ref("layers") + ", " + field_ref("hidden") + ", " +
+                           field_ref("heads") + ", " + field_ref("seq_len") + ", " +
+                           field_ref("micro_batch");
       break;
     }
   }
@@ -182,11 +184,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   PlanReport report;
   try {
     report = make_plan(p);
-  } catch (const UsageError& e) {
+  } catch (const InvalidArgument& e) {
+    // Every refusal names the input at fault: first, by its field, and by the front end's name
+    // for it when rendered.
     const std::string message = e.what();
-    expect(message.rfind("--", 0) == 0, "UsageError that does not start with a flag");
-    expect(message.find('\n') == std::string::npos, "UsageError of several lines");
+    expect(!e.field().empty() && message.rfind(e.field(), 0) == 0,
+           "InvalidArgument that does not open with its field");
+    const std::string flagged = e.message([](std::string_view f) { return "--" + std::string(f); });
+    expect(flagged.rfind("--" + e.field(), 0) == 0,
+           "a rendered message that does not open with the flag");
+    expect(message.find('\n') == std::string::npos, "InvalidArgument of several lines");
     return 0;
+  } catch (const UsageError&) {
+    expect(false, "a UsageError that names no input");
   }
   check_report(p, report);
   return 0;

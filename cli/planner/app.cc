@@ -23,10 +23,12 @@ int report_failure() {
   } catch (const zerodp::UsageError& e) {
     // Every message as one line that cannot drive the terminal, whatever part of it came from
     // the user or a file (a path, a manifest field): messages that quote() already hold none.
-    std::fprintf(stderr, "zerodp: %s\n", zerodp::escape_controls(e.what()).c_str());
+    std::fprintf(stderr, "zerodp: %s\n",
+                 zerodp::escape_controls(zerodp::cli::flag_message(e)).c_str());
     return 2;
   } catch (const zerodp::Error& e) {
-    std::fprintf(stderr, "zerodp: error: %s\n", zerodp::escape_controls(e.what()).c_str());
+    std::fprintf(stderr, "zerodp: error: %s\n",
+                 zerodp::escape_controls(zerodp::cli::flag_message(e)).c_str());
   } catch (const std::filesystem::filesystem_error& e) {
     std::fprintf(stderr, "zerodp: error: %s: %s\n", zerodp::quote(e.path1().string()).c_str(),
                  e.code().message().c_str());
@@ -49,6 +51,23 @@ int report_failure() {
 }  // namespace
 
 namespace zerodp::cli {
+
+std::string flag_of_field(std::string_view field) {
+  // The fields whose flag is not their name with dashes.
+  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"clip_norm", "--clip"},
+  };
+  for (const auto& [name, flag] : kRenamed) {
+    if (name == field) return std::string(flag);
+  }
+  std::string flag = "--";
+  for (const char c : field) flag += c == '_' ? '-' : c;
+  return flag;
+}
+
+std::string flag_message(const Failure& failure) {
+  return failure.message(flag_of_field);
+}
 
 void build_app(CLI::App& app) {
   app.description(

@@ -8,6 +8,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+
+#include "zerodp/common/error.h"
 
 namespace zerodp::cli {
 
@@ -15,5 +19,13 @@ namespace zerodp::cli {
 void build_app(CLI::App& app);
 
 int run_command_line(int argc, char** argv);
+
+// The flag that sets a library's field (zerodp/common/error.h): "--" and the field with dashes
+// ("micro_batch" is --micro-batch), but for the fields whose flag says it otherwise
+// ("clip_norm" is --clip). Every message of a library reaches the user in these words.
+std::string flag_of_field(std::string_view field);
+
+// A library's message in the command line's words.
+std::string flag_message(const Failure& failure);
 
 }  // namespace zerodp::cli

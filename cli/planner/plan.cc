@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "app.h"
 #include "command.h"
 #include "plan_flags.h"
 #include "plan_link.h"
@@ -131,7 +132,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   }
   in.activation_bytes = bytes->total;
   in.activations_given = true;
-  in.activations_flag = "--seq-len, --micro-batch";
+  in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
   in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + micro_batch.text +
                           ", checkpointing " +
                           std::string(plan::checkpointing_name(checkpointing)) + ", " +
@@ -172,7 +173,9 @@ void read_activations(const PlanFlags& f, const MicroBatch& micro_batch, report:
   }
   in.activation_bytes = *bytes;
   in.activations_given = true;
-  in.activations_flag = kShapeFlags;
+  in.activations_from = field_ref("layers") + ", " + field_ref("hidden") + ", " +
+                        field_ref("heads") + ", " + field_ref("seq_len") + ", " +
+                        field_ref("micro_batch");
   in.activations_source = "Korthikanti et al. 2022: L=" + f.layers + " h=" + f.hidden +
                           " a=" + f.heads + " s=" + f.seq_len + " b=" + micro_batch.text +
                           ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
@@ -403,11 +406,14 @@ void add_plan_command(CLI::App& root) {
       return;
     }
     if (flags->json) {
-      const std::string json = ds ? report::plan_json(report, *ds) : report::plan_json(report);
+      const std::string json = ds ? report::plan_json(report, *ds, flag_of_field)
+                                  : report::plan_json(report, flag_of_field);
       std::printf("%s\n", json.c_str());
     } else {
-      std::fputs(report::plan_table(report, flags->binary).c_str(), stdout);
-      if (ds) std::fputs(report::deepspeed_comparison(*ds, report).c_str(), stdout);
+      std::fputs(report::plan_table(report, flags->binary, flag_of_field).c_str(), stdout);
+      if (ds) {
+        std::fputs(report::deepspeed_comparison(*ds, report, flag_of_field).c_str(), stdout);
+      }
     }
   });
 }

@@ -55,16 +55,19 @@ std::string new_run_id() {
 }
 
 void make_folder(const std::string& dir) {
-  if (dir.empty()) throw UsageError("--save-dir: expected a folder to save checkpoints in, got ''");
+  if (dir.empty())
+    throw InvalidArgument(field_ref("save_dir") +
+                          ": expected a folder to save checkpoints in, got ''");
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
-    throw UsageError(
-        "--save-dir: " + quote(dir) +
+    throw InvalidArgument(
+        field_ref("save_dir") + ": " + quote(dir) +
         " is not a folder (a file is in the way); give a folder to save checkpoints in");
   }
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir, ec)) {
-    throw UsageError("--save-dir: cannot create the folder " + quote(dir) + ": " + ec.message());
+    throw InvalidArgument(field_ref("save_dir") + ": cannot create the folder " + quote(dir) +
+                          ": " + ec.message());
   }
 }
 
@@ -85,17 +88,18 @@ int take_lock(const std::string& dir) {
   if (fd < 0 || ::access(dir.c_str(), W_OK) != 0) {
     const std::string why = errno_text();
     if (fd >= 0) ::close(fd);
-    throw UsageError("--save-dir: cannot write in " + quote(dir) + ": " + why);
+    throw InvalidArgument(field_ref("save_dir") + ": cannot write in " + quote(dir) + ": " + why);
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const bool busy = errno == EWOULDBLOCK;
     const std::string why = busy ? holder_of(fd) : errno_text();
     ::close(fd);
     if (busy) {
-      throw UsageError("--save-dir: " + quote(dir) + " is being written by another run (" + why +
-                       "); wait for it to end or pick another folder");
+      throw InvalidArgument(field_ref("save_dir") + ": " + quote(dir) +
+                            " is being written by another run (" + why +
+                            "); wait for it to end or pick another folder");
     }
-    throw UsageError("--save-dir: cannot lock " + quote(path) + ": " + why);
+    throw InvalidArgument(field_ref("save_dir") + ": cannot lock " + quote(path) + ": " + why);
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -112,9 +116,10 @@ std::int64_t step_of(const fs::path& folder) {
 
 void refuse_foreign(const std::string& dir, const Saved& theirs, bool resuming) {
   const std::string name = theirs.folder.filename().string();
-  throw UsageError("--save-dir: " + quote(dir) + " holds checkpoints of another run (" + name +
-                   (resuming ? ") than the one --resume names" : ")") + "; --resume " + quote(dir) +
-                   " to continue that run, or pick another folder");
+  throw InvalidArgument(
+      field_ref("save_dir") + ": " + quote(dir) + " holds checkpoints of another run (" + name +
+      (resuming ? ") than the one " + field_ref("resume") + " names" : ")") + "; " +
+      field_ref("resume") + " " + quote(dir) + " to continue that run, or pick another folder");
 }
 
 // SAVE_DIR/superseded-20261130-101502, or with -2, -3 ... when that exists already.

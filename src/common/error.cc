@@ -4,6 +4,88 @@
 #include <cstdlib>
 
 namespace zerodp {
+namespace {
+
+// A reference is the field's name between two group separators, a control character that
+// quote() and escape_controls() never let through from text a message quotes.
+constexpr char kMark = '\x1d';
+
+bool is_field_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// `text` with each reference replaced by name(field); a mark that opens no well-formed
+// reference is kept as it is (escape_controls() shows it, it is not silently dropped).
+std::string resolve(std::string_view text, const FieldNamer* name) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t open = text.find(kMark, at);
+    if (open == std::string_view::npos) break;
+    const std::size_t close = text.find(kMark, open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view field = text.substr(open + 1, close - open - 1);
+    if (!is_field_name(field)) {
+      out.append(text.substr(at, open + 1 - at));
+      at = open + 1;
+      continue;
+    }
+    out.append(text.substr(at, open - at));
+    out += name ? (*name)(field) : std::string(field);
+    at = close + 1;
+  }
+  out.append(text.substr(at));
+  return out;
+}
+
+}  // namespace
+
+std::string field_ref(std::string_view field) {
+  ZERODP_CHECK_MSG(is_field_name(field), std::string(field));
+  std::string ref(1, kMark);
+  ref += field;
+  ref += kMark;
+  return ref;
+}
+
+Failure::Failure(const std::string& text)
+    : std::runtime_error(resolve(text, nullptr)), text_(text) {}
+
+std::string Failure::message(const FieldNamer& name) const {
+  return resolve(text_, &name);
+}
+
+std::string field_name(std::string_view field) {
+  return std::string(field);
+}
+
+std::string name_fields(std::string_view text, const FieldNamer& name) {
+  return resolve(text, &name);
+}
+
+InvalidArgument::InvalidArgument(const std::string& message) : UsageError(message) {
+  const std::size_t close = message.find(kMark, 1);
+  ZERODP_CHECK_MSG(!message.empty() && message[0] == kMark && close != std::string::npos,
+                   "an InvalidArgument's message opens with its field's reference");
+  field_ = message.substr(1, close - 1);
+}
+
+InvalidArgument InvalidArgument::expected(std::string field, std::string_view expected,
+                                          std::string_view got) {
+  std::string message = field_ref(field) + ": expected ";
+  message += expected;
+  message += ", got " + quote(got);
+  return InvalidArgument(std::move(field), message);
+}
+
+std::string failure_text(const std::exception& e) {
+  if (const auto* failure = dynamic_cast<const Failure*>(&e)) return failure->text();
+  return e.what();
+}
 
 std::string escape_controls(std::string_view text) {
   std::string out;

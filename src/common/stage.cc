@@ -7,7 +7,9 @@
 namespace zerodp {
 namespace {
 
-constexpr std::string_view kExpected = "--stage: expected 0, 1, 2 or 3, got ";
+std::string expected_stage() {
+  return field_ref("stage") + ": expected 0, 1, 2 or 3, got ";
+}
 
 }  // namespace
 
@@ -26,13 +28,14 @@ std::string_view stage_name(Stage stage) {
 }
 
 Stage stage_from_number(int number) {
-  if (number < 0 || number > 3) throw UsageError(std::string(kExpected) + std::to_string(number));
+  if (number < 0 || number > 3)
+    throw InvalidArgument("stage", expected_stage() + std::to_string(number));
   return static_cast<Stage>(number);
 }
 
 Stage parse_stage(std::string_view text) {
   if (text.size() != 1 || text[0] < '0' || text[0] > '3') {
-    throw UsageError(std::string(kExpected) + quote(text));
+    throw InvalidArgument("stage", expected_stage() + quote(text));
   }
   return static_cast<Stage>(text[0] - '0');
 }

@@ -68,10 +68,12 @@ std::vector<std::uint8_t> default_corpus_bytes(const std::string& dir) {
   }
   if (ec) {
     throw Error("default corpus: cannot list '" + dir + "' (" + ec.message() +
-                "); it comes with Debian's base-files package; pass --data FILE instead");
+                "); it comes with Debian's base-files package; pass " + field_ref("data") +
+                " FILE instead");
   }
   if (names.empty()) {
-    throw Error("default corpus: no regular file in '" + dir + "'; pass --data FILE instead");
+    throw Error("default corpus: no regular file in '" + dir + "'; pass " + field_ref("data") +
+                " FILE instead");
   }
   std::sort(names.begin(), names.end());  // byte order, not the directory's order
   std::vector<std::uint8_t> bytes;
@@ -95,14 +97,14 @@ TextData::TextData(std::vector<std::uint8_t> bytes, std::size_t seq_len, int val
       validation_percent_(validation_percent),
       validation_bytes_(0),
       source_(std::move(source)) {
-  if (seq_len < 1) throw UsageError("--seq-len must be at least 1");
+  if (seq_len < 1) throw InvalidArgument(field_ref("seq_len") + " must be at least 1");
   if (validation_percent < 0 || validation_percent > 100) {
     throw UsageError("validation split must be 0 to 100 percent of the data, got " +
                      std::to_string(validation_percent));
   }
   if (!splits_fit(bytes_.size(), window_bytes(), validation_percent)) {
-    throw Error(source_ + " has " + units::format_with_commas(bytes_.size()) +
-                " bytes; --seq-len " + std::to_string(seq_len) + " with a " +
+    throw Error(source_ + " has " + units::format_with_commas(bytes_.size()) + " bytes; " +
+                field_ref("seq_len") + " " + std::to_string(seq_len) + " with a " +
                 std::to_string(validation_percent) + " % validation split needs at least " +
                 units::format_with_commas(minimum_bytes(window_bytes(), validation_percent)) +
                 " (" + units::format_with_commas(window_bytes()) +

@@ -15,28 +15,31 @@ constexpr int kMaxLayers = 1024;
 constexpr int kMaxHidden = 1 << 16;
 constexpr int kMaxSeqLen = 1 << 16;
 
-void check_range(const char* flag, int value, int lo, int hi) {
+void check_range(const char* field, int value, int lo, int hi) {
   if (value < lo || value > hi) {
-    throw UsageError(std::string(flag) + " must be an integer from " + std::to_string(lo) + " to " +
-                     std::to_string(hi) + ", got " + std::to_string(value));
+    throw InvalidArgument(field, field_ref(field) + " must be an integer from " +
+                                     std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
+                                     std::to_string(value));
   }
 }
 
 }  // namespace
 
 void GptConfig::validate() const {
-  check_range("--layers", layers, 1, kMaxLayers);
-  check_range("--heads", heads, 1, kMaxHidden);
-  check_range("--hidden", hidden, 1, kMaxHidden);
-  check_range("--seq-len", seq_len, 1, kMaxSeqLen);
+  check_range("layers", layers, 1, kMaxLayers);
+  check_range("heads", heads, 1, kMaxHidden);
+  check_range("hidden", hidden, 1, kMaxHidden);
+  check_range("seq_len", seq_len, 1, kMaxSeqLen);
   if (hidden % heads != 0) {
-    throw UsageError(
-        "--hidden must be divisible by --heads (each head gets hidden/heads "
-        "channels), got --hidden " +
-        std::to_string(hidden) + " --heads " + std::to_string(heads));
+    throw InvalidArgument("hidden", field_ref("hidden") + " must be divisible by " +
+                                        field_ref("heads") +
+                                        " (each head gets hidden/heads channels), got " +
+                                        field_ref("hidden") + " " + std::to_string(hidden) + " " +
+                                        field_ref("heads") + " " + std::to_string(heads));
   }
   if (vocab != 256) {
-    throw UsageError("vocab must be 256 (the model reads bytes), got " + std::to_string(vocab));
+    throw InvalidArgument(
+        "vocab", "vocab must be 256 (the model reads bytes), got " + std::to_string(vocab));
   }
 }
 

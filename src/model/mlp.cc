@@ -41,8 +41,12 @@ MlpConfig MlpConfig::for_params(std::uint64_t params) {
 }
 
 Mlp::Mlp(const MlpConfig& config) : config_(config) {
-  if (config_.width < 1) throw UsageError("--width: expected a whole number >= 1");
-  if (config_.depth < 1) throw UsageError("--depth: expected a whole number >= 1");
+  if (config_.width < 1) {
+    throw InvalidArgument("width", field_ref("width") + ": expected a whole number >= 1");
+  }
+  if (config_.depth < 1) {
+    throw InvalidArgument("depth", field_ref("depth") + ": expected a whole number >= 1");
+  }
   const std::size_t W = config_.width;
   for (int l = 0; l < config_.depth; ++l) {
     UnitInfo u;

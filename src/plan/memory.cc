@@ -66,13 +66,15 @@ StageSplit stage_split(Stage stage, const BytesPerParam& bpp) {
 
 void check_fits_in_64_bits(std::uint64_t params, const BytesPerParam& bpp) {
   if (bpp.params == 0 || bpp.grads == 0) {
-    throw UsageError("--bytes-per-param: expected P,G,K with P >= 1 and G >= 1 such as 2,2,12");
+    throw InvalidArgument(field_ref("bytes_per_param") +
+                          ": expected P,G,K with P >= 1 and G >= 1 such as 2,2,12");
   }
   const std::uint64_t multiple = largest_multiple(bpp);
   if (u128(params) * multiple <= kMax64) return;
-  throw UsageError(
-      "--params: expected a count whose bytes fit in 64 bits, got " + std::to_string(params) +
-      " (" + std::to_string(multiple) + " bytes per parameter overflow 64 bits; at most " +
+  throw InvalidArgument(
+      field_ref("params") + ": expected a count whose bytes fit in 64 bits, got " +
+      std::to_string(params) + " (" + std::to_string(multiple) +
+      " bytes per parameter overflow 64 bits; at most " +
       std::to_string(std::numeric_limits<std::uint64_t>::max() / multiple) + " parameters)");
 }
 

@@ -37,7 +37,8 @@ nlohmann::ordered_json deepspeed_json(const DeepSpeedEstimate& ds) {
 
 }  // namespace
 
-std::string deepspeed_comparison(const DeepSpeedEstimate& ds, const PlanReport& report) {
+std::string deepspeed_comparison(const DeepSpeedEstimate& ds, const PlanReport& report,
+                                 const FieldNamer& name) {
   std::string out =
       "\nDeepSpeed's estimate, as DeepSpeed v0.16.4 prints it "
       "(estimate_zero2/3_model_states_mem_needs_all_cold):\n\n";
@@ -67,12 +68,14 @@ std::string deepspeed_comparison(const DeepSpeedEstimate& ds, const PlanReport& 
          "engine's gathered units are in `train --dry-run`'s peak);\n";
   out +=
       "  - neither side counts activations or buffers here: DeepSpeed's cold estimate is "
-      "model states only; zerodp adds activations with --activations or --seq-len.\n";
-  return out;
+      "model states only; zerodp adds activations with " +
+      field_ref("activations") + " or " + field_ref("seq_len") + ".\n";
+  return name_fields(out, name);
 }
 
-std::string plan_json(const PlanReport& report, const DeepSpeedEstimate& estimate) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(plan_json(report));
+std::string plan_json(const PlanReport& report, const DeepSpeedEstimate& estimate,
+                      const FieldNamer& name) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(plan_json(report, name));
   j["deepspeed"] = deepspeed_json(estimate);
   return j.dump(2);
 }

@@ -78,7 +78,7 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
 
 }  // namespace
 
-std::string plan_json(const PlanReport& report) {
+std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   const PlanInputs& in = report.inputs;
   json j;
   const char* convention = convention_name(in);
@@ -147,7 +147,7 @@ std::string plan_json(const PlanReport& report) {
   } else {
     j["zeropp_cross_node_volume_m"] = nullptr;
   }
-  j["notes"] = plan_notes(report);
+  j["notes"] = plan_notes(report, false, name);
   j["conventions"] = {
       {"seed", in.seed_directions == plan::Directions::both
                    ? "the seed's count, sent and received: 2*G*phi*(N-1)/N for DP, ZeRO-1, "

@@ -121,8 +121,8 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
   with.offload.optimizer = deepspeed::OffloadDevice::cpu;
   const PlanReport other = make_plan(with);
   const StageReport& s = other.stages[stage_number(wanted)];
-  std::string note = "With --offload-optimizer cpu, " + std::string(stage_name(wanted)) +
-                     (*s.fits ? " fits" : " still does not fit") +
+  std::string note = "With " + field_ref("offload_optimizer") + " cpu, " +
+                     std::string(stage_name(wanted)) + (*s.fits ? " fits" : " still does not fit") +
                      " at N = " + std::to_string(*with.gpus) + " (" + fit_reason(other, s, binary) +
                      ")";
   if (*s.fits && s.offload) {
@@ -133,7 +133,7 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
 
 }  // namespace
 
-std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
+std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const FieldNamer& name) {
   const PlanInputs& in = report.inputs;
   std::vector<std::string> notes;
   if (in.params && in.gpus && *in.gpus == 1) notes.push_back(one_gpu_note(report, binary));
@@ -144,12 +144,13 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
   // The stage the user will run (--stage, or the DeepSpeed config's), at N, and why.
   if (in.configured_stage && report.budget && in.params && in.gpus) {
     const StageReport& s = report.stages[stage_number(*in.configured_stage)];
-    const std::string name(stage_name(s.stage));
-    notes.push_back((in.deepspeed_config.empty()
-                         ? "--stage " + std::to_string(stage_number(s.stage)) + ": " + name
-                         : "The DeepSpeed config's stage, " + name + ",") +
-                    (*s.fits ? " fits" : " does not fit") + " at N = " + std::to_string(*in.gpus) +
-                    ": " + fit_reason(report, s, binary) + peak_terms(report, s, binary) + ".");
+    const std::string stage(stage_name(s.stage));
+    notes.push_back(
+        (in.deepspeed_config.empty()
+             ? field_ref("stage") + " " + std::to_string(stage_number(s.stage)) + ": " + stage
+             : "The DeepSpeed config's stage, " + stage + ",") +
+        (*s.fits ? " fits" : " does not fit") + " at N = " + std::to_string(*in.gpus) + ": " +
+        fit_reason(report, s, binary) + peak_terms(report, s, binary) + ".");
   }
   // Would offload rescue the stage asked for (or, without a config, the cheapest)?
   if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1) {
@@ -167,6 +168,7 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary) {
                     "x DP's bytes by the seed's count and " + ratio(*report.comm_ratio_ring) +
                     "x on a ring.");
   }
+  for (std::string& note : notes) note = name_fields(note, name);
   return notes;
 }
 

@@ -14,8 +14,9 @@ namespace {
 
 using u128 = unsigned __int128;
 
+// A question asked without its inputs: `message` opens with the input it blames.
 void require(bool present, const std::string& message) {
-  if (!present) throw UsageError(message);
+  if (!present) throw InvalidArgument(message);
 }
 
 // The two levels' bandwidths: each level that carries traffic needs its own, and a level with
@@ -24,21 +25,27 @@ void validate_levels(const PlanInputs& in) {
   const bool intra = in.intra_bandwidth.has_value(), inter = in.inter_bandwidth.has_value();
   if (!intra && !inter) return;
   require(!in.bandwidth.has_value(),
-          "--bandwidth: not with --intra-bandwidth/--inter-bandwidth, which give it per level");
+          field_ref("bandwidth") + ": not with " + field_ref("intra_bandwidth") + "/" +
+              field_ref("inter_bandwidth") + ", which give it per level");
   require(in.topology.has_value(),
-          std::string(intra ? "--intra-bandwidth" : "--inter-bandwidth") +
-              ": needs --gpus-per-node (and --nodes or --gpus), the two levels it applies to");
+          std::string(intra ? field_ref("intra_bandwidth") : field_ref("inter_bandwidth")) +
+              ": needs " + field_ref("gpus_per_node") + " (and " + field_ref("nodes") + " or " +
+              field_ref("gpus") + "), the two levels it applies to");
   const deepspeed::Topology& t = *in.topology;
-  require(t.gpus_per_node > 1 || !intra,
-          "--intra-bandwidth: one GPU a node (--gpus-per-node 1) sends nothing inside a node");
-  require(t.nodes > 1 || !inter,
-          "--inter-bandwidth: one node sends nothing across nodes; give --nodes K > 1");
-  require(t.gpus_per_node == 1 || intra,
-          "--intra-bandwidth: required with --inter-bandwidth, a bandwidth per GPU such as "
-          "300GB/s (NVLink)");
-  require(t.nodes == 1 || inter,
-          "--inter-bandwidth: required with --intra-bandwidth across nodes, a bandwidth per GPU "
-          "such as 50GB/s (400 Gbit/s)");
+  require(t.gpus_per_node > 1 || !intra, field_ref("intra_bandwidth") + ": one GPU a node (" +
+                                             field_ref("gpus_per_node") +
+                                             " 1) sends nothing inside a node");
+  require(t.nodes > 1 || !inter, field_ref("inter_bandwidth") +
+                                     ": one node sends nothing across nodes; give " +
+                                     field_ref("nodes") + " K > 1");
+  require(t.gpus_per_node == 1 || intra, field_ref("intra_bandwidth") + ": required with " +
+                                             field_ref("inter_bandwidth") +
+                                             ", a bandwidth per GPU such as "
+                                             "300GB/s (NVLink)");
+  require(t.nodes == 1 || inter, field_ref("inter_bandwidth") + ": required with " +
+                                     field_ref("intra_bandwidth") +
+                                     " across nodes, a bandwidth per GPU "
+                                     "such as 50GB/s (400 Gbit/s)");
 }
 
 void validate(const PlanInputs& in) {
@@ -48,66 +55,86 @@ void validate(const PlanInputs& in) {
   const bool inverse = in.gpus && in.gpu_memory;
   const bool efficiency_only = in.comm_bytes && compute && bandwidth;
   require(in.params || inverse || efficiency_only,
-          "--params: required, a count such as 1e9, 7.5B, 175B or 50M (without it, give --gpus "
-          "and --gpu-memory for the largest model, or --comm-bytes, --bandwidth and "
-          "--compute-time for the efficiency)");
-  require(compute || !in.bandwidth,
-          "--compute-time: required with --bandwidth, a duration such "
-          "as 10s or 250ms");
+          field_ref("params") +
+              ": required, a count such as 1e9, 7.5B, 175B or 50M (without it, give " +
+              field_ref("gpus") +
+              " "
+              "and " +
+              field_ref("gpu_memory") + " for the largest model, or " + field_ref("comm_bytes") +
+              ", " + field_ref("bandwidth") + " and " + field_ref("compute_time") +
+              " for the efficiency)");
+  require(compute || !in.bandwidth, field_ref("compute_time") + ": required with " +
+                                        field_ref("bandwidth") +
+                                        ", a duration such "
+                                        "as 10s or 250ms");
   require(bandwidth || !compute,
-          "--bandwidth: required with --compute-time, a bandwidth such "
-          "as 300GB/s (or --intra-bandwidth and --inter-bandwidth)");
+          field_ref("bandwidth") + ": required with " + field_ref("compute_time") +
+              ", a bandwidth such "
+              "as 300GB/s (or " +
+              field_ref("intra_bandwidth") + " and " + field_ref("inter_bandwidth") + ")");
   require(!(in.comm_bytes && (in.intra_bandwidth || in.inter_bandwidth)),
-          "--comm-bytes: not with --intra-bandwidth/--inter-bandwidth, which count each level's "
-          "bytes");
-  require(compute || !in.overlap, "--overlap: needs --compute-time and --bandwidth");
-  require(compute || !in.comm_bytes, "--comm-bytes: needs --compute-time and --bandwidth");
-  require(compute || !in.time_convention,
-          "--comm-convention: needs --compute-time and --bandwidth");
-  require(!(in.comm_bytes && in.time_convention),
-          "--comm-convention: not with --comm-bytes, which gives the volume itself");
+          field_ref("comm_bytes") + ": not with " + field_ref("intra_bandwidth") + "/" +
+              field_ref("inter_bandwidth") +
+              ", which count each level's "
+              "bytes");
+  require(compute || !in.overlap, field_ref("overlap") + ": needs " + field_ref("compute_time") +
+                                      " and " + field_ref("bandwidth"));
+  require(compute || !in.comm_bytes, field_ref("comm_bytes") + ": needs " +
+                                         field_ref("compute_time") + " and " +
+                                         field_ref("bandwidth"));
+  require(compute || !in.time_convention, field_ref("comm_convention") + ": needs " +
+                                              field_ref("compute_time") + " and " +
+                                              field_ref("bandwidth"));
+  require(!(in.comm_bytes && in.time_convention), field_ref("comm_convention") + ": not with " +
+                                                      field_ref("comm_bytes") +
+                                                      ", which gives the volume itself");
   if (compute && !in.comm_bytes) {
-    require(in.params.has_value(),
-            "--params: required to compute the communication time "
-            "(or give the volume with --comm-bytes such as 2.06TB)");
-    require(in.gpus.has_value(),
-            "--gpus: required to compute the communication time, a whole "
-            "number such as 8 (or give the volume with --comm-bytes)");
+    require(in.params.has_value(), field_ref("params") +
+                                       ": required to compute the communication time "
+                                       "(or give the volume with " +
+                                       field_ref("comm_bytes") + " such as 2.06TB)");
+    require(in.gpus.has_value(), field_ref("gpus") +
+                                     ": required to compute the communication time, a whole "
+                                     "number such as 8 (or give the volume with " +
+                                     field_ref("comm_bytes") + ")");
   }
-  require(in.gpu_memory || !in.round_to, "--round-to: needs --gpu-memory, the budget to fit");
+  require(in.gpu_memory || !in.round_to,
+          field_ref("round_to") + ": needs " + field_ref("gpu_memory") + ", the budget to fit");
   if (in.gpu_memory && in.activation_bytes >= *in.gpu_memory) {
-    throw UsageError(in.activations_flag + ": expected activations below --gpu-memory (" +
-                     units::format_bytes(*in.gpu_memory) + "), got " +
-                     units::format_bytes(in.activation_bytes) + " (" +
-                     std::to_string(in.activation_bytes) + " bytes)");
+    throw InvalidArgument(in.activations_from + ": expected activations below " +
+                          field_ref("gpu_memory") + " (" + units::format_bytes(*in.gpu_memory) +
+                          "), got " + units::format_bytes(in.activation_bytes) + " (" +
+                          std::to_string(in.activation_bytes) + " bytes)");
   }
   if (in.gpu_memory && in.cuda_overhead >= *in.gpu_memory - in.activation_bytes) {
-    throw UsageError(
-        "--cuda-overhead: expected an allowance below --gpu-memory less the "
-        "activations (" +
-        units::format_bytes(*in.gpu_memory - in.activation_bytes) + "), got " +
-        units::format_bytes(in.cuda_overhead));
+    throw InvalidArgument(field_ref("cuda_overhead") + ": expected an allowance below " +
+                          field_ref("gpu_memory") +
+                          " less the "
+                          "activations (" +
+                          units::format_bytes(*in.gpu_memory - in.activation_bytes) + "), got " +
+                          units::format_bytes(in.cuda_overhead));
   }
   if (in.params) {
     plan::check_fits_in_64_bits(*in.params, in.bpp);
     const u128 total = u128(*in.params) * in.bpp.total() + in.activation_bytes;
     if (total > std::numeric_limits<std::uint64_t>::max()) {
-      throw UsageError(in.activations_flag + ": expected activations whose sum with the " +
-                       "model state fits in 64 bits, got " + std::to_string(in.activation_bytes) +
-                       " bytes");
+      throw InvalidArgument(in.activations_from + ": expected activations whose sum with the " +
+                            "model state fits in 64 bits, got " +
+                            std::to_string(in.activation_bytes) + " bytes");
     }
   }
 }
 
 // Seconds for one level's bytes; a level without traffic takes no bandwidth (validate_levels).
-double level_time(std::uint64_t bytes, const std::optional<double>& bandwidth, const char* flag) {
+double level_time(std::uint64_t bytes, const std::optional<double>& bandwidth,
+                  const std::string& field) {
   if (bytes == 0) return 0;
   const double seconds = static_cast<double>(bytes) / *bandwidth;
   if (!std::isfinite(seconds)) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.3g B/s", *bandwidth);
-    throw UsageError(std::string(flag) + ": expected a bandwidth at which " +
-                     units::format_bytes(bytes) + " take a finite time, got " + rate);
+    throw InvalidArgument(field + ": expected a bandwidth at which " + units::format_bytes(bytes) +
+                          " take a finite time, got " + rate);
   }
   return seconds;
 }
@@ -118,8 +145,8 @@ plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
   if (!std::isfinite(static_cast<double>(bytes) / *in.bandwidth)) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.3g B/s", *in.bandwidth);
-    throw UsageError("--bandwidth: expected a bandwidth at which " + units::format_bytes(bytes) +
-                     " take a finite time, got " + rate);
+    throw InvalidArgument(field_ref("bandwidth") + ": expected a bandwidth at which " +
+                          units::format_bytes(bytes) + " take a finite time, got " + rate);
   }
   return plan::step_time(*in.compute_seconds, bytes, *in.bandwidth, in.overlap.value_or(0.0));
 }
@@ -170,9 +197,9 @@ PlanReport make_plan(const PlanInputs& in) {
               deepspeed::level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
           if (in.intra_bandwidth || in.inter_bandwidth) {
             s.level_intra_seconds =
-                level_time(s.levels->intra, in.intra_bandwidth, "--intra-bandwidth");
+                level_time(s.levels->intra, in.intra_bandwidth, field_ref("intra_bandwidth"));
             s.level_inter_seconds =
-                level_time(s.levels->inter, in.inter_bandwidth, "--inter-bandwidth");
+                level_time(s.levels->inter, in.inter_bandwidth, field_ref("inter_bandwidth"));
           }
         }
       }

@@ -306,7 +306,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
       "params live with the activations, the step's fp32 copy of the gradient shard after them "
       "(plan_runtime.h).";
   if (in.buffers && in.params && !in.persistent_params) {
-    out += " Persistent params need a model config (--model).";
+    out += " Persistent params need a model config (" + field_ref("model") + ").";
   }
   return out + "\n";
 }
@@ -356,7 +356,7 @@ std::string level_table(const PlanReport& report, bool binary) {
 
 }  // namespace
 
-std::string plan_table(const PlanReport& report, bool binary) {
+std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& name) {
   std::vector<Column> columns = {
       {"stage", [](const S& s) { return std::string(stage_name(s.stage)); }}};
   add_memory_columns(columns, report, binary);
@@ -377,12 +377,12 @@ std::string plan_table(const PlanReport& report, bool binary) {
       (in.topology->nodes > 1 || in.intra_bandwidth || in.inter_bandwidth)) {
     section(level_table(report, binary));
   }
-  const std::vector<std::string> notes = plan_notes(report, binary);
+  const std::vector<std::string> notes = plan_notes(report, binary, name);
   if (!notes.empty()) out += "\n";
   for (const std::string& note : notes) out += note + "\n";
   const std::string foot = footer(report);
   if (!foot.empty()) out += "\n" + foot;
-  return out;
+  return name_fields(out, name);
 }
 
 }  // namespace zerodp::report

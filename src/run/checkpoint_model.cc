@@ -47,15 +47,17 @@ void check_gpt_config(const json& model) {
 
 LoadedModel load_gpt(const std::string& folder, const std::string& data, bool read_params) {
   if (folder.empty()) {
-    throw UsageError("--checkpoint: expected a checkpoint folder or a --save-dir of zerodp train");
+    throw InvalidArgument(field_ref("checkpoint") + ": expected a checkpoint folder or a " +
+                          field_ref("save_dir") + " of zerodp train");
   }
   checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(folder);
   const nlohmann::json model =
       nlohmann::json::parse(ck.manifest().model);  // open() checked: an object
   const json type = model.contains("type") ? model.at("type") : json("?");
   if (type != "gpt") {
-    throw UsageError("--checkpoint: " + ck.folder() + " holds a " +
-                     (type.is_string() ? type.get<std::string>() : type.dump()) + ", not a GPT");
+    throw InvalidArgument(field_ref("checkpoint") + ": " + ck.folder() + " holds a " +
+                          (type.is_string() ? type.get<std::string>() : type.dump()) +
+                          ", not a GPT");
   }
   std::optional<ModelSpec> parsed;
   try {
@@ -65,14 +67,17 @@ LoadedModel load_gpt(const std::string& folder, const std::string& data, bool re
   }
   try {
     parsed.emplace(model, data);
-  } catch (const UsageError& e) {
-    if (std::string_view(e.what()).rfind("--data", 0) == 0) {
+  } catch (const InvalidArgument& e) {
+    if (e.field() == "data") {
       if (!data.empty()) throw;
-      throw UsageError("--data: the corpus this checkpoint was trained on, " +
-                       quote(model.value("data", std::string())) +
-                       ", is not readable here: give it with --data FILE");
+      throw InvalidArgument(
+          "data", field_ref("data") + ": the corpus this checkpoint was trained on, " +
+                      quote(model.value("data", std::string())) +
+                      ", is not readable here: give it with " + field_ref("data") + " FILE");
     }
-    throw Error(ck.folder() + "/manifest.json: model config: " + e.what());
+    throw Error(ck.folder() + "/manifest.json: model config: " + e.text());
+  } catch (const UsageError& e) {
+    throw Error(ck.folder() + "/manifest.json: model config: " + e.text());
   } catch (const nlohmann::json::exception& e) {
     throw Error(ck.folder() + "/manifest.json: model config malformed (" + e.what() + ")");
   }

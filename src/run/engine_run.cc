@@ -101,11 +101,11 @@ std::string fit_advice(const predict::EngineRun& run, std::uint64_t budget, int 
               ", the largest part " + std::string(category_name(largest)) + " " +
               units::format_bytes(floor[largest]);
     if (largest == Category::activations) {
-      advice += ": lower --micro-batch";
+      advice += ": lower " + field_ref("micro_batch");
       if (std::holds_alternative<predict::GptShape>(run.model))
-        advice += " or add --checkpoint-activations";
+        advice += " or add " + field_ref("checkpoint_activations");
     } else if (largest == Category::buckets) {
-      advice += ": lower --bucket-bytes";
+      advice += ": lower " + field_ref("bucket_bytes");
     } else {
       advice += " (it grows with the largest layer)";
     }
@@ -113,7 +113,8 @@ std::string fit_advice(const predict::EngineRun& run, std::uint64_t budget, int 
   return advice;
 }
 
-nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, int max_ranks) {
+nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, int max_ranks,
+                         const FieldNamer& name) {
   const predict::RankPeak top = predict::predict_rank_peak(run, 0);
   nlohmann::json per_rank = nlohmann::json::array();
   for (int r : shown_ranks(run.ranks)) {
@@ -129,7 +130,7 @@ nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, in
   if (budget > 0) {
     j["budget"] = {{"rank_memory_bytes", budget},
                    {"fits", top.peak_bytes <= budget},
-                   {"advice", fit_advice(run, budget, max_ranks)}};
+                   {"advice", name_fields(fit_advice(run, budget, max_ranks), name)}};
     predict::EngineRun at = run;
     for (Stage stage : kStages) {
       at.stage = stage;

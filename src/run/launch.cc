@@ -49,13 +49,13 @@ std::uint64_t clamp64(u128 v) {
 }  // namespace
 
 void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_bytes,
-                          std::uint64_t ranks_here, const std::string& state_flag,
-                          const std::string& activation_flag) {
+                          std::uint64_t ranks_here, const std::string& state_input,
+                          const std::string& activation_input) {
   const u128 per_rank = u128(state_bytes) + activation_bytes;
   const u128 physical =
       u128(std::max(0L, sysconf(_SC_PHYS_PAGES))) * u128(std::max(0L, sysconf(_SC_PAGE_SIZE)));
   if (physical == 0 || per_rank * std::max<u128>(1, ranks_here) <= physical) return;
-  const std::string& flag = activation_bytes >= state_bytes ? activation_flag : state_flag;
+  const std::string& flag = activation_bytes >= state_bytes ? activation_input : state_input;
   std::string message = flag + ": the run needs " + units::format_bytes(clamp64(per_rank)) +
                         " per rank (model state " + units::format_bytes(state_bytes) +
                         ", activations " + units::format_bytes(activation_bytes) + ")";
@@ -69,8 +69,8 @@ void check_memory(const MemoryNeed& need, const zero::EngineOptions& options,
   const auto [here, total] = ranks_here_and_total(launch);
   const std::uint64_t state =
       model_state_per_rank(need.params, std::max<u128>(1, total), options.stage);
-  check_fits_in_memory(state, need.activation_bytes, clamp64(here), need.size_flag,
-                       "--micro-batch");
+  check_fits_in_memory(state, need.activation_bytes, clamp64(here), need.size_field,
+                       field_ref("micro_batch"));
 }
 
 void configure_blas_threads(const Launch& launch) {
@@ -92,15 +92,16 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
     // then, all agreeing on --ranks, all reach the same verdict on the world size.
     check_ranks_agree(*comm, launch.agree);
     if (launch.ranks != 0 && launch.ranks != comm->size()) {
-      throw UsageErrorOnEveryRank(
-          "--ranks: " + std::to_string(launch.ranks) + " does not match the MPI world size " +
-          std::to_string(comm->size()) + " (set the ranks with mpirun -np)");
+      throw UsageErrorOnEveryRank(field_ref("ranks") + ": " + std::to_string(launch.ranks) +
+                                  " does not match the MPI world size " +
+                                  std::to_string(comm->size()) +
+                                  " (set the ranks with mpirun -np)");
     }
     fn(*comm);
   } catch (const UsageErrorOnEveryRank&) {
     throw;  // every rank throws it at the same point: nothing to abort
   } catch (const std::exception& e) {
-    comm->abort(e.what());
+    comm->abort(failure_text(e));
     throw;
   }
 #endif
@@ -111,9 +112,11 @@ int planned_ranks(const Launch& launch) {
   const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
   const long n = world ? std::atol(world) : 0;
   if (n < 1 || std::uint64_t(n) > kMaxMpiRanks) {
-    throw UsageError(
-        "--ranks: expected the number of MPI ranks to plan for (outside mpirun, --backend mpi "
-        "has no world size to take it from)");
+    throw InvalidArgument(field_ref("ranks") +
+                          ": expected the number of MPI ranks to plan for (outside mpirun, " +
+                          field_ref("backend") +
+                          " mpi "
+                          "has no world size to take it from)");
   }
   return int(n);
 }

@@ -70,7 +70,8 @@ void LossCurve::load_csv_before(const std::string& path, std::int64_t first_step
   if (line != "step,train_loss,val_loss") {
     throw Error(path +
                 ": line 1 is not 'step,train_loss,val_loss'; it is not a zerodp loss "
-                "curve, so a resumed run will not replace it (choose another --out)");
+                "curve, so a resumed run will not replace it (choose another " +
+                field_ref("out") + ")");
   }
   for (int number = 2; std::getline(in, line); ++number) {
     std::stringstream row(line);
@@ -84,7 +85,8 @@ void LossCurve::load_csv_before(const std::string& path, std::int64_t first_step
     if (step_text.empty() || *end != '\0' || step < 1 || !parse_loss(train_text, train_loss) ||
         !parse_loss(val_text, val_loss)) {
       throw Error(path + ": line " + std::to_string(number) +
-                  " is not 'step,train_loss,val_loss'; choose another --out or remove the file");
+                  " is not 'step,train_loss,val_loss'; choose another " + field_ref("out") +
+                  " or remove the file");
     }
     if (step >= first_step) continue;
     if (train_loss) train.emplace_back(step, *train_loss);

@@ -182,7 +182,7 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
                          zero::EngineOptions options, int steps, const predict::Link& link) {
   const int per_host = ranks_per_host(comm);
   if (link.bits_per_second > 0 && per_host == comm.size()) {  // alike on every rank
-    throw UsageErrorOnEveryRank("--link-rate: all " + std::to_string(comm.size()) +
+    throw UsageErrorOnEveryRank(field_ref("link_rate") + ": all " + std::to_string(comm.size()) +
                                 " ranks are on one host, so no collective crosses a link; give "
                                 "it for ranks on more than one host");
   }

@@ -15,60 +15,62 @@ namespace zerodp::run {
 
 namespace {
 
-// The flags of one model given with the other: refused, not silently ignored.
-void check_model_flags(const ModelChoice& f, bool gpt) {
-  auto refuse = [gpt](const char* flag) {
-    throw UsageError(std::string(flag) + " applies to --model " + (gpt ? "mlp" : "gpt") +
-                     "; this run trains --model " + (gpt ? "gpt" : "mlp"));
+// The inputs of one model given with the other: refused, not silently ignored.
+void check_model_inputs(const ModelChoice& f, bool gpt) {
+  auto refuse = [gpt](const char* field) {
+    throw InvalidArgument(field, field_ref(field) + " applies to " + field_ref("model") + " " +
+                                     (gpt ? "mlp" : "gpt") + "; this run trains " +
+                                     field_ref("model") + " " + (gpt ? "gpt" : "mlp"));
   };
   if (gpt) {
-    if (!f.params.empty()) refuse("--params");
+    if (!f.params.empty()) refuse("params");
     return;
   }
-  const std::pair<const char*, const std::string*> gpt_only[] = {{"--layers", &f.layers},
-                                                                 {"--heads", &f.heads},
-                                                                 {"--hidden", &f.hidden},
-                                                                 {"--seq-len", &f.seq_len},
-                                                                 {"--data", &f.data}};
-  for (const auto& [flag, value] : gpt_only) {
-    if (!value->empty()) refuse(flag);
+  const std::pair<const char*, const std::string*> gpt_only[] = {{"layers", &f.layers},
+                                                                 {"heads", &f.heads},
+                                                                 {"hidden", &f.hidden},
+                                                                 {"seq_len", &f.seq_len},
+                                                                 {"data", &f.data}};
+  for (const auto& [field, value] : gpt_only) {
+    if (!value->empty()) refuse(field);
   }
-  if (f.checkpoint_activations) refuse("--checkpoint-activations");
+  if (f.checkpoint_activations) refuse("checkpoint_activations");
 }
 
-// A GPT size flag, or its default when not given, in the range GptConfig::validate() takes.
-int gpt_size(const std::string& text, const char* flag, int fallback, std::uint64_t max) {
+// A GPT size, or its default when not given, in the range GptConfig::validate() takes.
+int gpt_size(const std::string& text, const char* field, int fallback, std::uint64_t max) {
   if (text.empty()) return fallback;
-  return static_cast<int>(units::parse_whole_in(text, flag, 1, max));
+  return static_cast<int>(units::parse_whole_in(text, field_ref(field), 1, max));
 }
 
 }  // namespace
 
 ModelSpec::ModelSpec(const ModelChoice& f) {
   if (f.model != "gpt" && f.model != "mlp") {
-    throw UsageError("--model: expected gpt or mlp, got " + quote(f.model));
+    throw InvalidArgument::expected("model", "gpt or mlp", f.model);
   }
   is_gpt_ = f.model == "gpt";
-  check_model_flags(f, is_gpt_);
-  data_seed_ = units::parse_whole(f.data_seed, "--data-seed", units::Zero::allowed);
+  check_model_inputs(f, is_gpt_);
+  data_seed_ = units::parse_whole(f.data_seed, field_ref("data_seed"), units::Zero::allowed);
   if (!is_gpt_) {
     // The synthetic MLP is a test bed, not a model to plan a cluster with: up to 4096 layers of
     // 4096 x 4096, so that every command (a --dry-run included) answers at once.
     constexpr std::uint64_t kMaxMlpParams = std::uint64_t{4096} * (4096 * 4096 + 4096);
     const std::string text = f.params.empty() ? "1M" : f.params;
-    const std::uint64_t wanted = units::parse_count(text, "--params");
+    const std::uint64_t wanted = units::parse_count(text, field_ref("params"));
     if (wanted > kMaxMlpParams) {
-      throw UsageError("--params: the MLP has at most " + units::format_count(kMaxMlpParams) +
-                       " parameters (4096 layers of 4096 x 4096), got " + quote(text));
+      throw InvalidArgument(field_ref("params") + ": the MLP has at most " +
+                            units::format_count(kMaxMlpParams) +
+                            " parameters (4096 layers of 4096 x 4096), got " + quote(text));
     }
     mlp_ = model::MlpConfig::for_params(wanted);
     samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);
     return;
   }
-  gpt_.layers = gpt_size(f.layers, "--layers", 4, 1024);
-  gpt_.heads = gpt_size(f.heads, "--heads", 4, 1 << 16);
-  gpt_.hidden = gpt_size(f.hidden, "--hidden", 256, 1 << 16);
-  gpt_.seq_len = gpt_size(f.seq_len, "--seq-len", 128, 1 << 16);
+  gpt_.layers = gpt_size(f.layers, "layers", 4, 1024);
+  gpt_.heads = gpt_size(f.heads, "heads", 4, 1 << 16);
+  gpt_.hidden = gpt_size(f.hidden, "hidden", 256, 1 << 16);
+  gpt_.seq_len = gpt_size(f.seq_len, "seq_len", 128, 1 << 16);
   gpt_.checkpoint_activations = f.checkpoint_activations;
   gpt_.validate();
   load_data(f.data);
@@ -131,8 +133,9 @@ void ModelSpec::load_data(const std::string& path, int validation_percent) {
         data::TextData::default_corpus(seq, validation_percent));
   } else {
     if (const std::string why = unreadable_because(path); !why.empty()) {
-      throw UsageError("--data: expected a readable file of text or bytes, got " + quote(path) +
-                       " (" + why + ")");
+      throw InvalidArgument(field_ref("data") +
+                            ": expected a readable file of text or bytes, got " + quote(path) +
+                            " (" + why + ")");
     }
     // An evaluated file (100 %) is named as it is; a training file as "data file '...'".
     const std::string source =

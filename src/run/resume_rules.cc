@@ -32,30 +32,32 @@ std::string data_of(const json& run) {
 void refuse_data(const std::string& folder, const json& saved, const json& run) {
   if (!saved.contains("data_fingerprint")) return;
   if (saved.at("data_fingerprint") == run.at("data_fingerprint")) return;
-  throw UsageError("--data: the checkpoint " + folder + " was trained on " + data_of(saved) +
-                   ", this run reads " + data_of(run) +
-                   "; its data position counts windows of those bytes (resume with them, or "
-                   "start a new run)");
+  throw InvalidArgument(field_ref("data") + ": the checkpoint " + folder + " was trained on " +
+                        data_of(saved) + ", this run reads " + data_of(run) +
+                        "; its data position counts windows of those bytes (resume with them, or "
+                        "start a new run)");
 }
 
 void refuse_data_seed(const std::string& folder, const json& saved_model, const json& run) {
   if (!saved_model.contains("data_seed") || saved_model.at("data_seed") == run.at("data_seed"))
     return;
-  throw UsageError("--data-seed: the checkpoint " + folder + " drew its samples with --data-seed " +
-                   shown(saved_model.at("data_seed")) + ", this run asks " +
-                   shown(run.at("data_seed")) +
-                   "; another order of windows mid-run would repeat some and skip others "
-                   "(resume with --data-seed " +
-                   shown(saved_model.at("data_seed")) + ", or start a new run)");
+  throw InvalidArgument(
+      field_ref("data_seed") + ": the checkpoint " + folder + " drew its samples with " +
+      field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) + ", this run asks " +
+      shown(run.at("data_seed")) +
+      "; another order of windows mid-run would repeat some and skip others "
+      "(resume with " +
+      field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) + ", or start a new run)");
 }
 
 void refuse_precision(const std::string& folder, const json& saved, const json& run) {
   if (!saved.contains("precision") || saved.at("precision") == run.at("precision")) return;
-  throw UsageError("--precision: the checkpoint " + folder + " trained in " +
-                   shown(saved.at("precision")) + ", this run asks " + shown(run.at("precision")) +
-                   "; the loss-scale state and the 16-bit rounding belong to its precision "
-                   "(resume with --precision " +
-                   shown(saved.at("precision")) + ")");
+  throw InvalidArgument(field_ref("precision") + ": the checkpoint " + folder + " trained in " +
+                        shown(saved.at("precision")) + ", this run asks " +
+                        shown(run.at("precision")) +
+                        "; the loss-scale state and the 16-bit rounding belong to its precision "
+                        "(resume with " +
+                        field_ref("precision") + " " + shown(saved.at("precision")) + ")");
 }
 
 std::string rank_choices(std::uint64_t global) {
@@ -102,10 +104,10 @@ void plan_batch(const std::string& folder, const json& saved, int saved_ranks, c
   const std::string split = std::to_string(saved_ranks) + " ranks x micro-batch " +
                             std::to_string(old_b) + " x grad-accum " + std::to_string(old_k);
   if (global % std::uint64_t(ranks) != 0) {
-    throw UsageError("--ranks: the checkpoint " + folder + " trained with a global batch of " +
-                     std::to_string(global) + " samples per step (" + split + "); " +
-                     std::to_string(ranks) + " ranks cannot split it evenly; resume on " +
-                     rank_choices(global) + " ranks");
+    throw InvalidArgument(
+        field_ref("ranks") + ": the checkpoint " + folder + " trained with a global batch of " +
+        std::to_string(global) + " samples per step (" + split + "); " + std::to_string(ranks) +
+        " ranks cannot split it evenly; resume on " + rank_choices(global) + " ranks");
   }
   const std::uint64_t share = global / std::uint64_t(ranks);
   const auto asked_b = run.at("micro_batch").get<std::uint64_t>();
@@ -116,9 +118,9 @@ void plan_batch(const std::string& folder, const json& saved, int saved_ranks, c
     k = share / b;
   }
   if (k > std::uint64_t(std::numeric_limits<int>::max())) {
-    throw UsageError("--micro-batch: " + std::to_string(asked_b) + " leaves " + std::to_string(k) +
-                     " micro-steps per step to keep the global batch of " + std::to_string(global) +
-                     "; ask for a larger micro-batch");
+    throw InvalidArgument(field_ref("micro_batch") + ": " + std::to_string(asked_b) + " leaves " +
+                          std::to_string(k) + " micro-steps per step to keep the global batch of " +
+                          std::to_string(global) + "; ask for a larger micro-batch");
   }
   plan.micro_batch = static_cast<std::size_t>(b);
   plan.grad_accum = static_cast<int>(k);
@@ -132,31 +134,33 @@ void plan_batch(const std::string& folder, const json& saved, int saved_ranks, c
 
 // Settings a resume may change: said, with what the change does.
 void note_changes(const json& saved, const json& run, ResumePlan& plan) {
+  // Each by its key in the run record, which is also the input's field.
   static const struct {
-    const char *field, *flag, *effect;
+    const char *field, *effect;
   } kAllowed[] = {
-      {"steps", "--steps", "the cosine schedule now ends there"},
-      {"lr", "--lr", "the learning-rate schedule changes from the next step"},
-      {"warmup", "--warmup", "the learning-rate schedule changes from the next step"},
-      {"clip", "--clip", "gradient clipping changes from the next step"},
-      {"seed", "--seed", "no effect: the weights come from the checkpoint"},
-      {"eval_every", "--eval-every", "validation only"},
-      {"eval_batches", "--eval-batches", "validation only"},
-      {"data", "--data", "the same bytes at another path"},
+      {"steps", "the cosine schedule now ends there"},
+      {"lr", "the learning-rate schedule changes from the next step"},
+      {"warmup", "the learning-rate schedule changes from the next step"},
+      {"clip", "gradient clipping changes from the next step"},
+      {"seed", "no effect: the weights come from the checkpoint"},
+      {"eval_every", "validation only"},
+      {"eval_batches", "validation only"},
+      {"data", "the same bytes at another path"},
   };
   std::vector<std::string> unknown;
   for (const auto& a : kAllowed) {
     if (!saved.contains(a.field)) {
-      unknown.push_back(a.flag);
+      unknown.push_back(field_ref(a.field));
     } else if (saved.at(a.field) != run.at(a.field)) {
-      plan.notes.push_back("resume: " + std::string(a.flag) + " " + shown(run.at(a.field)) +
+      plan.notes.push_back("resume: " + field_ref(a.field) + " " + shown(run.at(a.field)) +
                            " (the checkpoint's run: " + shown(saved.at(a.field)) +
                            "): " + a.effect);
     }
   }
   for (const char* f : {"precision", "data_fingerprint"}) {
     if (!saved.contains(f))
-      unknown.push_back(f == std::string("precision") ? "--precision" : "the data's bytes");
+      unknown.push_back(f == std::string("precision") ? field_ref("precision")
+                                                      : "the data's bytes");
   }
   if (unknown.empty()) return;
   std::string line = "resume: the checkpoint does not record";
@@ -164,17 +168,17 @@ void note_changes(const json& saved, const json& run, ResumePlan& plan) {
   plan.notes.push_back(line + "; not compared");
 }
 
-// The model's shape: the weights have it. Names the flag, as the other refusals do.
+// The model's shape: the weights have it. Names the input, as the other refusals do.
 void refuse_model_shape(const std::string& folder, const json& saved_model, const json& model) {
   for (const ConfigField& field : kConfigFields) {
     if (!field.shape) continue;
     const json saved = saved_model.value(field.key, json()), asked = model.value(field.key, json());
     if (saved == asked) continue;
-    throw UsageError(
-        std::string(field.flag) + ": the checkpoint " + folder + " holds a model with " +
-        field.key + " " + (saved.is_null() ? "absent" : saved.dump()) + ", this run asks " +
-        (asked.is_null() ? "absent" : asked.dump()) +
-        "; the weights have that shape (resume with the checkpoint's " + field.flag + ")");
+    throw UsageError(field.name() + ": the checkpoint " + folder + " holds a model with " +
+                     field.key + " " + (saved.is_null() ? "absent" : saved.dump()) +
+                     ", this run asks " + (asked.is_null() ? "absent" : asked.dump()) +
+                     "; the weights have that shape (resume with the checkpoint's " + field.name() +
+                     ")");
   }
 }
 

@@ -36,39 +36,39 @@ RunSettings TrainSettings::agreement() const {
   // training different models still compare the same list (and name --model).
   for (const ConfigField& field : kConfigFields) {
     out.push_back(
-        {field.flag, config.contains(field.key) ? config.at(field.key).dump() : "(none)"});
+        {field.name(), config.contains(field.key) ? config.at(field.key).dump() : "(none)"});
   }
-  out.push_back(
-      {"--data", spec.data_path() + " (" + spec.data_fingerprint() + ")", spec.data_fingerprint()});
+  out.push_back({field_ref("data"), spec.data_path() + " (" + spec.data_fingerprint() + ")",
+                 spec.data_fingerprint()});
   const zero::EngineOptions& o = options;
   auto text = [](const nlohmann::json& v) { return v.dump(); };
   // A real number is shown short (2e-3, not 0.0020000000949949026) and compared in full.
-  auto real = [](const char* flag, float v) {
+  auto real = [](const std::string& name, float v) {
     char shown[32];
     std::snprintf(shown, sizeof shown, "%g", double(v));
-    return RunSetting(flag, shown, nlohmann::json(v).dump());
+    return RunSetting(name, shown, nlohmann::json(v).dump());
   };
   for (RunSetting setting : std::initializer_list<RunSetting>{
-           {"--stage", text(stage_number(o.stage))},
-           {"--precision", std::string(dtype_name(o.precision))},
-           {"--bucket-bytes", text(o.bucket_bytes)},
-           {"--micro-batch", text(o.micro_batch)},
-           {"--grad-accum", text(o.grad_accum)},
-           real("--clip", o.clip_norm),
-           {"--seed", text(o.seed)},
-           {"--no-prefetch", o.prefetch ? "off" : "on"},
-           {"--no-overlap", o.overlap ? "off" : "on"},
-           {"--rank-memory", text(o.rank_memory)},
-           {"--timeout", text(launch.options.timeout.count()) + " ms"},
-           {"--steps", text(steps)},
-           real("--lr", lr),
-           {"--warmup", text(warmup)},
-           {"--eval-every", text(eval_every)},
-           {"--eval-batches", text(eval_batches)},
-           {"--save-dir", save_dir},
-           {"--save-every", text(save_every)},
-           {"--keep", text(keep)},
-           {"--resume", resume}}) {
+           {field_ref("stage"), text(stage_number(o.stage))},
+           {field_ref("precision"), std::string(dtype_name(o.precision))},
+           {field_ref("bucket_bytes"), text(o.bucket_bytes)},
+           {field_ref("micro_batch"), text(o.micro_batch)},
+           {field_ref("grad_accum"), text(o.grad_accum)},
+           real(field_ref("clip"), o.clip_norm),
+           {field_ref("seed"), text(o.seed)},
+           {field_ref("no_prefetch"), o.prefetch ? "off" : "on"},
+           {field_ref("no_overlap"), o.overlap ? "off" : "on"},
+           {field_ref("rank_memory"), text(o.rank_memory)},
+           {field_ref("timeout"), text(launch.options.timeout.count()) + " ms"},
+           {field_ref("steps"), text(steps)},
+           real(field_ref("lr"), lr),
+           {field_ref("warmup"), text(warmup)},
+           {field_ref("eval_every"), text(eval_every)},
+           {field_ref("eval_batches"), text(eval_batches)},
+           {field_ref("save_dir"), save_dir},
+           {field_ref("save_every"), text(save_every)},
+           {field_ref("keep"), text(keep)},
+           {field_ref("resume"), resume}}) {
     out.push_back(std::move(setting));
   }
   return out;
@@ -88,7 +88,7 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
     plan = plan_resume(resume_from->folder(), nlohmann::json::parse(resume_from->manifest().run),
                        resume_from->manifest().ranks, run_record(), comm.size());
   } catch (const UsageError& e) {
-    throw UsageErrorOnEveryRank(e.what());
+    throw UsageErrorOnEveryRank(e.text());
   }
   mine.options.micro_batch = plan.micro_batch;
   mine.options.grad_accum = plan.grad_accum;
@@ -105,9 +105,10 @@ std::optional<checkpoint::Checkpoint> open_resume(const TrainSettings& s) {
   resume->check_model(s.spec.config_json().dump());
   if (resume->state().step >= s.steps) {
     const std::string done = std::to_string(resume->state().step);
-    throw UsageError("--steps: " + quote(resume->folder()) + " has done " + done +
-                     " steps already and --steps " + std::to_string(s.steps) +
-                     " asks for no more; give --steps above " + done + " to continue");
+    throw InvalidArgument(field_ref("steps") + ": " + quote(resume->folder()) + " has done " +
+                          done + " steps already and " + field_ref("steps") + " " +
+                          std::to_string(s.steps) + " asks for no more; give " +
+                          field_ref("steps") + " above " + done + " to continue");
   }
   return resume;
 }

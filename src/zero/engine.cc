@@ -53,18 +53,27 @@ struct Flags {
 void EngineOptions::validate() const {
   stage_from_number(stage_number(stage));  // a Stage cast from a number out of range
   if (precision == DType::f32) {
-    throw UsageError("--precision: expected bf16 or fp16 (the engine stores 16-bit params)");
+    throw InvalidArgument("precision", field_ref("precision") +
+                                           ": expected bf16 or fp16 (the engine stores 16-bit "
+                                           "params)");
   }
   if (bucket_bytes < 2) {
-    throw UsageError("--bucket-bytes: expected a size of at least 2B (one 16-bit element)");
+    throw InvalidArgument(
+        "bucket_bytes",
+        field_ref("bucket_bytes") + ": expected a size of at least 2B (one 16-bit element)");
   }
   if (grad_accum < 1) {
-    throw UsageError("--grad-accum: expected a whole number >= 1, got " +
-                     std::to_string(grad_accum));
+    throw InvalidArgument("grad_accum", field_ref("grad_accum") +
+                                            ": expected a whole number >= 1, got " +
+                                            std::to_string(grad_accum));
   }
-  if (micro_batch < 1) throw UsageError("--micro-batch: expected a whole number >= 1");
+  if (micro_batch < 1) {
+    throw InvalidArgument("micro_batch",
+                          field_ref("micro_batch") + ": expected a whole number >= 1");
+  }
   if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm)) {
-    throw UsageError("--clip: expected a norm >= 0 (0 disables clipping)");
+    throw InvalidArgument("clip_norm",
+                          field_ref("clip_norm") + ": expected a norm >= 0 (0 disables clipping)");
   }
 }
 

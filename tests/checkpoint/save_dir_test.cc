@@ -75,9 +75,9 @@ TEST(SaveDir, AFreshRunRefusesAnotherRunsCheckpoints) {
   const std::string dir = fresh_dir("foreign");
   fresh_run(dir, {2, 3});
   const std::string e = usage_error([&] { SaveDir::claim(dir, nullptr); });
-  EXPECT_TRUE(has(e, "--save-dir: '" + dir + "' holds checkpoints of another run (step-00000003)"))
+  EXPECT_TRUE(has(e, "save_dir: '" + dir + "' holds checkpoints of another run (step-00000003)"))
       << e;
-  EXPECT_TRUE(has(e, "--resume '" + dir + "'")) << e;
+  EXPECT_TRUE(has(e, "resume '" + dir + "'")) << e;
   // Nothing was touched.
   EXPECT_TRUE(fs::exists(dir + "/step-00000002/manifest.json"));
   EXPECT_TRUE(fs::exists(dir + "/step-00000003/manifest.json"));
@@ -109,7 +109,7 @@ TEST(SaveDir, AFileOrAnUnusableFolderIsRefused) {
   std::ofstream(dir) << "not a folder";
   EXPECT_TRUE(has(usage_error([&] { SaveDir::claim(dir, nullptr); }), "is not a folder")) << dir;
   EXPECT_TRUE(has(usage_error([&] { SaveDir::claim(dir + "/sub", nullptr); }),
-                  "--save-dir: cannot create the folder"));
+                  "save_dir: cannot create the folder"));
 }
 
 TEST(SaveDir, AResumeKeepsTheRunIdAndRefusesAnotherRunsFolder) {
@@ -121,8 +121,7 @@ TEST(SaveDir, AResumeKeepsTheRunIdAndRefusesAnotherRunsFolder) {
   EXPECT_EQ(resumed.run_id(), ck.manifest().run_id);
   EXPECT_TRUE(resumed.set_aside_superseded().empty());
   const std::string e = usage_error([&] { SaveDir::claim(b, &ck); });
-  EXPECT_TRUE(has(e, "holds checkpoints of another run (step-00000002) than the one --resume"))
-      << e;
+  EXPECT_TRUE(has(e, "holds checkpoints of another run (step-00000002) than the one resume")) << e;
 }
 
 TEST(SaveDir, ARewindSetsTheLaterCheckpointsAside) {

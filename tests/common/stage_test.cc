@@ -41,7 +41,7 @@ TEST(Stage, NamesAndParsing) {
     stage_from_number(7);
     FAIL() << "7 is no stage";
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "--stage: expected 0, 1, 2 or 3, got 7");
+    EXPECT_STREQ(e.what(), "stage: expected 0, 1, 2 or 3, got 7");
   }
 }
 

@@ -81,7 +81,7 @@ TEST(TextData, TooSmallCorporaNameTheMinimum) {
   EXPECT_EQ(error_of(counting_bytes(110), 10, 10), "");
   const std::string e = error_of(counting_bytes(109), 10, 10);
   EXPECT_NE(e.find("corpus.txt has 109 bytes"), std::string::npos) << e;
-  EXPECT_NE(e.find("--seq-len 10"), std::string::npos) << e;
+  EXPECT_NE(e.find("seq_len 10"), std::string::npos) << e;
   EXPECT_NE(e.find("at least 110"), std::string::npos) << e;
   // Without a validation split, one window is enough.
   EXPECT_EQ(error_of(counting_bytes(11), 10, 0), "");

@@ -70,22 +70,21 @@ TEST(GptConfig, ValidateNamesTheFlag) {
   EXPECT_EQ(usage_error_of(GptConfig{}), "");
   GptConfig c;
   c.layers = 0;
-  EXPECT_NE(usage_error_of(c).find("--layers"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("layers"), std::string::npos);
   c = {};
   c.heads = 0;
-  EXPECT_NE(usage_error_of(c).find("--heads"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("heads"), std::string::npos);
   c = {};
   c.hidden = -3;
-  EXPECT_NE(usage_error_of(c).find("--hidden"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("hidden"), std::string::npos);
   c = {};
   c.seq_len = 0;
-  EXPECT_NE(usage_error_of(c).find("--seq-len"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("seq_len"), std::string::npos);
   c = {};
   c.hidden = 10;
   c.heads = 4;
   const std::string divisible = usage_error_of(c);
-  EXPECT_NE(divisible.find("--hidden must be divisible by --heads"), std::string::npos)
-      << divisible;
+  EXPECT_NE(divisible.find("hidden must be divisible by heads"), std::string::npos) << divisible;
   c = {};
   c.vocab = 512;
   EXPECT_NE(usage_error_of(c).find("vocab"), std::string::npos);

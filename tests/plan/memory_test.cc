@@ -115,7 +115,7 @@ TEST(MemoryModel, SixtyFourBitLimitIsCheckedExactly) {
   try {
     check_fits_in_64_bits(2'000'000'000'000'000'000ull, b);
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("--params: ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("params: ", 0), 0u) << e.what();
   }
   // fp32 SGD holds 8 bytes/param but the seed's two-direction ZeRO-3 volume is 24Φ.
   const BytesPerParam sgd{4, 4, 0};

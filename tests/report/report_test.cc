@@ -28,26 +28,26 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 }
 
 TEST(MakePlan, AsksForWhatAQuestionNeedsNamingTheFlag) {
-  EXPECT_TRUE(starts_with(error_of({}), "--params: required")) << error_of({});
+  EXPECT_TRUE(starts_with(error_of({}), "params: required")) << error_of({});
   PlanInputs in;
   in.params = 1'000'000'000;
   in.gpus = 8;
   in.compute_seconds = 10;
-  EXPECT_TRUE(starts_with(error_of(in), "--bandwidth: required"));
+  EXPECT_TRUE(starts_with(error_of(in), "bandwidth: required"));
   in.compute_seconds.reset();
   in.bandwidth = 300e9;
-  EXPECT_TRUE(starts_with(error_of(in), "--compute-time: required"));
+  EXPECT_TRUE(starts_with(error_of(in), "compute_time: required"));
   in.bandwidth.reset();
   in.overlap = 0.5;
-  EXPECT_TRUE(starts_with(error_of(in), "--overlap: needs"));
+  EXPECT_TRUE(starts_with(error_of(in), "overlap: needs"));
   in.overlap.reset();
   in.round_to = 8;
-  EXPECT_TRUE(starts_with(error_of(in), "--round-to: needs --gpu-memory"));
+  EXPECT_TRUE(starts_with(error_of(in), "round_to: needs gpu_memory"));
   in.round_to.reset();
   in.gpus.reset();
   in.compute_seconds = 10;
   in.bandwidth = 300e9;
-  EXPECT_TRUE(starts_with(error_of(in), "--gpus: required")) << error_of(in);
+  EXPECT_TRUE(starts_with(error_of(in), "gpus: required")) << error_of(in);
   in.comm_bytes = 2'060'000'000'000;  // a given volume needs no N
   EXPECT_EQ(error_of(in), "");
 }
@@ -58,7 +58,7 @@ TEST(MakePlan, RejectsActivationsThatLeaveNoRoom) {
   in.gpu_memory = 24'000'000'000;
   in.activation_bytes = 24'000'000'000;
   in.activations_given = true;
-  EXPECT_TRUE(starts_with(error_of(in), "--activations: expected activations below --gpu-memory"))
+  EXPECT_TRUE(starts_with(error_of(in), "activations: expected activations below gpu_memory"))
       << error_of(in);
   in.activation_bytes = 23'999'999'999;  // one byte of room is room
   EXPECT_EQ(error_of(in), "");
@@ -68,11 +68,11 @@ TEST(MakePlan, RejectsActivationsThatLeaveNoRoom) {
 TEST(MakePlan, RejectsByteCountsBeyondSixtyFourBits) {
   PlanInputs in;
   in.params = 2'000'000'000'000'000'000ull;  // 2e18 · 16 bytes
-  EXPECT_TRUE(starts_with(error_of(in), "--params: ")) << error_of(in);
+  EXPECT_TRUE(starts_with(error_of(in), "params: ")) << error_of(in);
   in.params = 1'000'000'000'000'000'000ull;  // 1.6e19 bytes fits; with activations it does not
   in.activation_bytes = 3'000'000'000'000'000'000ull;
   in.activations_given = true;
-  EXPECT_TRUE(starts_with(error_of(in), "--activations: ")) << error_of(in);
+  EXPECT_TRUE(starts_with(error_of(in), "activations: ")) << error_of(in);
 }
 
 TEST(MakePlan, LeavesUndeterminedCellsEmpty) {
@@ -136,7 +136,7 @@ TEST(MakePlan, RejectsABandwidthWhoseTimeIsNotFinite) {
   in.gpus = 8;
   in.compute_seconds = 1.0;
   in.bandwidth = 1e-300;
-  EXPECT_TRUE(starts_with(error_of(in), "--bandwidth: expected a bandwidth at which"))
+  EXPECT_TRUE(starts_with(error_of(in), "bandwidth: expected a bandwidth at which"))
       << error_of(in);
 }
 

@@ -42,6 +42,15 @@ json model() {
           {"n_positions", 16}, {"vocab_size", 256}, {"data_seed", 1234}, {"params", 34816}};
 }
 
+// A note as a reader sees it, its inputs named as the command line names them.
+std::string words(const std::string& note) {
+  return name_fields(note, [](std::string_view field) {
+    std::string flag = "--";
+    for (const char c : field) flag += c == '_' ? '-' : c;
+    return flag;
+  });
+}
+
 // The message of the exception E that fn throws; fails the test when it throws none.
 template <typename E, typename Fn>
 std::string message_of(Fn fn) {
@@ -66,7 +75,7 @@ TEST(ResumePlan, OneRankAccumulatesWhatTwoRanksComputedAndSaysSo) {
   EXPECT_EQ(plan.micro_batch, 2u);
   EXPECT_EQ(plan.grad_accum, 2);  // 1 x 2 x 2 = 2 x 2 x 1: the global batch of 4
   ASSERT_EQ(plan.notes.size(), 1u);
-  EXPECT_EQ(plan.notes[0],
+  EXPECT_EQ(words(plan.notes[0]),
             "resume: global batch of 4 samples per step kept on 1 rank: micro-batch 2 x "
             "grad-accum 2 (the checkpoint ran 2 ranks x micro-batch 2 x grad-accum 1; this run "
             "asked 2 x 1)");
@@ -83,7 +92,7 @@ TEST(ResumePlan, RanksThatCannotSplitTheGlobalBatchAreRefusedWithTheChoices) {
   const std::string line =
       message_of<UsageError>([] { plan_resume(kFolder, record(), 2, record(), 3); });
   EXPECT_EQ(line,
-            "--ranks: the checkpoint ck/step-00000004 trained with a global batch of 4 samples "
+            "ranks: the checkpoint ck/step-00000004 trained with a global batch of 4 samples "
             "per step (2 ranks x micro-batch 2 x grad-accum 1); 3 ranks cannot split it "
             "evenly; resume on 1, 2, 4 ranks");
 }
@@ -113,13 +122,13 @@ TEST(ResumePlan, ScheduleChangesAreAllowedAndEachSaidOnce) {
   run["seed"] = 7;
   const ResumePlan plan = plan_resume(kFolder, record(), 2, run, 2);
   ASSERT_EQ(plan.notes.size(), 3u);
-  EXPECT_EQ(plan.notes[0],
+  EXPECT_EQ(words(plan.notes[0]),
             "resume: --steps 10 (the checkpoint's run: 6): the cosine schedule "
             "now ends there");
-  EXPECT_EQ(plan.notes[1],
+  EXPECT_EQ(words(plan.notes[1]),
             "resume: --lr 0.001 (the checkpoint's run: 0.002): the "
             "learning-rate schedule changes from the next step");
-  EXPECT_EQ(plan.notes[2],
+  EXPECT_EQ(words(plan.notes[2]),
             "resume: --seed 7 (the checkpoint's run: 1): no effect: the weights "
             "come from the checkpoint");
 }
@@ -130,8 +139,8 @@ TEST(ResumePlan, AnOlderRecordIsComparedAsFarAsItGoesAndSaysWhatItLacks) {
   const ResumePlan plan = plan_resume(kFolder, saved, 2, record(), 3);  // 3 ranks: no batch rule
   EXPECT_EQ(plan.micro_batch, 2u);
   ASSERT_EQ(plan.notes.size(), 2u);
-  EXPECT_EQ(plan.notes[0], "resume: the checkpoint does not record its batch; not compared");
-  EXPECT_EQ(plan.notes[1],
+  EXPECT_EQ(words(plan.notes[0]), "resume: the checkpoint does not record its batch; not compared");
+  EXPECT_EQ(words(plan.notes[1]),
             "resume: the checkpoint does not record --clip, --precision; not compared");
 }
 
@@ -141,9 +150,9 @@ TEST(ResumeRefusals, AnotherModelShapeNamesTheFlagAndBothValues) {
   const std::string line = message_of<UsageError>(
       [&] { refuse_resume_changes(kFolder, record(), model(), asked, record()); });
   EXPECT_EQ(line,
-            "--layers: the checkpoint ck/step-00000004 holds a model with n_layer 1, this "
+            "layers: the checkpoint ck/step-00000004 holds a model with n_layer 1, this "
             "run asks 3; the weights have that shape (resume with the checkpoint's "
-            "--layers)");
+            "layers)");
 }
 
 TEST(ResumeRefusals, OtherBytesOtherSeedAndOtherPrecisionAreRefusedEachForItsReason) {
@@ -151,7 +160,7 @@ TEST(ResumeRefusals, OtherBytesOtherSeedAndOtherPrecisionAreRefusedEachForItsRea
   other_bytes["data_fingerprint"] = "fnv1a64 fedcba9876543210, 2100 bytes";
   EXPECT_EQ(message_of<UsageError>(
                 [&] { refuse_resume_changes(kFolder, record(), model(), model(), other_bytes); })
-                .rfind("--data: the checkpoint ck/step-00000004 was trained on text (fnv1a64 "
+                .rfind("data: the checkpoint ck/step-00000004 was trained on text (fnv1a64 "
                        "0123456789abcdef, 2100 bytes), this run reads text (fnv1a64 "
                        "fedcba9876543210, 2100 bytes)",
                        0),
@@ -160,17 +169,17 @@ TEST(ResumeRefusals, OtherBytesOtherSeedAndOtherPrecisionAreRefusedEachForItsRea
   other_seed["data_seed"] = 99;
   EXPECT_EQ(message_of<UsageError>(
                 [&] { refuse_resume_changes(kFolder, record(), model(), model(), other_seed); })
-                .rfind("--data-seed: the checkpoint ck/step-00000004 drew its samples with "
-                       "--data-seed 1234, this run asks 99",
+                .rfind("data_seed: the checkpoint ck/step-00000004 drew its samples with "
+                       "data_seed 1234, this run asks 99",
                        0),
             0u);
   json fp16 = record();
   fp16["precision"] = "fp16";
   EXPECT_EQ(message_of<UsageError>(
                 [&] { refuse_resume_changes(kFolder, record(), model(), model(), fp16); }),
-            "--precision: the checkpoint ck/step-00000004 trained in bf16, this run asks fp16; "
+            "precision: the checkpoint ck/step-00000004 trained in bf16, this run asks fp16; "
             "the loss-scale state and the 16-bit rounding belong to its precision (resume with "
-            "--precision bf16)");
+            "precision bf16)");
 }
 
 TEST(ResumeRefusals, TheSameBytesAtAnotherPathAreNotRefused) {
@@ -179,7 +188,7 @@ TEST(ResumeRefusals, TheSameBytesAtAnotherPathAreNotRefused) {
   EXPECT_NO_THROW(refuse_resume_changes(kFolder, record(), model(), model(), moved));
   const ResumePlan plan = plan_resume(kFolder, record(), 2, moved, 2);
   ASSERT_EQ(plan.notes.size(), 1u);
-  EXPECT_EQ(plan.notes[0],
+  EXPECT_EQ(words(plan.notes[0]),
             "resume: --data elsewhere/text (the checkpoint's run: text): the same "
             "bytes at another path");
 }

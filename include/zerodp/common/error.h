@@ -1,28 +1,81 @@
 // Errors of zerodp, and what the command line makes of them.
 //
 // Two kinds, because a user must react to them differently:
-//  - UsageError: the input is wrong (a flag, a value, a combination). The message is one
-//    line that names the flag and the accepted form; the command line exits with status 2.
+//  - UsageError: the input is wrong (a value, a combination). The message is one line that
+//    names the input and the accepted form; the command line exits with status 2.
+//    InvalidArgument is a UsageError about one input, field() naming it.
 //  - Error: the input was fine but the run failed (a collective timed out, a file is
 //    corrupt, a peer rank died). The message names the cause; the command line exits with 1.
 // Broken internal invariants are not errors of either kind: ZERODP_CHECK aborts loudly.
+//
+// Inputs are named as the library names them, the fields of its option structs
+// ("micro_batch", "bucket_bytes"), marked in a message with field_ref(). what() writes each
+// as its field; message(name) as a front end's user knows it: the command line passes its
+// flags ("--micro-batch"), so its words stay its own while the library speaks of fields.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace zerodp {
 
-class UsageError : public std::runtime_error {
+// An input named in a message by its field ("micro_batch"): [a-z0-9_] only.
+std::string field_ref(std::string_view field);
+
+// How a front end names a field: the command line's flag ("--micro-batch").
+using FieldNamer = std::function<std::string(std::string_view field)>;
+
+// The library's own name for a field: the field itself. The namer what() uses.
+std::string field_name(std::string_view field);
+
+// `text` (a message, advice, a note) with each field_ref() named by `name`.
+std::string name_fields(std::string_view text, const FieldNamer& name);
+
+// What UsageError and Error share: a message that may name inputs with field_ref().
+class Failure : public std::runtime_error {
  public:
-  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+  explicit Failure(const std::string& text);
+  // The message with each field named by `name`.
+  std::string message(const FieldNamer& name) const;
+  // The message as written, its references unresolved: to carry it on (to other ranks, into
+  // another error) without losing them.
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
 };
 
-class Error : public std::runtime_error {
+class UsageError : public Failure {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit UsageError(const std::string& message) : Failure(message) {}
 };
+
+// A UsageError about the input `field`.
+class InvalidArgument : public UsageError {
+ public:
+  InvalidArgument(std::string field, const std::string& message)
+      : UsageError(message), field_(std::move(field)) {}
+  // The field is the one whose reference opens `message` (field_ref("gpus") + ": ...").
+  explicit InvalidArgument(const std::string& message);
+  // "FIELD: expected EXPECTED, got 'GOT'".
+  static InvalidArgument expected(std::string field, std::string_view expected,
+                                  std::string_view got);
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+class Error : public Failure {
+ public:
+  explicit Error(const std::string& message) : Failure(message) {}
+};
+
+// Any exception's message as text() keeps it: a Failure's references unresolved, another's
+// what().
+std::string failure_text(const std::exception& e);
 
 // The text with its control characters escaped (a newline as \n, a tab as \t, others as
 // \xHH) and nothing else changed: one line that cannot drive a terminal.

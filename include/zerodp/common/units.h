@@ -6,8 +6,9 @@
 //    number of parameters or bytes ("1.5B" bytes), or that does not fit in 64 bits, is rejected.
 //  - Decimal suffixes are powers of 10 (K, M, B/G, T; KB, MB, GB, TB, PB), binary ones powers of
 //    2 (KiB, MiB, GiB, TiB, PiB). 1 GB = 10^9 bytes, as in the seed.
-//  - Every failure throws zerodp::UsageError with one line that names the flag, the accepted
-//    form and the text received. Negative numbers, NaN, inf and unknown suffixes never parse.
+//  - Every failure throws zerodp::UsageError with one line that names the value as the caller
+//    does (`flag`: a flag, or a field_ref() from a library), the accepted form and the text
+//    received. Negative numbers, NaN, inf and unknown suffixes never parse.
 #pragma once
 
 #include <cstdint>

@@ -56,8 +56,8 @@ struct GptConfig {
   // forward of the blocks per step; gradients are bitwise the same.
   bool checkpoint_activations = false;
 
-  // Throws UsageError naming the flag (--layers, --heads, --hidden, --seq-len) and the
-  // accepted values.
+  // Throws InvalidArgument naming the field (layers, heads, hidden, seq_len) and the accepted
+  // values.
   void validate() const;
 
   // V C + T C + L (12 C^2 + 13 C) + 2 C.

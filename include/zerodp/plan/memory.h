@@ -62,7 +62,7 @@ struct StageSplit {
 };
 StageSplit stage_split(Stage stage, const BytesPerParam& bpp);
 
-// Throws UsageError naming --params (and the largest Φ that fits) when a byte count the
+// Throws InvalidArgument naming params (and the largest Φ that fits) when a byte count the
 // planner derives from Φ would not fit in 64 bits: the whole model state (P+G+K)Φ and the
 // seed's two-direction ZeRO-3 volume 2(2P+G)Φ. Also rejects P = 0 or G = 0.
 void check_fits_in_64_bits(std::uint64_t params, const BytesPerParam& bpp);

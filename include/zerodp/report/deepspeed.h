@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include "zerodp/common/error.h"
 #include "zerodp/report/report.h"
 
 namespace zerodp::report {
@@ -19,10 +20,12 @@ struct DeepSpeedEstimate {
 
 // DeepSpeed's text, the plan's model state for ZeRO-2 and ZeRO-3 beside it (the report's
 // GPUs, without offload) and a line on each difference; follows plan_table().
-std::string deepspeed_comparison(const DeepSpeedEstimate& estimate, const PlanReport& report);
+std::string deepspeed_comparison(const DeepSpeedEstimate& estimate, const PlanReport& report,
+                                 const FieldNamer& name = field_name);
 
 // plan_json() (json.h) with one more key, "deepspeed": DeepSpeed's rows for the same model and
 // GPUs.
-std::string plan_json(const PlanReport& report, const DeepSpeedEstimate& estimate);
+std::string plan_json(const PlanReport& report, const DeepSpeedEstimate& estimate,
+                      const FieldNamer& name = field_name);
 
 }  // namespace zerodp::report

@@ -15,11 +15,13 @@
 #pragma once
 
 #include <string>
+#include "zerodp/common/error.h"
 #include "zerodp/report/report.h"
 
 namespace zerodp::report {
 
-// The JSON text of the plan (keys above), indented by two spaces.
-std::string plan_json(const PlanReport& report);
+// The JSON text of the plan (keys above), indented by two spaces; the notes name inputs by
+// `name`.
+std::string plan_json(const PlanReport& report, const FieldNamer& name = field_name);
 
 }  // namespace zerodp::report

@@ -5,12 +5,15 @@
 
 #include <string>
 #include <vector>
+#include "zerodp/common/error.h"
 #include "zerodp/report/report.h"
 
 namespace zerodp::report {
 
 // The verdicts of cells B, D, E, H and the comm ratio of F, one sentence each, in the order a
-// reader needs them. Decimal units (GB, TB) unless `binary` (GiB, TiB).
-std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false);
+// reader needs them. Decimal units (GB, TB) unless `binary` (GiB, TiB). Inputs a note advises
+// (a stage, an offload) are named by `name` (zerodp/common/error.h).
+std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false,
+                                    const FieldNamer& name = field_name);
 
 }  // namespace zerodp::report

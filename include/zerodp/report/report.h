@@ -4,10 +4,10 @@
 //
 // Contract:
 //  - make_plan() answers what the inputs ask and leaves the rest undetermined (nullopt,
-//    null in JSON); it never guesses a missing input. It throws UsageError, with one line
-//    naming the command-line flag of the offending input and its accepted form, when a
-//    question is asked without the inputs it needs, or when the inputs contradict each other
-//    or overflow 64-bit bytes. Otherwise it does not fail.
+//    null in JSON); it never guesses a missing input. It throws InvalidArgument, one line
+//    naming the offending input by its field (PlanInputs' member: "gpu_memory") and the
+//    accepted form, when a question is asked without the inputs it needs, or when the inputs
+//    contradict each other or overflow 64-bit bytes. Otherwise it does not fail.
 //  - Byte figures are exact integers (see plan/memory.h and plan/comm.h for the conventions);
 //    seconds and fractions are doubles.
 //  - Pure: no I/O; the caller prints.
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "zerodp/catalog/models.h"
+#include "zerodp/common/error.h"
 #include "zerodp/deepspeed/offload.h"
 #include "zerodp/deepspeed/runtime.h"
 #include "zerodp/deepspeed/topology.h"
@@ -32,8 +33,9 @@ namespace zerodp::report {
 // Which communication column the step time is computed from (unless comm_bytes is given).
 enum class CommConvention { seed, ring };
 
-// The answers asked for are those whose inputs are present. Flags named in the comments are
-// those the errors of make_plan() name.
+// The answers asked for are those whose inputs are present. The comments name each input's
+// command-line flag; make_plan()'s errors name it by the flag's words with underscores
+// (--gpu-memory: gpu_memory), which a front end renders back (zerodp/common/error.h).
 // A published model the parameter count came from (--model, --model-config).
 struct ModelInput {
   std::string name;    // the catalogue's name, or the config file's path
@@ -54,8 +56,9 @@ struct PlanInputs {
   // Activations per GPU: given (--activations) or derived from a transformer shape.
   std::uint64_t activation_bytes = 0;
   bool activations_given = false;
-  std::string activations_flag = "--activations";  // the flag(s) they came from
-  std::string activations_source;                  // how they were obtained, for people
+  // The inputs they came from, as field references (error.h): an error about them names these.
+  std::string activations_from = field_ref("activations");
+  std::string activations_source;  // how they were obtained, for people
 
   deepspeed::Offload offload;  // --offload-optimizer, --offload-params
   // --deepspeed-config: the file, what it set, and its stage (a note says whether it fits).

@@ -26,7 +26,7 @@ namespace zerodp::run {
 struct RunSetting {
   RunSetting(std::string name_, std::string value_, std::string key_ = {})
       : name(std::move(name_)), value(std::move(value_)), key(std::move(key_)) {}
-  std::string name;   // the flag, as the user writes it: "--seed"
+  std::string name;   // the input, as a message names it: field_ref("seed")
   std::string value;  // what the user sees in the message: "2", "a.txt (fnv1a64 ..., 9 bytes)"
   std::string key;    // what is compared; empty: the value (e.g. a file's bytes, not its path)
 };

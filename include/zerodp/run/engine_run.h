@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
+#include "zerodp/common/error.h"
 
 #include "zerodp/predict/peak.h"
 #include "zerodp/run/launch.h"
@@ -23,13 +25,16 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
 
 // What fits in `budget` bytes per rank, one clause, e.g. "at N = 4 the cheapest stage that
 // fits is ZeRO-2; ZeRO-3 needs N = 5" or "no stage fits at N = 4; least N: ZeRO-3 6, ZeRO-2 9,
-// ZeRO-1 none up to 1024, ZeRO-0 none up to 1024".
+// ZeRO-1 none up to 1024, ZeRO-0 none up to 1024". What to change is named by field_ref()
+// (zerodp/common/error.h): name_fields() gives it the front end's words.
 std::string fit_advice(const predict::EngineRun& run, std::uint64_t budget, int max_ranks);
 
 // {"predicted_peak_bytes", "moment", "per_rank": [{"rank", "peak_bytes", "categories"}...],
 //  "breakdown": {category: bytes of rank 0}, "budget": {...} when budget > 0}. per_rank holds
-// every rank up to 1024 ranks; beyond, rank 0 (the largest) and the last.
-nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, int max_ranks);
+// every rank up to 1024 ranks; beyond, rank 0 (the largest) and the last. The budget's
+// "advice" names inputs by `name`.
+nlohmann::json peak_json(const predict::EngineRun& run, std::uint64_t budget, int max_ranks,
+                         const FieldNamer& name);
 
 // The ranks whose figures are shown: all up to 1024, else the first (largest) and the last.
 std::vector<int> shown_ranks(int ranks);

@@ -40,28 +40,28 @@ void configure_blas_threads(const Launch& launch);
 
 // What a run needs per rank at least: its share of the model state (16-bit params and grads,
 // fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.
-// `size_flag` names the flag that sets the model's size ("--params").
+// `size_field` names the input that sets the model's size (field_ref("params")).
 struct MemoryNeed {
   std::uint64_t params = 0;
   std::uint64_t activation_bytes = 0;  // UINT64_MAX: beyond 64 bits
-  std::string size_flag;
+  std::string size_field;
 };
 // Refuses, before anything is allocated, a run whose ranks on this machine need more than its
-// physical memory: UsageError naming --micro-batch or size_flag (whichever needs more) with
+// physical memory: UsageError naming the micro-batch or size_field (whichever needs more) with
 // the figures, e.g. "--micro-batch: the run needs 8.80 PB per rank (model state 51.2 MB,
 // activations 8.80 PB), this machine has 16.8 GB for 4 ranks".
 void check_memory(const MemoryNeed& need, const zero::EngineOptions& options, const Launch& launch);
 // The same for any process: `ranks_here` ranks each holding state_bytes and activation_bytes;
-// the error names state_flag or activation_flag, whichever needs more.
+// the error names state_input or activation_input, whichever needs more.
 void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_bytes,
-                          std::uint64_t ranks_here, const std::string& state_flag,
-                          const std::string& activation_flag);
+                          std::uint64_t ranks_here, const std::string& state_input,
+                          const std::string& activation_input);
 
 // Under MPI, throws UsageError on every rank when the ranks disagree on launch.agree.
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn);
 
 // The ranks a run will have, before any communicator exists: launch.ranks, or under mpirun the
-// world size. Throws UsageError naming --ranks when neither says (--backend mpi outside
+// world size. Throws InvalidArgument naming ranks when neither says (--backend mpi outside
 // mpirun).
 int planned_ranks(const Launch& launch);
 

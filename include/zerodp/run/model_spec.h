@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "zerodp/common/error.h"
 #include "zerodp/data/samples.h"
 #include "zerodp/data/text_data.h"
 #include "zerodp/model/gpt.h"
@@ -27,31 +28,28 @@ struct ModelChoice {
   std::string data_seed = "1234";
 };
 
-// The fields of config_json() and the flag that sets each, as messages name them. `shape`:
-// the field shapes the weights (a resume cannot change it).
+// The fields of config_json() and the input (a field of ModelChoice) that sets each, as
+// messages name them. `shape`: the field shapes the weights (a resume cannot change it).
 struct ConfigField {
   const char* key;
-  const char* flag;
+  const char* input;  // nullptr for what no input sets (the vocabulary: bytes)
   bool shape;
+  // How a message names it: the input's reference (zerodp/common/error.h), or "vocabulary".
+  std::string name() const { return input ? field_ref(input) : std::string("vocabulary"); }
 };
 inline constexpr ConfigField kConfigFields[] = {
-    {"type", "--model", true},
-    {"n_layer", "--layers", true},
-    {"n_head", "--heads", true},
-    {"n_embd", "--hidden", true},
-    {"n_positions", "--seq-len", true},
-    {"checkpoint_activations", "--checkpoint-activations", false},
-    {"data_seed", "--data-seed", false},
-    {"width", "--params", true},
-    {"depth", "--params", true},
-    {"vocab_size", "vocabulary", false},
-    {"params", "--params", false},
+    {"type", "model", true},           {"n_layer", "layers", true},
+    {"n_head", "heads", true},         {"n_embd", "hidden", true},
+    {"n_positions", "seq_len", true},  {"checkpoint_activations", "checkpoint_activations", false},
+    {"data_seed", "data_seed", false}, {"width", "params", true},
+    {"depth", "params", true},         {"vocab_size", nullptr, false},
+    {"params", "params", false},
 };
 
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
 class ModelSpec {
  public:
-  // Throws UsageError for bad flags, Error when the data cannot be read.
+  // Throws InvalidArgument naming the input at fault, Error when the data cannot be read.
   explicit ModelSpec(const ModelChoice& choice);
   // From a checkpoint manifest's "model" object (see config_json()).
   // A data_override is a file to evaluate: all of it is the validation split.
@@ -70,8 +68,8 @@ class ModelSpec {
   std::size_t tokens_per_sample() const { return samples_->tokens_per_sample(); }
   // Bytes of activations one model holds for a micro-batch; UINT64_MAX when beyond 64 bits.
   std::uint64_t activation_bytes(std::uint64_t micro_batch) const;
-  // The flag that sets the model's size, as a memory error names it.
-  std::string size_flag() const { return is_gpt_ ? "--hidden" : "--params"; }
+  // The input that sets the model's size, as a memory error names it (a field reference).
+  std::string size_field() const { return is_gpt_ ? field_ref("hidden") : field_ref("params"); }
   std::string describe() const;
   nlohmann::json config_json() const;
   // The data's identity: the text file's path as given ("" for the default corpus), and its

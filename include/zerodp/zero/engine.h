@@ -73,7 +73,8 @@ struct EngineOptions {
                                       // engine's, the model's and the communicator's buffers);
                                       // 0: none. Above it, an allocation throws BudgetExceeded
 
-  // Throws UsageError naming the flag when a value is out of range.
+  // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
+  // precision) when a value is out of range.
   void validate() const;
 };
 
