@@ -306,16 +306,18 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   return in;
 }
 
-void add_plan_command(CLI::App& root) {
-  auto flags = std::make_shared<PlanFlags>();
-  CLI::App* cmd = root.add_subcommand(
-      "plan",
-      "Memory and communication per GPU of DP and ZeRO-1/2/3: totals, floors, least N for a "
-      "GPU, largest model, step efficiency, cheapest stage that fits (see docs/planner.md)");
-  auto opt = [&](const char* name, std::string& into, const char* help, const char* type) {
-    cmd->add_option(name, into, help)->type_name(type);
+// An option of `zerodp plan`, read as text (parsed by read_inputs, naming the flag).
+void add_text_option(CLI::App& cmd, const char* name, std::string& into, const char* help,
+                     const char* type) {
+  cmd.add_option(name, into, help)->type_name(type);
+}
+
+// The model and how it is run: its size, DeepSpeed's estimate and config, offload and the
+// nodes it runs on.
+void add_model_options(CLI::App* cmd, PlanFlags& f) {
+  auto opt = [cmd](const char* name, std::string& into, const char* help, const char* type) {
+    add_text_option(*cmd, name, into, help, type);
   };
-  PlanFlags& f = *flags;
   opt("--params", f.params, "parameters: 1e9, 7.5B, 175B, 50M", "COUNT");
   opt("--model", f.model, "a published model by name (--list-models): its exact parameter count",
       "NAME");
@@ -361,6 +363,13 @@ void add_plan_command(CLI::App& root) {
       "CUDA context and allocator per GPU in the peak: 2GB by default with --model or "
       "--deepspeed-config, else 0",
       "BYTES");
+}
+
+// The GPUs: how many, the stage, their memory; and the activations they hold.
+void add_gpu_options(CLI::App* cmd, PlanFlags& f) {
+  auto opt = [cmd](const char* name, std::string& into, const char* help, const char* type) {
+    add_text_option(*cmd, name, into, help, type);
+  };
   opt("--gpus", f.gpus, "data-parallel GPUs N (ranks)", "N");
   opt("--stage", f.stage,
       "the stage you will run, 0-3: a note says whether it fits at N, why, and whether "
@@ -377,6 +386,13 @@ void add_plan_command(CLI::App& root) {
   opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
   opt("--attention", f.attention,
       "with --model: eager (default; keeps the s^2 scores) or flash (keeps none)", "KIND");
+}
+
+// The bytes per parameter, the least N's rounding, the step's time, and the output.
+void add_step_options(CLI::App* cmd, PlanFlags& f) {
+  auto opt = [cmd](const char* name, std::string& into, const char* help, const char* type) {
+    add_text_option(*cmd, name, into, help, type);
+  };
   add_precision_flags(*cmd, f.model_bytes);
   opt("--round-to", f.round_to, "round the least N up to a multiple of this node size", "K");
   cmd->add_flag("--count-both-directions", f.both_directions,
@@ -391,6 +407,18 @@ void add_plan_command(CLI::App& root) {
       "column the communication time is computed from: ring (default) or seed", "NAME");
   cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
   cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
+}
+
+void add_plan_command(CLI::App& root) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd = root.add_subcommand(
+      "plan",
+      "Memory and communication per GPU of DP and ZeRO-1/2/3: totals, floors, least N for a "
+      "GPU, largest model, step efficiency, cheapest stage that fits (see docs/planner.md)");
+  PlanFlags& f = *flags;
+  add_model_options(cmd, f);
+  add_gpu_options(cmd, f);
+  add_step_options(cmd, f);
   auto link = std::make_shared<LinkFlags>();
   add_link_flags(*cmd, *link);
   cmd->callback([flags, link, cmd] {

@@ -44,6 +44,15 @@ class Fields {
     if (!j_[field].is_boolean()) fail(field, "must be true or false, got " + j_[field].dump());
     return j_[field].get<bool>();
   }
+  // A dropout probability above 0 means masks kept for backward.
+  bool dropout_or(const std::string& field, double fallback) const {
+    if (!j_.contains(field) || j_[field].is_null()) return fallback > 0;
+    const json& v = j_[field];
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1) {
+      fail(field, "must be a probability in [0, 1), got " + v.dump());
+    }
+    return v.get<double>() > 0;
+  }
 
  private:
   const json& j_;
@@ -70,6 +79,79 @@ Block block_of(const ModelConfig& c) {
   return b;
 }
 
+// GPT-2: learned positions, fused qkv, biases everywhere, GPT2Config's dropout by default.
+void read_gpt2(const Fields& f, ModelConfig& c) {
+  c.vocab = f.whole("vocab_size");
+  c.hidden = f.whole("n_embd");
+  c.layers = f.whole("n_layer");
+  c.heads = f.whole("n_head");
+  c.positions = f.whole("n_positions");
+  c.intermediate = f.whole_or("n_inner", 4 * c.hidden);
+  c.tied_embeddings = f.flag_or("tie_word_embeddings", true);
+  c.qkv_bias = c.out_bias = c.mlp_bias = c.norm_bias = true;
+  c.attention_dropout = f.dropout_or("attn_pdrop", 0.1);  // GPT2Config's defaults
+  c.hidden_dropout = f.dropout_or("resid_pdrop", 0.1);
+}
+
+void read_gpt_neox(const Fields& f, ModelConfig& c) {
+  c.vocab = f.whole("vocab_size");
+  c.hidden = f.whole("hidden_size");
+  c.layers = f.whole("num_hidden_layers");
+  c.heads = f.whole("num_attention_heads");
+  c.intermediate = f.whole("intermediate_size");
+  c.tied_embeddings = f.flag_or("tie_word_embeddings", false);
+  c.qkv_bias = c.out_bias = f.flag_or("attention_bias", true);
+  c.mlp_bias = c.norm_bias = true;
+  c.parallel_residual = f.flag_or("use_parallel_residual", true);
+  c.attention_dropout = f.dropout_or("attention_dropout", 0.0);
+  c.hidden_dropout = f.dropout_or("hidden_dropout", 0.0);
+}
+
+// llama, mistral, qwen2 (biases on q, k, v) and mixtral (a mixture of gated experts).
+void read_llama_family(const Fields& f, ModelConfig& c) {
+  const std::string& t = c.model_type;
+  c.vocab = f.whole("vocab_size");
+  c.hidden = f.whole("hidden_size");
+  c.layers = f.whole("num_hidden_layers");
+  c.heads = f.whole("num_attention_heads");
+  c.kv_heads = f.whole_or("num_key_value_heads", c.heads);
+  c.intermediate = f.whole("intermediate_size");
+  c.tied_embeddings = f.flag_or("tie_word_embeddings", false);
+  c.gated_mlp = true;
+  c.qkv_bias = t == "qwen2" || f.flag_or("attention_bias", false);
+  c.out_bias = t != "qwen2" && f.flag_or("attention_bias", false);
+  c.mlp_bias = f.flag_or("mlp_bias", false);
+  c.attention_dropout = f.dropout_or("attention_dropout", 0.0);
+  if (t != "mixtral") return;
+  c.experts = f.whole("num_local_experts");
+  c.experts_per_token = f.whole("num_experts_per_tok");
+  if (c.experts_per_token > c.experts) {
+    f.fail("num_experts_per_tok", "must be at most num_local_experts (" +
+                                      std::to_string(c.experts) + "), got " +
+                                      std::to_string(c.experts_per_token));
+  }
+}
+
+// The heads' grouping and width: key-value heads divide the heads, and without head_dim the
+// heads divide the hidden size.
+void read_heads(const json& j, const Fields& f, ModelConfig& c) {
+  if (c.kv_heads == 0) c.kv_heads = c.heads;
+  if (c.heads % c.kv_heads != 0) {
+    f.fail("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(c.heads) +
+                                      "), got " + std::to_string(c.kv_heads));
+  }
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    c.head_dim = f.whole("head_dim");
+    return;
+  }
+  if (c.hidden % c.heads != 0) {
+    f.fail(
+        c.model_type == "gpt2" ? "n_head" : "num_attention_heads",
+        "must divide the hidden size (" + std::to_string(c.hidden) + ") when no head_dim is given");
+  }
+  c.head_dim = c.hidden / c.heads;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source) {
@@ -84,81 +166,20 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
     throw UsageError(source + ": \"model_type\" is missing; supported: " + std::string(kFamilies));
   }
   const Fields f(j, source);
-  // A dropout probability above 0 means masks kept for backward.
-  auto dropout = [&](const char* field, double fallback) {
-    if (!j.contains(field) || j[field].is_null()) return fallback > 0;
-    if (!j[field].is_number() || j[field].get<double>() < 0 || j[field].get<double>() >= 1) {
-      f.fail(field, "must be a probability in [0, 1), got " + j[field].dump());
-    }
-    return j[field].get<double>() > 0;
-  };
   ModelConfig c;
   c.model_type = j["model_type"].get<std::string>();
   const std::string& t = c.model_type;
   if (t == "gpt2") {
-    c.vocab = f.whole("vocab_size");
-    c.hidden = f.whole("n_embd");
-    c.layers = f.whole("n_layer");
-    c.heads = f.whole("n_head");
-    c.positions = f.whole("n_positions");
-    c.intermediate = f.whole_or("n_inner", 4 * c.hidden);
-    c.tied_embeddings = f.flag_or("tie_word_embeddings", true);
-    c.qkv_bias = c.out_bias = c.mlp_bias = c.norm_bias = true;
-    c.attention_dropout = dropout("attn_pdrop", 0.1);  // GPT2Config's defaults
-    c.hidden_dropout = dropout("resid_pdrop", 0.1);
+    read_gpt2(f, c);
   } else if (t == "gpt_neox") {
-    c.vocab = f.whole("vocab_size");
-    c.hidden = f.whole("hidden_size");
-    c.layers = f.whole("num_hidden_layers");
-    c.heads = f.whole("num_attention_heads");
-    c.intermediate = f.whole("intermediate_size");
-    c.tied_embeddings = f.flag_or("tie_word_embeddings", false);
-    c.qkv_bias = c.out_bias = f.flag_or("attention_bias", true);
-    c.mlp_bias = c.norm_bias = true;
-    c.parallel_residual = f.flag_or("use_parallel_residual", true);
-    c.attention_dropout = dropout("attention_dropout", 0.0);
-    c.hidden_dropout = dropout("hidden_dropout", 0.0);
+    read_gpt_neox(f, c);
   } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "mixtral") {
-    c.vocab = f.whole("vocab_size");
-    c.hidden = f.whole("hidden_size");
-    c.layers = f.whole("num_hidden_layers");
-    c.heads = f.whole("num_attention_heads");
-    c.kv_heads = f.whole_or("num_key_value_heads", c.heads);
-    c.intermediate = f.whole("intermediate_size");
-    c.tied_embeddings = f.flag_or("tie_word_embeddings", false);
-    c.gated_mlp = true;
-    c.qkv_bias = t == "qwen2" || f.flag_or("attention_bias", false);
-    c.out_bias = t != "qwen2" && f.flag_or("attention_bias", false);
-    c.mlp_bias = f.flag_or("mlp_bias", false);
-    c.attention_dropout = dropout("attention_dropout", 0.0);
-    if (t == "mixtral") {
-      c.experts = f.whole("num_local_experts");
-      c.experts_per_token = f.whole("num_experts_per_tok");
-      if (c.experts_per_token > c.experts) {
-        f.fail("num_experts_per_tok", "must be at most num_local_experts (" +
-                                          std::to_string(c.experts) + "), got " +
-                                          std::to_string(c.experts_per_token));
-      }
-    }
+    read_llama_family(f, c);
   } else {
     throw UsageError(source + ": model_type \"" + t +
                      "\" is not supported; supported: " + std::string(kFamilies));
   }
-  if (c.kv_heads == 0) c.kv_heads = c.heads;
-  if (c.heads % c.kv_heads != 0) {
-    f.fail("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(c.heads) +
-                                      "), got " + std::to_string(c.kv_heads));
-  }
-  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    c.head_dim = f.whole("head_dim");
-  } else {
-    if (c.hidden % c.heads != 0) {
-      f.fail(t == "gpt2" ? "n_head" : "num_attention_heads", "must divide the hidden size (" +
-                                                                 std::to_string(c.hidden) +
-                                                                 ") when no head_dim is given");
-    }
-    c.head_dim = c.hidden / c.heads;
-  }
+  read_heads(j, f, c);
   return c;
 }
 

@@ -181,82 +181,80 @@ bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std
   return true;
 }
 
-}  // namespace
-
-DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw UsageError(source + ": not JSON (" + std::string(e.what()) + ")");
-  }
-  if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a DeepSpeed config)");
-  DeepSpeedConfig c;
-  Reader r(source, c);
-  std::optional<bool> bf16, fp16;  // nullopt: absent, or "auto"
-  bool precision_auto = false;
-  for (const auto& [key, value] : j.items()) {
-    if (key == "zero_optimization") {
-      if (!value.is_object()) r.fail(key, "must be an object such as {\"stage\": 2}");
-      for (const auto& [zkey, zvalue] : value.items()) {
-        const std::string name = "zero_optimization." + zkey;
-        if (zkey == "stage") {
-          if (!zvalue.is_number_unsigned() || zvalue.get<std::uint64_t>() > 3) {
-            r.fail(name, "must be 0, 1, 2 or 3, got " + zvalue.dump());
-          }
-          c.stage = stage_from_number(static_cast<int>(zvalue.get<std::uint64_t>()));
-        } else if (zkey == "offload_optimizer") {
-          c.offload_optimizer = r.device(zvalue, name);
-        } else if (zkey == "offload_param") {
-          c.offload_params = r.device(zvalue, name);
-        } else if (zkey == "cpu_offload") {  // the legacy spelling of offload_optimizer: cpu
-          if (r.flag(zvalue, name).value_or(false)) c.offload_optimizer = OffloadDevice::cpu;
-        } else if (zkey == "cpu_offload_param") {
-          if (r.flag(zvalue, name).value_or(false)) c.offload_params = OffloadDevice::cpu;
-        } else if (read_buffer_key(r, zkey, zvalue, name, c)) {
-        } else if (!among(kZeroHarmless, zkey)) {
-          c.unknown.push_back(name);
-        }
+// zero_optimization: the stage, offload (and its legacy spellings), the buffers' sizes.
+void read_zero_optimization(Reader& r, const json& value, DeepSpeedConfig& c) {
+  if (!value.is_object()) r.fail("zero_optimization", "must be an object such as {\"stage\": 2}");
+  for (const auto& [zkey, zvalue] : value.items()) {
+    const std::string name = "zero_optimization." + zkey;
+    if (zkey == "stage") {
+      if (!zvalue.is_number_unsigned() || zvalue.get<std::uint64_t>() > 3) {
+        r.fail(name, "must be 0, 1, 2 or 3, got " + zvalue.dump());
       }
-    } else if (key == "bf16" || key == "fp16") {
-      if (!value.is_object()) r.fail(key, "must be an object such as {\"enabled\": true}");
-      const std::optional<bool> on =
-          value.contains("enabled") ? r.flag(value["enabled"], key + ".enabled") : false;
-      (key == "bf16" ? bf16 : fp16) = on;
-      precision_auto |= !on.has_value();
-    } else if (key == "optimizer") {
-      if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
-        r.fail(key, "must be an object with a \"type\" such as \"AdamW\"");
-      }
-      const std::string type = lower(value["type"].get<std::string>());
-      if (type == "adam" || type == "adamw" || type == "cpuadam" || type == "fusedadam") {
-        c.optimizer = plan::Optimizer::adam;
-      } else if (type == "sgd") {
-        const json params = value.value("params", json::object());
-        const bool momentum = params.contains("momentum") && params["momentum"].is_number() &&
-                              params["momentum"].get<double>() > 0;
-        c.optimizer = momentum ? plan::Optimizer::sgd_momentum : plan::Optimizer::sgd;
-      } else {
-        c.not_in_plan.push_back("optimizer.type " + value["type"].get<std::string>());
-      }
-    } else if (key == "train_micro_batch_size_per_gpu") {
-      c.micro_batch = r.whole(value, key);
-    } else if (key == "gradient_accumulation_steps") {
-      c.grad_accum = r.whole(value, key);
-    } else if (!among(kHarmless, key)) {
-      c.unknown.push_back(key);
+      c.stage = stage_from_number(static_cast<int>(zvalue.get<std::uint64_t>()));
+    } else if (zkey == "offload_optimizer") {
+      c.offload_optimizer = r.device(zvalue, name);
+    } else if (zkey == "offload_param") {
+      c.offload_params = r.device(zvalue, name);
+    } else if (zkey == "cpu_offload") {  // the legacy spelling of offload_optimizer: cpu
+      if (r.flag(zvalue, name).value_or(false)) c.offload_optimizer = OffloadDevice::cpu;
+    } else if (zkey == "cpu_offload_param") {
+      if (r.flag(zvalue, name).value_or(false)) c.offload_params = OffloadDevice::cpu;
+    } else if (read_buffer_key(r, zkey, zvalue, name, c)) {
+    } else if (!among(kZeroHarmless, zkey)) {
+      c.unknown.push_back(name);
     }
   }
-  if (bf16.value_or(false) && fp16.value_or(false)) {
+}
+
+// optimizer.type: the bytes per parameter of the optimizers the plan knows; any other is read
+// and listed, not counted.
+void read_optimizer(Reader& r, const json& value, DeepSpeedConfig& c) {
+  if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
+    r.fail("optimizer", "must be an object with a \"type\" such as \"AdamW\"");
+  }
+  const std::string type = lower(value["type"].get<std::string>());
+  if (type == "adam" || type == "adamw" || type == "cpuadam" || type == "fusedadam") {
+    c.optimizer = plan::Optimizer::adam;
+  } else if (type == "sgd") {
+    const json params = value.value("params", json::object());
+    const bool momentum = params.contains("momentum") && params["momentum"].is_number() &&
+                          params["momentum"].get<double>() > 0;
+    c.optimizer = momentum ? plan::Optimizer::sgd_momentum : plan::Optimizer::sgd;
+  } else {
+    c.not_in_plan.push_back("optimizer.type " + value["type"].get<std::string>());
+  }
+}
+
+// bf16.enabled and fp16.enabled as DeepSpeed reads them: one at most, fp32 when neither
+// (unless one is "auto": left to the flags).
+struct PrecisionKeys {
+  std::optional<bool> bf16, fp16;  // nullopt: absent, or "auto"
+  bool any_auto = false;
+};
+
+void read_precision(Reader& r, const std::string& key, const json& value, PrecisionKeys& p) {
+  if (!value.is_object()) r.fail(key, "must be an object such as {\"enabled\": true}");
+  const std::optional<bool> on =
+      value.contains("enabled") ? r.flag(value["enabled"], key + ".enabled") : false;
+  (key == "bf16" ? p.bf16 : p.fp16) = on;
+  p.any_auto |= !on.has_value();
+}
+
+void settle_precision(const std::string& source, const PrecisionKeys& p, DeepSpeedConfig& c) {
+  if (p.bf16.value_or(false) && p.fp16.value_or(false)) {
     throw UsageError(source + ": \"bf16.enabled\" and \"fp16.enabled\" are both true; enable one");
   }
-  if (bf16.value_or(false)) {
+  if (p.bf16.value_or(false)) {
     c.precision = plan::Precision::bf16;
-  } else if (fp16.value_or(false)) {
+  } else if (p.fp16.value_or(false)) {
     c.precision = plan::Precision::fp16;
-  } else if (!precision_auto) {
+  } else if (!p.any_auto) {
     c.precision = plan::Precision::fp32;  // DeepSpeed trains in fp32 unless one is enabled
   }
+}
+
+// Offload where DeepSpeed refuses it: the params below stage 3, the optimizer at stage 0.
+void check_offload_stage(const std::string& source, const DeepSpeedConfig& c) {
   const Stage stage = c.stage.value_or(Stage::dp);
   if (c.offload_params != OffloadDevice::none && stage != Stage::zero3) {
     throw UsageError(source +
@@ -269,6 +267,38 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
                      ": \"zero_optimization.offload_optimizer\" needs stage 1, 2 or 3, "
                      "the config has stage 0");
   }
+}
+
+}  // namespace
+
+DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw UsageError(source + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a DeepSpeed config)");
+  DeepSpeedConfig c;
+  Reader r(source, c);
+  PrecisionKeys precision;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "zero_optimization") {
+      read_zero_optimization(r, value, c);
+    } else if (key == "bf16" || key == "fp16") {
+      read_precision(r, key, value, precision);
+    } else if (key == "optimizer") {
+      read_optimizer(r, value, c);
+    } else if (key == "train_micro_batch_size_per_gpu") {
+      c.micro_batch = r.whole(value, key);
+    } else if (key == "gradient_accumulation_steps") {
+      c.grad_accum = r.whole(value, key);
+    } else if (!among(kHarmless, key)) {
+      c.unknown.push_back(key);
+    }
+  }
+  settle_precision(source, precision, c);
+  check_offload_stage(source, c);
   return c;
 }
 

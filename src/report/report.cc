@@ -151,85 +151,80 @@ plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
   return plan::step_time(*in.compute_seconds, bytes, *in.bandwidth, in.overlap.value_or(0.0));
 }
 
-}  // namespace
+// What the peak's terms are computed from; buffers need a model to size them.
+deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
+  if (!in.params) return {};
+  return {{*in.params, in.largest_layer.value_or(0), in.persistent_params},
+          in.bpp,
+          in.offload,
+          in.buffers,
+          in.buffer_settings,
+          in.zeropp,
+          in.cuda_overhead};
+}
 
-PlanReport make_plan(const PlanInputs& in) {
-  validate(in);
-  PlanReport report;
-  report.inputs = in;
-  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes - in.cuda_overhead;
-  // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
-  const bool buffers = in.buffers && in.params;
-  report.runtime_counted = in.params && (buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
-  deepspeed::RuntimeRun runtime;
-  if (in.params) {
-    runtime = {{*in.params, in.largest_layer.value_or(0), in.persistent_params},
-               in.bpp,
-               in.offload,
-               buffers,
-               in.buffer_settings,
-               in.zeropp,
-               in.cuda_overhead};
+// One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a
+// topology) and whether it fits. `gpu`: the bytes per parameter that stay on the GPU.
+void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::RuntimeRun& runtime,
+               const plan::BytesPerParam& gpu, StageReport& s) {
+  const Stage stage = s.stage;
+  s.model_state_bytes = plan::model_state_bytes(*in.params, *in.gpus, stage, gpu);
+  s.offload = deepspeed::offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
+  s.total_bytes = *s.model_state_bytes + in.activation_bytes;
+  if (report.runtime_counted) {
+    s.runtime = deepspeed::runtime_terms(stage, *in.gpus, runtime);
+    s.total_bytes = s.runtime->peak(*s.model_state_bytes, in.activation_bytes);
   }
-
-  for (Stage stage : kStages) {
-    StageReport& s = report.stages[stage_number(stage)];
-    s.stage = stage;
-    // What stays on the GPU: offload takes states off it, the network moves the same bytes.
-    const plan::BytesPerParam gpu = deepspeed::gpu_bytes_per_param(in.bpp, in.offload, stage);
-    s.offloaded = deepspeed::offload_applies(in.offload, stage);
-    if (in.params) {
-      s.floor_bytes = plan::floor_bytes(*in.params, stage, gpu);
-      if (in.gpus) {
-        s.model_state_bytes = plan::model_state_bytes(*in.params, *in.gpus, stage, gpu);
-        s.offload = deepspeed::offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
-        s.total_bytes = *s.model_state_bytes + in.activation_bytes;
-        if (report.runtime_counted) {
-          s.runtime = deepspeed::runtime_terms(stage, *in.gpus, runtime);
-          s.total_bytes = s.runtime->peak(*s.model_state_bytes, in.activation_bytes);
-        }
-        s.comm_seed =
-            plan::seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
-        s.comm_ring = plan::ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
-        if (in.gpu_memory) s.fits = *s.total_bytes <= *in.gpu_memory;
-        if (in.topology) {
-          s.levels =
-              deepspeed::level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
-          if (in.intra_bandwidth || in.inter_bandwidth) {
-            s.level_intra_seconds =
-                level_time(s.levels->intra, in.intra_bandwidth, field_ref("intra_bandwidth"));
-            s.level_inter_seconds =
-                level_time(s.levels->inter, in.inter_bandwidth, field_ref("inter_bandwidth"));
-          }
-        }
-      }
-      if (report.budget) {
-        s.min_gpus_asked = true;
-        if (report.runtime_counted) {
-          s.min_gpus = deepspeed::min_gpus_for_peak(stage, runtime, in.activation_bytes,
-                                                    *in.gpu_memory, in.round_to.value_or(1));
-        } else {
-          s.min_gpus =
-              plan::min_gpus(*in.params, stage, gpu, *report.budget, in.round_to.value_or(1));
-        }
-      }
-    } else if (in.gpus && report.budget) {
-      s.max_params = plan::max_params(*in.gpus, stage, gpu, *report.budget);
-    }
-    if (in.compute_seconds && s.level_intra_seconds) {
-      s.time =
-          plan::step_time_of(*in.compute_seconds, *s.level_intra_seconds + *s.level_inter_seconds,
-                             in.overlap.value_or(0.0));
-    } else if (in.compute_seconds) {
-      if (in.comm_bytes) {
-        s.time_comm_bytes = *in.comm_bytes;
-      } else {
-        s.time_comm_bytes = in.time_convention == CommConvention::seed ? s.comm_seed : s.comm_ring;
-      }
-      s.time = time_of(in, *s.time_comm_bytes);
-    }
+  s.comm_seed = plan::seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
+  s.comm_ring = plan::ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
+  if (in.gpu_memory) s.fits = *s.total_bytes <= *in.gpu_memory;
+  if (!in.topology) return;
+  s.levels = deepspeed::level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
+  if (in.intra_bandwidth || in.inter_bandwidth) {
+    s.level_intra_seconds =
+        level_time(s.levels->intra, in.intra_bandwidth, field_ref("intra_bandwidth"));
+    s.level_inter_seconds =
+        level_time(s.levels->inter, in.inter_bandwidth, field_ref("inter_bandwidth"));
   }
+}
 
+// The least N that fits the budget (with Φ), or the largest Φ at N (without it).
+void plan_fit(const PlanInputs& in, const PlanReport& report, const deepspeed::RuntimeRun& runtime,
+              const plan::BytesPerParam& gpu, StageReport& s) {
+  if (!report.budget) return;
+  if (!in.params) {
+    if (in.gpus) s.max_params = plan::max_params(*in.gpus, s.stage, gpu, *report.budget);
+    return;
+  }
+  s.min_gpus_asked = true;
+  s.min_gpus =
+      report.runtime_counted
+          ? deepspeed::min_gpus_for_peak(s.stage, runtime, in.activation_bytes, *in.gpu_memory,
+                                         in.round_to.value_or(1))
+          : plan::min_gpus(*in.params, s.stage, gpu, *report.budget, in.round_to.value_or(1));
+}
+
+// The step's time, from the two levels' seconds or from one volume at one bandwidth.
+void plan_time(const PlanInputs& in, StageReport& s) {
+  if (!in.compute_seconds) return;
+  if (s.level_intra_seconds) {
+    s.time =
+        plan::step_time_of(*in.compute_seconds, *s.level_intra_seconds + *s.level_inter_seconds,
+                           in.overlap.value_or(0.0));
+    return;
+  }
+  if (in.comm_bytes) {
+    s.time_comm_bytes = *in.comm_bytes;
+  } else {
+    s.time_comm_bytes = in.time_convention == CommConvention::seed ? s.comm_seed : s.comm_ring;
+  }
+  s.time = time_of(in, *s.time_comm_bytes);
+}
+
+// What the stages say side by side: each one's saving against DP, the cheapest that fits,
+// ZeRO-3's price in bytes, and whether activations outweigh DP's model state.
+void compare_stages(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
   const StageReport& dp = report.stages[0];
   for (StageReport& s : report.stages) {
     if (s.total_bytes && *dp.total_bytes > 0) {
@@ -248,6 +243,30 @@ PlanReport make_plan(const PlanInputs& in) {
   if (in.params && in.activations_given) {
     report.activations_dominate = in.activation_bytes > *dp.floor_bytes;
   }
+}
+
+}  // namespace
+
+PlanReport make_plan(const PlanInputs& in) {
+  validate(in);
+  PlanReport report;
+  report.inputs = in;
+  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes - in.cuda_overhead;
+  // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
+  report.runtime_counted = in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
+  const deepspeed::RuntimeRun runtime = runtime_run(in);
+  for (Stage stage : kStages) {
+    StageReport& s = report.stages[stage_number(stage)];
+    s.stage = stage;
+    // What stays on the GPU: offload takes states off it, the network moves the same bytes.
+    const plan::BytesPerParam gpu = deepspeed::gpu_bytes_per_param(in.bpp, in.offload, stage);
+    s.offloaded = deepspeed::offload_applies(in.offload, stage);
+    if (in.params) s.floor_bytes = plan::floor_bytes(*in.params, stage, gpu);
+    if (in.params && in.gpus) plan_at_n(in, report, runtime, gpu, s);
+    plan_fit(in, report, runtime, gpu, s);
+    plan_time(in, s);
+  }
+  compare_stages(report);
   return report;
 }
 
