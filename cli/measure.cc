@@ -6,15 +6,16 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "app.h"
 #include "command.h"
 #include "engine_flags.h"
-#include "measure_report.h"
 #include "model_flags.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/measurement.h"
+#include "zerodp/run/measurement_table.h"
 
 namespace zerodp::cli {
 namespace {
@@ -56,7 +57,9 @@ predict::Link link_of(const LinkFlags& f) {
 void print_results(const MeasureFlags& f, const run::MeasureSetup& setup,
                    const std::vector<run::StageMeasure>& results) {
   if (!f.json) {
-    print_measure_table(setup, results, f.per_rank || !f.all_stages);
+    std::fputs(
+        run::measurement_table(setup, results, f.per_rank || !f.all_stages, flag_of_field).c_str(),
+        stdout);
     return;
   }
   if (results.size() == 1) {

@@ -68,10 +68,10 @@ u128 state_bytes(u128 params, u128 ranks, int stage, const BytesPerParam& b) {
   }
 }
 
-void check_report(const PlanInputs& in, const PlanReport& r) {
+void check_report(const report::PlanInputs& in, const report::PlanReport& r) {
   const BytesPerParam& b = in.bpp;
   for (int i = 0; i < 4; ++i) {
-    const StageReport& s = r.stages[i];
+    const report::StageReport& s = r.stages[i];
     if (in.params) {
       const u128 phi = *in.params;
       const u128 replicated = i == 0   ? u128(b.params) + b.grads + b.optimizer
@@ -132,10 +132,10 @@ void check_report(const PlanInputs& in, const PlanReport& r) {
     }
   }
   if (r.comm_ratio_seed) expect(std::isfinite(*r.comm_ratio_seed), "comm ratio");
-  const std::string table = plan_table(r, false) + plan_table(r, true);
+  const std::string table = report::plan_table(r, false) + report::plan_table(r, true);
   expect(!table.empty(), "empty table");
-  for (const std::string& note : plan_notes(r)) expect(!note.empty(), "empty note");
-  const std::string json = plan_json(r);
+  for (const std::string& note : report::plan_notes(r)) expect(!note.empty(), "empty note");
+  const std::string json = report::plan_json(r);
   expect(nlohmann::json::parse(json)["stages"].size() == 4, "JSON without four stages");
 }
 
@@ -143,7 +143,7 @@ void check_report(const PlanInputs& in, const PlanReport& r) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);
-  PlanInputs p;
+  report::PlanInputs p;
   if (in.ConsumeBool()) p.params = any_u64(in, 1);
   if (in.ConsumeBool()) p.gpus = static_cast<int>(any_u64(in, 1) % INT_MAX) + 1;
   if (in.ConsumeBool()) p.gpu_memory = any_u64(in, 1);
@@ -178,12 +178,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (in.ConsumeBool()) p.overlap = in.ConsumeProbability<double>();
   if (in.ConsumeBool()) p.comm_bytes = any_u64(in, 1);
   if (in.ConsumeBool()) {
-    p.time_convention = in.ConsumeBool() ? CommConvention::seed : CommConvention::ring;
+    p.time_convention =
+        in.ConsumeBool() ? report::CommConvention::seed : report::CommConvention::ring;
   }
 
-  PlanReport report;
+  report::PlanReport report;
   try {
-    report = make_plan(p);
+    report = report::make_plan(p);
   } catch (const InvalidArgument& e) {
     // Every refusal names the input at fault: first, by its field, and by the front end's name
     // for it when rendered.

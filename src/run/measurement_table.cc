@@ -1,11 +1,12 @@
-#include "measure_report.h"
+#include "zerodp/run/measurement_table.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 
 #include "zerodp/common/units.h"
 
-namespace zerodp::cli {
+namespace zerodp::run {
 namespace {
 
 // The planner's model-state formula of each stage, by stage number.
@@ -16,11 +17,21 @@ std::size_t columns(const std::string& s) {
   return std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; });
 }
 
+// printf's format into a string.
+[[gnu::format(printf, 2, 3)]] void append(std::string& out, const char* format, ...) {
+  char line[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  out += line;
+}
+
 // A table of text cells: first column left-aligned, the others right-aligned.
 struct Table {
   std::vector<std::vector<std::string>> rows;
   void row(std::vector<std::string> cells) { rows.push_back(std::move(cells)); }
-  void print() const {
+  void print(std::string& out) const {
     std::vector<std::size_t> width;
     for (const auto& r : rows) {
       if (r.size() > width.size()) width.resize(r.size(), 0);
@@ -33,7 +44,7 @@ struct Table {
         line += i == 0 ? "  " + r[i] + pad : "   " + pad + r[i];
       }
       while (!line.empty() && line.back() == ' ') line.pop_back();
-      std::printf("%s\n", line.c_str());
+      out += line + "\n";
     }
   }
 };
@@ -67,8 +78,8 @@ std::string stage_label(Stage stage) {
 }
 
 // measured - predicted on the rank where it is largest in size.
-std::string worst_difference(const run::StageMeasure& st, std::uint64_t run::RankMeasure::*measured,
-                             std::uint64_t run::RankMeasure::*predicted) {
+std::string worst_difference(const StageMeasure& st, std::uint64_t RankMeasure::*measured,
+                             std::uint64_t RankMeasure::*predicted) {
   std::int64_t worst = 0;
   for (const auto& r : st.ranks) {
     const std::int64_t d = std::int64_t(r.*measured) - std::int64_t(r.*predicted);
@@ -79,7 +90,7 @@ std::string worst_difference(const run::StageMeasure& st, std::uint64_t run::Ran
 
 // A table with one column per measured stage: each row is a label and one cell per stage.
 struct StageTable {
-  const std::vector<run::StageMeasure>& stages;
+  const std::vector<StageMeasure>& stages;
   Table table;
   void row(std::vector<std::string> cells) { table.row(std::move(cells)); }
   template <typename Cell>
@@ -90,129 +101,125 @@ struct StageTable {
   }
 };
 
-void print_setup(const run::MeasureSetup& s) {
-  std::printf("zerodp measure: %s\n", s.model.c_str());
-  std::printf(
-      "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
-      "m, v: 2 + 2 + 12 bytes/param\n",
-      units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str());
-  std::printf(
-      "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
-      "0's unless said.\n\n",
-      s.steps, s.micro_batch);
+void print_setup(std::string& out, const MeasureSetup& s) {
+  out += "zerodp measure: " + s.model + "\n";
+  append(out,
+         "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
+         "m, v: 2 + 2 + 12 bytes/param\n",
+         units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str());
+  append(out,
+         "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
+         "0's unless said.\n\n",
+         s.steps, s.micro_batch);
 }
 
 // The planner's formula, its prediction and the ledger's model-state categories.
-void add_model_state_rows(StageTable& t, const run::MeasureSetup& s) {
+void add_model_state_rows(StageTable& t, const MeasureSetup& s) {
   t.add("formula",
-        [](const run::StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
+        [](const StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
   t.add("predicted (planner)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
-  t.add("measured (ledger)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].model_state); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
+  t.add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });
   for (int c = 0; c < kCategoryCount; ++c) {
     if (!is_model_state(static_cast<Category>(c))) continue;
     t.add("  " + std::string(category_name(static_cast<Category>(c))),
-          [c](const run::StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
+          [c](const StageMeasure& st) { return bytes(st.ranks[0].live[c]); });
   }
-  t.add("measured - predicted, worst rank", [](const run::StageMeasure& st) {
-    return worst_difference(st, &run::RankMeasure::model_state, &run::RankMeasure::predicted_state);
+  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::model_state, &RankMeasure::predicted_state);
   });
-  t.add("bytes per parameter", [&](const run::StageMeasure& st) {
+  t.add("bytes per parameter", [&](const StageMeasure& st) {
     return fixed(double(st.ranks[0].model_state) / double(s.params), 3);
   });
 }
 
 // The peak: every category held when the ledger's total peaked, beside the planner's
 // prediction of it (predict/peak.h), then the OS's view of the process.
-void add_peak_rows(StageTable& t, const run::MeasureSetup& s) {
+void add_peak_rows(StageTable& t, const MeasureSetup& s) {
   for (int c = 0; c < kCategoryCount; ++c) {
-    t.add("  " + std::string(category_name(static_cast<Category>(c))),
-          [c](const run::StageMeasure& st) {
-            return bytes(st.ranks[0].at_peak[c]) + " / " + bytes(st.ranks[0].predicted_at_peak[c]);
-          });
+    t.add("  " + std::string(category_name(static_cast<Category>(c))), [c](const StageMeasure& st) {
+      return bytes(st.ranks[0].at_peak[c]) + " / " + bytes(st.ranks[0].predicted_at_peak[c]);
+    });
   }
-  t.add("peak total", [](const run::StageMeasure& st) {
+  t.add("peak total", [](const StageMeasure& st) {
     return bytes(st.ranks[0].peak_total) + " / " + bytes(st.ranks[0].predicted_peak);
   });
-  t.add("measured - predicted, worst rank", [](const run::StageMeasure& st) {
-    return worst_difference(st, &run::RankMeasure::peak_total, &run::RankMeasure::predicted_peak);
+  t.add("measured - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::peak_total, &RankMeasure::predicted_peak);
   });
   t.add(s.rss_per_process ? "process peak RSS (OS)" : "process peak RSS, all ranks (OS)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_peak); });
   t.add("  runtime before the engine",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].rss_baseline); });
 }
 
 void add_comm_rows(StageTable& t) {
   t.add("predicted (planner, ring)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_comm); });
   t.add("counted, sent (backend)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].sent_per_step); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].sent_per_step); });
   t.add("counted, received (backend)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].received_per_step); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].received_per_step); });
   if (!t.stages.empty() && t.stages[0].ranks[0].wire_first_on_host) {
     t.add("on the wire, rank 0's host (kernel)",
-          [](const run::StageMeasure& st) { return bytes(st.ranks[0].wire_tx_per_step); });
+          [](const StageMeasure& st) { return bytes(st.ranks[0].wire_tx_per_step); });
   }
-  t.add("counted sent - predicted, worst rank", [](const run::StageMeasure& st) {
-    return worst_difference(st, &run::RankMeasure::sent_per_step,
-                            &run::RankMeasure::predicted_comm);
+  t.add("counted sent - predicted, worst rank", [](const StageMeasure& st) {
+    return worst_difference(st, &RankMeasure::sent_per_step, &RankMeasure::predicted_comm);
   });
-  t.add("sent, all ranks - predicted, all ranks", [](const run::StageMeasure& st) {
+  t.add("sent, all ranks - predicted, all ranks", [](const StageMeasure& st) {
     std::int64_t d = 0;
-    for (const run::RankMeasure& r : st.ranks) {
+    for (const RankMeasure& r : st.ranks) {
       d += std::int64_t(r.sent_per_step) - std::int64_t(r.predicted_comm);
     }
     return signed_bytes(d);
   });
-  const run::StageMeasure* dp = nullptr;
+  const StageMeasure* dp = nullptr;
   for (const auto& st : t.stages) {
     if (st.stage == Stage::dp) dp = &st;
   }
   if (dp) {
-    t.add("counted sent / DP", [dp](const run::StageMeasure& st) {
+    t.add("counted sent / DP", [dp](const StageMeasure& st) {
       return fixed(double(st.ranks[0].sent_per_step) / double(dp->ranks[0].sent_per_step), 3);
     });
   }
   t.add("loss/norm scalars (apart)",
-        [](const run::StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
+        [](const StageMeasure& st) { return bytes(st.ranks[0].scalar_per_step); });
 }
 
 void add_time_rows(StageTable& t) {
   t.add("step, overlap + prefetch",
-        [](const run::StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
-  t.add("  exposed comm",
-        [](const run::StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
-  t.add("  compute", [](const run::StageMeasure& st) {
+        [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds); });
+  t.add("  exposed comm", [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds); });
+  t.add("  compute", [](const StageMeasure& st) {
     return ms(st.ranks[0].step_seconds - st.ranks[0].exposed_seconds);
   });
-  t.add("  efficiency", [](const run::StageMeasure& st) {
+  t.add("  efficiency", [](const StageMeasure& st) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
   });
   const bool link = t.stages[0].ranks[0].link_bits_per_second > 0;
   if (link) {
     t.add("  predicted step (replay)",
-          [](const run::StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds); });
-    t.add("  predicted efficiency", [](const run::StageMeasure& st) {
+          [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds); });
+    t.add("  predicted efficiency", [](const StageMeasure& st) {
       const auto& r = st.ranks[0];
       return percent(
           std::min(1.0, (r.step_seconds - r.exposed_seconds) / r.predicted_step_seconds));
     });
   }
   t.add("step, no overlap",
-        [](const run::StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
+        [](const StageMeasure& st) { return ms(st.ranks[0].step_seconds_sync); });
   t.add("  exposed comm (= comm time)",
-        [](const run::StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
-  t.add("  efficiency", [](const run::StageMeasure& st) {
+        [](const StageMeasure& st) { return ms(st.ranks[0].exposed_seconds_sync); });
+  t.add("  efficiency", [](const StageMeasure& st) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
   });
   if (link) {
     t.add("  predicted step (replay)",
-          [](const run::StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds_sync); });
-    t.add("  predicted efficiency", [](const run::StageMeasure& st) {
+          [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds_sync); });
+    t.add("  predicted efficiency", [](const StageMeasure& st) {
       const auto& r = st.ranks[0];
       return percent(std::min(
           1.0, (r.step_seconds_sync - r.exposed_seconds_sync) / r.predicted_step_seconds_sync));
@@ -220,13 +227,13 @@ void add_time_rows(StageTable& t) {
   }
 }
 
-void print_every_rank(const run::StageMeasure& st) {
-  std::printf("\n%s, every rank\n", stage_label(st.stage).c_str());
+void print_every_rank(std::string& out, const StageMeasure& st) {
+  out += "\n" + stage_label(st.stage) + ", every rank\n";
   Table r;
   r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "predicted", "diff",
          "sent/step", "predicted", "diff"});
   for (std::size_t i = 0; i < st.ranks.size(); ++i) {
-    const run::RankMeasure& m = st.ranks[i];
+    const RankMeasure& m = st.ranks[i];
     r.row({std::to_string(i), bytes(m.model_state), bytes(m.predicted_state),
            signed_bytes(std::int64_t(m.model_state) - std::int64_t(m.predicted_state)),
            bytes(m.peak_total), bytes(m.predicted_peak),
@@ -234,14 +241,15 @@ void print_every_rank(const run::StageMeasure& st) {
            bytes(m.sent_per_step), bytes(m.predicted_comm),
            signed_bytes(std::int64_t(m.sent_per_step) - std::int64_t(m.predicted_comm))});
   }
-  r.print();
+  r.print(out);
 }
 
 }  // namespace
 
-void print_measure_table(const run::MeasureSetup& s, const std::vector<run::StageMeasure>& stages,
-                         bool per_rank) {
-  print_setup(s);
+std::string measurement_table(const MeasureSetup& s, const std::vector<StageMeasure>& stages,
+                              bool per_rank, const FieldNamer& name) {
+  std::string out;
+  print_setup(out, s);
   StageTable t{stages, {}};
   std::vector<std::string> header = {"Model state per rank"};
   for (const auto& st : stages) header.push_back(stage_label(st.stage));
@@ -256,14 +264,16 @@ void print_measure_table(const run::MeasureSetup& s, const std::vector<run::Stag
   t.row({""});
   t.row({"Time per step (median)"});
   add_time_rows(t);
-  t.table.print();
+  t.table.print(out);
 
   if (per_rank) {
-    for (const auto& st : stages) print_every_rank(st);
+    for (const auto& st : stages) print_every_rank(out, st);
   }
-  std::printf(
+  out +=
       "\nA model-state difference from the prediction is chunk rounding: the engine cuts each "
-      "unit into buckets of --bucket-bytes and gives every rank ceil(count/N) elements of each "
+      "unit into buckets of " +
+      field_ref("bucket_bytes") +
+      " and gives every rank ceil(count/N) elements of each "
       "(trailing ranks fewer); the planner's formula rounds once over all Φ. The peak's "
       "prediction follows the buckets, so it matches to the byte. Bytes: 'predicted' is the "
       "planner's ring formula; 'counted' is what the backend moved for this rank, counted as "
@@ -273,7 +283,8 @@ void print_measure_table(const run::MeasureSetup& s, const std::vector<run::Stag
       "its own chunk to every peer (all-gather). Per rank they differ from a ring's when "
       "chunks are unequal; over all ranks they are the same bytes. Exposed comm is time "
       "blocked waiting for a collective; with no overlap it is the whole communication "
-      "time.\n");
+      "time.\n";
+  return name_fields(out, name);
 }
 
-}  // namespace zerodp::cli
+}  // namespace zerodp::run
