@@ -262,7 +262,8 @@ std::string offload_table(const PlanReport& report, bool binary) {
   return render(columns, report) +
          "host: the offloaded states and an fp32 copy of the rank's gradient shard (the CPU "
          "optimizer steps on it); PCIe: the 16-bit gradient shard down, the updated 16-bit "
-         "params up, and with params offloaded their shard up for each gather (plan_offload.h). "
+         "params up, and with params offloaded their shard up for each gather "
+         "(deepspeed/offload.h). "
          "'-': the offload does not apply at that stage.\n";
 }
 
@@ -304,7 +305,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
       "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
       "reduce bufs + gathered, step fp32 grads): DeepSpeed's reduction buffers and gathered "
       "params live with the activations, the step's fp32 copy of the gradient shard after them "
-      "(plan_runtime.h).";
+      "(deepspeed/runtime.h).";
   if (in.buffers && in.params && !in.persistent_params) {
     out += " Persistent params need a model config (" + field_ref("model") + ").";
   }
@@ -340,7 +341,7 @@ std::string level_table(const PlanReport& report, bool binary) {
   out +=
       "levels: each collective runs inside the node, then across nodes: a buffer of B bytes "
       "moves B(n-1)/n per GPU inside and B(k-1)/(kn) across (together the ring column); the "
-      "two phases' times add (plan_topology.h).";
+      "two phases' times add (deepspeed/topology.h).";
   if (in.zeropp.any()) {
     char m[96];
     std::snprintf(m, sizeof m,
