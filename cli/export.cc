@@ -48,6 +48,8 @@ void check_out(const std::string& out) {
   if (fs::is_directory(config, ec)) {
     throw UsageError("--out: " + quote(config) + ", the config.json beside it, is a folder");
   }
+  check_output_file(out, "--out", "a file such as model.safetensors");
+  check_output_file(config, "--out", "weights whose config.json beside them can be written");
 }
 
 void run_export(const ExportFlags& f) {

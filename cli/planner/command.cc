@@ -1,6 +1,7 @@
 #include "command.h"
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 
 namespace zerodp::cli {
 
@@ -41,6 +42,13 @@ void check_command_name(const CLI::App& root, int argc, char** argv) {
   }
   throw UsageError("unknown command " + quote(argv[1]) + "; the commands are " + names +
                    " (see 'zerodp --help')");
+}
+
+void check_output_file(const std::string& path, const std::string& flag,
+                       const std::string& expected) {
+  if (const std::string why = unreplaceable_because(path); !why.empty()) {
+    throw UsageError(flag + ": " + quote(path) + " " + why + "; give the path of " + expected);
+  }
 }
 
 }  // namespace zerodp::cli

@@ -32,4 +32,10 @@ void refuse_empty_values(CLI::App& root);
 // listing them ("unknown command 'foo'; the commands are plan, ..."). Nothing for a flag.
 void check_command_name(const CLI::App& root, int argc, char** argv);
 
+// A file a command will write, checked before any work is done: nothing or a regular file is
+// there, in a folder that exists and can be written (common/file.h). Otherwise a UsageError
+// naming `flag`: "--out: 'x' is a FIFO (named pipe), not a file; give the path of <expected>".
+void check_output_file(const std::string& path, const std::string& flag,
+                       const std::string& expected);
+
 }  // namespace zerodp::cli

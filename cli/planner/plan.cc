@@ -14,6 +14,7 @@
 #include "plan_link.h"
 #include "plan_options.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/config.h"
 #include "zerodp/plan/activations.h"
@@ -24,16 +25,14 @@
 
 namespace zerodp::cli {
 
-// A config file's text; a file that cannot be read is one line naming the flag.
 std::string read_file(const std::string& path, const char* flag, const char* expected) {
-  std::ifstream file(path);
-  if (!file) {
-    throw UsageError(std::string(flag) + ": cannot read " + quote(path) + " (expected " + expected +
-                     ")");
+  std::string why;
+  std::optional<std::string> text = read_bounded(path, kMaxConfigBytes, why);
+  if (!text) {
+    throw UsageError(std::string(flag) + ": cannot read " + quote(path) + " (" + why +
+                     "; expected " + expected + ")");
   }
-  std::ostringstream all;
-  all << file.rdbuf();
-  return all.str();
+  return std::move(*text);
 }
 
 namespace {

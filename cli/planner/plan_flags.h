@@ -31,7 +31,11 @@ struct PlanFlags {
   bool both_directions = false, binary = false, json = false;
 };
 
-// A file's text (a config); one that cannot be read is one line naming `flag`.
+// A config is a few kilobytes; a file larger than this is not one (nor is /dev/zero).
+inline constexpr std::uint64_t kMaxConfigBytes = 16 << 20;
+
+// A config file's text: a regular file of at most kMaxConfigBytes (common/file.h), else one
+// line naming `flag`, the reason and `expected`.
 std::string read_file(const std::string& path, const char* flag, const char* expected);
 
 // plan_gpus.cc. In this order: --zeropp, then --gpus-per-node and --nodes (N, the levels, the

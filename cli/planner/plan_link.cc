@@ -1,10 +1,13 @@
 #include "plan_link.h"
 
+#include "plan_flags.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 
 namespace zerodp::cli {
 namespace {
@@ -16,11 +19,10 @@ bool describes_output(const std::string& name) {
 }
 
 std::string file_text(const std::string& path, const std::string& flag) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw UsageError(flag + ": cannot read " + quote(path) + " for --link");
-  std::ostringstream all;
-  all << file.rdbuf();
-  return all.str();
+  std::string why;
+  std::optional<std::string> text = read_bounded(path, kMaxConfigBytes, why);
+  if (!text) throw UsageError(flag + ": cannot read " + quote(path) + " for --link (" + why + ")");
+  return std::move(*text);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "command.h"
 #include "plan_options.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 #include "zerodp/common/units.h"
 #include "zerodp/plan/figure.h"
 
@@ -20,23 +21,6 @@ struct PlotFlags {
   bool log_x = false, linear_x = false, binary = false;
 };
 
-// Write through a temporary file and rename it, so a reader never sees half a figure.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw Error("cannot write " + quote(tmp) + ": " + std::strerror(errno));
-    file << text;
-    file.flush();
-    if (!file) throw Error("cannot write " + quote(tmp) + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error("cannot write " + quote(path) + ": " + why);
-  }
-}
-
 void run(const PlotFlags& f) {
   if (f.params.empty()) {
     throw UsageError("--params: required, a count such as 1e9, 7.5B, 175B or 50M");
@@ -44,6 +28,7 @@ void run(const PlotFlags& f) {
   if (f.out.empty()) {
     throw UsageError("--out: required, the path of the SVG to write such as out/memory.svg");
   }
+  check_output_file(f.out, "--out", "an SVG file to write such as out/memory.svg");
   if (f.log_x && f.linear_x) throw UsageError("--linear-x: not with --log-x; choose one");
   plan::FigureOptions options;
   options.params = units::parse_count(f.params, "--params");
@@ -54,7 +39,7 @@ void run(const PlotFlags& f) {
   options.max_gpus = parse_gpu_count(f.max_gpus, "--max-gpus", 2, plan::kMaxFigureGpus);
   options.log_x = !f.linear_x;
   options.binary = f.binary;
-  write_file(f.out, plan::memory_figure_svg(options));
+  write_file_atomically(f.out, plan::memory_figure_svg(options));
   std::printf("wrote %s: M_DP, M_1, M_2, M_3 for N = 1..%d (%s N axis), floors dashed\n",
               printable(f.out).c_str(), options.max_gpus, options.log_x ? "log" : "linear");
 }

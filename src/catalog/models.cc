@@ -5,6 +5,8 @@
 
 #include "zerodp/catalog/models.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_text.h"
+#include "zerodp/common/units.h"
 
 namespace zerodp::catalog {
 namespace {
@@ -21,17 +23,28 @@ std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
 }
 
 // The config's fields, each named in the error when it is missing or not what it must be.
+// A value of the file as a message shows it: JSON, bounded.
+std::string shown_value(const json& v) {
+  return cut_long(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 class Fields {
  public:
   Fields(const json& j, const std::string& source) : j_(j), source_(source) {}
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     throw UsageError(source_ + ": \"" + field + "\" " + what);
   }
+  // Every size of a config is at most kMaxSize: far above any published model's, far enough
+  // below 2^64 that products of a few of them are exact.
+  static constexpr std::uint64_t kMaxSize = std::uint64_t{1} << 32;
   std::uint64_t whole(const std::string& field, std::uint64_t min = 1) const {
     if (!j_.contains(field) || j_[field].is_null()) fail(field, "is missing (a whole number)");
     const json& v = j_[field];
     if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min) {
-      fail(field, "must be a whole number >= " + std::to_string(min) + ", got " + v.dump());
+      fail(field, "must be a whole number >= " + std::to_string(min) + ", got " + shown_value(v));
+    }
+    if (v.get<std::uint64_t>() > kMaxSize) {
+      fail(field, "must be at most " + std::to_string(kMaxSize) + " (2^32), got " + shown_value(v));
     }
     return v.get<std::uint64_t>();
   }
@@ -41,7 +54,8 @@ class Fields {
   }
   bool flag_or(const std::string& field, bool fallback) const {
     if (!j_.contains(field) || j_[field].is_null()) return fallback;
-    if (!j_[field].is_boolean()) fail(field, "must be true or false, got " + j_[field].dump());
+    if (!j_[field].is_boolean())
+      fail(field, "must be true or false, got " + shown_value(j_[field]));
     return j_[field].get<bool>();
   }
   // A dropout probability above 0 means masks kept for backward.
@@ -49,7 +63,7 @@ class Fields {
     if (!j_.contains(field) || j_[field].is_null()) return fallback > 0;
     const json& v = j_[field];
     if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1) {
-      fail(field, "must be a probability in [0, 1), got " + v.dump());
+      fail(field, "must be a probability in [0, 1), got " + shown_value(v));
     }
     return v.get<double>() > 0;
   }
@@ -155,11 +169,15 @@ void read_heads(const json& j, const Fields& f, ModelConfig& c) {
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source) {
+  if (const std::string why = json_depth_refusal(json_text); !why.empty()) {
+    throw UsageError(source + ": " + why);
+  }
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw UsageError(source + ": not JSON (" + std::string(e.what()) + ")");
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double
+    throw UsageError(source + ": not JSON (" +
+                     escape_controls(std::string(e.what()).substr(0, 200)) + ")");
   }
   if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a config.json)");
   if (!j.contains("model_type") || !j["model_type"].is_string()) {
@@ -176,10 +194,19 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "mixtral") {
     read_llama_family(f, c);
   } else {
-    throw UsageError(source + ": model_type \"" + t +
-                     "\" is not supported; supported: " + std::string(kFamilies));
+    // As it is written in the file, unless it holds control characters or runs long.
+    const std::string named = printable(t, 64) == t ? "\"" + t + "\"" : shown(t);
+    throw UsageError(source + ": model_type " + named +
+                     " is not supported; supported: " + std::string(kFamilies));
   }
   read_heads(j, f, c);
+  // Sizes each in range can still multiply beyond what a plan's bytes hold.
+  constexpr std::uint64_t kMaxParams = std::uint64_t{1} << 56;
+  if (const std::uint64_t n = model_params(c).params; n > kMaxParams) {
+    throw UsageError(source + ": its sizes give " + units::format_count(n) +
+                     " parameters, more than the 2^56 zerodp plans for; check num_hidden_layers, "
+                     "hidden_size, intermediate_size and vocab_size");
+  }
   return c;
 }
 

@@ -123,7 +123,7 @@ void Checkpoint::check_model(const std::string& model_config) const {
   ZERODP_CHECK_MSG(model.is_object(), "check_model: the model config is not a JSON object");
   const nlohmann::json& saved = impl_->contents.model;
   auto absent_or = [](const nlohmann::json& config, const std::string& key) {
-    return config.contains(key) ? config.at(key).dump() : std::string("absent");
+    return config.contains(key) ? shown_json(config.at(key)) : std::string("absent");
   };
   // Every key of either side, the checkpoint's first: a key only one side has differs too.
   nlohmann::json keys = nlohmann::json::array();
@@ -136,7 +136,7 @@ void Checkpoint::check_model(const std::string& model_config) const {
       continue;  // weights do not depend on them
     if (!saved.contains(key) || !model.contains(key) || model.at(key) != saved.at(key)) {
       throw Error((fs::path(impl_->folder) / kManifestFile).string() +
-                  ": a checkpoint of another model configuration: " + quote(key) + " is " +
+                  ": a checkpoint of another model configuration: " + shown(key) + " is " +
                   absent_or(saved, key) + " there, " + absent_or(model, key) + " here");
     }
   }

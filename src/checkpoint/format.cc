@@ -45,7 +45,9 @@ std::string model_digest(const nlohmann::json& model) {
   nlohmann::json weights = model;
   weights.erase("data");
   weights.erase("checkpoint_activations");
-  const std::string text = weights.dump();  // keys sorted: one text per config
+  const std::string text =
+      weights.dump(-1, ' ', false,
+                   nlohmann::json::error_handler_t::replace);  // keys sorted: one text per config
   return sha256_hex(text.data(), text.size());
 }
 
@@ -80,10 +82,6 @@ void check_shard_header(int fd, const std::string& file, std::size_t index, std:
     throw Error("shard " + file + " holds the weights of another model config than \"model\" " +
                 "(the manifest's model was changed after the save)");
   }
-}
-
-std::string errno_text() {
-  return std::strerror(errno);
 }
 
 }  // namespace zerodp::checkpoint

@@ -3,6 +3,9 @@
 // include/zerodp/checkpoint/checkpoint.h for the whole layout.
 #pragma once
 
+#include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +13,12 @@
 #include <string>
 
 namespace zerodp::checkpoint {
+
+// A JSON value of a manifest as a message shows it: its JSON text (escaped by JSON), cut when long
+// (common/error.h's cut_long()), invalid UTF-8 replaced rather than thrown on.
+inline std::string shown_json(const nlohmann::json& v) {
+  return cut_long(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
 
 inline constexpr char kShardMagic[8] = {'Z', 'E', 'R', 'O', 'D', 'P', 'S', 'H'};
 inline constexpr std::size_t kShardHeaderBytes = 64;
@@ -41,8 +50,5 @@ void encode_shard_header(unsigned char (&header)[kShardHeaderBytes], int rank, i
 // digest (zeros: written before digests) is not compared.
 void check_shard_header(int fd, const std::string& file, std::size_t index, std::size_t count,
                         std::uint64_t elements, const std::string& model_digest);
-
-// strerror(errno), for messages of failed system calls.
-std::string errno_text();
 
 }  // namespace zerodp::checkpoint

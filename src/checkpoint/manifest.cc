@@ -1,5 +1,10 @@
 #include "checkpoint/manifest.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +14,8 @@
 
 #include "checkpoint/format.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
+#include "zerodp/common/json_text.h"
 #include "zerodp/common/sha256.h"
 
 namespace zerodp::checkpoint {
@@ -21,14 +28,30 @@ using nlohmann::json;
 constexpr std::uint64_t kMaxElements = (std::uint64_t{1} << 60) / kShardBytesPerElement;
 constexpr std::uint64_t kMaxFlat = std::uint64_t{1} << 62;
 
-json parse_manifest_file(const std::string& manifest_path) {
-  std::ifstream in(manifest_path);
-  if (!in) throw Error("cannot read " + manifest_path);
+// A manifest lists a rank's shards and the run's record: kilobytes, megabytes for thousands of
+// ranks. A larger file is not a manifest (nor is /dev/zero).
+constexpr std::uint64_t kMaxManifestBytes = 64 << 20;
+
+// The manifest's JSON, or nullopt with the reason: not a regular file, too large, too deep,
+// not JSON.
+std::optional<json> read_manifest_json(const std::string& manifest_path, std::string& why) {
+  const std::optional<std::string> text = read_bounded(manifest_path, kMaxManifestBytes, why);
+  if (!text) return std::nullopt;
+  why = json_depth_refusal(*text);
+  if (!why.empty()) return std::nullopt;
   try {
-    return json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(manifest_path + " is not valid JSON: " + e.what());
+    return json::parse(*text);
+  } catch (const json::exception& e) {
+    why = "is not valid JSON: " + escape_controls(std::string(e.what()).substr(0, 200));
+    return std::nullopt;
   }
+}
+
+json parse_manifest_file(const std::string& manifest_path) {
+  std::string why;
+  std::optional<json> j = read_manifest_json(manifest_path, why);
+  if (!j) throw Error("cannot read " + manifest_path + ": it " + why);
+  return std::move(*j);
 }
 
 // The checks below throw Error naming the field and what it must be; read_checkpoint() names
@@ -43,7 +66,7 @@ const json& field(const json& parent, const char* key, const std::string& name) 
 // A whole number from 0 to max, written as one (no fraction, no sign, no quotes).
 std::uint64_t whole_value(const json& v, const std::string& name, std::uint64_t max) {
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max) {
-    throw Error(name + " is " + v.dump() + ", expected a whole number from 0 to " +
+    throw Error(name + " is " + shown_json(v) + ", expected a whole number from 0 to " +
                 std::to_string(max));
   }
   return v.get<std::uint64_t>();
@@ -56,7 +79,7 @@ std::uint64_t whole(const json& parent, const char* key, const std::string& name
 
 const std::string& text(const json& parent, const char* key, const std::string& name) {
   const json& v = field(parent, key, name);
-  if (!v.is_string()) throw Error(name + " is " + v.dump() + ", expected a string");
+  if (!v.is_string()) throw Error(name + " is " + shown_json(v) + ", expected a string");
   return v.get_ref<const std::string&>();
 }
 
@@ -65,7 +88,7 @@ void check_format(const json& m) {
     throw Error("not a zerodp checkpoint manifest");
   const json& version = field(m, "version", "\"version\"");
   if (!version.is_number_unsigned() || version.get<std::uint64_t>() != kFormatVersion) {
-    throw Error("format version " + version.dump() + ", this zerodp reads version " +
+    throw Error("format version " + shown_json(version) + ", this zerodp reads version " +
                 std::to_string(kFormatVersion));
   }
   if (!field(m, "model", "\"model\"").is_object()) throw Error("\"model\" is not an object");
@@ -83,7 +106,7 @@ zero::EngineState read_state(const json& m) {
   const json& scale = field(state, "loss_scale", "state.loss_scale");
   if (!scale.is_number() || !(scale.get<double>() > 0) ||
       !std::isfinite(static_cast<float>(scale.get<double>())))
-    throw Error("state.loss_scale is " + scale.dump() + ", expected a positive finite fp32");
+    throw Error("state.loss_scale is " + shown_json(scale) + ", expected a positive finite fp32");
   return {static_cast<std::int64_t>(step), samples, static_cast<float>(scale.get<double>()),
           static_cast<int>(good_steps)};
 }
@@ -101,7 +124,7 @@ std::string read_run_id(const json& m) {
   if (!m.contains("run_id")) return {};
   const json& id = m.at("run_id");
   if (!id.is_string() || !is_run_id(id.get<std::string>()))
-    throw Error("\"run_id\" is " + id.dump() + ", expected 32 lowercase hex digits");
+    throw Error("\"run_id\" is " + shown_json(id) + ", expected 32 lowercase hex digits");
   return id.get<std::string>();
 }
 
@@ -124,14 +147,23 @@ std::string shard_path(const std::string& folder, const std::string& name) {
 }
 
 std::string sha256_of_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path);
+  std::string why;
+  const int fd = open_regular(path, why);
+  if (fd < 0) throw Error("cannot read " + path + ": it " + why);
   Sha256 hash;
   std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    hash.update(buf.data(), static_cast<std::size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = errno_text();
+      ::close(fd);
+      throw Error("cannot read " + path + ": " + why);
+    }
+    if (n == 0) break;
+    hash.update(buf.data(), static_cast<std::size_t>(n));
   }
+  ::close(fd);
   return hash.hex();
 }
 
@@ -168,7 +200,7 @@ void place_ranges(const json& entry, const ShardFile& shard, int s, std::uint64_
   std::uint64_t local = 0;
   for (const auto& r : ranges) {
     if (!r.is_array() || r.size() != 2)
-      throw Error(name + " holds " + r.dump() + ", not [offset, count]");
+      throw Error(name + " holds " + shown_json(r) + ", not [offset, count]");
     const auto offset = whole_value(r[0], name + " offset", kMaxFlat);
     const auto count = whole_value(r[1], name + " count", kMaxFlat);
     if (count > shard.elements() - local || offset > kMaxFlat || count > kMaxFlat - offset ||
@@ -219,12 +251,12 @@ Contents check_manifest(const json& m, const std::string& folder) {
   check_coverage(c.index, covered, params);
   c.manifest.ranks = static_cast<int>(shards.size());
   c.manifest.params = covered;
-  c.manifest.model = m.at("model").dump();
+  c.manifest.model = m.at("model").dump(-1, ' ', false, json::error_handler_t::replace);
   c.model = m.at("model");
   // The run record, for a resume to compare the run's settings with; not checked here.
   if (m.contains("run")) {
     if (!m.at("run").is_object()) throw Error("\"run\" is not an object");
-    c.manifest.run = m.at("run").dump();
+    c.manifest.run = m.at("run").dump(-1, ' ', false, json::error_handler_t::replace);
   }
   return c;
 }
@@ -248,8 +280,9 @@ bool is_run_id(const std::string& text) {
 }
 
 std::string run_id_of(const std::string& folder) {
-  std::ifstream in((fs::path(folder) / kManifestFile).string());
-  const json m = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string why;
+  const json m =
+      read_manifest_json((fs::path(folder) / kManifestFile).string(), why).value_or(json());
   if (!m.is_object() || !m.contains("run_id") || !m.at("run_id").is_string()) return {};
   const std::string id = m.at("run_id").get<std::string>();
   return is_run_id(id) ? id : std::string();

@@ -10,11 +10,12 @@
 #include <system_error>
 #include <vector>
 
-#include "checkpoint/atomic_file.h"
 #include "checkpoint/format.h"
 #include "checkpoint/save_dir.h"
 #include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
+#include "zerodp/common/sha256.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
@@ -58,7 +59,12 @@ std::string write_shard(const std::string& folder, zero::Engine& engine, int ran
   unsigned char header[kShardHeaderBytes];
   encode_shard_header(header, rank, ranks, elements, digest);
   AtomicFile file((fs::path(folder) / shard_name(rank, ranks)).string());
-  file.write(header, kShardHeaderBytes);
+  Sha256 hash;
+  auto write = [&](const void* data, std::size_t bytes) {
+    file.write(data, bytes);
+    hash.update(data, bytes);
+  };
+  write(header, kShardHeaderBytes);
   // Straight from the engine's buffers, chunk by chunk: the master block, then m, then v. A
   // save holds no copy of the state (a rank under --rank-memory has no room for one).
   const std::vector<zero::Engine::OwnedChunk> chunks = engine.owned_chunks();
@@ -67,12 +73,13 @@ std::string write_shard(const std::string& folder, zero::Engine& engine, int ran
                     &zero::Engine::OwnedChunk::v}) {
     for (const zero::Engine::OwnedChunk& chunk : chunks) {
       const std::span<const float> values = chunk.*part;
-      file.write(values.data(), values.size_bytes());
+      write(values.data(), values.size_bytes());
       written += values.size();
     }
   }
   ZERODP_CHECK(written == 3 * elements);
-  return file.commit();
+  file.commit();
+  return hash.hex();
 }
 
 // A shard as rank 0 learns it from its rank, in fixed-size words so that one all_gather

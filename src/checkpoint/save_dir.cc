@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,11 +20,11 @@
 #include <system_error>
 #include <utility>
 
-#include "checkpoint/atomic_file.h"
 #include "checkpoint/format.h"
 #include "checkpoint/manifest.h"
 #include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
@@ -84,11 +85,23 @@ std::string holder_of(int fd) {
 // holds it. The kernel releases the lock when the process ends, however it ends.
 int take_lock(const std::string& dir) {
   const std::string path = (fs::path(dir) / kLockFile).string();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a lock file that is a planted link is refused, not written through; and it is
+  // truncated below only once it is known to be a regular file of one name, not a hard link to
+  // someone's file.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 || ::access(dir.c_str(), W_OK) != 0) {
-    const std::string why = errno_text();
+    const std::string why = errno == ELOOP
+                                ? "its " + std::string(kLockFile) + " is a symbolic link; remove it"
+                                : errno_text();
     if (fd >= 0) ::close(fd);
     throw InvalidArgument(field_ref("save_dir") + ": cannot write in " + quote(dir) + ": " + why);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    ::close(fd);
+    throw InvalidArgument(field_ref("save_dir") + ": " + quote(path) +
+                          " is not a lock file of zerodp's (not a regular file of one name); "
+                          "remove it");
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const bool busy = errno == EWOULDBLOCK;

@@ -12,8 +12,9 @@ namespace zerodp::checkpoint {
 
 ShardFile::ShardFile(std::string path, std::uint64_t elements)
     : path_(std::move(path)), elements_(elements) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw Error("cannot open " + path_ + ": " + errno_text());
+  std::string why;
+  fd_ = open_regular(path_, why);
+  if (fd_ < 0) throw Error("cannot open " + path_ + ": " + why);
 }
 
 ShardFile::~ShardFile() {

@@ -113,12 +113,31 @@ std::string quote(std::string_view text) {
   return quoted;
 }
 
+std::string cut_long(std::string_view text, std::size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  // Cut on a character boundary: a UTF-8 continuation byte is never the first one left out.
+  std::size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  std::string out(text.substr(0, cut));
+  out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+std::string shown(std::string_view text, std::size_t max_chars) {
+  if (text.size() <= max_chars) return quote(text);
+  return quote(cut_long(text, max_chars));
+}
+
 std::string printable(std::string_view text) {
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || byte == 0x7f) return quote(text);
   }
   return std::string(text);
+}
+
+std::string printable(std::string_view text, std::size_t max_chars) {
+  return text.size() > max_chars ? shown(text, max_chars) : printable(text);
 }
 
 void check_failed(const char* condition, const char* file, int line, const std::string& detail) {

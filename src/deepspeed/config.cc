@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_text.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/config.h"
 
@@ -72,6 +73,21 @@ bool among(const std::string_view (&keys)[N], const std::string& key) {
   return std::find(std::begin(keys), std::end(keys), key) != std::end(keys);
 }
 
+// A value of the file as a message shows it: JSON, bounded, never a whole megabyte.
+std::string shown_value(const json& v) {
+  return cut_long(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// A key of the file as a list names it: as it is, or quoted when it holds control characters
+// or runs long.
+std::string named(const std::string& key) {
+  return printable(key, 64);
+}
+
+// The sizes DeepSpeed takes in elements, bounded so that every byte count derived from them
+// (bytes per element times a few buffers) stays far inside 64 bits.
+constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 48;
+
 bool is_auto(const json& v) {
   return v.is_string() && v.get<std::string>() == "auto";
 }
@@ -82,29 +98,35 @@ class Reader {
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw UsageError(source_ + ": \"" + key + "\" " + what);
   }
-  // A whole number >= min, or "auto" (nullopt, noted).
+  // A whole number from min to kMaxElements, or "auto" (nullopt, noted).
   std::optional<std::uint64_t> whole(const json& v, const std::string& key, std::uint64_t min = 1) {
     if (is_auto(v)) {
       out_.auto_keys.push_back(key);
       return std::nullopt;
     }
+    std::uint64_t n = 0;
     // DeepSpeed accepts 5e8 written as a float when it is whole.
     if (v.is_number_float() && v.get<double>() >= double(min) && v.get<double>() < 1.8e19 &&
         v.get<double>() == static_cast<double>(static_cast<std::uint64_t>(v.get<double>()))) {
-      return static_cast<std::uint64_t>(v.get<double>());
+      n = static_cast<std::uint64_t>(v.get<double>());
+    } else if (v.is_number_unsigned() && v.get<std::uint64_t>() >= min) {
+      n = v.get<std::uint64_t>();
+    } else {
+      fail(key, "must be a whole number >= " + std::to_string(min) + " or \"auto\", got " +
+                    shown_value(v));
     }
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min) {
+    if (n > kMaxElements) {
       fail(key,
-           "must be a whole number >= " + std::to_string(min) + " or \"auto\", got " + v.dump());
+           "must be at most " + std::to_string(kMaxElements) + " (2^48), got " + shown_value(v));
     }
-    return v.get<std::uint64_t>();
+    return n;
   }
   std::optional<bool> flag(const json& v, const std::string& key) {
     if (is_auto(v)) {
       out_.auto_keys.push_back(key);
       return std::nullopt;
     }
-    if (!v.is_boolean()) fail(key, "must be true, false or \"auto\", got " + v.dump());
+    if (!v.is_boolean()) fail(key, "must be true, false or \"auto\", got " + shown_value(v));
     return v.get<bool>();
   }
   OffloadDevice device(const json& section, const std::string& key) {
@@ -115,7 +137,7 @@ class Reader {
     if (name == "none") return OffloadDevice::none;
     if (name == "cpu") return OffloadDevice::cpu;
     if (name == "nvme") return OffloadDevice::nvme;
-    fail(key + ".device", "must be \"none\", \"cpu\" or \"nvme\", got " + d.dump());
+    fail(key + ".device", "must be \"none\", \"cpu\" or \"nvme\", got " + shown_value(d));
   }
 
  private:
@@ -173,7 +195,7 @@ bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std
   } else if (key == "zero_hpz_partition_size") {
     std::uint64_t h = 1;
     size(h, 1);
-    if (h > (1u << 20)) r.fail(name, "must be at most 1048576 GPUs, got " + v.dump());
+    if (h > (1u << 20)) r.fail(name, "must be at most 1048576 GPUs, got " + shown_value(v));
     c.zeropp.hpz_size = static_cast<int>(h);
   } else {
     return false;
@@ -188,7 +210,7 @@ void read_zero_optimization(Reader& r, const json& value, DeepSpeedConfig& c) {
     const std::string name = "zero_optimization." + zkey;
     if (zkey == "stage") {
       if (!zvalue.is_number_unsigned() || zvalue.get<std::uint64_t>() > 3) {
-        r.fail(name, "must be 0, 1, 2 or 3, got " + zvalue.dump());
+        r.fail(name, "must be 0, 1, 2 or 3, got " + shown_value(zvalue));
       }
       c.stage = stage_from_number(static_cast<int>(zvalue.get<std::uint64_t>()));
     } else if (zkey == "offload_optimizer") {
@@ -201,7 +223,7 @@ void read_zero_optimization(Reader& r, const json& value, DeepSpeedConfig& c) {
       if (r.flag(zvalue, name).value_or(false)) c.offload_params = OffloadDevice::cpu;
     } else if (read_buffer_key(r, zkey, zvalue, name, c)) {
     } else if (!among(kZeroHarmless, zkey)) {
-      c.unknown.push_back(name);
+      c.unknown.push_back(named(name));
     }
   }
 }
@@ -221,7 +243,7 @@ void read_optimizer(Reader& r, const json& value, DeepSpeedConfig& c) {
                           params["momentum"].get<double>() > 0;
     c.optimizer = momentum ? plan::Optimizer::sgd_momentum : plan::Optimizer::sgd;
   } else {
-    c.not_in_plan.push_back("optimizer.type " + value["type"].get<std::string>());
+    c.not_in_plan.push_back("optimizer.type " + named(value["type"].get<std::string>()));
   }
 }
 
@@ -272,11 +294,15 @@ void check_offload_stage(const std::string& source, const DeepSpeedConfig& c) {
 }  // namespace
 
 DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source) {
+  if (const std::string why = json_depth_refusal(json_text); !why.empty()) {
+    throw UsageError(source + ": " + why);
+  }
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw UsageError(source + ": not JSON (" + std::string(e.what()) + ")");
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double
+    throw UsageError(source + ": not JSON (" +
+                     escape_controls(std::string(e.what()).substr(0, 200)) + ")");
   }
   if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a DeepSpeed config)");
   DeepSpeedConfig c;
@@ -294,7 +320,7 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
     } else if (key == "gradient_accumulation_steps") {
       c.grad_accum = r.whole(value, key);
     } else if (!among(kHarmless, key)) {
-      c.unknown.push_back(key);
+      c.unknown.push_back(named(key));
     }
   }
   settle_precision(source, precision, c);

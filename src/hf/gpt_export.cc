@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 #include "zerodp/hf/safetensors.h"
 
 namespace zerodp::hf {
@@ -91,10 +92,7 @@ std::string gpt2_config_json(const model::GptConfig& config) {
 }
 
 void write_gpt2_config(const model::GptConfig& config, const std::string& path) {
-  std::ofstream out(path);
-  out << gpt2_config_json(config) << '\n';
-  out.close();
-  if (!out) throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  write_file_atomically(path, gpt2_config_json(config) + "\n");
 }
 
 std::string config_path_beside(const std::string& safetensors_path) {

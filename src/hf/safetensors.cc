@@ -10,6 +10,7 @@
 #include <set>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 
 namespace zerodp::hf {
 
@@ -29,12 +30,6 @@ std::size_t dtype_bytes(const std::string& dtype) {
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
   if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
   return 0;
-}
-
-void write_all(std::FILE* file, const void* data, std::size_t n, const std::string& path) {
-  if (n > 0 && std::fwrite(data, 1, n, file) != n) {
-    throw Error("cannot write '" + path + "': " + std::strerror(errno));
-  }
 }
 
 }  // namespace
@@ -66,33 +61,18 @@ void write_safetensors(const std::string& path, std::span<const TensorSpec> tens
   std::uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(json.size() >> (8 * i));
 
-  // Into "<path>.tmp", removed again if anything fails (I/O or the fill callback), so a
-  // half-written file never sits at path.
-  const std::string tmp = path + ".tmp";
-  try {
-    File file(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-    if (!file) throw Error("cannot create '" + tmp + "': " + std::strerror(errno));
-    write_all(file.get(), length, 8, tmp);
-    write_all(file.get(), json.data(), json.size(), tmp);
-    std::vector<float> buffer(largest);  // one tensor at a time
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const std::span<float> out(buffer.data(), tensors[i].elements());
-      fill(i, out);
-      write_all(file.get(), out.data(), out.size_bytes(), tmp);
-    }
-    if (std::fflush(file.get()) != 0 || std::ferror(file.get())) {
-      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-    if (std::fclose(file.release()) != 0) {
-      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
+  // Through a temporary file of its own (common/file.h), removed again if anything fails (I/O or
+  // the fill callback), so a half-written file never sits at path.
+  AtomicFile file(path);
+  file.write(length, 8);
+  file.write(json.data(), json.size());
+  std::vector<float> buffer(largest);  // one tensor at a time
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::span<float> out(buffer.data(), tensors[i].elements());
+    fill(i, out);
+    file.write(out.data(), out.size_bytes());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  }
+  file.commit();
 }
 
 std::vector<float> SafetensorsTensor::f32() const {

@@ -228,8 +228,11 @@ void compare_stages(PlanReport& report) {
   const StageReport& dp = report.stages[0];
   for (StageReport& s : report.stages) {
     if (s.total_bytes && *dp.total_bytes > 0) {
-      s.savings_vs_dp = static_cast<double>(*dp.total_bytes - *s.total_bytes) /
-                        static_cast<double>(*dp.total_bytes);
+      // Signed: a ZeRO stage's peak can exceed DP's (a reduction buffer larger than what it
+      // shards away), and then it saves a negative fraction, not a wrapped difference.
+      const std::uint64_t d = *dp.total_bytes, t = *s.total_bytes;
+      const double saved = t <= d ? static_cast<double>(d - t) : -static_cast<double>(t - d);
+      s.savings_vs_dp = saved / static_cast<double>(d);
     }
     if (s.fits && *s.fits && !report.cheapest_fitting_stage) {
       report.cheapest_fitting_stage = stage_number(s.stage);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "run/shown_json.h"
 #include "zerodp/common/error.h"
 
 namespace zerodp::run {
@@ -19,8 +20,8 @@ std::uint64_t config_whole(const json& model, const char* key, std::uint64_t lo,
   if (!model.contains(key)) throw Error(name + " is missing");
   const json& v = model.at(key);
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() < lo || v.get<std::uint64_t>() > hi) {
-    throw Error(name + " is " + v.dump() + ", expected a whole number from " + std::to_string(lo) +
-                " to " + std::to_string(hi));
+    throw Error(name + " is " + shown_json(v) + ", expected a whole number from " +
+                std::to_string(lo) + " to " + std::to_string(hi));
   }
   return v.get<std::uint64_t>();
 }
@@ -32,13 +33,13 @@ void check_gpt_config(const json& model) {
     config_whole(model, key, 1, 1'000'000);
   config_whole(model, "data_seed", 0, ~std::uint64_t{0});
   if (config_whole(model, "vocab_size", 0, ~std::uint64_t{0}) != 256)
-    throw Error("model.vocab_size is " + model.at("vocab_size").dump() +
+    throw Error("model.vocab_size is " + shown_json(model.at("vocab_size")) +
                 ", the byte-level GPT has 256");
   if (model.at("n_embd").get<std::uint64_t>() % model.at("n_head").get<std::uint64_t>() != 0)
-    throw Error("model.n_head " + model.at("n_head").dump() + " does not divide model.n_embd " +
-                model.at("n_embd").dump());
+    throw Error("model.n_head " + shown_json(model.at("n_head")) +
+                " does not divide model.n_embd " + shown_json(model.at("n_embd")));
   if (model.contains("data") && !model.at("data").is_string())
-    throw Error("model.data is " + model.at("data").dump() + ", expected a file name");
+    throw Error("model.data is " + shown_json(model.at("data")) + ", expected a file name");
   if (model.contains("checkpoint_activations") && !model.at("checkpoint_activations").is_boolean())
     throw Error("model.checkpoint_activations is not true or false");
 }
@@ -55,9 +56,10 @@ LoadedModel load_gpt(const std::string& folder, const std::string& data, bool re
       nlohmann::json::parse(ck.manifest().model);  // open() checked: an object
   const json type = model.contains("type") ? model.at("type") : json("?");
   if (type != "gpt") {
-    throw InvalidArgument(field_ref("checkpoint") + ": " + ck.folder() + " holds a " +
-                          (type.is_string() ? type.get<std::string>() : type.dump()) +
-                          ", not a GPT");
+    throw InvalidArgument(
+        field_ref("checkpoint") + ": " + ck.folder() + " holds a " +
+        (type.is_string() ? printable(type.get<std::string>(), 64) : shown_json(type)) +
+        ", not a GPT");
   }
   std::optional<ModelSpec> parsed;
   try {
@@ -87,7 +89,7 @@ LoadedModel load_gpt(const std::string& folder, const std::string& data, bool re
       (model.contains("params") && model.at("params") != ck.params())) {
     throw Error(ck.folder() + "/manifest.json: the model config makes " +
                 std::to_string(spec.param_count()) + " parameters (model.params says " +
-                (model.contains("params") ? model.at("params").dump() : "nothing") +
+                (model.contains("params") ? shown_json(model.at("params")) : "nothing") +
                 "), the shards hold " + std::to_string(ck.params()));
   }
   std::vector<float> params;

@@ -11,29 +11,11 @@
 #include <sstream>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 #include "zerodp/common/svg.h"
 
 namespace zerodp::run {
 namespace {
-
-// Written beside and renamed into place: a run killed meanwhile (a second signal, kill -9)
-// leaves the previous file whole, and with it the loss history a resume continues.
-void write_text(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  std::error_code ec;
-  if (!out) {
-    std::filesystem::remove(tmp, ec);
-    throw Error("cannot write " + quote(path));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error("cannot write " + quote(path) + ": " + ec.message());
-  }
-}
 
 std::string number(double v, int decimals) {
   char buf[32];
@@ -100,7 +82,7 @@ void LossCurve::write_csv(const std::string& path) const {
   for (auto [s, v] : validation) rows[s].second = number(v, 6);
   std::string text = "step,train_loss,val_loss\n";
   for (const auto& [s, r] : rows) text += std::to_string(s) + "," + r.first + "," + r.second + "\n";
-  write_text(path, text);
+  write_file_atomically(path, text);
 }
 
 void LossCurve::write_svg(const std::string& path) const {
@@ -161,7 +143,7 @@ void LossCurve::write_svg(const std::string& path) const {
     doc.line(lx, ly + 22, lx + 30, ly + 22, val_line);
     doc.text(lx + 38, ly + 26, "validation loss", 13, svg::Anchor::start);
   }
-  write_text(path, doc.str());
+  write_file_atomically(path, doc.str());
 }
 
 }  // namespace zerodp::run

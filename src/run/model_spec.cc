@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 #include "zerodp/common/units.h"
 #include "zerodp/predict/peak.h"
 
@@ -97,33 +98,6 @@ ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) 
   }
   load_data(c.value("data", std::string()));
 }
-
-namespace {
-
-// Why `path` cannot be read as data, or empty when it can: in words a user acts on.
-std::string unreadable_because(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found) return "no such file";
-  if (ec) return ec.message();
-  switch (st.type()) {
-    case fs::file_type::regular:
-      break;
-    case fs::file_type::directory:
-      return "is a directory";
-    case fs::file_type::fifo:
-      return "is a FIFO (named pipe), not a file";
-    case fs::file_type::socket:
-      return "is a socket, not a file";
-    default:
-      return "is not a regular file";
-  }
-  if (access(path.c_str(), R_OK) != 0) return std::strerror(errno);
-  return {};
-}
-
-}  // namespace
 
 void ModelSpec::load_data(const std::string& path, int validation_percent) {
   data_path_ = path;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "run/shown_json.h"
 #include "zerodp/common/error.h"
 #include "zerodp/run/model_spec.h"
 
@@ -19,7 +20,7 @@ std::string shown(const json& v) {
     std::snprintf(text, sizeof text, "%g", v.get<double>());
     return text;
   }
-  return v.dump();
+  return shown_json(v);
 }
 
 // The data a run reads, as a person tells it apart: its path and its bytes' fingerprint.
@@ -83,7 +84,7 @@ std::uint64_t micro_batch_for(std::uint64_t share, std::uint64_t asked) {
 std::uint64_t saved_count(const std::string& folder, const json& saved, const char* key) {
   const json& v = saved.at(key);
   if (!v.is_number_unsigned()) {
-    throw Error(folder + "/manifest.json: run." + key + " is " + quote(v.dump()) +
+    throw Error(folder + "/manifest.json: run." + key + " is " + quote(shown_json(v)) +
                 ", expected a whole number");
   }
   return v.get<std::uint64_t>();
@@ -175,8 +176,8 @@ void refuse_model_shape(const std::string& folder, const json& saved_model, cons
     const json saved = saved_model.value(field.key, json()), asked = model.value(field.key, json());
     if (saved == asked) continue;
     throw UsageError(field.name() + ": the checkpoint " + folder + " holds a model with " +
-                     field.key + " " + (saved.is_null() ? "absent" : saved.dump()) +
-                     ", this run asks " + (asked.is_null() ? "absent" : asked.dump()) +
+                     field.key + " " + (saved.is_null() ? "absent" : shown_json(saved)) +
+                     ", this run asks " + (asked.is_null() ? "absent" : shown_json(asked)) +
                      "; the weights have that shape (resume with the checkpoint's " + field.name() +
                      ")");
   }

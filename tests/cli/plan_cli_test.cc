@@ -402,7 +402,7 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1B --gpus 8 --buffers deepspeed",
        "--largest-layer: required with --params and --buffers deepspeed"},
       {"plan --params 1B --gpus 8 --deepspeed-config /dev/null",
-       "--deepspeed-config /dev/null: not JSON"},
+       "--deepspeed-config: cannot read '/dev/null' (is a device, not a file"},
       {"plan --params 1B --gpus 8 --gpu-memory 40GB --cuda-overhead 40GB",
        "--cuda-overhead: expected an allowance below --gpu-memory"},
       {"plan --params 1B --gpus 8 --cuda-overhead 2XB", "--cuda-overhead: expected a size"},
@@ -446,10 +446,13 @@ TEST(PlotCli, WritesTheFigure) {
   std::remove(path.c_str());
 }
 
-TEST(PlotCli, UnwritablePathIsARuntimeError) {
+TEST(PlotCli, AnUnwritablePathIsRefusedNamingTheFlagBeforeTheFigureIsDrawn) {
   const Result r = zerodp("plot --params 1e9 --out /nonexistent-dir/memory.svg");
-  EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err.rfind("zerodp: error: cannot write", 0), 0u) << r.err;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(
+      r.err.rfind("zerodp: --out: '/nonexistent-dir/memory.svg' is in no folder that exists", 0),
+      0u)
+      << r.err;
 }
 
 }  // namespace

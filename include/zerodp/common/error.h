@@ -85,10 +85,21 @@ std::string escape_controls(std::string_view text);
 // escaped (a newline as \n, others as \xHH), so that the message stays one line.
 std::string quote(std::string_view text);
 
+// `text` unchanged up to `max_chars` bytes; beyond, cut there (on a character boundary) with
+// "... (N bytes)". For text that is already safe to print (JSON's own escaping), only long.
+std::string cut_long(std::string_view text, std::size_t max_chars = 64);
+
+// Text from a file (a key, a value, a name), as a message shows it: quoted as quote() does and,
+// beyond `max_chars` bytes, cut there with "..." and its full length, so that a megabyte in a
+// config never becomes a megabyte-long error line.
+std::string shown(std::string_view text, std::size_t max_chars = 64);
+
 // Text the user gave, as an output line (not an error) shows it: as it is, unless it holds a
 // control character (a newline, an escape code), then quoted as quote() does, so that a path
 // can neither break a log line nor drive the terminal.
 std::string printable(std::string_view text);
+// The same, and beyond `max_chars` bytes shown() as a message would show it.
+std::string printable(std::string_view text, std::size_t max_chars);
 
 [[noreturn]] void check_failed(const char* condition, const char* file, int line,
                                const std::string& detail);
