@@ -1,5 +1,6 @@
 // zerodp eval: the mean loss of a trained GPT over a file (or its corpus's validation split),
 // so any other implementation can be compared on the same tokens.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,13 @@ void run_eval(const EvalFlags& f) {
     tokens += n * T;
   }
   const double loss = sum / double(tokens);
+  if (!std::isfinite(loss)) {
+    char what[32];
+    std::snprintf(what, sizeof what, "%g", loss);
+    throw Error(quote(f.checkpoint.checkpoint) + ": its weights give a loss of " + what + " on " +
+                std::to_string(tokens) +
+                " tokens; they are not a trained model (the run that saved them diverged)");
+  }
   if (f.json) {
     const nlohmann::json j = {{"loss", loss},
                               {"tokens", tokens},

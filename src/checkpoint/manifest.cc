@@ -99,8 +99,7 @@ void check_format(const json& m) {
 zero::EngineState read_state(const json& m) {
   const json& state = field(m, "state", "\"state\"");
   const auto step = whole(state, "step", "state.step", std::numeric_limits<std::int64_t>::max());
-  const auto samples =
-      whole(state, "samples_done", "state.samples_done", std::numeric_limits<std::int64_t>::max());
+  const auto samples = whole(state, "samples_done", "state.samples_done", kMaxSamplesDone);
   const auto good_steps = whole(state, "good_steps", "state.good_steps",
                                 static_cast<std::uint64_t>(std::numeric_limits<int>::max()));
   const json& scale = field(state, "loss_scale", "state.loss_scale");

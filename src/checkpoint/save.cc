@@ -40,14 +40,41 @@ std::string failure_of(Work&& work) {
   return {};
 }
 
-// Collective: throws Error on every rank when any rank's `failure` is set, with this rank's
-// message or, on the ranks that did not fail, `elsewhere`. So no rank goes on past a step that
-// failed on another.
+// The bytes of a failing rank's reason that reach the others: enough for a path and errno's
+// words, short enough that every rank passes one fixed-size buffer (a collective's count must
+// be the same on every rank).
+constexpr std::size_t kReasonBytes = 480;
+
+// Collective: throws Error on every rank when any rank's `failure` is set, the same line on
+// each, "<what> failed on rank R: <R's message>" with R the lowest rank that failed: whichever
+// rank's error is printed names the cause, wherever it happened. No rank goes on past a step
+// that failed on another.
 void throw_if_any_failed(comm::Communicator& comm, const std::string& failure,
-                         const std::string& elsewhere) {
-  float flag = failure.empty() ? 0.0f : 1.0f;
-  comm.all_reduce(&flag, 1, DType::f32);
-  if (flag != 0.0f) throw Error(failure.empty() ? elsewhere : failure);
+                         const std::string& what) {
+  std::vector<float> failed(std::size_t(comm.size()), 0.0f);
+  failed[std::size_t(comm.rank())] = failure.empty() ? 0.0f : 1.0f;
+  comm.all_reduce(failed.data(), failed.size(), DType::f32);
+  int first = -1;
+  for (std::size_t r = 0; r < failed.size() && first < 0; ++r) {
+    if (failed[r] != 0.0f) first = int(r);
+  }
+  if (first < 0) return;
+  // The reason travels as one byte per fp32 element, which a broadcast copies exactly.
+  std::vector<float> reason(kReasonBytes, 0.0f);
+  if (comm.rank() == first) {
+    // cut_long adds its " ... (N bytes)" after the cut: room for it is left.
+    const std::string cut = cut_long(failure, kReasonBytes - 32);
+    for (std::size_t i = 0; i < cut.size() && i + 1 < kReasonBytes; ++i)
+      reason[i] = float((unsigned char)cut[i]);
+  }
+  comm.broadcast(reason.data(), reason.size(), DType::f32, first);
+  if (comm.size() == 1) throw Error(failure);
+  std::string text;
+  for (const float c : reason) {
+    if (c == 0.0f) break;
+    text.push_back(char((unsigned char)c));
+  }
+  throw Error(what + " failed on rank " + std::to_string(first) + ": " + text);
 }
 
 // Writes this rank's shard into `folder` (creating it) and returns its SHA-256.
@@ -180,7 +207,17 @@ void prune(const std::string& save_dir, const fs::path& written, const Ownership
   for (std::size_t i = 0; i + others < older.size(); ++i) {
     std::error_code ec;
     fs::remove(older[i] / kManifestFile, ec);  // first: a half-removed folder is ignored
-    fs::remove_all(older[i], ec);
+    // Only what a save writes: its shards and their temporary files. Anything else someone
+    // put there (another run's folder, a file) keeps the folder, and is left as it is.
+    std::vector<fs::path> ours;
+    for (const auto& entry : fs::directory_iterator(older[i], ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_regular_file(ec) && !entry.is_symlink(ec) && name.rfind("rank-", 0) == 0) {
+        ours.push_back(entry.path());
+      }
+    }
+    for (const fs::path& f : ours) fs::remove(f, ec);
+    fs::remove(older[i], ec);  // fails, harmlessly, when the folder holds anything else
   }
 }
 
@@ -213,7 +250,7 @@ std::string save(const std::string& save_dir, zero::Engine& engine, comm::Commun
   std::string sha;
   const std::string failure =
       failure_of([&] { sha = write_shard(folder, engine, rank, ranks, elements, digest); });
-  throw_if_any_failed(comm, failure, "checkpoint " + folder + " failed on another rank");
+  throw_if_any_failed(comm, failure, "checkpoint " + folder);
 
   const std::vector<std::uint64_t> all_words =
       gather_shard_words(comm, shard_words(elements, sha, ranges));
@@ -228,7 +265,7 @@ std::string save(const std::string& save_dir, zero::Engine& engine, comm::Commun
       prune(save_dir, folder, owner, keep);
     });
   }
-  throw_if_any_failed(comm, manifest_failure, "checkpoint " + folder + " failed on rank 0");
+  throw_if_any_failed(comm, manifest_failure, "checkpoint " + folder);
   return folder;
 }
 

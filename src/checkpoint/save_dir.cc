@@ -55,10 +55,30 @@ std::string new_run_id() {
   return hex;
 }
 
+// A save folder is a folder of its own: never inside a checkpoint (the run that owns it
+// removes that folder whole with --keep) nor inside another run's save folder.
+void refuse_nested(const std::string& dir) {
+  if (const auto folder = checkpoint_containing(dir)) {
+    throw InvalidArgument(field_ref("save_dir") + ": " + quote(dir) + " is inside the checkpoint " +
+                          quote(*folder) + "; give a folder of its own");
+  }
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec).lexically_normal();
+  for (fs::path up = p.parent_path(); !up.empty(); up = up.parent_path()) {
+    if (fs::exists(up / kLockFile, ec)) {
+      throw InvalidArgument(field_ref("save_dir") + ": " + quote(dir) +
+                            " is inside the save folder " + quote(up.string()) +
+                            " of another run; give a folder of its own");
+    }
+    if (up == up.root_path()) break;
+  }
+}
+
 void make_folder(const std::string& dir) {
   if (dir.empty())
     throw InvalidArgument(field_ref("save_dir") +
                           ": expected a folder to save checkpoints in, got ''");
+  refuse_nested(dir);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
     throw InvalidArgument(

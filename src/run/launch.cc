@@ -100,6 +100,8 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
     fn(*comm);
   } catch (const UsageErrorOnEveryRank&) {
     throw;  // every rank throws it at the same point: nothing to abort
+  } catch (const ErrorOnEveryRank&) {
+    throw;
   } catch (const std::exception& e) {
     comm->abort(failure_text(e));
     throw;

@@ -1,5 +1,6 @@
 #include "zerodp/run/training.h"
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 
@@ -93,6 +94,20 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
   mine.options.micro_batch = plan.micro_batch;
   mine.options.grad_accum = plan.grad_accum;
   mine.resume_notes = plan.notes;
+  // The samples the rest of the run draws must keep the data position within what a manifest
+  // records, or the run would write a checkpoint its own reader refuses.
+  const zero::EngineState& state = resume_from->state();
+  const unsigned __int128 per_step =
+      (unsigned __int128)plan.micro_batch * plan.grad_accum * std::uint64_t(comm.size());
+  const unsigned __int128 end =
+      state.samples_done + per_step * std::uint64_t(mine.steps - state.step);
+  if (end > checkpoint::kMaxSamplesDone) {
+    throw UsageErrorOnEveryRank(
+        field_ref("steps") + ": " + quote(resume_from->folder()) + " has drawn " +
+        std::to_string(state.samples_done) + " samples already; " +
+        std::to_string(mine.steps - state.step) + " more steps would pass the " +
+        std::to_string(checkpoint::kMaxSamplesDone) + " (2^62) a checkpoint records");
+  }
   return mine;
 }
 
@@ -156,6 +171,7 @@ void Training::train() {
     if (t == first_step_) first_loss_ = last_.loss;
     seconds_ += last_.seconds;
     exposed_ += last_.exposed_comm_seconds;
+    check_finite(t);
     curve_.train.emplace_back(t, last_.loss);
     last_step_ = t;
     after_step(t);
@@ -165,6 +181,51 @@ void Training::train() {
     }
   }
   if (observer_) observer_->stepping_ended();
+}
+
+std::string divergence(const zero::StepResult& step, DType precision, float min_scale,
+                       int& skips_at_min_scale) {
+  // The forward runs in fp32 whatever the precision: a loss that is not finite is weights
+  // that are not, and no loss scale brings them back.
+  const bool loss_finite = std::isfinite(step.loss);
+  const bool scaled = precision == DType::f16;
+  if (scaled && loss_finite) {
+    // fp16 lowers its scale on each gradient overflow; at the smallest scale an overflow is
+    // the gradients' own, and a few in a row is a run that will not recover.
+    const bool at_floor = step.skipped && step.loss_scale <= min_scale;
+    skips_at_min_scale = at_floor ? skips_at_min_scale + 1 : 0;
+    if (skips_at_min_scale < Training::kMaxSkipsAtMinScale) return {};
+  } else if (loss_finite && std::isfinite(step.grad_norm) && !step.skipped) {
+    return {};
+  }
+  char what[96];
+  std::snprintf(what, sizeof what, "loss %g, gradient norm %g", double(step.loss),
+                double(step.grad_norm));
+  if (!loss_finite) return what;
+  if (scaled) {
+    return std::to_string(Training::kMaxSkipsAtMinScale) +
+           " steps in a row overflowed at the smallest loss scale (" + what + ")";
+  }
+  return std::string(what) + ", and " + std::string(dtype_name(precision)) +
+         " has no loss scale to lower";
+}
+
+// Before anything of step t is kept: a run whose loss or gradients are no longer finite has
+// diverged, and training on (skipping every step, or updating from a loss of NaN) only saves
+// weights that are no better, as if the run had succeeded.
+void Training::check_finite(std::int64_t t) {
+  const std::string why =
+      divergence(last_, s_.options.precision, s_.options.loss_scale.min_scale, skips_at_min_scale_);
+  if (!why.empty()) diverged("at step " + std::to_string(t) + ": " + why);
+}
+
+void Training::diverged(const std::string& where) const {
+  const std::string kept = saved_step_ > 0
+                               ? "; the last checkpoint is step " + std::to_string(saved_step_) +
+                                     "'s, " + quote(saved_folder_)
+                               : "; nothing of it is saved";
+  throw ErrorOnEveryRank("training diverged " + where + kept + "; lower " + field_ref("lr") +
+                         " or clip the gradients (" + field_ref("clip") + ")");
 }
 
 void Training::after_step(std::int64_t t) {
@@ -182,6 +243,17 @@ void Training::after_step(std::int64_t t) {
 // saved already.
 void Training::save(std::int64_t t) {
   if (s_.save_dir.empty() || saved_step_ == t) return;
+  // Only finite weights are saved: an update from a huge step can leave them non-finite while
+  // the step's own loss (computed before it) was finite. One float all-reduced, at saves only.
+  float non_finite = 0.0f;
+  for (const zero::Engine::OwnedChunk& chunk : engine_.owned_chunks()) {
+    for (const float w : chunk.master) non_finite += std::isfinite(w) ? 0.0f : 1.0f;
+    if (non_finite > 0.0f) break;
+  }
+  comm_.all_reduce(&non_finite, 1, DType::f32);
+  if (non_finite > 0.0f) {
+    diverged("by step " + std::to_string(t) + ": its weights hold values that are not finite");
+  }
   saved_folder_ = checkpoint::save(s_.save_dir, engine_, comm_, s_.spec.config_json().dump(),
                                    s_.run_record().dump(), s_.keep);
   saved_step_ = t;
@@ -206,6 +278,12 @@ void Training::validate(std::int64_t t) {
                               s_.options.micro_batch, s_.eval_batches);
   curve_.validation.emplace_back(t, last_val_);
   if (observer_) observer_->validated(t, last_val_);
+  // The same on every rank: validation_loss() all-reduces it.
+  if (!std::isfinite(last_val_)) {
+    char what[64];
+    std::snprintf(what, sizeof what, "validation loss %g", double(last_val_));
+    diverged("by step " + std::to_string(t) + ": " + what);
+  }
 }
 
 nlohmann::json Training::finish() {

@@ -46,6 +46,10 @@ namespace zerodp::checkpoint {
 
 // The format version written in every shard header and manifest; open() reads only this one.
 inline constexpr int kFormatVersion = 1;
+// The data position a manifest may record, and a run may reach: far beyond any run, far enough
+// below 2^63 that a resumed run adding its steps' samples never wraps, so that every manifest a
+// run writes its own reader accepts.
+inline constexpr std::uint64_t kMaxSamplesDone = std::uint64_t{1} << 62;
 
 // Collective: writes this step's checkpoint of `engine` under save_dir and returns its folder.
 // The process of rank 0 must hold a SaveDir claim of save_dir (ZERODP_CHECK otherwise): its run

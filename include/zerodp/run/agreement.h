@@ -40,6 +40,13 @@ class UsageErrorOnEveryRank : public UsageError {
   using UsageError::UsageError;
 };
 
+// The same for a run that fails, every rank at the same step for the same reason (a loss that
+// is no longer finite is the same on every rank: the ranks all-reduce it).
+class ErrorOnEveryRank : public Error {
+ public:
+  using Error::Error;
+};
+
 void check_ranks_agree(comm::Communicator& comm, const RunSettings& settings);
 
 // The line check_ranks_agree() throws, from what each rank runs of the setting `name`

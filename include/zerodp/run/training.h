@@ -86,7 +86,12 @@ class Training {
   // Continues from `checkpoint` (opened by open_resume()).
   void resume_from(const checkpoint::Checkpoint& checkpoint);
   // Steps to settings.steps, or until a stop signal (run/stop_signal.h) reached any rank.
+  // A run that diverges ends with ErrorOnEveryRank naming the step, nothing of that step or
+  // later saved: a training or validation loss that is not finite, weights that are not when a
+  // checkpoint is due, a gradient norm that is not finite without a loss scale to lower
+  // (bf16), or, with fp16, kMaxSkipsAtMinScale steps skipped in a row at the smallest scale.
   void train();
+  static constexpr int kMaxSkipsAtMinScale = 10;
   // The run's summary (rank 0; a null object on the others), after writing the loss curve to
   // settings.out: "model", "params", "stage", "ranks", "backend", "steps", "first_loss",
   // "final_loss", "val_loss", "tokens_per_second", "seconds", "exposed_comm_seconds",
@@ -101,6 +106,8 @@ class Training {
 
  private:
   void after_step(std::int64_t t);
+  void check_finite(std::int64_t t);
+  [[noreturn]] void diverged(const std::string& where) const;
   void validate(std::int64_t t);
   void save(std::int64_t t);
   void stop(std::int64_t t);
@@ -120,6 +127,14 @@ class Training {
   std::int64_t last_step_ = 0, saved_step_ = 0;  // the last step taken, and saved
   std::string saved_folder_;                     // the checkpoint saved at saved_step_
   int stopped_by_ = 0;
+  int skips_at_min_scale_ = 0;  // fp16: steps skipped in a row at the smallest loss scale
 };
+
+// Why a run whose step gave `step` has diverged, or empty when it has not: a loss that is not
+// finite (any precision); a gradient norm that is not finite, or a skipped step, without a
+// loss scale to lower (bf16); with fp16, the kMaxSkipsAtMinScale-th step in a row skipped at
+// a scale at or below `min_scale`. `skips_at_min_scale` carries that count from step to step.
+std::string divergence(const zero::StepResult& step, DType precision, float min_scale,
+                       int& skips_at_min_scale);
 
 }  // namespace zerodp::run

@@ -1,0 +1,160 @@
+// Training as a hostile user meets it: a run saving inside another run's folder, a manifest
+// whose data position is near 2^63, a learning rate that makes the run diverge, a rank whose
+// shard cannot be written, a thousand ranks on two cores. Each case failed before: another
+// run's checkpoint deleted, a checkpoint its own reader refuses, a diverged run saved and
+// ended as a success, a failure reported without its cause, minutes of spinning.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_testing.h"
+
+namespace zerodp {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_zerodp;
+
+std::string folder(const std::string& name) {
+  const std::string dir =
+      ::testing::TempDir() + "/hostile_run_" + std::to_string(::getpid()) + "_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+bool holds(const testing::CliResult& r, const std::string& part) {
+  return r.err.find(part) != std::string::npos;
+}
+
+const std::string kRun = "train --model mlp --params 20K --log-every 1 --out '' ";
+const std::string kMlp = kRun + "--steps 2 ";
+
+TEST(HostileRuns, ASaveFolderInsideAnotherRunsFolderIsRefused) {
+  const std::string dir = folder("nested");
+  ASSERT_EQ(run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/a'").status, 0);
+  ASSERT_TRUE(fs::exists(dir + "/a/step-00000002/manifest.json"));
+  // Inside a checkpoint: run A's --keep would remove the folder, and run B's with it.
+  auto r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/a/step-00000002/b'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(holds(r, "--save-dir: ") && holds(r, "is inside the checkpoint")) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  // Inside the save folder of another run, below it.
+  r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/a/sub/b'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(holds(r, "is inside the save folder")) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/a/sub"));
+}
+
+TEST(HostileRuns, PruningRemovesOnlyWhatASaveWrote) {
+  const std::string dir = folder("prune");
+  const std::string ck = dir + "/ck";
+  ASSERT_EQ(run_zerodp(kMlp + "--ranks 2 --save-dir '" + ck + "'").status, 0);
+  // Someone else's file in the old checkpoint: the run that prunes it must leave it.
+  std::ofstream(ck + "/step-00000002/notes.txt") << "mine\n";
+  const auto r = run_zerodp(
+      "train --model mlp --params 20K --steps 4 --log-every 1 --out '' "
+      "--ranks 2 --keep 1 --resume '" +
+      ck + "' --save-dir '" + ck + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(ck + "/step-00000004/manifest.json"));
+  EXPECT_FALSE(fs::exists(ck + "/step-00000002/manifest.json"));
+  EXPECT_FALSE(fs::exists(ck + "/step-00000002/rank-00000-of-00002.bin"));
+  EXPECT_EQ(text_of(ck + "/step-00000002/notes.txt"), "mine\n");
+}
+
+// The manifest of a tiny run, with its data position replaced by `samples_done`.
+std::string checkpoint_with_samples_done(const std::string& dir, std::uint64_t samples_done) {
+  const std::string ck = dir + "/ck";
+  EXPECT_EQ(run_zerodp(kMlp + "--ranks 1 --save-dir '" + ck + "'").status, 0);
+  const std::string step = ck + "/step-00000002";
+  nlohmann::json m = nlohmann::json::parse(text_of(step + "/manifest.json"));
+  m["state"]["samples_done"] = samples_done;
+  std::ofstream(step + "/manifest.json", std::ios::trunc) << m.dump();
+  return step;
+}
+
+TEST(HostileRuns, ADataPositionBeyondWhatAManifestRecordsIsRefused) {
+  const std::string dir = folder("samples");
+  const std::string step = checkpoint_with_samples_done(dir, (std::uint64_t{1} << 63) - 8);
+  const auto r = run_zerodp(kRun + "--ranks 1 --steps 4 --resume '" + step + "'");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(holds(r, "state.samples_done")) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+}
+
+TEST(HostileRuns, AResumeThatWouldPassTheLargestDataPositionIsRefusedBeforeItsFirstStep) {
+  const std::string dir = folder("samples_end");
+  // 2^62 - 8 is accepted; two more steps of 8 samples each would pass 2^62.
+  const std::string step = checkpoint_with_samples_done(dir, (std::uint64_t{1} << 62) - 8);
+  const auto r = run_zerodp(kRun + "--ranks 1 --steps 4 --resume '" + step + "' --save-dir '" +
+                            dir + "/next'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(holds(r, "--steps: ") && holds(r, "(2^62)")) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/next/step-00000004"));
+}
+
+TEST(HostileRuns, ADivergedRunStopsNamingTheStepAndSavesNothingOfIt) {
+  int refused_evals = 0;
+  for (const std::string precision : {"bf16", "fp16"}) {
+    const std::string dir = folder("diverged_" + precision);
+    const auto r = run_zerodp(
+        "train --layers 1 --hidden 32 --heads 2 --seq-len 16 --micro-batch 2 --ranks 2 --steps 30 "
+        "--lr 1e30 --log-every 1 --out '' "
+        "--precision " +
+        precision + " --save-dir '" + dir + "/ck' --save-every 1");
+    EXPECT_EQ(r.status, 1) << precision << ": " << r.err;
+    EXPECT_TRUE(holds(r, "training diverged at step ") || holds(r, "training diverged by step "))
+        << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    // Every checkpoint kept is one of a step before the one named. The update of the last
+    // finite step may already have made weights whose loss is not finite: eval refuses those,
+    // in one line, rather than printing a loss of NaN as a result.
+    const std::size_t at = r.err.find("step ") + 5;
+    const long stopped = std::stol(r.err.substr(at));
+    for (const auto& e : fs::directory_iterator(dir + "/ck")) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("step-", 0) != 0) continue;
+      EXPECT_LT(std::stol(name.substr(5)), stopped) << name;
+      const auto eval = run_zerodp("eval --checkpoint '" + e.path().string() + "'");
+      if (eval.status == 0) continue;
+      refused_evals += 1;
+      EXPECT_EQ(eval.status, 1) << eval.err;
+      EXPECT_TRUE(eval.err.find("they are not a trained model") != std::string::npos) << eval.err;
+      EXPECT_EQ(lines(eval.err), 1u) << eval.err;
+    }
+  }
+  // With a learning rate of 1e30 the first update leaves weights near 1e29, whose forward
+  // overflows fp32: the refusal above is met, not only allowed.
+  EXPECT_GT(refused_evals, 0);
+}
+
+TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
+  const std::string dir = folder("rank_fails");
+  // Rank 3's shard name is taken by a folder: only rank 3's write fails.
+  fs::create_directories(dir + "/ck/step-00000002/rank-00003-of-00004.bin");
+  const auto r = run_zerodp(kMlp + "--ranks 4 --save-dir '" + dir + "/ck'");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(holds(r, "step-00000002 failed on rank 3: ")) << r.err;
+  EXPECT_TRUE(holds(r, "it is a directory")) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/ck/step-00000002/manifest.json"));
+}
+
+}  // namespace
+}  // namespace zerodp
