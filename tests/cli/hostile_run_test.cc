@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -154,6 +155,19 @@ TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
   EXPECT_TRUE(holds(r, "it is a directory")) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/ck/step-00000002/manifest.json"));
+}
+
+// A thousand thread ranks on two cores train and agree. (How long it takes is a benchmark's
+// question, bench/bench_many_ranks.cc: a check over every rank's buffers that each rank made
+// over every pair took minutes here.)
+TEST(HostileRuns, AThousandThreadRanksTrainAStep) {
+  const auto r =
+      run_zerodp("train --model mlp --params 100K --ranks 1024 --steps 1 --out '' --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"], 1024);
+  EXPECT_EQ(j["steps"], 1);
+  EXPECT_TRUE(std::isfinite(j["final_loss"].get<double>()));
 }
 
 }  // namespace

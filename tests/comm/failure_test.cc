@@ -204,6 +204,33 @@ TEST(CommFailure, RanksSharingABufferAreReported) {
   });
 }
 
+// The check over every rank's buffers is a sweep, not a pairwise loop: it must find the same
+// pairs the pairwise rule names, far apart in rank order, and allow what the rule allows.
+TEST(CommFailure, OverlapsAreFoundAmongManyRanksAndSharedReadsAreAllowed) {
+  constexpr int kRanks = 16;
+  constexpr std::size_t kCount = 4 * kRanks;
+  // Every rank reads one shared input: reads may overlap.
+  std::vector<float> shared_in(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) shared_in[i] = float(i);
+  run_thread_ranks(kRanks, {}, [&](Communicator& comm) {
+    std::vector<float> out(4, -1.0f);
+    comm.reduce_scatter(shared_in.data(), out.data(), kCount, DType::f32);
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(out[i], float(kRanks) * float(4 * comm.rank() + int(i)));
+    }
+  });
+  // Rank 11 gathers into memory rank 3 reads from: ranks 3 and 11, whatever lies between.
+  std::vector<float> block(kCount * 2, 1.0f);
+  run_thread_ranks(kRanks, {}, [&](Communicator& comm) {
+    std::vector<float> own_in(4, 0.0f), own_out(kCount, 0.0f);
+    float* in = comm.rank() == 3 ? block.data() + kCount : own_in.data();
+    float* out = comm.rank() == 11 ? block.data() + kCount - 8 : own_out.data();
+    EXPECT_THAT(error_of([&] { comm.all_gather(in, out, kCount, DType::f32); }),
+                HasSubstr("ranks 3 and 11 passed overlapping buffers to all_gather #1"));
+  });
+  EXPECT_EQ(block, std::vector<float>(kCount * 2, 1.0f));
+}
+
 TEST(CommFailure, BadArgumentsAreUsageErrors) {
   EXPECT_THROW(run_thread_ranks(0, {}, [](Communicator&) {}), UsageError);
   Options zero;

@@ -35,8 +35,9 @@ void ThreadCommunicator::arrive(const Work& work, Clock::time_point deadline) {
 }
 
 void ThreadCommunicator::move_data(const Work& work, Clock::time_point deadline) {
-  // Checked by every rank over every rank's buffers: one verdict, before any data moves.
-  if (std::string bad = check_buffers(*group_, seq_); !bad.empty()) {
+  // One verdict over every rank's buffers, before any data moves.
+  const std::string bad = group_->verdict(seq_, [&] { return check_buffers(*group_, seq_); });
+  if (!bad.empty()) {
     group_->fail(bad);
     throw Error(group_->reason());
   }

@@ -35,6 +35,7 @@ void Group::await(std::uint64_t phase, const Call& call, std::chrono::millisecon
   auto done = [&] {
     if (arrivals_.load(std::memory_order_acquire) >= target) return true;
     if (failed()) return true;
+    if (left_count_.load(std::memory_order_acquire) == 0) return false;
     for (int r = 0; r < ranks_; ++r) {
       if (state_[r].left.load(std::memory_order_acquire) &&
           state_[r].phase.load(std::memory_order_relaxed) < phase) {
@@ -88,6 +89,7 @@ void Group::fail(const std::string& reason) noexcept {
 
 void Group::leave(int rank) noexcept {
   state_[rank].left.store(true, std::memory_order_release);
+  left_count_.fetch_add(1, std::memory_order_acq_rel);
   bell_.ring();
 }
 

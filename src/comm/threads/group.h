@@ -50,6 +50,19 @@ class Group {
   // rank will issue no more collectives (its function returned).
   void leave(int rank) noexcept;
 
+  // The verdict compute() gives on call seq, computed by the first rank that asks and handed
+  // to the others: a check over every rank's buffers needs doing once per collective, not once
+  // per rank. Every rank must have published call seq before any asks.
+  template <class Compute>
+  std::string verdict(std::uint64_t seq, Compute compute) {
+    std::lock_guard<std::mutex> lock(verdict_mu_);
+    if (verdict_seq_ != seq) {
+      verdict_ = compute();
+      verdict_seq_ = seq;
+    }
+    return verdict_;
+  }
+
   // The bytes moved for rank, counted by whichever rank does the copy. Kept here, not in the
   // rank's communicator, so a peer's count never outlives what it counts into.
   MovedBytes& moved(int rank) const { return state_[rank].moved; }
@@ -69,6 +82,12 @@ class Group {
   const int spin_;
   std::vector<RankState> state_;
   alignas(64) std::atomic<std::uint64_t> arrivals_{0};
+  // How many ranks have left: the waiters look for which only when some have, so that a wait
+  // costs O(1) however many ranks there are.
+  std::atomic<int> left_count_{0};
+  std::mutex verdict_mu_;
+  std::uint64_t verdict_seq_ = ~std::uint64_t{0};  // no call has that number
+  std::string verdict_;
   Bell bell_;
   FailureLatch failure_;
 };
