@@ -78,9 +78,12 @@ const ZerodpPage = (() => {
     for (const o of options) {
       const key = o.name.slice(2);
       known.add(key);
-      if (!params.has(key)) continue;
-      const value = params.get(key);
-      if (o.flag ? isOn(value) : value !== "") state.push({ option: o, value });
+      // Every value of a key that is given twice, as the command line gets it twice, so
+      // that the planner refuses it ("--gpus: At Most 1 required but received 2") rather
+      // than the page silently taking one of them.
+      for (const value of params.getAll(key)) {
+        if (o.flag ? isOn(value) : value !== "") state.push({ option: o, value });
+      }
     }
     for (const [key, value] of params) {
       if (!known.has(key)) state.push({ option: { name: "--" + key, flag: false }, value });
@@ -107,7 +110,7 @@ const ZerodpPage = (() => {
   function queryFromState(state) {
     const params = new URLSearchParams();
     for (const { option, value } of state) {
-      params.set(option.name.slice(2), option.flag ? "1" : value);
+      params.append(option.name.slice(2), option.flag ? "1" : value);
     }
     return params.toString();
   }
@@ -150,14 +153,34 @@ const ZerodpPage = (() => {
     return { svg: new TextDecoder().decode(wasm.FS.readFile("/tmp/figure.svg")) };
   }
 
+  // A refusal in the planner's own form, for what the page cannot pass on to it.
+  const refusal = (message) => ({ status: 2, stdout: "", stderr: "zerodp: " + message + "\n" });
+
   // Plan and figure for a state: what the page shows, with no DOM involved.
   function evaluate(state) {
-    const argv = planArgv(state);
-    const text = run(argv);
-    const result = { argv, text, json: null, plan: null, figure: null };
-    if (text.status !== 0) return result;
-    result.json = run(argv.concat(["--json"]));
-    result.plan = JSON.parse(result.json.stdout);
+    const result = { argv: null, text: null, json: null, plan: null, figure: null };
+    // A key of an output flag (help=1 in the address) would make the planner print its help
+    // or a link where the page expects a plan: it is refused like any other bad input.
+    const output = state.find((s) => OUTPUT_FLAGS.has(s.option.name));
+    if (output) {
+      const key = output.option.name.slice(2);
+      result.text = refusal(`${output.option.name}: chooses how the command line prints, not ` +
+                            `what the plan is, and the page shows all of it; remove '${key}' ` +
+                            "from the address");
+      return result;
+    }
+    result.argv = planArgv(state);
+    result.text = run(result.argv);
+    if (result.text.status !== 0) return result;
+    result.json = run(result.argv.concat(["--json"]));
+    try {
+      result.plan = JSON.parse(result.json.stdout);
+    } catch (e) {
+      // Not expected of the planner; if it happens, the page says so instead of stopping.
+      const first = (result.json.stderr || result.json.stdout).trim().split("\n")[0];
+      result.text = refusal("the plan could not be read as JSON: " + first);
+      return result;
+    }
     result.figure = figure(state, result.plan);
     return result;
   }

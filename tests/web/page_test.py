@@ -259,6 +259,36 @@ def examples(zerodp, site, browser, profile, tmp):
               f"{name}: the page shows {element_text(dom, 'error-' + flag[2:])!r} beside "
               f"{flag}, the CLI {message!r}")
 
+    # Hostile addresses: a key given twice is refused as the command line refuses a flag given
+    # twice; a config nested 20,000 deep gets the CLI's one line (the page answers, it does
+    # not stop); a key of an output flag gets a line of its own instead of a blank page.
+    deep = "[" * 20000 + "]" * 20000
+    for name, pairs in [
+        ("repeated gpus", [("params", "1e9"), ("gpus", "8"), ("gpus", "16")]),
+        ("deep config.json", [("model-config", '{"n_layer": ' + deep + "}"), ("gpus", "8")]),
+    ]:
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            f.write(dict(pairs).get("model-config", ""))
+        native_pairs = [(k, "config.json" if k == "model-config" else v) for k, v in pairs]
+        dom = dump_dom(browser, index + "?" + query_of(pairs), profile)
+        if not check('data-ready="true"' in dom, f"{name}: the page did not finish"):
+            continue
+        expected = native(zerodp, argv_of(native_pairs, FLAGS), cwd=tmp)
+        message = expected["stderr"].strip()
+        check(expected["status"] == 2 and message.count("\n") == 0,
+              f"{name}: the CLI gave {expected}")
+        check(element_text(dom, "message") == message,
+              f"{name}: the page shows {element_text(dom, 'message')!r}, the CLI {message!r}")
+        check(element_text(dom, "plan-text") == "", f"{name}: a table shows beside an error")
+    for key in ("help", "json", "link"):
+        dom = dump_dom(browser, index + f"?params=1e9&gpus=8&{key}=1", profile)
+        if not check('data-ready="true"' in dom, f"{key}=1: the page did not finish"):
+            continue
+        message = element_text(dom, "message") or ""
+        check(message.startswith(f"zerodp: --{key}: ") and f"remove '{key}'" in message,
+              f"{key}=1: the page shows {message!r}")
+        check(element_text(dom, "plan-text") == "", f"{key}=1: a table shows beside an error")
+
     # A pasted config.json: the page's table is the CLI's for the same file.
     with open(os.path.join(tmp, "config.json"), "w") as f:
         f.write(GPT2_CONFIG)
