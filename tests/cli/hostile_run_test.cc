@@ -4,10 +4,13 @@
 // run's checkpoint deleted, a checkpoint its own reader refuses, a diverged run saved and
 // ended as a success, a failure reported without its cause, minutes of spinning.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -155,6 +158,41 @@ TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
   EXPECT_TRUE(holds(r, "it is a directory")) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/ck/step-00000002/manifest.json"));
+}
+
+// A folder on a tmpfs of `kib` KiB, unmounted when the test ends; empty when this machine
+// does not let the test mount one (not root, no CAP_SYS_ADMIN).
+class SmallDisk {
+ public:
+  SmallDisk(const std::string& dir, int kib) : dir_(dir) {
+    const std::string options = "size=" + std::to_string(kib) + "k";
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) == 0) mounted_ = true;
+  }
+  ~SmallDisk() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+TEST(HostileRuns, ASaveOnAFullDiskFailsWithTheCauseAndLeavesNoHalfCheckpoint) {
+  const std::string dir = folder("full_disk");
+  fs::create_directories(dir + "/disk");
+  const SmallDisk disk(dir + "/disk", 64);  // a shard of this model alone is 120 KiB
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  const auto r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/disk/ck'");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(holds(r, "failed on rank ") && holds(r, "No space left on device")) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  // Nothing a reader could take for a checkpoint, and no temporary file left to fill the disk.
+  for (const auto& e : fs::recursive_directory_iterator(dir + "/disk/ck")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << e.path();
+    EXPECT_NE(name, "manifest.json") << e.path();
+  }
 }
 
 // A thousand thread ranks on two cores train and agree. (How long it takes is a benchmark's
