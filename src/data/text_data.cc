@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <memory>
 
+#include <unistd.h>
+
 #include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
 #include "zerodp/common/rng.h"
 #include "zerodp/common/units.h"
 
@@ -44,9 +47,16 @@ std::size_t minimum_bytes(std::size_t window, int percent) {
 }  // namespace
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) throw Error("cannot read data file '" + path + "': " + std::strerror(errno));
+  // A regular file only, opened without blocking: a path swapped for a FIFO or a device after
+  // the caller checked it is refused here, not read forever.
+  std::string why;
+  const int fd = open_regular(path, why);
+  if (fd < 0) throw Error("cannot read data file " + quote(path) + ": " + why);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(::fdopen(fd, "rb"), &std::fclose);
+  if (!file) {
+    ::close(fd);
+    throw Error("cannot read data file " + quote(path) + ": " + std::strerror(errno));
+  }
   std::vector<std::uint8_t> bytes;
   std::uint8_t buffer[1 << 16];
   std::size_t got;
@@ -54,7 +64,7 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
     bytes.insert(bytes.end(), buffer, buffer + got);
   }
   if (std::ferror(file.get())) {
-    throw Error("cannot read data file '" + path + "': " + std::strerror(errno));
+    throw Error("cannot read data file " + quote(path) + ": " + std::strerror(errno));
   }
   return bytes;
 }

@@ -45,12 +45,22 @@ bool parse_loss(const std::string& field, std::optional<double>& value) {
 }  // namespace
 
 void LossCurve::load_csv_before(const std::string& path, std::int64_t first_step) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return;
+  // Bounded: rows are a few dozen bytes, so this is tens of millions of steps; a larger file
+  // is not a curve of this run's and is not read into memory.
+  constexpr std::uint64_t kMaxCurveBytes = 256 << 20;
+  std::string why;
+  const std::optional<std::string> text = read_bounded(path, kMaxCurveBytes, why);
+  if (!text) {
+    throw Error(printable(path) + ": " + why + "; a resumed run reads the loss curve it " +
+                "continues (choose another " + field_ref("out") + ")");
+  }
+  std::istringstream in(*text);
   std::string line;
   std::getline(in, line);
   if (line != "step,train_loss,val_loss") {
-    throw Error(path +
+    throw Error(printable(path) +
                 ": line 1 is not 'step,train_loss,val_loss'; it is not a zerodp loss "
                 "curve, so a resumed run will not replace it (choose another " +
                 field_ref("out") + ")");
@@ -66,7 +76,7 @@ void LossCurve::load_csv_before(const std::string& path, std::int64_t first_step
     std::optional<double> train_loss, val_loss;
     if (step_text.empty() || *end != '\0' || step < 1 || !parse_loss(train_text, train_loss) ||
         !parse_loss(val_text, val_loss)) {
-      throw Error(path + ": line " + std::to_string(number) +
+      throw Error(printable(path) + ": line " + std::to_string(number) +
                   " is not 'step,train_loss,val_loss'; choose another " + field_ref("out") +
                   " or remove the file");
     }

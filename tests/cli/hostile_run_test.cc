@@ -45,7 +45,8 @@ bool holds(const testing::CliResult& r, const std::string& part) {
   return r.err.find(part) != std::string::npos;
 }
 
-const std::string kRun = "train --model mlp --params 20K --log-every 1 --out '' ";
+const std::string kBare = "train --model mlp --params 20K --log-every 1 ";
+const std::string kRun = kBare + "--out '' ";
 const std::string kMlp = kRun + "--steps 2 ";
 
 TEST(HostileRuns, ASaveFolderInsideAnotherRunsFolderIsRefused) {
@@ -158,6 +159,21 @@ TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
   EXPECT_TRUE(holds(r, "it is a directory")) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/ck/step-00000002/manifest.json"));
+}
+
+TEST(HostileRuns, ALossCurveThatIsNotOneIsRefusedWithItsNameEscaped) {
+  const std::string dir = folder("curve");
+  ASSERT_EQ(run_zerodp(kMlp + "--ranks 1 --save-dir '" + dir + "/ck'").status, 0);
+  // A folder whose name clears the screen, holding a loss.csv that is not a curve.
+  const std::string out = dir + "/\x1b[2Jout";
+  fs::create_directories(out);
+  std::ofstream(out + "/loss.csv") << "\x1b]0;owned\x07not a curve\n";
+  const auto r =
+      run_zerodp(kBare + "--ranks 1 --steps 4 --resume '" + dir + "/ck' --out '" + out + "'");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(holds(r, "\\x1b[2Jout/loss.csv") && holds(r, "is not a zerodp loss curve")) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
 }
 
 // A folder on a tmpfs of `kib` KiB, unmounted when the test ends; empty when this machine
