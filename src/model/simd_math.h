@@ -52,9 +52,13 @@ inline float lane_max(std::size_t n, const float* x) {
 }
 
 // e^x for float x; 0 below -87.3 (where e^x leaves the normal range); x is clamped at 88
-// above (e^88 = 1.7e38), so the result is never +inf.
+// above (e^88 = 1.7e38), so the result is never +inf. NaN gives NaN: it takes the arithmetic
+// as 0 (a NaN converted to int is undefined behaviour) and is put back at the end, so a
+// diverged run's NaN reaches the loss, where training stops on it.
 inline float exp_approx(float x) {
-  const float clamped = select(x > 88.0f, 88.0f, select(x < -87.3f, -87.3f, x));
+  const bool nan = !(x == x);
+  const float finite = select(nan, 0.0f, x);
+  const float clamped = select(finite > 88.0f, 88.0f, select(finite < -87.3f, -87.3f, finite));
   // n = round(x / ln 2) by the 1.5 * 2^23 trick (exact for |n| < 2^22).
   const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   // r = x - n ln 2, with ln 2 split in two so that n * 0.693359375 is exact.
@@ -69,7 +73,7 @@ inline float exp_approx(float x) {
   const float er = (p * r2 + r) + 1.0f;
   const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
   const float y = er * std::bit_cast<float>(bits);
-  return select(x < -87.3f, 0.0f, y);
+  return select(nan, x, select(x < -87.3f, 0.0f, y));
 }
 
 inline float sigmoid_approx(float x) {
