@@ -9,15 +9,16 @@
 
 const ZerodpPage = (() => {
   // Flags that choose how the CLI prints, not what the plan is: the page shows all of it.
-  const OUTPUT_FLAGS = new Set(["--help", "--json", "--link", "--link-base", "--list-models"]);
+  const OUTPUT_FLAGS = new Set(["--help", "--json", "--link", "--link-base", "--list-models",
+                                "--list-gpus"]);
 
   // Hand-written sections for the flags known when the page was written; a flag that is in
   // none of them (one added to the planner later) lands in "More inputs", so every input of
   // `zerodp plan` has a field without editing this page.
   const SECTIONS = [
     ["Model", ["--params", "--model", "--model-config"]],
-    ["GPUs", ["--gpus", "--stage", "--gpu-memory", "--round-to", "--gpus-per-node", "--nodes",
-              "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers"]],
+    ["GPUs", ["--gpus", "--stage", "--gpu", "--gpu-memory", "--round-to", "--gpus-per-node",
+              "--nodes", "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers"]],
     ["Activations", ["--activations", "--layers", "--hidden", "--heads", "--seq-len",
                      "--micro-batch", "--checkpointing", "--attention"]],
     ["Step time", ["--compute-time", "--bandwidth", "--overlap", "--comm-bytes",

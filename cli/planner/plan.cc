@@ -100,12 +100,21 @@ catalog::Attention parse_attention(const std::string& text) {
 // Activations of a published model, from its config and --seq-len, --micro-batch.
 void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
                             const catalog::ModelConfig& config, report::PlanInputs& in) {
+  const std::string model_flag = f.model.empty() ? "--model-config" : "--model";
   if (f.seq_len.empty() && !micro_batch.value) {
     for (const auto& [flag, text] :
          {std::pair{"--checkpointing", &f.checkpointing}, {"--attention", &f.attention}}) {
       if (!text->empty()) {
         throw UsageError(std::string(flag) + ": needs --seq-len and --micro-batch");
       }
+    }
+    // A model's activations are most of what decides a fit: without the sequence and the
+    // batch they are unknown, and a plan that counted them as zero would claim fits it has
+    // not checked. --activations 0B asks for the model state alone, knowingly.
+    if (f.activations.empty()) {
+      throw UsageError("--seq-len, --micro-batch: required with " + model_flag +
+                       " to count its activations, whole numbers such as --seq-len 4096 "
+                       "--micro-batch 1 (or --activations 0B for the model state alone)");
     }
     read_given_activations(f, in);
     return;
@@ -114,10 +123,15 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
     throw UsageError(
         "--activations: not with --seq-len and --micro-batch, from which they are computed");
   }
-  const char* missing = f.seq_len.empty() ? "--seq-len" : !micro_batch.value ? "--micro-batch" : "";
-  if (*missing) {
-    throw UsageError(std::string(missing) +
-                     ": required with the other (--seq-len, --micro-batch), a whole number");
+  if (f.seq_len.empty()) {
+    throw UsageError("--seq-len: required with " + model_flag + " and a micro-batch (" +
+                     (f.micro_batch.empty() ? "the DeepSpeed config's " + micro_batch.text
+                                            : "--micro-batch " + micro_batch.text) +
+                     ") to count its activations, a whole number such as 4096");
+  }
+  if (!micro_batch.value) {
+    throw UsageError("--micro-batch: required with " + model_flag +
+                     " and --seq-len to count its activations, a whole number such as 1");
   }
   const std::uint64_t s = units::parse_whole(f.seq_len, "--seq-len");
   const std::uint64_t b = *micro_batch.value;
@@ -276,7 +290,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   in.offload.optimizer = settings.offload_optimizer.value_or(deepspeed::OffloadDevice::none);
   in.offload.params = settings.offload_params.value_or(deepspeed::OffloadDevice::none);
   if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
-  if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_bytes(f.gpu_memory, "--gpu-memory");
+  read_gpu_memory(f, in);
   const MicroBatch micro_batch{settings.micro_batch, f.micro_batch.empty() && settings.micro_batch
                                                          ? std::to_string(*settings.micro_batch)
                                                          : f.micro_batch};
@@ -374,7 +388,13 @@ void add_gpu_options(CLI::App* cmd, PlanFlags& f) {
       "the stage you will run, 0-3: a note says whether it fits at N, why, and whether "
       "offloading the optimizer would make it fit",
       "S");
-  opt("--gpu-memory", f.gpu_memory, "memory per GPU: 80GB, 24GiB", "BYTES");
+  opt("--gpu", f.gpu,
+      "the GPU by name (--list-gpus): a100-80gb, h100-80gb, rtx-4090 ...; its memory as CUDA "
+      "reports it",
+      "NAME");
+  cmd->add_flag("--list-gpus", f.list_gpus, "list the GPUs --gpu knows, and exit");
+  opt("--gpu-memory", f.gpu_memory,
+      "memory per GPU: 80GB, 24GiB, 23.65GiB (as an out-of-memory message prints it)", "BYTES");
   opt("--activations", f.activations, "activation memory per GPU: 12GB", "BYTES");
   opt("--layers", f.layers, "transformer layers L (activations from the shape)", "N");
   opt("--hidden", f.hidden, "hidden size h", "N");
@@ -423,6 +443,10 @@ void add_plan_command(CLI::App& root) {
   cmd->callback([flags, link, cmd] {
     if (flags->list_models) {
       list_models();
+      return;
+    }
+    if (flags->list_gpus) {
+      list_gpus();
       return;
     }
     report::PlanInputs inputs = read_inputs(*flags);

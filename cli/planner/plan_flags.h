@@ -19,12 +19,12 @@
 namespace zerodp::cli {
 
 struct PlanFlags {
-  std::string params, gpus, gpu_memory, activations, round_to;
+  std::string params, gpus, gpu_memory, gpu, activations, round_to;
   std::string model, model_config, attention;
   std::string estimator, largest_layer, gpus_per_node, nodes;
   std::string offload_optimizer, offload_params, deepspeed_config;
   std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
-  bool list_models = false;
+  bool list_models = false, list_gpus = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
   PrecisionFlags model_bytes;
@@ -53,6 +53,10 @@ struct ZeroPlusPlusAsked {
   bool any() const { return request.any(); }
 };
 void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& zeropp, report::PlanInputs& in);
+// --gpu NAME (the memory the card reports) or --gpu-memory BYTES, one or the other.
+void read_gpu_memory(const PlanFlags& f, report::PlanInputs& in);
+// --list-gpus: the cards --gpu knows, what each reports and where that is from.
+void list_gpus();
 void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report::PlanInputs& in);
 
 // plan_deepspeed.cc.

@@ -2,15 +2,49 @@
 // --nodes, --intra-bandwidth, --inter-bandwidth), ZeRO++ (--zeropp or the DeepSpeed config),
 // and the GPU peak's terms (--buffers, --cuda-overhead, --largest-layer).
 #include <climits>
+#include <cstdio>
 #include <sstream>
 
 #include "plan_flags.h"
+#include "zerodp/catalog/gpus.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/runtime.h"
 #include "zerodp/deepspeed/topology.h"
 
 namespace zerodp::cli {
+
+void read_gpu_memory(const PlanFlags& f, report::PlanInputs& in) {
+  if (!f.gpu.empty()) {
+    if (!f.gpu_memory.empty()) {
+      throw UsageError("--gpu-memory: not with --gpu, which gives the card's memory; give one");
+    }
+    in.gpu = catalog::find_gpu(f.gpu);
+    if (!in.gpu) {
+      const std::string near = catalog::suggest_gpu(f.gpu);
+      throw UsageError("--gpu: unknown GPU " + shown(f.gpu) +
+                       (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                       " (--list-gpus lists them; --gpu-memory gives any other)");
+    }
+    in.gpu_memory = in.gpu->reported_bytes;
+    return;
+  }
+  if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_capacity(f.gpu_memory, "--gpu-memory");
+}
+
+void list_gpus() {
+  std::printf("%-10s %-30s %-28s %s\n", "--gpu", "device", "sold as", "reports to CUDA");
+  for (const catalog::GpuSpec& g : catalog::gpu_catalogue()) {
+    std::printf("%-10.*s %-30.*s %-28.*s %s = %s\n", int(g.name.size()), g.name.data(),
+                int(g.device.size()), g.device.data(), int(g.sold_as.size()), g.sold_as.data(),
+                units::format_bytes_in(g.reported_bytes, {"GiB", double(1ull << 30)}).c_str(),
+                units::format_bytes_in(g.reported_bytes, {"GB", 1e9}).c_str());
+  }
+  std::printf(
+      "\nreported: the smallest total a public report of the card gives (PyTorch's "
+      "\"total capacity\"); sources: plan --gpu NAME prints its own, docs/planner.md "
+      "lists them all\n");
+}
 
 // --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.
 void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::PlanInputs& in) {

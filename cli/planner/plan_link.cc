@@ -15,7 +15,7 @@ namespace {
 // Flags that choose how the CLI prints, not what the plan is: the page has its own view.
 bool describes_output(const std::string& name) {
   return name == "--help" || name == "--json" || name == "--link" || name == "--link-base" ||
-         name == "--list-models";
+         name == "--list-models" || name == "--list-gpus";
 }
 
 std::string file_text(const std::string& path, const std::string& flag) {

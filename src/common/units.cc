@@ -98,14 +98,40 @@ std::optional<std::uint64_t> exact_value(const Decimal& d, int p10, int p2) {
   throw UsageError(message);
 }
 
+// What a value that is not a whole number of the unit becomes: refused, or (a capacity a
+// report prints rounded, "23.65GiB") rounded down to whole bytes.
+enum class Fraction { rejected, floored };
+
+// `d` * 10^p10 * 2^p2 rounded down to a whole number, or nullopt past 64 bits. Called once
+// exact_value() has refused: a value with decimals below the unit, or one too large.
+std::optional<std::uint64_t> floored_value(Decimal d, int p10, int p2) {
+  constexpr u128 kLimit = std::numeric_limits<std::uint64_t>::max();
+  int e = d.exponent + p10;
+  if (e >= 0) return std::nullopt;  // whole, so exact_value() refused it as too large
+  // A decimal past the 20th moves the value by less than 2^50 / 10^20 < 10^-5 of a byte.
+  while (e < -20) d.mantissa /= 10, ++e;
+  u128 pow10 = 1;
+  for (int i = 0; i < -e; ++i) pow10 *= 10;  // at most 10^20 < 2^67
+  // q * 2^p2 + floor(r * 2^p2 / 10^-e), where r * 2^p2 < 2^67 * 2^50 fits in 128 bits.
+  const u128 q = d.mantissa / pow10, r = d.mantissa % pow10;
+  if (q > (kLimit >> p2)) return std::nullopt;
+  const u128 v = (q << p2) + (r << p2) / pow10;
+  if (v > kLimit) return std::nullopt;
+  return static_cast<std::uint64_t>(v);
+}
+
 std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, Zero zero,
                                   std::string_view expected,
-                                  std::initializer_list<Multiplier> multipliers) {
+                                  std::initializer_list<Multiplier> multipliers,
+                                  Fraction fraction = Fraction::rejected) {
   auto d = split_decimal(text);
   if (!d) reject(flag, expected, text);
   for (const Multiplier& m : multipliers) {
     if (d->suffix != m.suffix) continue;
     auto value = exact_value(*d, m.power_of_ten, m.power_of_two);
+    if (!value && fraction == Fraction::floored) {
+      value = floored_value(*d, m.power_of_ten, m.power_of_two);
+    }
     if (!value) {
       // Tell apart "too large" from "not whole": the user fixes them differently.
       Decimal whole = *d;
@@ -184,6 +210,23 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zer
                               {"GiB", 0, 30},
                               {"TiB", 0, 40},
                               {"PiB", 0, 50}});
+}
+
+std::uint64_t parse_capacity(std::string_view text, std::string_view flag) {
+  return parse_with_suffixes(text, flag, Zero::rejected, "a size such as 80GB, 24GiB or 23.65GiB",
+                             {{"B", 0, 0},
+                              {"KB", 3, 0},
+                              {"kB", 3, 0},
+                              {"MB", 6, 0},
+                              {"GB", 9, 0},
+                              {"TB", 12, 0},
+                              {"PB", 15, 0},
+                              {"KiB", 0, 10},
+                              {"MiB", 0, 20},
+                              {"GiB", 0, 30},
+                              {"TiB", 0, 40},
+                              {"PiB", 0, 50}},
+                             Fraction::floored);
 }
 
 double parse_seconds(std::string_view text, std::string_view flag) {

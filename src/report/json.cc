@@ -76,6 +76,25 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
   return j;
 }
 
+json gpu_json(const catalog::GpuSpec& g) {
+  return {{"name", std::string(g.name)},
+          {"device", std::string(g.device)},
+          {"sold_as", std::string(g.sold_as)},
+          {"reported_bytes", g.reported_bytes},
+          {"reported_as", std::string(g.reported_as)},
+          {"source", std::string(g.source)}};
+}
+
+// The cards sold as --gpu-memory's figure ("40GB"), with what each reports; empty with --gpu.
+json cards_json(const PlanInputs& in) {
+  json cards = json::array();
+  if (in.gpu || !in.gpu_memory) return cards;
+  for (const catalog::GpuSpec* g : catalog::cards_sold_as(*in.gpu_memory)) {
+    cards.push_back(gpu_json(*g));
+  }
+  return cards;
+}
+
 }  // namespace
 
 std::string plan_json(const PlanReport& report, const FieldNamer& name) {
@@ -86,6 +105,8 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"params", or_null(in.params)},
       {"gpus", or_null(in.gpus)},
       {"gpu_memory_bytes", or_null(in.gpu_memory)},
+      {"gpu", in.gpu ? gpu_json(*in.gpu) : json(nullptr)},
+      {"cards_sold_as_gpu_memory", cards_json(in)},
       {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},
       {"round_to", or_null(in.round_to)},
       {"offload_optimizer", std::string(deepspeed::offload_device_name(in.offload.optimizer))},

@@ -60,6 +60,32 @@ std::uint64_t largest(const PlanReport& report, T field) {
   return most;
 }
 
+// What the GPU memory is: a card's own report (--gpu); or, for a figure some cards are sold by
+// ("40GB"), what those cards report instead, which is what a run can fill.
+std::string gpu_line(const PlanInputs& in, bool binary) {
+  // Two decimals, as PyTorch prints a device's total: "84.98 GB" and "84.94 GB" differ.
+  auto precise = [binary](std::uint64_t b) {
+    return binary ? units::format_bytes_in(b, {"GiB", double(1ull << 30)})
+                  : units::format_bytes_in(b, {"GB", 1e9});
+  };
+  if (in.gpu) {
+    const catalog::GpuSpec& g = *in.gpu;
+    return "GPU: " + std::string(g.device) + ", sold as " + std::string(g.sold_as) +
+           "; it reports " + units::format_bytes_in(g.reported_bytes, {"GiB", double(1ull << 30)}) +
+           " (" + units::format_bytes_in(g.reported_bytes, {"GB", 1e9}) + ") to CUDA (" +
+           std::string(g.source) + ": " + std::string(g.reported_as) + ")\n";
+  }
+  const std::vector<const catalog::GpuSpec*> cards = catalog::cards_sold_as(*in.gpu_memory);
+  if (cards.empty()) return {};
+  std::string out = "note: cards sold as " + std::to_string(cards[0]->sold_gb) +
+                    " GB report other totals to CUDA:";
+  for (std::size_t i = 0; i < cards.size(); ++i) {
+    out += std::string(i == 0 ? " " : ", ") + std::string(cards[i]->name) + " " +
+           precise(cards[i]->reported_bytes);
+  }
+  return out + " (--gpu NAME plans for the card)\n";
+}
+
 std::string header(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
@@ -129,6 +155,7 @@ std::string header(const PlanReport& report, bool binary) {
            " = model-state budget " + bytes(*report.budget) +
            (in.activations_given ? "" : " (no activations given)") + "\n";
   }
+  if (in.gpu_memory) out += gpu_line(in, binary);
   if (in.compute_seconds && !in.bandwidth) {
     out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", overlap " +
            units::format_percent(in.overlap.value_or(0.0), 0) +

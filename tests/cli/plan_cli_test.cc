@@ -180,7 +180,8 @@ struct BadInput {
 TEST(PlanCli, APublishedModelGivesItsExactCount) {
   // Llama-3-8B by name: 8,030,261,248 parameters (its published count), the largest module the
   // 128256 x 4096 embedding; without the runtime's terms the plan is --params 8030261248's.
-  const auto j = plan_json("--model llama-3-8b --gpus 8 --buffers none --cuda-overhead 0");
+  const auto j =
+      plan_json("--model llama-3-8b --gpus 8 --buffers none --cuda-overhead 0 --activations 0B");
   EXPECT_EQ(j["model"]["params"].get<std::uint64_t>(), 8'030'261'248u);
   EXPECT_EQ(j["model"]["active_params"].get<std::uint64_t>(), 8'030'261'248u);
   EXPECT_EQ(j["model"]["largest_layer_params"].get<std::uint64_t>(), 128'256u * 4096);
@@ -196,7 +197,7 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
     "num_local_experts": 8, "num_experts_per_tok": 2, "rope_theta": 1e6,
     "tie_word_embeddings": false, "torch_dtype": "bfloat16"})";
-  const Result r = zerodp("plan --model-config " + path + " --gpus 8");
+  const Result r = zerodp("plan --model-config " + path + " --gpus 8 --activations 0B");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "46,702,792,704 parameters, 12,879,925,248 active per token")) << r.out;
 
@@ -236,7 +237,8 @@ TEST(PlanCli, DeepSpeedsEstimateBesideThePlan) {
   EXPECT_TRUE(has(r.out, "ZeRO-2 10.7 GB, ZeRO-3 5.70 GB of model state per GPU")) << r.out;
 
   // JSON: the rows in bytes, six for ZeRO-3; with a model, its largest layer.
-  const auto j = plan_json("--model llama-3-8b --gpus-per-node 8 --nodes 2 --estimator deepspeed");
+  const auto j = plan_json(
+      "--model llama-3-8b --gpus-per-node 8 --nodes 2 --estimator deepspeed --activations 0B");
   ASSERT_EQ(j["deepspeed"]["zero2"].size(), 2u);
   ASSERT_EQ(j["deepspeed"]["zero3"].size(), 6u);
   EXPECT_EQ(j["inputs"]["gpus"].get<int>(), 16);
@@ -255,7 +257,8 @@ TEST(PlanCli, OffloadTakesTheOptimizerOffTheGpu) {
   // 16-bit params) + 2 x ceil(8.03e9 / 8) on the GPU; the host keeps 16 bytes for each of the
   // rank's 1,003,782,656 params, 8 GPUs a node.
   const auto j = plan_json(
-      "--model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu --gpus-per-node 8");
+      "--model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu --gpus-per-node 8 "
+      "--activations 0B");
   const std::uint64_t phi = 8'030'261'248, shard = 1'003'782'656;
   const auto& z2 = j["stages"][2];
   EXPECT_EQ(z2["model_state_bytes"].get<std::uint64_t>(), 2 * phi + 2 * shard);
@@ -265,8 +268,9 @@ TEST(PlanCli, OffloadTakesTheOptimizerOffTheGpu) {
   EXPECT_TRUE(j["stages"][0]["offload"].is_null());  // DP keeps everything
   EXPECT_EQ(j["inputs"]["offload_optimizer"], "cpu");
   EXPECT_TRUE(plan_json("--params 1e9 --gpus 8")["stages"][2]["offload"].is_null());
-  const Result r =
-      zerodp("plan --model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu");
+  const Result r = zerodp(
+      "plan --model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu --activations "
+      "0B");
   EXPECT_TRUE(has(r.out, "offload: optimizer states to cpu")) << r.out;
   EXPECT_TRUE(has(r.out, "PCIe to host/step")) << r.out;
 }
@@ -307,7 +311,8 @@ TEST(PlanCli, AFlagAgreesWithTheConfigByWhatItNamesNotItsSpelling) {
   const std::string path = ::testing::TempDir() + "/ds_adamw.json";
   std::ofstream(path) << R"({"optimizer": {"type": "AdamW"}, "bf16": {"enabled": true},
     "zero_optimization": {"stage": 2}})";
-  const std::string plan = "--model gpt2 --gpus 8 --deepspeed-config " + path + " ";
+  const std::string plan =
+      "--model gpt2 --gpus 8 --activations 0B --deepspeed-config " + path + " ";
   const auto from_config = plan_json(plan);
   for (const char* word : {"adamw", "adam"}) {
     EXPECT_EQ(plan_json(plan + "--optimizer " + word + " --precision bf16")["stages"],
@@ -361,7 +366,9 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --model gpt2 --model-config c.json", "--model: not with --model-config"},
       {"plan --model-config /nonexistent/config.json", "--model-config: cannot read"},
       {"plan --model llama-3-8b --layers 32", "--layers: not with --model"},
-      {"plan --model gpt2 --seq-len 1024", "--micro-batch: required with the other"},
+      {"plan --model gpt2 --seq-len 1024", "--micro-batch: required with --model and --seq-len"},
+      {"plan --model gpt2 --gpus 8 --gpu-memory 80GB",
+       "--seq-len, --micro-batch: required with --model to count its activations"},
       {"plan --model gpt2 --checkpointing full", "--checkpointing: needs --seq-len"},
       {"plan --model gpt2 --seq-len 8 --micro-batch 1 --attention paged",
        "--attention: expected eager or flash"},
@@ -503,6 +510,54 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
             u64(z2["model_state_bytes"]) + u64(j["activation_bytes"]));
 }
 
+TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
+  // The same question on the card itself: it reports 42,298,834,944 bytes (39.39 GiB), more
+  // than the 40.0 GB that "--gpu-memory 40GB" means, and ZeRO-2's 40.2 GB peak fits in it.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --seq-len 4096 --micro-batch 1 --checkpointing full "
+      "--attention flash --stage 2 ";
+  const Result card = zerodp("plan " + run + "--gpu a100-40gb");
+  ASSERT_EQ(card.status, 0) << card.err;
+  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 40.2 GB <= 42.3 GB"))
+      << card.out;
+  EXPECT_TRUE(has(card.out,
+                  "GPU: NVIDIA A100-SXM4-40GB, sold as 40 GB HBM2; it reports "
+                  "39.39 GiB (42.30 GB) to CUDA (https://"))
+      << card.out;
+  const auto j = plan_json(run + "--gpu A100-40GB");
+  EXPECT_EQ(u64(j["inputs"]["gpu_memory_bytes"]), 42'298'834'944u);
+  EXPECT_EQ(j["inputs"]["gpu"]["name"], "a100-40gb");
+  EXPECT_TRUE(j["stages"][2]["fits"].get<bool>());
+  // "40GB" typed: the plan says which card is sold as that, and what it reports instead.
+  const Result typed = zerodp("plan " + run + "--gpu-memory 40GB");
+  EXPECT_TRUE(has(typed.out,
+                  "note: cards sold as 40 GB report other totals to CUDA: a100-40gb 42.30 GB "
+                  "(--gpu NAME plans for the card)\n"))
+      << typed.out;
+  EXPECT_EQ(plan_json(run + "--gpu-memory 40GB")["inputs"]["cards_sold_as_gpu_memory"][0]["name"],
+            "a100-40gb");
+  // A figure as an out-of-memory message prints it is read, rounded down to whole bytes.
+  EXPECT_EQ(u64(plan_json(run + "--gpu-memory 39.39GiB")["inputs"]["gpu_memory_bytes"]),
+            3939ull * (1ull << 30) / 100);
+}
+
+TEST(PlanCli, GpusByNameAreListedAndAMistakeIsOneLine) {
+  const Result list = zerodp("plan --list-gpus");
+  ASSERT_EQ(list.status, 0) << list.err;
+  for (const char* name : {"a100-40gb", "a100-80gb", "h100-80gb", "rtx-4090", "t4", "mi300x"}) {
+    EXPECT_TRUE(has(list.out, name)) << name;
+  }
+  Result r = zerodp("plan --params 1e9 --gpus 8 --gpu a100");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "zerodp: --gpu: unknown GPU 'a100'; did you mean 'a100-40gb'? (--list-gpus lists "
+            "them; --gpu-memory gives any other)\n");
+  r = zerodp("plan --params 1e9 --gpus 8 --gpu t4 --gpu-memory 16GB");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "zerodp: --gpu-memory: not with --gpu, which gives the card's memory; give one\n");
+}
+
 TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
   // Llama 2 70B on 8 nodes of 8 GPUs, the ZeRO++ tutorial's keys plus optimizer offload.
   const std::string path = ::testing::TempDir() + "/zeropp.json";
@@ -511,7 +566,8 @@ TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
       "zero_quantized_weights": true, "zero_hpz_partition_size": 8,
       "zero_quantized_gradients": true, "reduce_bucket_size": "auto",
       "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto"}})";
-  const std::string base = "--model llama-2-70b --gpus-per-node 8 --nodes 8 --gpu-memory 80GB ";
+  const std::string base =
+      "--model llama-2-70b --gpus-per-node 8 --nodes 8 --gpu-memory 80GB --activations 0B ";
   const auto with_config = plan_json(base + "--deepspeed-config " + path);
   const auto plain = plan_json(base + "--precision bf16");
   const std::uint64_t phi = u64(plain["inputs"]["params"]);

@@ -75,6 +75,24 @@ TEST(ParseBytes, RejectsMissingUnitsFractionsOfABytesAndZero) {
   EXPECT_THROW(parse_bytes("20000PB", "--gpu-memory"), UsageError);  // > 2^64 bytes
 }
 
+TEST(ParseCapacity, ACapacityPrintedRoundedIsFlooredToWholeBytes) {
+  // 23.65 GiB as an out-of-memory message prints it: 2365 * 2^30 / 100 = 25,393,994,137.6.
+  EXPECT_EQ(parse_capacity("23.65GiB", "--gpu-memory"), 25'393'994'137u);
+  EXPECT_EQ(parse_capacity("39.39GiB", "--gpu-memory"), 3939ull * (1ull << 30) / 100);
+  // What parse_bytes() reads exactly, it reads the same.
+  for (const char* text : {"80GB", "24GiB", "512MB", "0.5KiB", "1B"}) {
+    EXPECT_EQ(parse_capacity(text, "--gpu-memory"), parse_bytes(text, "--gpu-memory")) << text;
+  }
+  // Many decimals: the 21st and later move the value by far less than a byte.
+  EXPECT_EQ(parse_capacity("1.0000000000000000000000001GiB", "--gpu-memory"), 1ull << 30);
+  EXPECT_EQ(parse_capacity("1.5B", "--gpu-memory"), 1u);
+  // Still refused: no unit, nothing left (a fraction of one byte), and past 2^64 bytes.
+  EXPECT_THROW(parse_capacity("80", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_capacity("0.5B", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_capacity("20000.5PB", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_capacity("17179869184.5GiB", "--gpu-memory"), UsageError);  // 2^64 + 2^29
+}
+
 TEST(ParseWhole, OnlyDigits) {
   EXPECT_EQ(parse_whole("47", "--gpus"), 47u);
   EXPECT_THROW(parse_whole("4.5", "--gpus"), UsageError);

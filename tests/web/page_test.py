@@ -224,7 +224,7 @@ def examples(zerodp, site, browser, profile, tmp):
     listed = re.findall(r"^\s+(?:-\w, ?)?(--[a-z0-9-]+)", native(zerodp, ["plan", "--help"])["stdout"],
                         re.M)
     inputs = [f for f in listed if f not in ("--help", "--json", "--link", "--link-base",
-                                             "--list-models")]
+                                             "--list-models", "--list-gpus")]
     check(len(inputs) >= 30, f"plan --help lists only {inputs}")
     for flag in inputs:
         check(f'id="field-{flag[2:]}"' in dom and f'for="field-{flag[2:]}"' in dom,
@@ -359,7 +359,8 @@ VALUES = {
     "params": "1e9 7.5B 175B 50M 1e10 13B 124M 1.5T | 0 -1 abc 1e30",
     "model": "gpt2 llama-3-8b mixtral-8x7b pythia-1b qwen2.5-0.5b | gpt5",
     "gpus": "1 2 8 46 47 64 512 | 0 x 3.5",
-    "gpu-memory": "80GB 24GiB 40GB 16GB 1TB | 0 80XB",
+    "gpu-memory": "80GB 24GiB 40GB 16GB 1TB 39.39GiB | 0 80XB",
+    "gpu": "a100-40gb h100-80gb rtx-4090 t4 mi300x | a100 tpu",
     "activations": "12GB 20GB 6GB 0 | bad 12",
     "round-to": "8 4 | 0 x",
     "compute-time": "10s 250ms 1.5s | 0s x",
@@ -396,6 +397,7 @@ GROUPS = [
     ([], ["offload-optimizer", "offload-params", "gpus-per-node"], ""),
     ([], ["precision", "optimizer", "binary"], ""),
     (["gpu-memory"], ["activations", "round-to"], ""),
+    (["gpu"], ["activations", "round-to"], ""),
 ]
 PROPERTY_CASES = 300
 

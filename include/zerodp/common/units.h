@@ -36,6 +36,12 @@ std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::
 // A size in bytes with a unit: "80GB", "24GiB", "512MB", "2.06TB", "0B".
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero = Zero::rejected);
 
+// A memory capacity: a size as parse_bytes() reads it, and also one with more decimals than
+// its unit has bytes, as a report prints a capacity rounded ("23.65GiB", "39.39 GiB" without
+// the space): rounded down to whole bytes, since a capacity never holds a fraction of one.
+// Positive.
+std::uint64_t parse_capacity(std::string_view text, std::string_view flag);
+
 // A duration in seconds: "10s", "250ms", "40us", "2min", "1h"; a bare number is seconds.
 double parse_seconds(std::string_view text, std::string_view flag);
 

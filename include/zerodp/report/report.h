@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "zerodp/catalog/gpus.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/common/error.h"
 #include "zerodp/deepspeed/offload.h"
@@ -48,7 +49,8 @@ struct PlanInputs {
   std::optional<std::uint64_t> params;      // --params: Φ (or the model's count)
   std::optional<ModelInput> model;          // --model, --model-config
   std::optional<int> gpus;                  // --gpus: N
-  std::optional<std::uint64_t> gpu_memory;  // --gpu-memory: bytes per GPU
+  std::optional<std::uint64_t> gpu_memory;  // --gpu-memory: bytes per GPU (or --gpu's)
+  const catalog::GpuSpec* gpu = nullptr;    // --gpu: the card whose reported bytes those are
 
   plan::BytesPerParam bpp;  // from --precision/--optimizer or --bytes-per-param
   std::string bpp_source = "mixed fp16, Adam";

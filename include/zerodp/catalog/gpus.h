@@ -1,0 +1,53 @@
+// GPUs by name: the memory each one reports to CUDA (or ROCm), which is what a training run can
+// fill, not the capacity it is sold by.
+//
+// A card sold as "40 GB" holds 40 GiB of HBM (nvidia-smi: 40960 MiB) and reports a little less
+// to CUDA; the planner's `--gpu-memory 40GB` is 40 * 10^9 bytes, 7 % less again. So a plan for
+// "40GB" can refuse a model that fits the card. A GpuSpec gives the figure PyTorch prints as
+// the device's "total capacity" in an out-of-memory message (cudaDeviceProp::totalGlobalMem,
+// torch.cuda.get_device_properties().total_memory), with the public report it comes from.
+//
+// Contract:
+//  - reported_bytes is the smallest total a cited report on Linux gives for that card (it
+//    varies with the driver and ECC by up to 0.5 %): a plan that fits in it fits every report
+//    found. PyTorch prints GiB with two decimals, so a figure taken from such a message is
+//    exact to ±0.005 GiB (±5.4 MB), far inside the CUDA context allowance the planner adds.
+//  - Every entry names its source (a public thread quoting the figure with the card named);
+//    a card without one is not in the table, and docs/planner.md lists those left out.
+//  - find_gpu() matches a name case-insensitively, ignoring '-', '_' and spaces ("A100-80GB",
+//    "a100_80gb"); suggest_gpu() gives the closest name for a message.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zerodp::catalog {
+
+struct GpuSpec {
+  std::string_view name;         // --gpu's word: "a100-40gb"
+  std::string_view device;       // as the vendor names it: "NVIDIA A100-SXM4-40GB"
+  unsigned sold_gb;              // the "GB" it is sold by: 40
+  std::string_view sold_as;      // "40 GB HBM2"
+  std::uint64_t reported_bytes;  // what CUDA / ROCm reports: the plan's GPU memory
+  std::string_view reported_as;  // the report's own words: "39.39 GiB (42,298,834,944 bytes)"
+  std::string_view source;       // where the report is: a URL
+};
+
+std::span<const GpuSpec> gpu_catalogue();
+
+// The card of that name, or nullptr.
+const GpuSpec* find_gpu(std::string_view name);
+
+// The catalogue's name closest to `name` (edit distance on the normalised names), for "did you
+// mean"; empty when none is close.
+std::string suggest_gpu(std::string_view name);
+
+// The cards sold as `bytes` read as a whole number of decimal GB or of GiB (40 * 10^9 or 40 *
+// 2^30: "A100 40GB"): a --gpu-memory of "40GB" names a card's capacity in the unit it is sold
+// by, not the bytes it reports. Empty when none is.
+std::vector<const GpuSpec*> cards_sold_as(std::uint64_t bytes);
+
+}  // namespace zerodp::catalog

@@ -1,0 +1,144 @@
+#include "zerodp/catalog/gpus.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+#include <vector>
+
+namespace zerodp::catalog {
+
+namespace {
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+// A total as PyTorch prints it, in hundredths of a GiB: 39.39 GiB -> 3939.
+constexpr std::uint64_t gib_hundredths(std::uint64_t hundredths) {
+  return hundredths * kGiB / 100;
+}
+
+// The smallest total found in a public report that names the card, on Linux. Sources were read
+// on 2026-12-02; docs/planner.md ("GPUs by name") lists the other reports found for each card
+// and the cards left out for want of one.
+constexpr std::array<GpuSpec, 16> kGpus{{
+    {"a100-40gb", "NVIDIA A100-SXM4-40GB", 40, "40 GB HBM2", 42'298'834'944,
+     "deviceQuery 'Total amount of global memory: 40339 MBytes (42298834944 bytes)', driver 12.2",
+     "https://github.com/bottlerocket-os/bottlerocket/pull/3873"},
+    {"a100-80gb", "NVIDIA A100 80GB", 80, "80 GB HBM2e", gib_hundredths(7914),
+     "'GPU 0 has a total capacity of 79.14 GiB' (a single A100 80GB)",
+     "https://github.com/lianqi1008/Control-GIC/issues/6"},
+    {"a800-80gb", "NVIDIA A800 80GB", 80, "80 GB HBM2e", gib_hundredths(7914),
+     "'GPU 0 has a total capacty of 79.14 GiB' (an A800 80GB)",
+     "https://github.com/MzeroMiko/VMamba/issues/375"},
+    {"h100-80gb", "NVIDIA H100 80GB HBM3 (SXM)", 80, "80 GB HBM3", gib_hundredths(7911),
+     "'GPU 0 has a total capacity of 79.11 GiB' (NVIDIA H100 80GB HBM3, driver 535.247.01)",
+     "https://github.com/vllm-project/vllm/issues/27508"},
+    {"l40s", "NVIDIA L40S", 48, "48 GB GDDR6", gib_hundredths(4440),
+     "'GPU 0 has a total capacity of 44.40 GiB' (on an L40S)",
+     "https://github.com/vllm-project/vllm/issues/23230"},
+    {"l40", "NVIDIA L40", 48, "48 GB GDDR6", gib_hundredths(4440),
+     "'GPU 0 has a total capacity of 44.40 GiB' (a single L40)",
+     "https://github.com/QwenLM/Qwen3-VL/issues/2097"},
+    {"a10g", "NVIDIA A10G (AWS g5)", 24, "24 GB GDDR6", gib_hundredths(2249),
+     "'(GPU 0; 22.49 GiB total capacity; ...)' (an A10G with 24 GB)",
+     "https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/1259"},
+    {"l4", "NVIDIA L4", 24, "24 GB GDDR6", gib_hundredths(2205),
+     "'GPU 0 has a total capacity of 22.05 GiB' (the L4 of vLLM's CI)",
+     "https://github.com/vllm-project/vllm/issues/20214"},
+    {"rtx-3090", "NVIDIA GeForce RTX 3090", 24, "24 GB GDDR6X", gib_hundredths(2370),
+     "'(GPU 3; 23.70 GiB total capacity; ...)' (8 x 3090)",
+     "https://github.com/yandex/YaLM-100B/issues/9"},
+    {"rtx-4090", "NVIDIA GeForce RTX 4090", 24, "24 GB GDDR6X", gib_hundredths(2352),
+     "'GPU 0 has a total capacity of 23.52 GiB' (a 4090 24G; others report 23.64-23.68)",
+     "https://github.com/Soul-AILab/SoulX-FlashTalk/issues/5"},
+    {"rtx-a6000", "NVIDIA RTX A6000", 48, "48 GB GDDR6", gib_hundredths(4754),
+     "'(GPU 0; 47.54 GiB total capacity; ...)', nvidia-smi 49140MiB in the same report",
+     "https://github.com/vllm-project/vllm/issues/1201"},
+    {"v100-16gb", "NVIDIA Tesla V100 16GB", 16, "16 GB HBM2", gib_hundredths(1578),
+     "'(GPU 0; 15.78 GiB total capacity; ...)' (a 16G V100)",
+     "https://github.com/kchengiva/Shift-GCN/issues/34"},
+    {"v100-32gb", "NVIDIA Tesla V100 32GB", 32, "32 GB HBM2", gib_hundredths(3174),
+     "'(GPU 0; 31.74 GiB total capacity; ...)' (V100 32GB)",
+     "https://github.com/liucongg/ChatGLM-Finetuning/issues/73"},
+    {"t4", "NVIDIA Tesla T4", 16, "16 GB GDDR6", gib_hundredths(1475),
+     "'GPU 0 has a total capacity of 14.75 GiB' (Google Colab with a T4)",
+     "https://github.com/hpcaitech/Open-Sora/issues/697"},
+    {"mi300x", "AMD Instinct MI300X", 192, "192 GB HBM3", 201'310'208ull * 1024,
+     "rocminfo's GLOBAL segment 'Size: 201310208(0xbffc000) KB'",
+     "https://github.com/ROCm/rocm-examples/issues/187"},
+    {"mi250x", "AMD Instinct MI250X (one GCD)", 64, "64 GB HBM2e a GCD, 2 a card", 68'702'699'520,
+     "'ACC: Total GPU memory 68702699520' for one AMD Instinct MI250X device (a GCD)",
+     "https://github.com/csc-training/portable-gpu-programming"},
+}};
+
+// Lower case, without '-', '_' and spaces: "A100-80GB" and "a100_80gb" are one name.
+std::string normalised(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    if (c == '-' || c == '_' || c == ' ') continue;
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::span<const GpuSpec> gpu_catalogue() {
+  return kGpus;
+}
+
+const GpuSpec* find_gpu(std::string_view name) {
+  const std::string wanted = normalised(name);
+  for (const GpuSpec& g : kGpus) {
+    if (normalised(g.name) == wanted) return &g;
+  }
+  return nullptr;
+}
+
+std::string suggest_gpu(std::string_view name) {
+  // Only names of a sensible length are compared: the distance is quadratic in them.
+  if (name.size() > 64) return {};
+  const std::string wanted = normalised(name);
+  // A name one of ours starts with ("a100" -> "a100-40gb") is what the user began to type;
+  // else the closest, if a typo or two away.
+  if (wanted.size() >= 2) {
+    for (const GpuSpec& g : kGpus) {
+      if (normalised(g.name).rfind(wanted, 0) == 0) return std::string(g.name);
+    }
+  }
+  const GpuSpec* best = nullptr;
+  std::size_t best_distance = 0;
+  for (const GpuSpec& g : kGpus) {
+    const std::size_t d = edit_distance(wanted, normalised(g.name));
+    if (!best || d < best_distance) best = &g, best_distance = d;
+  }
+  return best_distance <= 2 ? std::string(best->name) : std::string();
+}
+
+std::vector<const GpuSpec*> cards_sold_as(std::uint64_t bytes) {
+  std::vector<const GpuSpec*> cards;
+  for (const GpuSpec& g : kGpus) {
+    if (bytes == std::uint64_t{g.sold_gb} * 1'000'000'000 ||
+        bytes == std::uint64_t{g.sold_gb} * kGiB) {
+      cards.push_back(&g);
+    }
+  }
+  return cards;
+}
+
+}  // namespace zerodp::catalog

@@ -1,0 +1,74 @@
+// GPUs by name (zerodp/catalog/gpus.h): each card's reported memory agrees with the report it
+// cites, sits below what it is sold as by the margin real cards show, and names resolve and
+// suggest as a user types them.
+#include "zerodp/catalog/gpus.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "zerodp/common/units.h"
+
+namespace zerodp::catalog {
+namespace {
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+TEST(GpuCatalogue, EveryCardReportsWhatItsSourceQuotesBelowWhatItIsSoldAs) {
+  std::set<std::string> names;
+  for (const GpuSpec& g : gpu_catalogue()) {
+    SCOPED_TRACE(std::string(g.name));
+    EXPECT_TRUE(names.insert(std::string(g.name)).second) << "named twice";
+    // The bytes are the quoted figure: PyTorch's GiB with two decimals, or the exact count
+    // (bytes, or KB as rocminfo prints them).
+    const std::string gib = units::format_bytes_in(g.reported_bytes, {"GiB", double(kGiB)});
+    const bool quoted =
+        g.reported_as.find(gib) != std::string::npos ||
+        g.reported_as.find(std::to_string(g.reported_bytes)) != std::string::npos ||
+        g.reported_as.find(std::to_string(g.reported_bytes / 1024) + "(") != std::string::npos;
+    EXPECT_TRUE(quoted) << gib << " vs " << g.reported_as;
+    // A card reports less than the GiB it is sold as (ECC, the driver's reserve), and not
+    // much less: from 92 % (T4, 14.75 of 16) upwards on every card found.
+    const double sold = double(g.sold_gb) * double(kGiB);
+    EXPECT_LT(double(g.reported_bytes), sold);
+    EXPECT_GT(double(g.reported_bytes), 0.9 * sold);
+    EXPECT_EQ(std::string(g.source).rfind("https://github.com/", 0), 0u) << g.source;
+    EXPECT_EQ(find_gpu(g.name), &g);
+  }
+  EXPECT_GE(names.size(), 16u);
+}
+
+TEST(GpuCatalogue, TheA100s40GBIsMoreThan40DecimalGB) {
+  // The flagship's units: "40GB" typed as decimal is 40.00 GB; the card reports 42.30 GB.
+  const GpuSpec* a100 = find_gpu("a100-40gb");
+  ASSERT_NE(a100, nullptr);
+  EXPECT_EQ(a100->reported_bytes, 42'298'834'944u);
+  EXPECT_GT(a100->reported_bytes, 40'000'000'000u);
+  EXPECT_LT(a100->reported_bytes, 40 * kGiB);
+}
+
+TEST(GpuCatalogue, NamesMatchAsTypedAndUnknownOnesGetASuggestion) {
+  EXPECT_EQ(find_gpu("A100-80GB"), find_gpu("a100_80gb"));
+  EXPECT_EQ(find_gpu("H100 80GB"), find_gpu("h100-80gb"));
+  EXPECT_NE(find_gpu("rtx4090"), nullptr);
+  EXPECT_EQ(find_gpu("a100"), nullptr);  // two cards: which one is the user's to say
+  EXPECT_EQ(suggest_gpu("a100"), "a100-40gb");
+  EXPECT_EQ(suggest_gpu("rtx-4080"), "rtx-4090");
+  EXPECT_EQ(suggest_gpu("h10080g"), "h100-80gb");
+  EXPECT_EQ(suggest_gpu("tpu-v5e"), "");
+  EXPECT_EQ(suggest_gpu(std::string(10'000, 'x')), "");
+}
+
+TEST(GpuCatalogue, CardsSoldAsAFigureAreFoundInEitherUnit) {
+  const auto by_gb = cards_sold_as(40'000'000'000u);
+  ASSERT_EQ(by_gb.size(), 1u);
+  EXPECT_EQ(by_gb[0]->name, "a100-40gb");
+  EXPECT_EQ(cards_sold_as(40 * kGiB), by_gb);
+  // Three cards are sold as 80 GB (A100, A800, H100); none as 79 GB.
+  EXPECT_EQ(cards_sold_as(80'000'000'000u).size(), 3u);
+  EXPECT_TRUE(cards_sold_as(79'000'000'000u).empty());
+}
+
+}  // namespace
+}  // namespace zerodp::catalog
