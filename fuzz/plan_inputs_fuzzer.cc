@@ -70,6 +70,14 @@ u128 state_bytes(u128 params, u128 ranks, int stage, const BytesPerParam& b) {
 
 void check_report(const report::PlanInputs& in, const report::PlanReport& r) {
   const BytesPerParam& b = in.bpp;
+  // The budget: what activations and the CUDA allowance leave, or 0 (a verdict, not an error)
+  // when they alone reach the GPU memory.
+  if (in.gpu_memory) {
+    const u128 held = u128(in.activation_bytes) + in.cuda_overhead;
+    const u128 budget = held >= *in.gpu_memory ? 0 : *in.gpu_memory - held;
+    expect(r.budget && u128(*r.budget) == budget, "budget", -1);
+    expect(r.activations_fill_gpu == (held >= *in.gpu_memory), "activations_fill_gpu", -1);
+  }
   for (int i = 0; i < 4; ++i) {
     const report::StageReport& s = r.stages[i];
     if (in.params) {

@@ -97,6 +97,32 @@ catalog::Attention parse_attention(const std::string& text) {
   return catalog::Attention::eager;
 }
 
+// What the same run could change to hold fewer activations, each computed for this model:
+// full checkpointing, flash attention, both, and each smaller micro-batch (halving). The
+// report plans each again when the stage wanted does not fit (report.h).
+void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s, std::uint64_t b,
+                            plan::Checkpointing checkpointing, catalog::Attention attention,
+                            std::uint64_t now, report::PlanInputs& in) {
+  auto choice = [&](std::string change, std::uint64_t batch, plan::Checkpointing c,
+                    catalog::Attention a) {
+    const auto alt = catalog::model_activation_bytes(config, s, batch, c, a);
+    if (alt && alt->total < now) in.activation_choices.push_back({std::move(change), alt->total});
+  };
+  const std::string full = field_ref("checkpointing") + " full";
+  const std::string flash = field_ref("attention") + " flash";
+  const bool can_checkpoint = checkpointing != plan::Checkpointing::full;
+  const bool can_flash = attention == catalog::Attention::eager;
+  if (can_checkpoint) choice(full, b, plan::Checkpointing::full, attention);
+  if (can_flash) choice(flash, b, checkpointing, catalog::Attention::flash);
+  if (can_checkpoint && can_flash) {
+    choice(full + " " + flash, b, plan::Checkpointing::full, catalog::Attention::flash);
+  }
+  for (std::uint64_t smaller = b / 2; smaller >= 1; smaller /= 2) {
+    choice(field_ref("micro_batch") + " " + std::to_string(smaller), smaller, checkpointing,
+           attention);
+  }
+}
+
 // Activations of a published model, from its config and --seq-len, --micro-batch.
 void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
                             const catalog::ModelConfig& config, report::PlanInputs& in) {
@@ -146,6 +172,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   in.activation_bytes = bytes->total;
   in.activations_given = true;
   in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
+  add_activation_choices(config, s, b, checkpointing, attention, bytes->total, in);
   in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + micro_batch.text +
                           ", checkpointing " +
                           std::string(plan::checkpointing_name(checkpointing)) + ", " +

@@ -155,6 +155,15 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   j["activation_bytes"] = in.activation_bytes;
   j["activations_source"] = in.activations_given ? json(in.activations_source) : json(nullptr);
   j["budget_bytes"] = or_null(report.budget);
+  j["activations_fill_gpu"] = report.activations_fill_gpu;
+  json changes = json::array();
+  for (const PlanReport::FittingChange& c : report.fitting_changes) {
+    changes.push_back({{"change", name_fields(c.change, name)},
+                       {"activation_bytes", c.activation_bytes},
+                       {"stage", c.stage},
+                       {"total_bytes", c.total_bytes}});
+  }
+  j["what_would_fit"] = changes;
   j["stages"] = json::array();
   for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s, in));
   j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);

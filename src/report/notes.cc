@@ -131,6 +131,29 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
   return note + ".";
 }
 
+// When the stage wanted does not fit: which of the activation choices would make it fit, each
+// planned again at the same N (report.cc), or that none does.
+std::string changes_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const std::string at = " at N = " + std::to_string(*in.gpus);
+  if (report.fitting_changes.empty()) {
+    std::string tried;
+    for (const PlanInputs::ActivationChoice& c : in.activation_choices) {
+      tried += (tried.empty() ? "" : ", ") + c.change;
+    }
+    return "No change of the activations alone (" + tried + ") makes it fit" + at + ".";
+  }
+  std::string out = "What would fit" + at + ":";
+  for (std::size_t i = 0; i < report.fitting_changes.size(); ++i) {
+    const PlanReport::FittingChange& c = report.fitting_changes[i];
+    out += std::string(i == 0 ? " " : "; ") + c.change + " (activations " +
+           bytes(c.activation_bytes, binary) + "; " +
+           std::string(stage_name(report.stages[std::size_t(c.stage)].stage)) + ", " +
+           (report.runtime_counted ? "peak " : "total ") + bytes(c.total_bytes, binary) + ")";
+  }
+  return out + ".";
+}
+
 }  // namespace
 
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const FieldNamer& name) {
@@ -139,6 +162,13 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
   if (in.params && in.gpus && *in.gpus == 1) notes.push_back(one_gpu_note(report, binary));
   if (report.activations_dominate.value_or(false)) {
     notes.push_back(activations_note(report, binary));
+  }
+  if (report.activations_fill_gpu) {
+    notes.push_back(
+        "No stage fits at any N: the activations (" + bytes(in.activation_bytes, binary) + ")" +
+        (in.cuda_overhead > 0 ? " and the CUDA allowance (" + bytes(in.cuda_overhead, binary) + ")"
+                              : std::string()) +
+        " alone reach the GPU memory (" + bytes(*in.gpu_memory, binary) + ").");
   }
   if (report.budget && in.params) notes.push_back(fit_note(report, binary));
   // The stage the user will run (--stage, or the DeepSpeed config's), at N, and why.
@@ -161,6 +191,11 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
     if (wanted && *wanted != Stage::dp && !*report.stages[stage_number(*wanted)].fits) {
       notes.push_back(offload_hint(report, *wanted, binary));
     }
+  }
+  if (!in.activation_choices.empty() && report.budget && in.params && in.gpus) {
+    const bool fits = in.configured_stage ? *report.stages[stage_number(*in.configured_stage)].fits
+                                          : report.cheapest_fitting_stage.has_value();
+    if (!fits) notes.push_back(changes_note(report, binary));
   }
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {

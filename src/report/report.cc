@@ -100,20 +100,6 @@ void validate(const PlanInputs& in) {
   }
   require(in.gpu_memory || !in.round_to,
           field_ref("round_to") + ": needs " + field_ref("gpu_memory") + ", the budget to fit");
-  if (in.gpu_memory && in.activation_bytes >= *in.gpu_memory) {
-    throw InvalidArgument(in.activations_from + ": expected activations below " +
-                          field_ref("gpu_memory") + " (" + units::format_bytes(*in.gpu_memory) +
-                          "), got " + units::format_bytes(in.activation_bytes) + " (" +
-                          std::to_string(in.activation_bytes) + " bytes)");
-  }
-  if (in.gpu_memory && in.cuda_overhead >= *in.gpu_memory - in.activation_bytes) {
-    throw InvalidArgument(field_ref("cuda_overhead") + ": expected an allowance below " +
-                          field_ref("gpu_memory") +
-                          " less the "
-                          "activations (" +
-                          units::format_bytes(*in.gpu_memory - in.activation_bytes) + "), got " +
-                          units::format_bytes(in.cuda_overhead));
-  }
   if (in.params) {
     plan::check_fits_in_64_bits(*in.params, in.bpp);
     const u128 total = u128(*in.params) * in.bpp.total() + in.activation_bytes;
@@ -248,13 +234,44 @@ void compare_stages(PlanReport& report) {
   }
 }
 
+// The stage the user asked about (--stage or the config's), or none.
+bool wanted_fits(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (in.configured_stage) return *report.stages[stage_number(*in.configured_stage)].fits;
+  return report.cheapest_fitting_stage.has_value();
+}
+
+// Each activation choice planned again at the same N (make_plan() of the changed inputs); kept
+// when it makes the wanted stage (or, without one, any stage) fit.
+void find_fitting_changes(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (!report.budget || !in.params || !in.gpus || wanted_fits(report)) return;
+  for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
+    PlanInputs with = in;
+    with.activation_bytes = choice.bytes;
+    with.activation_choices.clear();
+    const PlanReport other = make_plan(with);
+    if (!wanted_fits(other)) continue;
+    const int stage =
+        in.configured_stage ? stage_number(*in.configured_stage) : *other.cheapest_fitting_stage;
+    report.fitting_changes.push_back(
+        {choice.change, choice.bytes, stage, *other.stages[std::size_t(stage)].total_bytes});
+  }
+}
+
 }  // namespace
 
 PlanReport make_plan(const PlanInputs& in) {
   validate(in);
   PlanReport report;
   report.inputs = in;
-  if (in.gpu_memory) report.budget = *in.gpu_memory - in.activation_bytes - in.cuda_overhead;
+  if (in.gpu_memory) {
+    // What the activations and the CUDA allowance leave for the model state; nothing, when
+    // they alone reach the GPU memory (then no stage fits at any N: said, not refused).
+    const u128 held = u128(in.activation_bytes) + in.cuda_overhead;
+    report.activations_fill_gpu = held >= *in.gpu_memory;
+    report.budget = report.activations_fill_gpu ? 0 : std::uint64_t(*in.gpu_memory - held);
+  }
   // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
   report.runtime_counted = in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
   const deepspeed::RuntimeRun runtime = runtime_run(in);
@@ -270,6 +287,7 @@ PlanReport make_plan(const PlanInputs& in) {
     plan_time(in, s);
   }
   compare_stages(report);
+  find_fitting_changes(report);
   return report;
 }
 

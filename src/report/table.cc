@@ -148,6 +148,11 @@ std::string header(const PlanReport& report, bool binary) {
   if (report.budget && report.runtime_counted) {
     out +=
         "GPU memory: " + bytes(*in.gpu_memory) + " (fits and least N compare the peak with it)\n";
+  } else if (report.budget && report.activations_fill_gpu) {
+    out += "GPU memory: " + bytes(*in.gpu_memory) + ", all of it held by the activations " +
+           bytes(in.activation_bytes) +
+           (in.cuda_overhead > 0 ? " and CUDA " + bytes(in.cuda_overhead) : "") +
+           ": model-state budget 0 B\n";
   } else if (report.budget) {
     out += "GPU memory: " + bytes(*in.gpu_memory) +
            (in.activations_given ? " - activations " + bytes(in.activation_bytes) : "") +

@@ -52,17 +52,57 @@ TEST(MakePlan, AsksForWhatAQuestionNeedsNamingTheFlag) {
   EXPECT_EQ(error_of(in), "");
 }
 
-TEST(MakePlan, RejectsActivationsThatLeaveNoRoom) {
+TEST(MakePlan, ActivationsThatLeaveNoRoomAreAVerdictNotAnError) {
   PlanInputs in;
   in.params = 1'000'000'000;
+  in.gpus = 8;
   in.gpu_memory = 24'000'000'000;
   in.activation_bytes = 24'000'000'000;
   in.activations_given = true;
-  EXPECT_TRUE(starts_with(error_of(in), "activations: expected activations below gpu_memory"))
-      << error_of(in);
-  in.activation_bytes = 23'999'999'999;  // one byte of room is room
   EXPECT_EQ(error_of(in), "");
-  EXPECT_EQ(*make_plan(in).budget, 1u);
+  PlanReport r = make_plan(in);
+  EXPECT_TRUE(r.activations_fill_gpu);
+  EXPECT_EQ(*r.budget, 0u);
+  for (const StageReport& s : r.stages) {
+    EXPECT_FALSE(*s.fits);
+    EXPECT_FALSE(s.min_gpus.has_value());  // no N brings a stage in
+  }
+  EXPECT_FALSE(r.cheapest_fitting_stage.has_value());
+  in.activation_bytes = 23'999'999'999;  // one byte of room is room
+  r = make_plan(in);
+  EXPECT_FALSE(r.activations_fill_gpu);
+  EXPECT_EQ(*r.budget, 1u);
+}
+
+TEST(MakePlan, EachActivationChoiceIsPlannedAgainAndKeptOnlyWhenItFits) {
+  // 1e9 params at 16 B on 8 GPUs: ZeRO-2 holds 2 + 14/8 = 3.75 GB and ZeRO-3 2 GB, so 24 GB
+  // of memory takes at most 20.25 GB of activations with ZeRO-2 and 22 GB with ZeRO-3. Of
+  // three choices, the two below that fit, each with the cheapest stage it fits.
+  PlanInputs in;
+  in.params = 1'000'000'000;
+  in.gpus = 8;
+  in.gpu_memory = 24'000'000'000;
+  in.activation_bytes = 30'000'000'000;
+  in.activations_given = true;
+  in.activation_choices = {{"a", 23'000'000'000}, {"b", 20'000'000'000}, {"c", 1'000'000'000}};
+  const PlanReport r = make_plan(in);
+  ASSERT_EQ(r.fitting_changes.size(), 2u);
+  EXPECT_EQ(r.fitting_changes[0].change, "b");
+  EXPECT_EQ(r.fitting_changes[0].stage, 2);  // 20 + 3.75 <= 24
+  EXPECT_EQ(r.fitting_changes[0].total_bytes, 23'750'000'000u);
+  EXPECT_EQ(r.fitting_changes[1].change, "c");
+  EXPECT_EQ(r.fitting_changes[1].stage, 0);  // 1 + 16 <= 24: DP, the cheapest in bytes sent
+  EXPECT_EQ(r.fitting_changes[1].total_bytes, 17'000'000'000u);
+  // A stage asked for: a change is kept only if that stage fits. ZeRO-1 holds 4 + 12/8 = 5.5 GB.
+  in.configured_stage = Stage::zero1;
+  const PlanReport asked = make_plan(in);
+  ASSERT_EQ(asked.fitting_changes.size(), 1u);
+  EXPECT_EQ(asked.fitting_changes[0].change, "c");
+  EXPECT_EQ(asked.fitting_changes[0].stage, 1);
+  EXPECT_EQ(asked.fitting_changes[0].total_bytes, 6'500'000'000u);
+  // When the plan fits as it is, nothing is suggested.
+  in.activation_bytes = 1'000'000'000;
+  EXPECT_TRUE(make_plan(in).fitting_changes.empty());
 }
 
 TEST(MakePlan, RejectsByteCountsBeyondSixtyFourBits) {

@@ -259,6 +259,15 @@ def examples(zerodp, site, browser, profile, tmp):
               f"{name}: the page shows {element_text(dom, 'error-' + flag[2:])!r} beside "
               f"{flag}, the CLI {message!r}")
 
+    # Nothing fits: the page shows the verdict and what would fit, as the CLI prints them.
+    first_try = [("model", "llama-3-8b"), ("gpus", "8"), ("gpu", "a100-40gb"),
+                 ("seq-len", "4096"), ("micro-batch", "1"), ("stage", "2")]
+    dom = check_page(browser, profile, zerodp, index + "?" + query_of(first_try),
+                     "nothing fits", first_try)
+    if dom is not None:
+        check("What would fit at N = 8: --checkpointing full" in element_text(dom, "plan-text"),
+              "nothing fits: the page does not say what would fit")
+
     # Hostile addresses: a key given twice is refused as the command line refuses a flag given
     # twice; a config nested 20,000 deep gets the CLI's one line (the page answers, it does
     # not stop); a key of an output flag gets a line of its own instead of a blank page.

@@ -93,6 +93,15 @@ struct PlanInputs {
   std::optional<double> overlap;                  // --overlap, in [0, 1]
   std::optional<std::uint64_t> comm_bytes;        // --comm-bytes: volume of every stage
   std::optional<CommConvention> time_convention;  // --comm-convention; default ring
+
+  // Other activations the same run could have, which the front end computed from the model
+  // (full checkpointing, flash attention, a smaller micro-batch): when the stage wanted does
+  // not fit, the notes say which of them would, each planned again, not guessed.
+  struct ActivationChoice {
+    std::string change;  // "--checkpointing full", as a field reference (error.h)
+    std::uint64_t bytes = 0;
+  };
+  std::vector<ActivationChoice> activation_choices;
 };
 
 struct StageReport {
@@ -129,6 +138,18 @@ struct PlanReport {
   std::optional<double> comm_ratio_ring;
   std::optional<bool> activations_dominate;  // activations > DP's model state
   bool runtime_counted = false;              // the stages carry `runtime` terms
+  // The activations and the CUDA allowance alone reach the GPU memory: no stage fits at any
+  // N, and the budget is 0. A verdict, not an error: the notes say what would fit.
+  bool activations_fill_gpu = false;
+  // When the stage wanted (--stage, the config's, else any) does not fit at N: each of the
+  // inputs' activation choices that makes a stage fit, with the cheapest stage it fits.
+  struct FittingChange {
+    std::string change;
+    std::uint64_t activation_bytes = 0;
+    int stage = 0;
+    std::uint64_t total_bytes = 0;  // that stage's total (the peak, with runtime terms)
+  };
+  std::vector<FittingChange> fitting_changes;
 };
 
 PlanReport make_plan(const PlanInputs& inputs);
