@@ -244,7 +244,9 @@ std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelC
   if (!f.model.empty()) {
     const catalog::CatalogueModel* known = catalog::find_model(f.model);
     if (!known) {
-      throw UsageError("--model: unknown model " + quote(f.model) + "; known: " +
+      const std::string near = catalog::suggest_model(f.model);
+      throw UsageError("--model: unknown model " + shown(f.model) +
+                       (near.empty() ? "" : "; did you mean '" + near + "'?") + "; known: " +
                        catalog::catalogue_names() + " (or --model-config config.json)");
     }
     m.name = std::string(known->name);

@@ -21,7 +21,9 @@ std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
   }
   report::DeepSpeedEstimate run;
   run.params = *in.params;
-  run.gpus_per_node = in.gpus_per_node.value_or(1);
+  // --gpus alone is one node of that many GPUs, as DeepSpeed's estimators take
+  // num_gpus_per_node=N, num_nodes=1 by default; --gpus-per-node and --nodes say otherwise.
+  run.gpus_per_node = in.gpus_per_node.value_or(in.gpus.value_or(1));
   if (in.topology && !f.nodes.empty()) run.nodes = in.topology->nodes;
   if (!in.largest_layer) {
     throw UsageError(

@@ -1,10 +1,10 @@
 #include "zerodp/catalog/gpus.h"
 
-#include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
 #include <vector>
+
+#include "zerodp/catalog/names.h"
 
 namespace zerodp::catalog {
 
@@ -71,31 +71,6 @@ constexpr std::array<GpuSpec, 16> kGpus{{
      "https://github.com/csc-training/portable-gpu-programming"},
 }};
 
-// Lower case, without '-', '_' and spaces: "A100-80GB" and "a100_80gb" are one name.
-std::string normalised(std::string_view name) {
-  std::string out;
-  for (const char c : name) {
-    if (c == '-' || c == '_' || c == ' ') continue;
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  return out;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::span<const GpuSpec> gpu_catalogue() {
@@ -103,31 +78,17 @@ std::span<const GpuSpec> gpu_catalogue() {
 }
 
 const GpuSpec* find_gpu(std::string_view name) {
-  const std::string wanted = normalised(name);
+  const std::string wanted = normalised_name(name);
   for (const GpuSpec& g : kGpus) {
-    if (normalised(g.name) == wanted) return &g;
+    if (normalised_name(g.name) == wanted) return &g;
   }
   return nullptr;
 }
 
 std::string suggest_gpu(std::string_view name) {
-  // Only names of a sensible length are compared: the distance is quadratic in them.
-  if (name.size() > 64) return {};
-  const std::string wanted = normalised(name);
-  // A name one of ours starts with ("a100" -> "a100-40gb") is what the user began to type;
-  // else the closest, if a typo or two away.
-  if (wanted.size() >= 2) {
-    for (const GpuSpec& g : kGpus) {
-      if (normalised(g.name).rfind(wanted, 0) == 0) return std::string(g.name);
-    }
-  }
-  const GpuSpec* best = nullptr;
-  std::size_t best_distance = 0;
-  for (const GpuSpec& g : kGpus) {
-    const std::size_t d = edit_distance(wanted, normalised(g.name));
-    if (!best || d < best_distance) best = &g, best_distance = d;
-  }
-  return best_distance <= 2 ? std::string(best->name) : std::string();
+  std::vector<std::string_view> names;
+  for (const GpuSpec& g : kGpus) names.push_back(g.name);
+  return closest_name(name, names);
 }
 
 std::vector<const GpuSpec*> cards_sold_as(std::uint64_t bytes) {

@@ -2,8 +2,10 @@
 #include <array>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "zerodp/catalog/models.h"
+#include "zerodp/catalog/names.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
 #include "zerodp/common/units.h"
@@ -440,6 +442,12 @@ const CatalogueModel* find_model(std::string_view name) {
     if (same_name(m.name, name) || same_name(m.hf_id, name)) return &m;
   }
   return nullptr;
+}
+
+std::string suggest_model(std::string_view name) {
+  std::vector<std::string_view> names;
+  for (const CatalogueModel& m : kCatalogue) names.push_back(m.name);
+  return closest_name(name, names);
 }
 
 std::string catalogue_names() {

@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "zerodp/catalog/models.h"
+#include "zerodp/catalog/names.h"
 #include "zerodp/common/units.h"
 
 namespace zerodp::catalog {
@@ -54,10 +56,18 @@ TEST(GpuCatalogue, NamesMatchAsTypedAndUnknownOnesGetASuggestion) {
   EXPECT_NE(find_gpu("rtx4090"), nullptr);
   EXPECT_EQ(find_gpu("a100"), nullptr);  // two cards: which one is the user's to say
   EXPECT_EQ(suggest_gpu("a100"), "a100-40gb");
-  EXPECT_EQ(suggest_gpu("rtx-4080"), "rtx-4090");
+  EXPECT_EQ(suggest_gpu("rtx-4080"), "");  // another card, not a typo
+  EXPECT_EQ(suggest_gpu("rtx-490"), "rtx-4090");
   EXPECT_EQ(suggest_gpu("h10080g"), "h100-80gb");
   EXPECT_EQ(suggest_gpu("tpu-v5e"), "");
   EXPECT_EQ(suggest_gpu(std::string(10'000, 'x')), "");
+}
+
+TEST(CatalogueNames, AModelNameTypedLooselyGetsItsSuggestion) {
+  EXPECT_EQ(suggest_model("llama3-8b"), "llama-3-8b");
+  EXPECT_EQ(suggest_model("Llama-3-8"), "llama-3-8b");
+  EXPECT_EQ(suggest_model("gpt-5"), "");
+  EXPECT_EQ(normalised_name("Qwen2.5-0.5B"), "qwen2505b");
 }
 
 TEST(GpuCatalogue, CardsSoldAsAFigureAreFoundInEitherUnit) {

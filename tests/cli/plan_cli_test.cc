@@ -358,6 +358,7 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1e9 --comm-convention both --compute-time 1s --bandwidth 1GB/s --gpus 2",
        "--comm-convention: expected seed or ring"},
       {"plan --model gpt5", "--model: unknown model 'gpt5'; known: gpt2, gpt2-medium"},
+      {"plan --model llama3-8b", "--model: unknown model 'llama3-8b'; did you mean 'llama-3-8b'?"},
       {"plan --model gpt2 --params 1B", "--params: not with --model, which gives the count"},
       {"plan --model gpt2 --model-config c.json", "--model: not with --model-config"},
       {"plan --model-config /nonexistent/config.json", "--model-config: cannot read"},
@@ -378,8 +379,8 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
        "--largest-layer: expected at most --params"},
       {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 8",
        "--gpus-per-node: expected at most --gpus (4)"},
-      {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4",
-       "--gpus: 4 is not --gpus-per-node x --nodes (1)"},
+      {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 2",
+       "--gpus: 4 is not --gpus-per-node x --nodes (2)"},
       {"plan --params 1B --gpus 8 --gpus-per-node 4 --nodes 4",
        "--gpus: 8 is not --gpus-per-node x --nodes (16)"},
       {"plan --params 1B --gpus 8 --intra-bandwidth 300GB/s",
@@ -562,6 +563,16 @@ TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
   EXPECT_EQ(j["what_would_fit"][0]["total_bytes"], changed["stages"][2]["total_bytes"]);
   EXPECT_TRUE(changed["stages"][2]["fits"].get<bool>());
   EXPECT_TRUE(changed["what_would_fit"].empty());
+}
+
+TEST(PlanCli, DeepSpeedsEstimateWithGpusAloneIsOneNodeOfThem) {
+  // DeepSpeed's estimators default to one node: --gpus 8 alone is --gpus-per-node 8.
+  const auto alone =
+      plan_json("--model llama-3-8b --gpus 8 --estimator deepspeed --activations 0B");
+  const auto node = plan_json(
+      "--model llama-3-8b --gpus-per-node 8 --nodes 1 --estimator deepspeed --activations 0B");
+  EXPECT_EQ(alone["deepspeed"], node["deepspeed"]);
+  EXPECT_EQ(alone["inputs"]["gpus"], 8);
 }
 
 TEST(PlanCli, GpusByNameAreListedAndAMistakeIsOneLine) {

@@ -14,8 +14,8 @@
 //    exact to ±0.005 GiB (±5.4 MB), far inside the CUDA context allowance the planner adds.
 //  - Every entry names its source (a public thread quoting the figure with the card named);
 //    a card without one is not in the table, and docs/planner.md lists those left out.
-//  - find_gpu() matches a name case-insensitively, ignoring '-', '_' and spaces ("A100-80GB",
-//    "a100_80gb"); suggest_gpu() gives the closest name for a message.
+//  - find_gpu() matches a name as catalog/names.h compares names ("A100-80GB", "a100_80gb");
+//    suggest_gpu() gives the closest name for a message.
 #pragma once
 
 #include <cstdint>

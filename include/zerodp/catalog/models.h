@@ -113,5 +113,8 @@ std::span<const CatalogueModel> model_catalogue();
 const CatalogueModel* find_model(std::string_view name);
 // "gpt2, gpt2-medium, ..." for error messages.
 std::string catalogue_names();
+// The catalogue's name `name` most likely means (catalog/names.h), or "": "llama3-8b" ->
+// "llama-3-8b".
+std::string suggest_model(std::string_view name);
 
 }  // namespace zerodp::catalog
