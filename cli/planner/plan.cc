@@ -307,11 +307,13 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   in.model = read_model(f, config);
   if (in.model) in.params = in.model->params.params;
   std::string zeropp_source = settings.zeropp ? "--zeropp" : "";
+  std::optional<deepspeed::DeepSpeedConfig> ds;
   if (!f.deepspeed_config.empty()) {
-    const deepspeed::DeepSpeedConfig ds = read_deepspeed_config(f);
-    settings = apply_deepspeed_config(f, ds, settings, config.hidden, in);
-    if (ds.zeropp.any()) zeropp_source = f.deepspeed_config;
+    ds = read_deepspeed_config(f);
+    settings = apply_deepspeed_config(f, *ds, settings, config.hidden, in);
+    if (ds->zeropp.any()) zeropp_source = f.deepspeed_config;
   }
+  read_optimizer_impl(f, ds ? &*ds : nullptr, settings.optimizer, in);
   const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
@@ -378,6 +380,10 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
   opt("--deepspeed-config", f.deepspeed_config,
       "a DeepSpeed config (ds.json): its stage, offload, precision, optimizer and micro-batch",
       "FILE");
+  opt("--optimizer-impl", f.optimizer_impl,
+      "fused (DeepSpeed's FusedAdam, the default), foreach or single (torch's AdamW): the "
+      "optimizer step's temporaries in the GPU peak",
+      "IMPL");
   opt("--offload-optimizer", f.offload_optimizer,
       "none (default), cpu or nvme: the optimizer states leave the GPU (ZeRO-1, 2, 3)", "DEVICE");
   opt("--offload-params", f.offload_params,

@@ -10,6 +10,50 @@
 
 namespace zerodp::cli {
 
+void read_optimizer_impl(const PlanFlags& f, const deepspeed::DeepSpeedConfig* config,
+                         std::optional<plan::Optimizer> optimizer, report::PlanInputs& in) {
+  std::optional<deepspeed::OptimizerImpl> given;
+  if (!f.optimizer_impl.empty()) {
+    given = deepspeed::optimizer_impl_from_name(f.optimizer_impl);
+    if (!given) {
+      throw UsageError("--optimizer-impl: expected fused, foreach or single, got " +
+                       shown(f.optimizer_impl));
+    }
+    if (optimizer && *optimizer != plan::Optimizer::adam) {
+      throw UsageError(
+          "--optimizer-impl: applies to Adam and AdamW, whose temporaries it counts, not to "
+          "SGD");
+    }
+  }
+  if (config && config->optimizer_impl) {
+    const deepspeed::OptimizerImpl stated = *config->optimizer_impl;
+    if (given && *given != stated) {
+      throw UsageError("--optimizer-impl: '" + std::string(deepspeed::optimizer_impl_name(*given)) +
+                       "' contradicts " + printable(f.deepspeed_config) + "'s optimizer block (" +
+                       std::string(deepspeed::optimizer_impl_name(stated)) + "); give one");
+    }
+    in.optimizer_impl = stated;
+    in.optimizer_impl_source =
+        printable(f.deepspeed_config) + "'s optimizer block: " +
+        (stated == deepspeed::OptimizerImpl::fused ? "DeepSpeed's FusedAdam"
+                                                   : "torch.optim.AdamW (torch_adam)");
+    return;
+  }
+  if (given) {
+    in.optimizer_impl = *given;
+    in.optimizer_impl_source = "--optimizer-impl";
+    return;
+  }
+  if (config && !config->optimizer_block) {
+    // Without an optimizer block the Hugging Face Trainer passes DeepSpeed its own optimizer:
+    // torch.optim.AdamW, foreach on CUDA.
+    in.optimizer_impl = deepspeed::OptimizerImpl::foreach;
+    in.optimizer_impl_source =
+        printable(f.deepspeed_config) +
+        " has no optimizer block: the Hugging Face Trainer's torch.optim.AdamW";
+  }
+}
+
 std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
                                                         report::PlanInputs& in) {
   if (f.estimator.empty()) return std::nullopt;

@@ -24,6 +24,7 @@ struct PlanFlags {
   std::string estimator, largest_layer, gpus_per_node, nodes;
   std::string offload_optimizer, offload_params, deepspeed_config;
   std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
+  std::string optimizer_impl;
   bool list_models = false, list_gpus = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
@@ -69,6 +70,12 @@ report::SharedSettings apply_deepspeed_config(const PlanFlags& f,
                                               const deepspeed::DeepSpeedConfig& config,
                                               const report::SharedSettings& given,
                                               std::uint64_t hidden, report::PlanInputs& in);
+
+// --optimizer-impl, or what the DeepSpeed config implies (`config`: null without one): a
+// flag that contradicts the config's optimizer block is one line naming both, and so is one
+// given with an SGD optimizer (the temporaries counted are Adam's and AdamW's).
+void read_optimizer_impl(const PlanFlags& f, const deepspeed::DeepSpeedConfig* config,
+                         std::optional<plan::Optimizer> optimizer, report::PlanInputs& in);
 
 // --estimator deepspeed: what DeepSpeed's estimators are asked for the same model and GPUs
 // (nullopt without it); sets N from --gpus-per-node and --nodes.

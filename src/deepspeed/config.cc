@@ -234,9 +234,23 @@ void read_optimizer(Reader& r, const json& value, DeepSpeedConfig& c) {
   if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
     r.fail("optimizer", "must be an object with a \"type\" such as \"AdamW\"");
   }
+  c.optimizer_block = true;
   const std::string type = lower(value["type"].get<std::string>());
   if (type == "adam" || type == "adamw" || type == "cpuadam" || type == "fusedadam") {
     c.optimizer = plan::Optimizer::adam;
+    // DeepSpeed builds torch's AdamW for params.torch_adam, else its FusedAdam
+    // (runtime/engine.py:1415-1440); torch's takes foreach unless told otherwise.
+    const json params = value.value("params", json::object());
+    auto flag = [&](const char* key) {
+      return params.is_object() && params.contains(key) && params[key].is_boolean()
+                 ? std::optional<bool>(params[key].get<bool>())
+                 : std::nullopt;
+    };
+    const bool torch_adam =
+        (type == "adam" || type == "adamw") && flag("torch_adam").value_or(false);
+    c.optimizer_impl = !torch_adam                      ? OptimizerImpl::fused
+                       : flag("foreach").value_or(true) ? OptimizerImpl::foreach
+                                                        : OptimizerImpl::single;
   } else if (type == "sgd") {
     const json params = value.value("params", json::object());
     const bool momentum = params.contains("momentum") && params["momentum"].is_number() &&
@@ -245,6 +259,8 @@ void read_optimizer(Reader& r, const json& value, DeepSpeedConfig& c) {
   } else {
     c.not_in_plan.push_back("optimizer.type " + named(value["type"].get<std::string>()));
   }
+  // SGD's step holds no copy of a state the size of the shard: no temporaries counted.
+  if (type == "sgd") c.optimizer_impl = OptimizerImpl::fused;
 }
 
 // bf16.enabled and fp16.enabled as DeepSpeed reads them: one at most, fp32 when neither

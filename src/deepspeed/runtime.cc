@@ -57,13 +57,22 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
     u128 shard = (phi + ranks - 1) / ranks;
     if (stage == Stage::zero3) shard = std::min<u128>(shard, b.sub_group_size);
     t.step_fp32_grads = saturated(4 * shard);
+    t.step_flat_grads = saturated(g * shard);
+    const u128 copies = run.optimizer_impl == OptimizerImpl::foreach  ? 1
+                        : run.optimizer_impl == OptimizerImpl::single ? 2
+                                                                      : 0;
+    t.optimizer_temporaries = saturated(4 * shard * copies);
   }
   return t;
 }
 
+u128 step_wide(const RuntimeTerms& t) {
+  return u128(t.step_fp32_grads) + std::max(t.step_flat_grads, t.optimizer_temporaries);
+}
+
 u128 peak_wide(const RuntimeTerms& t, u128 state, u128 activations) {
   const u128 backward = activations + t.backward();
-  return state + t.held() + std::max<u128>(backward, t.step_fp32_grads);
+  return state + t.held() + std::max<u128>(backward, step_wide(t));
 }
 
 }  // namespace
@@ -81,8 +90,32 @@ std::uint64_t RuntimeTerms::peak(std::uint64_t model_state_bytes,
   return saturated(peak_wide(*this, model_state_bytes, activation_bytes));
 }
 
+std::uint64_t RuntimeTerms::step() const {
+  return saturated(step_wide(*this));
+}
+
 bool RuntimeTerms::step_sets_peak(std::uint64_t activation_bytes) const {
-  return step_fp32_grads > u128(activation_bytes) + backward();
+  return step_wide(*this) > u128(activation_bytes) + backward();
+}
+
+std::string_view optimizer_impl_name(OptimizerImpl impl) {
+  switch (impl) {
+    case OptimizerImpl::fused:
+      return "fused";
+    case OptimizerImpl::foreach:
+      return "foreach";
+    case OptimizerImpl::single:
+      return "single";
+  }
+  return "fused";
+}
+
+std::optional<OptimizerImpl> optimizer_impl_from_name(std::string_view name) {
+  for (const OptimizerImpl impl :
+       {OptimizerImpl::fused, OptimizerImpl::foreach, OptimizerImpl::single}) {
+    if (name == optimizer_impl_name(impl)) return impl;
+  }
+  return std::nullopt;
 }
 
 RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run) {

@@ -61,6 +61,8 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
                  {"reduce_buffer_bytes", r.reduce_buffer_held + r.reduce_buffers},
                  {"gathered_param_bytes", r.gathered_params},
                  {"step_fp32_grad_bytes", r.step_fp32_grads},
+                 {"step_flat_grad_bytes", r.step_flat_grads},
+                 {"optimizer_temp_bytes", r.optimizer_temporaries},
                  {"peak_bytes", *s.total_bytes}};
   } else {
     j["peak"] = nullptr;
@@ -105,6 +107,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"params", or_null(in.params)},
       {"gpus", or_null(in.gpus)},
       {"gpu_memory_bytes", or_null(in.gpu_memory)},
+      {"optimizer_impl", std::string(deepspeed::optimizer_impl_name(in.optimizer_impl))},
       {"gpu", in.gpu ? gpu_json(*in.gpu) : json(nullptr)},
       {"cards_sold_as_gpu_memory", cards_json(in)},
       {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},

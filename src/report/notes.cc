@@ -80,6 +80,11 @@ std::string peak_terms(const PlanReport& report, const StageReport& s, bool bina
   if (r.step_sets_peak(in.activation_bytes)) {
     terms.push_back({"reduce buffer", r.reduce_buffer_held});
     terms.push_back({"step fp32 grads", r.step_fp32_grads});
+    if (r.optimizer_temporaries > r.step_flat_grads) {
+      terms.push_back({"optimizer temporaries", r.optimizer_temporaries});
+    } else {
+      terms.push_back({"its 16-bit copy", r.step_flat_grads});
+    }
   } else {
     terms.push_back({"activations", in.activation_bytes});
     terms.push_back({"reduce buffers", r.reduce_buffer_held + r.reduce_buffers});

@@ -146,7 +146,8 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.buffers,
           in.buffer_settings,
           in.zeropp,
-          in.cuda_overhead};
+          in.cuda_overhead,
+          in.optimizer_impl};
 }
 
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a

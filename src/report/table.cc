@@ -135,6 +135,10 @@ std::string header(const PlanReport& report, bool binary) {
     out += "ZeRO++: " + deepspeed::zeropp_summary(in.zeropp) + " (ZeRO-3 only; from " +
            in.zeropp_source + ")\n";
   }
+  if (report.runtime_counted && in.buffers) {
+    out += "optimizer step: " + std::string(deepspeed::optimizer_impl_name(in.optimizer_impl)) +
+           " (" + in.optimizer_impl_source + "; --optimizer-impl fused, foreach or single)\n";
+  }
   if (report.runtime_counted) {
     out += "GPU peak: model state + activations";
     if (in.buffers) out += " + DeepSpeed's buffers (" + in.buffers_source + ")";
@@ -327,6 +331,8 @@ std::string peak_table(const PlanReport& report, bool binary) {
       {"persistent", &deepspeed::RuntimeTerms::persistent_params},
       {"hpZ copy", &deepspeed::RuntimeTerms::hpz_secondary},
       {"step fp32 grads", &deepspeed::RuntimeTerms::step_fp32_grads},
+      {"step 16-bit copy", &deepspeed::RuntimeTerms::step_flat_grads},
+      {"optimizer temps", &deepspeed::RuntimeTerms::optimizer_temporaries},
       {"CUDA", &deepspeed::RuntimeTerms::cuda_overhead}};
   for (const auto& [name, field] : terms) {
     if (any(field)) columns.push_back({name, term(field)});
@@ -335,9 +341,10 @@ std::string peak_table(const PlanReport& report, bool binary) {
   std::string out = render(columns, report);
   out +=
       "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
-      "reduce bufs + gathered, step fp32 grads): DeepSpeed's reduction buffers and gathered "
-      "params live with the activations, the step's fp32 copy of the gradient shard after them "
-      "(deepspeed/runtime.h).";
+      "reduce bufs + gathered, step fp32 grads + max(step 16-bit copy, optimizer temps)): "
+      "DeepSpeed's reduction buffers and gathered params live with the activations, the step's "
+      "fp32 copy of the gradient shard (made from a 16-bit flat copy) and the optimizer's "
+      "temporaries after them (deepspeed/runtime.h).";
   if (in.buffers && in.params && !in.persistent_params) {
     out += " Persistent params need a model config (" + field_ref("model") + ").";
   }

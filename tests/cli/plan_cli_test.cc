@@ -575,6 +575,52 @@ TEST(PlanCli, DeepSpeedsEstimateWithGpusAloneIsOneNodeOfThem) {
   EXPECT_EQ(alone["inputs"]["gpus"], 8);
 }
 
+TEST(PlanCliPeak, TheOptimizersTemporariesFollowTheConfigOrTheFlag) {
+  // Llama-3-8B on 8 A100 40GB at ZeRO-2: the step holds the 4.02 GB fp32 gradient shard and
+  // the larger of flatten()'s 2.01 GB 16-bit copy and the optimizer's temporaries.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 "
+      "--checkpointing full --attention flash --precision bf16 --stage 2 ";
+  const std::uint64_t shard = (8'030'261'248u + 7) / 8;
+  auto z2 = [&](const std::string& extra) { return plan_json(run + extra)["stages"][2]; };
+  EXPECT_EQ(plan_json(run)["inputs"]["optimizer_impl"], "fused");
+  EXPECT_EQ(u64(z2("")["peak"]["optimizer_temp_bytes"]), 0u);
+  EXPECT_EQ(u64(z2("")["peak"]["step_flat_grad_bytes"]), 2 * shard);
+  EXPECT_EQ(u64(z2("--optimizer-impl foreach")["peak"]["optimizer_temp_bytes"]), 4 * shard);
+  // torch's single-tensor AdamW holds two fp32 shards: the step (4.02 + 8.03 GB) sets the peak
+  // and ZeRO-2 no longer fits the card.
+  const auto single = z2("--optimizer-impl single");
+  EXPECT_EQ(u64(single["peak"]["optimizer_temp_bytes"]), 8 * shard);
+  EXPECT_FALSE(single["fits"].get<bool>());
+  EXPECT_TRUE(has(zerodp("plan " + run + "--optimizer-impl single").out,
+                  "(model state 30.1 GB + CUDA 2.00 GB + step fp32 grads 4.02 GB + optimizer "
+                  "temporaries 8.03 GB)"));
+  // A config without an optimizer block: the Hugging Face Trainer's torch AdamW, foreach.
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/ds_no_opt.json") << R"({"zero_optimization": {"stage": 2},
+    "bf16": {"enabled": true}})";
+  std::ofstream(dir + "/ds_torch.json") << R"({"zero_optimization": {"stage": 2},
+    "bf16": {"enabled": true},
+    "optimizer": {"type": "AdamW", "params": {"torch_adam": true, "foreach": false}}})";
+  std::ofstream(dir + "/ds_fused.json") << R"({"zero_optimization": {"stage": 2},
+    "bf16": {"enabled": true}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}}})";
+  const std::string base =
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 "
+      "--micro-batch 1 --checkpointing full --attention flash --precision bf16 "
+      "--deepspeed-config " +
+      dir;
+  EXPECT_EQ(plan_json(base + "/ds_no_opt.json")["inputs"]["optimizer_impl"], "foreach");
+  EXPECT_EQ(plan_json(base + "/ds_torch.json")["inputs"]["optimizer_impl"], "single");
+  EXPECT_EQ(plan_json(base + "/ds_fused.json")["inputs"]["optimizer_impl"], "fused");
+  EXPECT_EQ(plan_json(base + "/ds_no_opt.json --optimizer-impl single")["inputs"]["optimizer_impl"],
+            "single");
+  const Result conflict = zerodp("plan " + base + "/ds_fused.json --optimizer-impl foreach");
+  EXPECT_EQ(conflict.status, 2);
+  EXPECT_TRUE(has(conflict.err, "--optimizer-impl: 'foreach' contradicts ")) << conflict.err;
+  const Result bad = zerodp("plan " + run + "--optimizer-impl apex");
+  EXPECT_EQ(bad.err, "zerodp: --optimizer-impl: expected fused, foreach or single, got 'apex'\n");
+}
+
 TEST(PlanCli, GpusByNameAreListedAndAMistakeIsOneLine) {
   const Result list = zerodp("plan --list-gpus");
   ASSERT_EQ(list.status, 0) << list.err;

@@ -68,6 +68,22 @@ TEST(DeepSpeedConfig, NeitherHalfPrecisionMeansFp32AndUnknownKeysAreListed) {
   EXPECT_FALSE(parse_deepspeed_config(R"({"bf16": {"enabled": "auto"}})", "d").precision);
 }
 
+TEST(DeepSpeedConfig, TheOptimizerBlockSaysWhichImplementationSteps) {
+  auto impl = [](const char* text) { return parse_deepspeed_config(text, "d").optimizer_impl; };
+  EXPECT_EQ(impl(R"({"optimizer": {"type": "AdamW"}})"), OptimizerImpl::fused);
+  EXPECT_EQ(impl(R"({"optimizer": {"type": "Adam", "params": {"torch_adam": true}}})"),
+            OptimizerImpl::foreach);
+  EXPECT_EQ(impl(R"({"optimizer": {"type": "AdamW",
+                     "params": {"torch_adam": true, "foreach": false}}})"),
+            OptimizerImpl::single);
+  EXPECT_EQ(impl(R"({"optimizer": {"type": "FusedAdam", "params": {"torch_adam": true}}})"),
+            OptimizerImpl::fused);  // the flag is Adam's and AdamW's only
+  const DeepSpeedConfig none = parse_deepspeed_config(R"({"train_batch_size": 8})", "d");
+  EXPECT_FALSE(none.optimizer_block);
+  EXPECT_FALSE(none.optimizer_impl.has_value());
+  EXPECT_TRUE(parse_deepspeed_config(R"({"optimizer": {"type": "Lion"}})", "d").optimizer_block);
+}
+
 TEST(DeepSpeedConfig, ZeroPlusPlusAndBufferSizes) {
   // The ZeRO++ tutorial's config (deepspeed.ai/tutorials/zeropp), with explicit sizes.
   const DeepSpeedConfig c = parse_deepspeed_config(R"({

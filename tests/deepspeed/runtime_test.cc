@@ -80,14 +80,46 @@ TEST(Runtime, ThePeakTakesTheLargerPhase) {
   const std::uint64_t state = 30'000'000'000;
   // Backward: 7e9 activations + 1e9 bucket > the step's 4e9.
   EXPECT_EQ(t.peak(state, 7'000'000'000), state + kCuda + 7'000'000'000 + 1'000'000'000);
-  // Step: 4e9 > 1e9 activations + 1e9 bucket.
-  EXPECT_EQ(t.peak(state, 1'000'000'000), state + kCuda + 4'000'000'000);
+  // Step: the 4e9 fp32 gradients and flatten()'s 2e9 16-bit copy > 1e9 activations + 1e9
+  // bucket.
+  EXPECT_EQ(t.step(), 6'000'000'000u);
+  EXPECT_EQ(t.peak(state, 1'000'000'000), state + kCuda + 6'000'000'000);
   EXPECT_FALSE(t.step_sets_peak(7'000'000'000));
   EXPECT_TRUE(t.step_sets_peak(1'000'000'000));
   // Without buffers only the allowance is added.
   const RuntimeTerms bare =
       runtime_terms(Stage::zero2, 8, {kModel, kMixed, {}, false, kDefaults, {}, kCuda});
   EXPECT_EQ(bare.peak(state, 5), state + kCuda + 5);
+}
+
+TEST(Runtime, TheOptimizersTemporariesFollowItsImplementation) {
+  // S = Φ/8 = 1e9 elements a rank at ZeRO-2: FusedAdam none, torch's foreach AdamW one fp32
+  // copy (4e9), its single-tensor path two (8e9); the step holds the larger of them and the
+  // 2e9 16-bit copy beside the 4e9 fp32 gradients.
+  const std::uint64_t shard = kPhi / 8;
+  const std::pair<OptimizerImpl, std::uint64_t> impls[] = {{OptimizerImpl::fused, 0},
+                                                           {OptimizerImpl::foreach, 4 * shard},
+                                                           {OptimizerImpl::single, 8 * shard}};
+  for (const auto& [impl, temporaries] : impls) {
+    RuntimeRun run{kModel, kMixed, {}, true, kDefaults, {}, kCuda};
+    run.optimizer_impl = impl;
+    const RuntimeTerms t = runtime_terms(Stage::zero2, 8, run);
+    EXPECT_EQ(t.optimizer_temporaries, temporaries) << optimizer_impl_name(impl);
+    EXPECT_EQ(t.step_flat_grads, 2 * shard);
+    EXPECT_EQ(t.step(), 4 * shard + std::max(2 * shard, temporaries));
+    // At ZeRO-3 the step goes sub-group by sub-group (sub_group_size 1e9 by default).
+    BufferSettings small = kDefaults;
+    small.sub_group_size = 100'000'000;
+    run.settings = small;
+    const RuntimeTerms z3 = runtime_terms(Stage::zero3, 8, run);
+    EXPECT_EQ(z3.optimizer_temporaries, temporaries / shard * 100'000'000);
+    // Offloaded, the step runs on the CPU: none of it on the GPU.
+    run.offload.optimizer = OffloadDevice::cpu;
+    const RuntimeTerms off = runtime_terms(Stage::zero2, 8, run);
+    EXPECT_EQ(off.step(), 0u);
+  }
+  EXPECT_EQ(optimizer_impl_from_name("foreach"), OptimizerImpl::foreach);
+  EXPECT_EQ(optimizer_impl_from_name("fast"), std::nullopt);
 }
 
 TEST(Runtime, LeastNBringsThePeakWithinTheGpuAndOneFewerDoesNot) {

@@ -380,6 +380,7 @@ VALUES = {
     "count-both-directions": "1 |",
     "precision": "fp16 bf16 fp32 | fp8",
     "optimizer": "adam adamw sgd sgd-momentum | lion",
+    "optimizer-impl": "fused foreach single | apex",
     "bytes-per-param": "2,2,12 4,4,8 | 2,2 0,2,12",
     "layers": "24 32 | x",
     "hidden": "1024 4096 |",
@@ -404,7 +405,7 @@ GROUPS = [
     (["estimator", "largest-layer"], ["gpus-per-node"], "params"),
     (["estimator"], ["gpus-per-node", "nodes"], "model"),
     ([], ["offload-optimizer", "offload-params", "gpus-per-node"], ""),
-    ([], ["precision", "optimizer", "binary"], ""),
+    ([], ["precision", "optimizer", "optimizer-impl", "binary"], ""),
     (["gpu-memory"], ["activations", "round-to"], ""),
     (["gpu"], ["activations", "round-to"], ""),
 ]

@@ -46,6 +46,11 @@ struct DeepSpeedConfig {
   OffloadDevice offload_params = OffloadDevice::none;
   std::optional<plan::Precision> precision;  // from bf16 / fp16; fp32 when both are absent or off
   std::optional<plan::Optimizer> optimizer;
+  // The step's implementation an "optimizer" block implies (runtime.h): FusedAdam for Adam and
+  // AdamW, torch's AdamW with params.torch_adam (foreach; single with params.foreach false);
+  // nullopt without a block, or for another type.
+  std::optional<OptimizerImpl> optimizer_impl;
+  bool optimizer_block = false;              // the config has an "optimizer" block
   std::optional<std::uint64_t> micro_batch;  // train_micro_batch_size_per_gpu
   std::optional<std::uint64_t> grad_accum;   // gradient_accumulation_steps
   BufferSettings buffers;

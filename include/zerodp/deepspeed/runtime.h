@@ -21,9 +21,20 @@
 //            too). hpZ's secondary partition: P·ceil(Φ/h) (deepspeed/topology.h).
 //  step      the optimizer steps on an fp32 copy of the rank's gradient shard, 4·S (stages
 //            1, 2: stage_1_and_2.py:1892; stage 3, per sub-group of at most sub_group_size
-//            elements: stage3.py:1896), on the GPU unless the optimizer is offloaded.
+//            elements: stage3.py:1896), on the GPU unless the optimizer is offloaded. That copy
+//            is made as flatten(averaged_gradients).to(fp32) (stage_1_and_2.py:1892-1897,
+//            stage3.py:1896-1897): the 16-bit flat copy, G·S, lives with it for a moment, the
+//            16-bit gradient buffer (grads_in_partition, stage_1_and_2.py:1352) staying too.
+//            Then the optimizer's own temporaries, on the one flat fp32 tensor it is given:
+//            none for DeepSpeed's FusedAdam (ops/adam/fused_adam.py: one fused kernel, in
+//            place); 4·S for torch's foreach AdamW, whose exp_avg_sq_sqrt =
+//            torch._foreach_sqrt(exp_avg_sqs) is a full copy (torch/optim/adamw.py,
+//            _multi_tensor_adamw); 8·S for its single-tensor path, whose denom =
+//            (exp_avg_sq.sqrt() / bias_correction2_sqrt) holds the sqrt and the quotient at
+//            once (_single_tensor_adamw). The step adds 4·S + max(G·S, temporaries).
+//            Stage 0's step (DeepSpeed's fp16 optimizer's fp32 gradients) is not counted.
 //  CUDA      the context, kernels and allocator: --cuda-overhead (kDefaultCudaOverhead).
-// Phases: the buffers of the forward and backward live with the activations, the step's copy
+// Phases: the buffers of the forward and backward live with the activations, the step's terms
 // after them, so the peak is  state + held + max(activations + backward, step)  where "held"
 // is what lives through both (CUDA, hpZ, persistent params, stage 3's reduction buffer).
 // Pure; every byte count is exact with 128-bit intermediates and saturates at 2^64 − 1.
@@ -31,6 +42,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "zerodp/deepspeed/offload.h"
 #include "zerodp/deepspeed/topology.h"
@@ -44,6 +56,15 @@ namespace zerodp::deepspeed {
 // margin for the caching allocator's rounding. It varies with the GPU, CUDA and PyTorch,
 // hence a flag.
 constexpr std::uint64_t kDefaultCudaOverhead = 2'000'000'000;
+
+// How the optimizer's step is computed, which decides its temporaries (above). DeepSpeed
+// builds FusedAdam for an "optimizer" block of type Adam or AdamW, torch.optim.AdamW with
+// "torch_adam": true (foreach on CUDA, the single-tensor path with "foreach": false)
+// (runtime/engine.py:1415-1440); the Hugging Face Trainer builds torch's AdamW itself when the
+// config has no optimizer block.
+enum class OptimizerImpl : std::uint8_t { fused, foreach, single };
+std::string_view optimizer_impl_name(OptimizerImpl impl);  // "fused", "foreach", "single"
+std::optional<OptimizerImpl> optimizer_impl_from_name(std::string_view name);
 
 // zero_optimization's sizes in elements, DeepSpeed's defaults (runtime/zero/config.py).
 struct BufferSettings {
@@ -74,6 +95,7 @@ struct RuntimeRun {
   BufferSettings settings;
   ZeroPlusPlus zeropp;
   std::uint64_t cuda_overhead = 0;
+  OptimizerImpl optimizer_impl = OptimizerImpl::fused;
 };
 
 struct RuntimeTerms {
@@ -87,9 +109,13 @@ struct RuntimeTerms {
   std::uint64_t gathered_params = 0;
   // During the optimizer step.
   std::uint64_t step_fp32_grads = 0;
+  std::uint64_t step_flat_grads = 0;        // flatten()'s 16-bit copy, beside the fp32 one
+  std::uint64_t optimizer_temporaries = 0;  // the optimizer's own, after it
 
   std::uint64_t held() const;
   std::uint64_t backward() const;
+  // The step's terms: the fp32 gradients and the larger of the flat copy and the temporaries.
+  std::uint64_t step() const;
   // Whether the optimizer step, rather than the backward with its activations, sets the peak.
   bool step_sets_peak(std::uint64_t activation_bytes) const;
   // Model state + these + activations at their phases: the GPU's peak.

@@ -84,8 +84,11 @@ struct PlanInputs {
   std::optional<std::uint64_t> largest_layer;      // --largest-layer or the model's
   std::optional<std::uint64_t> persistent_params;  // the model's small tensors
   std::uint64_t cuda_overhead = 0;
-  std::string cuda_overhead_source;       // "--cuda-overhead 3GB" or the default's source
-  std::optional<std::uint64_t> round_to;  // --round-to: node size for min N
+  std::string cuda_overhead_source;  // "--cuda-overhead 3GB" or the default's source
+  // How the optimizer step is computed (its temporaries, deepspeed/runtime.h), and why.
+  deepspeed::OptimizerImpl optimizer_impl = deepspeed::OptimizerImpl::fused;
+  std::string optimizer_impl_source = "DeepSpeed's FusedAdam, the default";
+  std::optional<std::uint64_t> round_to;                     // --round-to: node size for min N
   plan::Directions seed_directions = plan::Directions::one;  // --count-both-directions
 
   std::optional<double> compute_seconds;          // --compute-time
