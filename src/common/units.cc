@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "zerodp/common/error.h"
 
@@ -122,7 +123,7 @@ std::optional<std::uint64_t> floored_value(Decimal d, int p10, int p2) {
 
 std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, Zero zero,
                                   std::string_view expected,
-                                  std::initializer_list<Multiplier> multipliers,
+                                  std::span<const Multiplier> multipliers,
                                   Fraction fraction = Fraction::rejected) {
   auto d = split_decimal(text);
   if (!d) reject(flag, expected, text);
@@ -162,6 +163,19 @@ double parse_with_units(std::string_view text, std::string_view flag, std::strin
   reject(flag, expected, text, d->suffix.empty() ? "missing unit" : "unknown unit");
 }
 
+std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, Zero zero,
+                                  std::string_view expected,
+                                  std::initializer_list<Multiplier> multipliers) {
+  return parse_with_suffixes(text, flag, zero, expected,
+                             std::span<const Multiplier>(multipliers.begin(), multipliers.size()));
+}
+
+// The units of a size in bytes, decimal and binary, as parse_bytes() and parse_capacity() read
+// them.
+constexpr Multiplier kByteUnits[] = {
+    {"B", 0, 0},   {"KB", 3, 0},   {"kB", 3, 0},   {"MB", 6, 0},   {"GB", 9, 0},   {"TB", 12, 0},
+    {"PB", 15, 0}, {"KiB", 0, 10}, {"MiB", 0, 20}, {"GiB", 0, 30}, {"TiB", 0, 40}, {"PiB", 0, 50}};
+
 }  // namespace
 
 std::uint64_t parse_count(std::string_view text, std::string_view flag, Zero zero) {
@@ -197,36 +211,12 @@ std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::
 }
 
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero) {
-  return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB",
-                             {{"B", 0, 0},
-                              {"KB", 3, 0},
-                              {"kB", 3, 0},
-                              {"MB", 6, 0},
-                              {"GB", 9, 0},
-                              {"TB", 12, 0},
-                              {"PB", 15, 0},
-                              {"KiB", 0, 10},
-                              {"MiB", 0, 20},
-                              {"GiB", 0, 30},
-                              {"TiB", 0, 40},
-                              {"PiB", 0, 50}});
+  return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB", kByteUnits);
 }
 
 std::uint64_t parse_capacity(std::string_view text, std::string_view flag) {
   return parse_with_suffixes(text, flag, Zero::rejected, "a size such as 80GB, 24GiB or 23.65GiB",
-                             {{"B", 0, 0},
-                              {"KB", 3, 0},
-                              {"kB", 3, 0},
-                              {"MB", 6, 0},
-                              {"GB", 9, 0},
-                              {"TB", 12, 0},
-                              {"PB", 15, 0},
-                              {"KiB", 0, 10},
-                              {"MiB", 0, 20},
-                              {"GiB", 0, 30},
-                              {"TiB", 0, 40},
-                              {"PiB", 0, 50}},
-                             Fraction::floored);
+                             kByteUnits, Fraction::floored);
 }
 
 double parse_seconds(std::string_view text, std::string_view flag) {

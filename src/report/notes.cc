@@ -197,11 +197,7 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
       notes.push_back(offload_hint(report, *wanted, binary));
     }
   }
-  if (!in.activation_choices.empty() && report.budget && in.params && in.gpus) {
-    const bool fits = in.configured_stage ? *report.stages[stage_number(*in.configured_stage)].fits
-                                          : report.cheapest_fitting_stage.has_value();
-    if (!fits) notes.push_back(changes_note(report, binary));
-  }
+  if (report.changes_tried) notes.push_back(changes_note(report, binary));
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {
     notes.push_back("ZeRO-3 sends " + ratio(*report.comm_ratio_seed) +

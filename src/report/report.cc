@@ -247,6 +247,7 @@ bool wanted_fits(const PlanReport& report) {
 void find_fitting_changes(PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (!report.budget || !in.params || !in.gpus || wanted_fits(report)) return;
+  report.changes_tried = !in.activation_choices.empty();
   for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
     PlanInputs with = in;
     with.activation_bytes = choice.bytes;

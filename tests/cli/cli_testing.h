@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -44,6 +46,40 @@ inline CliResult run_zerodp(const std::string& args, const std::string& env = ""
   std::remove(out.c_str());
   std::remove(err.c_str());
   return r;
+}
+
+inline CliResult zerodp(const std::string& args) {
+  return run_zerodp(args);
+}
+
+// `zerodp plan ARGS --json`, which must succeed, parsed.
+inline nlohmann::json plan_json(const std::string& args) {
+  const CliResult r = run_zerodp("plan " + args + " --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+inline std::uint64_t u64(const nlohmann::json& v) {
+  return v.get<std::uint64_t>();
+}
+
+inline bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// The number of lines of `text` (its newlines): an error must be one.
+inline std::size_t line_count(const std::string& text) {
+  std::size_t n = 0;
+  for (const char c : text) n += c == '\n';
+  return n;
+}
+
+// An empty folder of this test process's own under the test's temporary folder.
+inline std::string fresh_folder(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace zerodp::testing

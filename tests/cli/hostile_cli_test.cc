@@ -19,34 +19,23 @@ namespace zerodp {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::line_count;
 using testing::run_zerodp;
+using testing::slurp;
 
 std::string folder(const std::string& name) {
-  const std::string dir =
-      ::testing::TempDir() + "/hostile_" + std::to_string(::getpid()) + "_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return testing::fresh_folder("hostile_" + name);
 }
 
 void put(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-std::string text_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::size_t lines(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 // One line, exit status 2, holding `part`.
 void expect_refused(const testing::CliResult& r, const std::string& part) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
 }
 
 const std::string kTinyMlp = "train --model mlp --params 20K --ranks 1 --steps 2 --log-every 1";
@@ -58,7 +47,7 @@ TEST(HostileFiles, ALockFileThatIsALinkIsRefusedAndItsTargetUntouched) {
   fs::create_symlink(dir + "/victim", dir + "/ck/.zerodp-lock");
   const auto r = run_zerodp(kTinyMlp + " --out '' --save-dir '" + dir + "/ck'");
   expect_refused(r, "--save-dir: cannot write in");
-  EXPECT_EQ(text_of(dir + "/victim"), "precious\n");
+  EXPECT_EQ(slurp(dir + "/victim"), "precious\n");
 }
 
 TEST(HostileFiles, ALockFileThatIsAHardLinkIsRefusedAndItsTargetUntouched) {
@@ -68,7 +57,7 @@ TEST(HostileFiles, ALockFileThatIsAHardLinkIsRefusedAndItsTargetUntouched) {
   fs::create_hard_link(dir + "/victim", dir + "/ck/.zerodp-lock");
   const auto r = run_zerodp(kTinyMlp + " --out '' --save-dir '" + dir + "/ck'");
   expect_refused(r, "is not a lock file of zerodp's");
-  EXPECT_EQ(text_of(dir + "/victim"), "precious\n");
+  EXPECT_EQ(slurp(dir + "/victim"), "precious\n");
 }
 
 TEST(HostileFiles, LinksPlantedAtTheOldTemporaryNamesAreNotWrittenThrough) {
@@ -82,8 +71,8 @@ TEST(HostileFiles, LinksPlantedAtTheOldTemporaryNamesAreNotWrittenThrough) {
   fs::create_symlink(dir + "/victim", dir + "/out/loss.svg.tmp");
   const auto train = run_zerodp(kTinyMlp + " --out '" + dir + "/out'");
   EXPECT_EQ(train.status, 0) << train.err;
-  EXPECT_EQ(text_of(dir + "/victim"), "precious\n");
-  EXPECT_NE(text_of(dir + "/fig.svg").find("<svg"), std::string::npos);
+  EXPECT_EQ(slurp(dir + "/victim"), "precious\n");
+  EXPECT_NE(slurp(dir + "/fig.svg").find("<svg"), std::string::npos);
 }
 
 TEST(HostileFiles, AnOutputThatIsAFifoOrADeviceIsRefusedAndLeftAsItIs) {
@@ -155,7 +144,7 @@ TEST(HostileJson, ADeepManifestIsOneLineNamingIt) {
     if (e.path().filename().string().rfind("step-", 0) == 0) step = e.path().string();
   }
   ASSERT_FALSE(step.empty());
-  nlohmann::json m = nlohmann::json::parse(text_of(step + "/manifest.json"));
+  nlohmann::json m = nlohmann::json::parse(slurp(step + "/manifest.json"));
   const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
   std::string text = m.dump();
   text.insert(text.size() - 1, ", \"extra\": " + deep);
@@ -164,7 +153,7 @@ TEST(HostileJson, ADeepManifestIsOneLineNamingIt) {
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("manifest.json: it nests more than 64 levels deep"), std::string::npos)
       << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err.substr(0, 300);
+  EXPECT_EQ(line_count(r.err), 1u) << r.err.substr(0, 300);
 }
 
 TEST(HostileNumbers, NumbersNoReaderHoldsAreRefusedNamingTheFileOrTheField) {
@@ -222,7 +211,7 @@ TEST(HostileText, ControlCharactersAndMegabytesFromAConfigNeverReachTheTerminalR
   EXPECT_EQ(r.status, 0) << r.err.substr(0, 300);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err.substr(0, 300);
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err.substr(0, 300);
-  EXPECT_EQ(lines(r.err), 1u) << r.err.substr(0, 300);  // the one warning
+  EXPECT_EQ(line_count(r.err), 1u) << r.err.substr(0, 300);  // the one warning
   EXPECT_LT(r.err.size(), 400u);
   EXPECT_LT(r.out.size(), 20'000u);  // the summary names the type, cut short
   EXPECT_TRUE(r.has("(1048576 bytes)")) << r.out.substr(0, 2000);

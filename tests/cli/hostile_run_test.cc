@@ -22,23 +22,12 @@ namespace zerodp {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::line_count;
 using testing::run_zerodp;
+using testing::slurp;
 
 std::string folder(const std::string& name) {
-  const std::string dir =
-      ::testing::TempDir() + "/hostile_run_" + std::to_string(::getpid()) + "_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string text_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::size_t lines(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  return testing::fresh_folder("hostile_run_" + name);
 }
 
 bool holds(const testing::CliResult& r, const std::string& part) {
@@ -57,7 +46,7 @@ TEST(HostileRuns, ASaveFolderInsideAnotherRunsFolderIsRefused) {
   auto r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/a/step-00000002/b'");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(holds(r, "--save-dir: ") && holds(r, "is inside the checkpoint")) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
   // Inside the save folder of another run, below it.
   r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/a/sub/b'");
   EXPECT_EQ(r.status, 2) << r.err;
@@ -79,7 +68,7 @@ TEST(HostileRuns, PruningRemovesOnlyWhatASaveWrote) {
   EXPECT_TRUE(fs::exists(ck + "/step-00000004/manifest.json"));
   EXPECT_FALSE(fs::exists(ck + "/step-00000002/manifest.json"));
   EXPECT_FALSE(fs::exists(ck + "/step-00000002/rank-00000-of-00002.bin"));
-  EXPECT_EQ(text_of(ck + "/step-00000002/notes.txt"), "mine\n");
+  EXPECT_EQ(slurp(ck + "/step-00000002/notes.txt"), "mine\n");
 }
 
 // The manifest of a tiny run, with its data position replaced by `samples_done`.
@@ -87,7 +76,7 @@ std::string checkpoint_with_samples_done(const std::string& dir, std::uint64_t s
   const std::string ck = dir + "/ck";
   EXPECT_EQ(run_zerodp(kMlp + "--ranks 1 --save-dir '" + ck + "'").status, 0);
   const std::string step = ck + "/step-00000002";
-  nlohmann::json m = nlohmann::json::parse(text_of(step + "/manifest.json"));
+  nlohmann::json m = nlohmann::json::parse(slurp(step + "/manifest.json"));
   m["state"]["samples_done"] = samples_done;
   std::ofstream(step + "/manifest.json", std::ios::trunc) << m.dump();
   return step;
@@ -99,7 +88,7 @@ TEST(HostileRuns, ADataPositionBeyondWhatAManifestRecordsIsRefused) {
   const auto r = run_zerodp(kRun + "--ranks 1 --steps 4 --resume '" + step + "'");
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(holds(r, "state.samples_done")) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
 }
 
 TEST(HostileRuns, AResumeThatWouldPassTheLargestDataPositionIsRefusedBeforeItsFirstStep) {
@@ -110,7 +99,7 @@ TEST(HostileRuns, AResumeThatWouldPassTheLargestDataPositionIsRefusedBeforeItsFi
                             dir + "/next'");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(holds(r, "--steps: ") && holds(r, "(2^62)")) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/next/step-00000004"));
 }
 
@@ -126,7 +115,7 @@ TEST(HostileRuns, ADivergedRunStopsNamingTheStepAndSavesNothingOfIt) {
     EXPECT_EQ(r.status, 1) << precision << ": " << r.err;
     EXPECT_TRUE(holds(r, "training diverged at step ") || holds(r, "training diverged by step "))
         << r.err;
-    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
     // Every checkpoint kept is one of a step before the one named. The update of the last
     // finite step may already have made weights whose loss is not finite: eval refuses those,
     // in one line, rather than printing a loss of NaN as a result.
@@ -141,7 +130,7 @@ TEST(HostileRuns, ADivergedRunStopsNamingTheStepAndSavesNothingOfIt) {
       refused_evals += 1;
       EXPECT_EQ(eval.status, 1) << eval.err;
       EXPECT_TRUE(eval.err.find("they are not a trained model") != std::string::npos) << eval.err;
-      EXPECT_EQ(lines(eval.err), 1u) << eval.err;
+      EXPECT_EQ(line_count(eval.err), 1u) << eval.err;
     }
   }
   // With a learning rate of 1e30 the first update leaves weights near 1e29, whose forward
@@ -157,7 +146,7 @@ TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(holds(r, "step-00000002 failed on rank 3: ")) << r.err;
   EXPECT_TRUE(holds(r, "it is a directory")) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/ck/step-00000002/manifest.json"));
 }
 
@@ -173,7 +162,7 @@ TEST(HostileRuns, ALossCurveThatIsNotOneIsRefusedWithItsNameEscaped) {
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(holds(r, "\\x1b[2Jout/loss.csv") && holds(r, "is not a zerodp loss curve")) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
 }
 
 // A folder on a tmpfs of `kib` KiB, unmounted when the test ends; empty when this machine
@@ -202,7 +191,7 @@ TEST(HostileRuns, ASaveOnAFullDiskFailsWithTheCauseAndLeavesNoHalfCheckpoint) {
   const auto r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/disk/ck'");
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(holds(r, "failed on rank ") && holds(r, "No space left on device")) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
   // Nothing a reader could take for a checkpoint, and no temporary file left to fill the disk.
   for (const auto& e : fs::recursive_directory_iterator(dir + "/disk/ck")) {
     const std::string name = e.path().filename().string();

@@ -153,6 +153,7 @@ struct PlanReport {
     std::uint64_t total_bytes = 0;  // that stage's total (the peak, with runtime terms)
   };
   std::vector<FittingChange> fitting_changes;
+  bool changes_tried = false;  // the stage wanted did not fit and the choices were planned
 };
 
 PlanReport make_plan(const PlanInputs& inputs);

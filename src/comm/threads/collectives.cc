@@ -158,6 +158,19 @@ std::vector<Range> ranges_of(const Group& g, int rank, std::uint64_t seq) {
 
 namespace {
 
+// Within a rank: out may be exactly in + chunk offset (reduce_scatter), in exactly out + chunk
+// offset (all_gather), or apart; any other overlap of the two is a violation.
+bool overlaps_itself(const Group& g, int rank, std::uint64_t seq, const std::vector<Range>& own) {
+  const Call& call = g.call(rank, seq);
+  if (call.kind != Collective::reduce_scatter && call.kind != Collective::all_gather) return false;
+  const Range& in = own[0];
+  const Range& out = own[1];
+  const std::size_t offset = bytes_of(shard_of(call.count, g.size(), rank).offset, call.dtype);
+  const bool aliased = call.kind == Collective::reduce_scatter ? out.begin == in.begin + offset
+                                                               : in.begin == out.begin + offset;
+  return in.begin != in.end && out.begin != out.end && overlap(in, out) && !aliased;
+}
+
 // The first violation in rank order, as the message names it: O(N^2) pairs, run only once a
 // violation is known to exist.
 std::string first_violation(const Group& g, std::uint64_t seq,
@@ -165,19 +178,9 @@ std::string first_violation(const Group& g, std::uint64_t seq,
   const int n = g.size();
   for (int r = 0; r < n; ++r) {
     const Call& call = g.call(r, seq);
-    const Shard c = shard_of(call.count, n, r);
-    // Within a rank: out may be exactly in + chunk offset (reduce_scatter), in exactly out +
-    // chunk offset (all_gather), or apart.
-    if (call.kind == Collective::reduce_scatter || call.kind == Collective::all_gather) {
-      const Range& in = ranges[r][0];
-      const Range& out = ranges[r][1];
-      const bool aliased = call.kind == Collective::reduce_scatter
-                               ? out.begin == in.begin + bytes_of(c.offset, call.dtype)
-                               : in.begin == out.begin + bytes_of(c.offset, call.dtype);
-      if (in.begin != in.end && out.begin != out.end && overlap(in, out) && !aliased) {
-        return "rank " + std::to_string(r) + " passed overlapping in and out buffers to " +
-               describe(call) + " (out may only alias in + its chunk offset, or be apart)";
-      }
+    if (overlaps_itself(g, r, seq, ranges[r])) {
+      return "rank " + std::to_string(r) + " passed overlapping in and out buffers to " +
+             describe(call) + " (out may only alias in + its chunk offset, or be apart)";
     }
     // Across ranks: nothing one rank writes may be touched by another.
     for (int q = r + 1; q < n; ++q) {
@@ -229,15 +232,7 @@ std::string check_buffers(const Group& g, std::uint64_t seq) {
   bool bad = false;
   for (int r = 0; r < n; ++r) {
     ranges[r] = ranges_of(g, r, seq);
-    const Call& call = g.call(r, seq);
-    if (call.kind == Collective::reduce_scatter || call.kind == Collective::all_gather) {
-      const Range& in = ranges[r][0];
-      const Range& out = ranges[r][1];
-      const std::size_t offset = bytes_of(shard_of(call.count, n, r).offset, call.dtype);
-      const bool aliased = call.kind == Collective::reduce_scatter ? out.begin == in.begin + offset
-                                                                   : in.begin == out.begin + offset;
-      bad |= in.begin != in.end && out.begin != out.end && overlap(in, out) && !aliased;
-    }
+    bad |= overlaps_itself(g, r, seq, ranges[r]);
     for (const Range& x : ranges[r]) {
       if (x.begin != x.end) all.push_back({x, r});
     }

@@ -1,0 +1,261 @@
+// `zerodp plan` on GPUs as a user asks about them: the GPU's peak term by term, the card by name,
+// the verdict when nothing fits and what would, the optimizer step's own allocations, DeepSpeed's
+// estimate and ZeRO++ across nodes. The real executable, its table and its JSON.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_testing.h"
+
+namespace {
+
+using Result = zerodp::testing::CliResult;
+using zerodp::testing::has;
+using zerodp::testing::plan_json;
+using zerodp::testing::u64;
+using zerodp::testing::zerodp;
+
+TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
+  // The question as a user asks it, answered by one command with the reason and the way out.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 4096 --micro-batch 1 "
+      "--checkpointing full --attention flash --stage 2";
+  const Result r = zerodp("plan " + run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 40.2 GB > 40.0 GB (model "
+                  "state 30.1 GB + CUDA 2.00 GB + activations 7.05 GB + reduce buffers "
+                  "1.00 GB)."))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 28.1 GB"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 27.3 GB")) << r.out;
+
+  // Every term of the peak, from DeepSpeed's defaults: two-byte grads in a 5e8-element bucket,
+  // the fp32 copy of the 1/8 gradient shard, the 2 GB allowance.
+  const auto j = plan_json(run);
+  const std::uint64_t phi = 8'030'261'248, shard = phi / 8 + (phi % 8 != 0);
+  const auto& z2 = j["stages"][2];
+  EXPECT_EQ(u64(z2["peak"]["reduce_buffer_bytes"]), 1'000'000'000u);
+  EXPECT_EQ(u64(z2["peak"]["step_fp32_grad_bytes"]), 4 * shard);
+  EXPECT_EQ(u64(z2["peak"]["cuda_overhead_bytes"]), 2'000'000'000u);
+  EXPECT_EQ(u64(z2["peak"]["peak_bytes"]), u64(z2["model_state_bytes"]) + 2'000'000'000u +
+                                               u64(j["activation_bytes"]) + 1'000'000'000u);
+  EXPECT_EQ(z2["peak"]["peak_bytes"], z2["total_bytes"]);
+  EXPECT_FALSE(z2["fits"].get<bool>());
+  // ZeRO-3 gathers the largest layer (the 128256 x 4096 embedding) and the 5e7 prefetch, and
+  // keeps the 65 RMSNorm weights whole.
+  const auto& z3 = j["stages"][3]["peak"];
+  EXPECT_EQ(u64(z3["gathered_param_bytes"]), 2 * (128'256u * 4096 + 50'000'000));
+  EXPECT_EQ(u64(z3["persistent_param_bytes"]), 2 * 65 * 4096u);
+  // Turned off, the plan is the seed's accounting again.
+  const auto bare = plan_json(run + " --buffers none --cuda-overhead 0");
+  EXPECT_TRUE(bare["stages"][2]["peak"].is_null());
+  EXPECT_EQ(u64(bare["stages"][2]["total_bytes"]),
+            u64(z2["model_state_bytes"]) + u64(j["activation_bytes"]));
+}
+
+TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
+  // The same question on the card itself: it reports 42,298,834,944 bytes (39.39 GiB), more
+  // than the 40.0 GB that "--gpu-memory 40GB" means, and ZeRO-2's 40.2 GB peak fits in it.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --seq-len 4096 --micro-batch 1 --checkpointing full "
+      "--attention flash --stage 2 ";
+  const Result card = zerodp("plan " + run + "--gpu a100-40gb");
+  ASSERT_EQ(card.status, 0) << card.err;
+  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 40.2 GB <= 42.3 GB"))
+      << card.out;
+  EXPECT_TRUE(has(card.out,
+                  "GPU: NVIDIA A100-SXM4-40GB, sold as 40 GB HBM2; it reports "
+                  "39.39 GiB (42.30 GB) to CUDA (https://"))
+      << card.out;
+  const auto j = plan_json(run + "--gpu A100-40GB");
+  EXPECT_EQ(u64(j["inputs"]["gpu_memory_bytes"]), 42'298'834'944u);
+  EXPECT_EQ(j["inputs"]["gpu"]["name"], "a100-40gb");
+  EXPECT_TRUE(j["stages"][2]["fits"].get<bool>());
+  // "40GB" typed: the plan says which card is sold as that, and what it reports instead.
+  const Result typed = zerodp("plan " + run + "--gpu-memory 40GB");
+  EXPECT_TRUE(has(typed.out,
+                  "note: cards sold as 40 GB report other totals to CUDA: a100-40gb 42.30 GB "
+                  "(--gpu NAME plans for the card)\n"))
+      << typed.out;
+  EXPECT_EQ(plan_json(run + "--gpu-memory 40GB")["inputs"]["cards_sold_as_gpu_memory"][0]["name"],
+            "a100-40gb");
+  // A figure as an out-of-memory message prints it is read, rounded down to whole bytes.
+  EXPECT_EQ(u64(plan_json(run + "--gpu-memory 39.39GiB")["inputs"]["gpu_memory_bytes"]),
+            3939ull * (1ull << 30) / 100);
+}
+
+TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
+  // A first try without checkpointing: 61.7 GB of activations on a 42.3 GB card. Not an error:
+  // the verdict, the reason, and the changes that fit, each planned again.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 --stage 2";
+  const Result r = zerodp("plan " + run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "No stage fits at any N: the activations (61.7 GB) and the CUDA "
+                  "allowance (2.00 GB) alone reach the GPU memory (42.3 GB)."))
+      << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "What would fit at N = 8: --checkpointing full (activations 8.12 GB; "
+                  "ZeRO-2, peak 41.2 GB); --checkpointing full --attention flash "
+                  "(activations 7.05 GB; ZeRO-2, peak 40.2 GB)."))
+      << r.out;
+  const auto j = plan_json(run);
+  EXPECT_TRUE(j["activations_fill_gpu"].get<bool>());
+  EXPECT_EQ(u64(j["budget_bytes"]), 0u);
+  ASSERT_EQ(j["what_would_fit"].size(), 2u);
+  EXPECT_EQ(j["what_would_fit"][0]["change"], "--checkpointing full");
+  EXPECT_EQ(j["what_would_fit"][0]["stage"], 2);
+  // Each suggestion is the plan of that change: the same peak when it is made.
+  const auto changed = plan_json(run + " --checkpointing full");
+  EXPECT_EQ(j["what_would_fit"][0]["total_bytes"], changed["stages"][2]["total_bytes"]);
+  EXPECT_TRUE(changed["stages"][2]["fits"].get<bool>());
+  EXPECT_TRUE(changed["what_would_fit"].empty());
+}
+
+TEST(PlanCli, DeepSpeedsEstimateWithGpusAloneIsOneNodeOfThem) {
+  // DeepSpeed's estimators default to one node: --gpus 8 alone is --gpus-per-node 8.
+  const auto alone =
+      plan_json("--model llama-3-8b --gpus 8 --estimator deepspeed --activations 0B");
+  const auto node = plan_json(
+      "--model llama-3-8b --gpus-per-node 8 --nodes 1 --estimator deepspeed --activations 0B");
+  EXPECT_EQ(alone["deepspeed"], node["deepspeed"]);
+  EXPECT_EQ(alone["inputs"]["gpus"], 8);
+}
+
+TEST(PlanCliPeak, TheOptimizersTemporariesFollowTheConfigOrTheFlag) {
+  // Llama-3-8B on 8 A100 40GB at ZeRO-2: the step holds the 4.02 GB fp32 gradient shard and
+  // the larger of flatten()'s 2.01 GB 16-bit copy and the optimizer's temporaries.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 "
+      "--checkpointing full --attention flash --precision bf16 --stage 2 ";
+  const std::uint64_t shard = (8'030'261'248u + 7) / 8;
+  auto z2 = [&](const std::string& extra) { return plan_json(run + extra)["stages"][2]; };
+  EXPECT_EQ(plan_json(run)["inputs"]["optimizer_impl"], "fused");
+  EXPECT_EQ(u64(z2("")["peak"]["optimizer_temp_bytes"]), 0u);
+  EXPECT_EQ(u64(z2("")["peak"]["step_flat_grad_bytes"]), 2 * shard);
+  EXPECT_EQ(u64(z2("--optimizer-impl foreach")["peak"]["optimizer_temp_bytes"]), 4 * shard);
+  // torch's single-tensor AdamW holds two fp32 shards: the step (4.02 + 8.03 GB) sets the peak
+  // and ZeRO-2 no longer fits the card.
+  const auto single = z2("--optimizer-impl single");
+  EXPECT_EQ(u64(single["peak"]["optimizer_temp_bytes"]), 8 * shard);
+  EXPECT_FALSE(single["fits"].get<bool>());
+  EXPECT_TRUE(has(zerodp("plan " + run + "--optimizer-impl single").out,
+                  "(model state 30.1 GB + CUDA 2.00 GB + step fp32 grads 4.02 GB + optimizer "
+                  "temporaries 8.03 GB)"));
+  // A config without an optimizer block: the Hugging Face Trainer's torch AdamW, foreach.
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/ds_no_opt.json") << R"({"zero_optimization": {"stage": 2},
+    "bf16": {"enabled": true}})";
+  std::ofstream(dir + "/ds_torch.json") << R"({"zero_optimization": {"stage": 2},
+    "bf16": {"enabled": true},
+    "optimizer": {"type": "AdamW", "params": {"torch_adam": true, "foreach": false}}})";
+  std::ofstream(dir + "/ds_fused.json") << R"({"zero_optimization": {"stage": 2},
+    "bf16": {"enabled": true}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}}})";
+  const std::string base =
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 "
+      "--micro-batch 1 --checkpointing full --attention flash --precision bf16 "
+      "--deepspeed-config " +
+      dir;
+  EXPECT_EQ(plan_json(base + "/ds_no_opt.json")["inputs"]["optimizer_impl"], "foreach");
+  EXPECT_EQ(plan_json(base + "/ds_torch.json")["inputs"]["optimizer_impl"], "single");
+  EXPECT_EQ(plan_json(base + "/ds_fused.json")["inputs"]["optimizer_impl"], "fused");
+  EXPECT_EQ(plan_json(base + "/ds_no_opt.json --optimizer-impl single")["inputs"]["optimizer_impl"],
+            "single");
+  const Result conflict = zerodp("plan " + base + "/ds_fused.json --optimizer-impl foreach");
+  EXPECT_EQ(conflict.status, 2);
+  EXPECT_TRUE(has(conflict.err, "--optimizer-impl: 'foreach' contradicts ")) << conflict.err;
+  const Result bad = zerodp("plan " + run + "--optimizer-impl apex");
+  EXPECT_EQ(bad.err, "zerodp: --optimizer-impl: expected fused, foreach or single, got 'apex'\n");
+}
+
+TEST(PlanCli, GpusByNameAreListedAndAMistakeIsOneLine) {
+  const Result list = zerodp("plan --list-gpus");
+  ASSERT_EQ(list.status, 0) << list.err;
+  for (const char* name : {"a100-40gb", "a100-80gb", "h100-80gb", "rtx-4090", "t4", "mi300x"}) {
+    EXPECT_TRUE(has(list.out, name)) << name;
+  }
+  Result r = zerodp("plan --params 1e9 --gpus 8 --gpu a100");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "zerodp: --gpu: unknown GPU 'a100'; did you mean 'a100-40gb'? (--list-gpus lists "
+            "them; --gpu-memory gives any other)\n");
+  r = zerodp("plan --params 1e9 --gpus 8 --gpu t4 --gpu-memory 16GB");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "zerodp: --gpu-memory: not with --gpu, which gives the card's memory; give one\n");
+}
+
+TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
+  // Llama 2 70B on 8 nodes of 8 GPUs, the ZeRO++ tutorial's keys plus optimizer offload.
+  const std::string path = ::testing::TempDir() + "/zeropp.json";
+  std::ofstream(path) << R"({"bf16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+      "zero_quantized_weights": true, "zero_hpz_partition_size": 8,
+      "zero_quantized_gradients": true, "reduce_bucket_size": "auto",
+      "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto"}})";
+  const std::string base =
+      "--model llama-2-70b --gpus-per-node 8 --nodes 8 --gpu-memory 80GB --activations 0B ";
+  const auto with_config = plan_json(base + "--deepspeed-config " + path);
+  const auto plain = plan_json(base + "--precision bf16");
+  const std::uint64_t phi = u64(plain["inputs"]["params"]);
+  ASSERT_EQ(phi % 64, 0u);  // 68,976,648,192: every division below is exact
+  // Across nodes ZeRO-3 sends a quarter of plain ZeRO-3's bytes: 3 x 2Φ x 7/64 -> 1.5Φ x 7/64.
+  EXPECT_EQ(u64(plain["stages"][3]["levels"]["inter_bytes"]), 3 * 2 * phi / 64 * 7);
+  EXPECT_EQ(u64(with_config["stages"][3]["levels"]["inter_bytes"]), (phi + phi / 2) / 64 * 7);
+  EXPECT_EQ(with_config["zeropp_cross_node_volume_m"]["zeropp"].get<double>(), 0.75);
+  // hpZ's copy costs 2Φ/8 per GPU; the optimizer states left for the CPU.
+  const auto& z3 = with_config["stages"][3];
+  EXPECT_EQ(u64(z3["peak"]["hpz_secondary_bytes"]), 2 * phi / 8);
+  EXPECT_EQ(u64(z3["model_state_bytes"]), 4 * phi / 64);  // 16-bit params and grads, sharded
+  EXPECT_EQ(u64(z3["offload"]["host_bytes_per_gpu"]), 16 * phi / 64);
+  EXPECT_EQ(u64(z3["peak"]["step_fp32_grad_bytes"]), 0u);  // the CPU steps
+  // "auto" sizes as the Hugging Face integration fills them from h = 8192.
+  EXPECT_EQ(u64(z3["peak"]["reduce_buffer_bytes"]), 2u * 8192 * 8192);
+  EXPECT_EQ(u64(z3["peak"]["gathered_param_bytes"]),
+            2 * (u64(with_config["model"]["largest_layer_params"]) + 8192u * 8192 * 9 / 10));
+  // Stages 0-2 are untouched by ZeRO++.
+  EXPECT_EQ(with_config["stages"][2]["levels"], plain["stages"][2]["levels"]);
+  // The same plan from flags.
+  const auto with_flags =
+      plan_json(base + "--precision bf16 --stage 3 --offload-optimizer cpu --zeropp qwz,hpz,qgz");
+  EXPECT_EQ(with_flags["stages"][3]["levels"], z3["levels"]);
+  EXPECT_EQ(with_flags["stages"][3]["peak"]["hpz_secondary_bytes"],
+            z3["peak"]["hpz_secondary_bytes"]);
+  // And a flag that says otherwise is an error naming both.
+  const Result clash = zerodp("plan " + base + "--deepspeed-config " + path + " --zeropp qwz");
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_TRUE(has(clash.err, "--zeropp: 'qwz' contradicts")) << clash.err;
+  // With --params instead of a model, the config's ZeRO-3 buffers need the largest layer.
+  const Result no_layer =
+      zerodp("plan --params 70B --gpus-per-node 8 --nodes 8 --deepspeed-config " + path);
+  EXPECT_EQ(no_layer.status, 2);
+  EXPECT_TRUE(has(no_layer.err, "--largest-layer: required with --params and --deepspeed-config"))
+      << no_layer.err;
+}
+
+TEST(PlanCliPeak, TwoLevelsSetTheStepTime) {
+  const auto j = plan_json(
+      "--params 64e9 --gpus-per-node 8 --nodes 4 --intra-bandwidth 200GB/s "
+      "--inter-bandwidth 25GB/s --compute-time 10s --overlap 0.5");
+  // ZeRO-3: three buffers of 2Φ, 7/8 of each inside (336 GB), 3/32 across (36 GB).
+  const auto& z3 = j["stages"][3];
+  EXPECT_EQ(u64(z3["levels"]["intra_bytes"]), 336'000'000'000u);
+  EXPECT_EQ(u64(z3["levels"]["inter_bytes"]), 36'000'000'000u);
+  EXPECT_DOUBLE_EQ(z3["levels"]["intra_seconds"].get<double>(), 1.68);
+  EXPECT_DOUBLE_EQ(z3["levels"]["inter_seconds"].get<double>(), 1.44);
+  EXPECT_DOUBLE_EQ(z3["comm_seconds"].get<double>(), 1.68 + 1.44);
+  EXPECT_DOUBLE_EQ(z3["exposed_seconds"].get<double>(), (1.68 + 1.44) / 2);
+  EXPECT_EQ(j["inputs"]["nodes"].get<int>(), 4);
+  EXPECT_EQ(j["inputs"]["gpus"].get<int>(), 32);
+  // The seed's examples do not change: no topology, no levels, no peak.
+  const auto seed = plan_json("--params 1e9 --gpus 8");
+  EXPECT_TRUE(seed["stages"][0]["levels"].is_null());
+  EXPECT_TRUE(seed["stages"][0]["peak"].is_null());
+}
+
+}  // namespace
