@@ -9,9 +9,11 @@ namespace zerodp::catalog {
 namespace {
 
 TEST(ModelParams, EveryCatalogueModelHasItsPublishedCount) {
-  // GPT-2 (HF), Pythia (its README's "total params"), Llama 2 and 3, TinyLlama, Mistral,
-  // Mixtral, Qwen2.5 (their safetensors totals): one family's shape each, every count exact.
-  ASSERT_GE(model_catalogue().size(), 20u);
+  // GPT-2 (HF), Pythia (its README's "total params"), Llama 2, 3, 3.1, 3.2 and 3.3, TinyLlama,
+  // Mistral and Mistral NeMo, Mixtral, Qwen2.5, Qwen3, Qwen3-30B-A3B, Qwen1.5-MoE, Gemma 2 and
+  // 3, Phi-3, OLMo 2, DeepSeek-V2-Lite (the totals of their published safetensors): every
+  // family's shape, every count exact.
+  ASSERT_GE(model_catalogue().size(), 37u);
   for (const CatalogueModel& m : model_catalogue()) {
     const ModelConfig c = parse_model_config(m.config_json, std::string(m.name));
     EXPECT_EQ(model_params(c).params, m.published_params) << m.name;
@@ -76,6 +78,75 @@ TEST(ModelParams, SmallTensorsAreTheNormsBiasesAndRouters) {
   EXPECT_EQ(small_tensor_params(gpt2, 768), 12 * (4 * 768 + 2 * 768) + 2 * 768u);
 }
 
+TEST(ModelParams, MixturesCountTheExpertsATokenPasses) {
+  auto params = [](const char* name) {
+    return model_params(parse_model_config(find_model(name)->config_json, name));
+  };
+  // Qwen3-30B-A3B ("3.3B activated"): per layer attention 2048 x (4096 + 2 x 512) + 4096 x
+  // 2048 + q and k norms 2 x 128 = 18,874,624, norms 4096, 8 of 128 experts of 3 x 2048 x 768
+  // and the 2048 x 128 router: 56,889,600; 48 layers, embedding and head 2 x 151936 x 2048 and
+  // the final norm.
+  EXPECT_EQ(params("qwen3-30b-a3b").active_params, 48 * 56'889'600u + 622'331'904u);
+  // Qwen1.5-MoE-A2.7B ("2.7B activated"): 4 of 60 experts, and the shared expert every token
+  // passes, with its gate.
+  const std::uint64_t qwen15_layer =
+      16'783'360 + 4096 + 4 * 3 * 2048 * 1408 + 3 * 2048 * 5632 + 2048 + 60 * 2048;
+  EXPECT_EQ(params("qwen1.5-moe-a2.7b").active_params, 24 * qwen15_layer + 622'331'904u);
+  // DeepSeek-V2-Lite: the first layer is dense (MLP 3 x 2048 x 10944), the 26 others hold 64
+  // experts and 2 shared ones; 6 routed experts a token.
+  const std::uint64_t attention =
+      2048 * 16 * 192 + 2048 * 576 + 512 + 512 * 16 * 256 + 16 * 128 * 2048;
+  const std::uint64_t dense = attention + 4096 + 3 * 2048 * 10944;
+  const std::uint64_t mixture_active =
+      attention + 4096 + 6 * 3 * 2048 * 1408 + 3 * 2048 * 2816 + 64 * 2048;
+  EXPECT_EQ(params("deepseek-v2-lite").active_params,
+            dense + 26 * mixture_active + 2 * 102400 * 2048u + 2048);
+  // Phi-3 fuses q, k, v (3072 x 9216) and gate and up (3072 x 16384); the embedding is larger.
+  EXPECT_EQ(params("phi-3-mini").largest_layer_params, 32064u * 3072);
+}
+
+TEST(ModelParams, QwenMixturesKeepDenseLayersWhereTheConfigSays) {
+  // 4 layers, hidden 8, 2 heads of 4: attention 4 x 64 = 256 (+ qkv biases 24 in qwen2_moe),
+  // norms 16. A dense MLP of 16: 384. A mixture of 4 experts of 4: 4 x 96 + router 32 = 416.
+  const char* base = R"({"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8,
+      "num_hidden_layers": 4, "num_attention_heads": 2, "num_key_value_heads": 2,
+      "intermediate_size": 16, "moe_intermediate_size": 4, "num_experts": 4,
+      "num_experts_per_tok": 2, "tie_word_embeddings": true)";
+  auto total = [&](const std::string& extra) {
+    return model_params(parse_model_config(std::string(base) + extra + "}", "test")).params;
+  };
+  // qwen3_moe's q and k norms: 2 x head_dim = 8 a layer. Outside: embedding 80, final norm 8.
+  const std::uint64_t attention = 256 + 16 + 8, outside = 88;
+  EXPECT_EQ(total(""), 4 * (attention + 416) + outside);
+  EXPECT_EQ(total(R"(, "mlp_only_layers": [0, 3])"),
+            2 * (attention + 416) + 2 * (attention + 384) + outside);
+  EXPECT_EQ(total(R"(, "decoder_sparse_step": 2)"),
+            2 * (attention + 416) + 2 * (attention + 384) + outside);
+  for (const char* bad : {R"(, "mlp_only_layers": [4])", R"(, "mlp_only_layers": [1, 1])",
+                          R"(, "mlp_only_layers": "0")"}) {
+    EXPECT_THROW(total(bad), UsageError) << bad;
+  }
+}
+
+TEST(ModelParams, NormsOfQAndKArePerHeadOrWhole) {
+  // hidden 8, 2 heads of 4, 1 kv head: qwen3 and gemma3 norm each head (4 + 4 a layer), olmo2
+  // the whole q (8) and k (4); gemma has four norms a layer where llama has two.
+  const std::string shape = R"("vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 16,
+      "tie_word_embeddings": true})";
+  auto small = [&](const char* type) {
+    return small_tensor_params(
+        parse_model_config(std::string(R"({"model_type": ")") + type + "\", " + shape, "t"), 16);
+  };
+  EXPECT_EQ(small("llama"), 2 * 8 + 8u);
+  EXPECT_EQ(small("qwen3"), 2 * 8 + 8 + 8u);
+  EXPECT_EQ(small("olmo2"), 2 * 8 + 12 + 8u);
+  EXPECT_EQ(small("gemma3_text"), 4 * 8 + 8 + 8u);
+  // The k and v projections (8 x 4) are small tensors too at a threshold of 32.
+  EXPECT_EQ(small_tensor_params(parse_model_config(R"({"model_type": "llama", )" + shape, "t"), 32),
+            2 * 8 + 2 * 32 + 8u);
+}
+
 TEST(ModelParams, NamesAreFoundByShortNameOrHubId) {
   EXPECT_EQ(find_model("Llama-3-8B"), find_model("meta-llama/Meta-Llama-3-8B"));
   EXPECT_NE(find_model("gpt2"), nullptr);
@@ -96,6 +167,12 @@ TEST(ModelParams, BadConfigsAreOneLineErrorsNamingTheField) {
            "num_attention_heads": 4, "intermediate_size": 16, "num_local_experts": 2,
            "num_experts_per_tok": 3})",
        "\"num_experts_per_tok\" must be at most num_local_experts (2)"},
+      {R"({"model_type": "deepseek_v2", "vocab_size": 10, "hidden_size": 8,
+           "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 16})",
+       "\"kv_lora_rank\" is missing"},
+      {R"({"model_type": "gemma2", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "intermediate_size": 16, "attn_logit_softcapping": -1})",
+       "\"attn_logit_softcapping\" must be a positive number or null"},
       {R"([1, 2])", "expected a JSON object"},
       {R"({"model_type": )", "not JSON"},
   };

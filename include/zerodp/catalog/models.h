@@ -13,17 +13,33 @@
 //             grouped-query attention (num_key_value_heads, head_dim), gated MLP (SwiGLU: gate,
 //             up, down of intermediate_size), LM head untied unless tie_word_embeddings
 //   qwen2     llama with biases on q, k and v
+//   qwen3     llama with an RMSNorm over each head of q and of k (q_norm, k_norm: head_dim)
+//   phi3      llama with q, k, v fused in one linear and gate and up in another
+//   olmo2     llama with RMSNorms over the whole q and k (heads x head_dim, kv heads x
+//             head_dim) and the norms after attention and MLP instead of before
+//   gemma2, gemma3_text   llama with four RMSNorms a layer (before and after attention and
+//             MLP), tied by default; gemma3 adds qwen3's per-head q and k norms
 //   mixtral   llama with every MLP a mixture of num_local_experts gated experts, a router of
 //             hidden x experts without bias, num_experts_per_tok experts active per token
+//   qwen3_moe qwen3 with mixtures of num_experts experts of moe_intermediate_size; layers in
+//             mlp_only_layers or off the decoder_sparse_step keep a dense MLP
+//   qwen2_moe qwen2 with those mixtures plus a shared expert of
+//             shared_expert_intermediate_size that every token passes, scaled by a sigmoid
+//             gate (hidden x 1)
+//   deepseek_v2   multi-head latent attention (q through q_lora_rank when given, k and v
+//             through a kv_lora_rank latent with an RMSNorm, a rope part of qk_rope_head_dim
+//             shared by the heads), the first first_k_dense_replace layers dense, the others a
+//             mixture of n_routed_experts plus n_shared_experts fused into one MLP
 // The family comes from model_type; any other model_type is refused, naming the ones above.
 //
 // Contract: pure. parse_model_config() throws UsageError with one line naming the source, the
 // field and what it expected; counts saturate at UINT64_MAX rather than wrap. The catalogue's
 // configs are copied from the published config.json files; model_params() of each equals its
-// published count (tests/plan/model_params_test.cc).
+// published count (tests/catalog/models_test.cc).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,22 +48,45 @@
 
 namespace zerodp::catalog {
 
+enum class QkNorm { none, per_head, whole };  // norms of q and k after their projections
+
+// DeepSeek-V2's multi-head latent attention: q = W_qb norm(W_qa x) (or W_q x without a q
+// rank), [k_nope, v] = W_kvb norm(c), c and the rope part k_rope from W_kva x.
+struct LatentAttention {
+  std::uint64_t q_rank = 0;  // 0: q projected from the hidden state directly
+  std::uint64_t kv_rank = 0, rope_dim = 0, nope_dim = 0, v_dim = 0;
+};
+
 struct ModelConfig {
   std::string model_type;
   std::uint64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  std::uint64_t intermediate = 0;  // MLP width (per expert)
+  std::uint64_t intermediate = 0;  // a dense MLP's width
   std::uint64_t positions = 0;     // learned position embeddings (gpt2); 0 for rotary
   bool tied_embeddings = false;
-  bool gated_mlp = false;  // gate, up, down (SwiGLU) rather than up, down
-  bool qkv_bias = false;   // biases on the q, k, v projections
-  bool out_bias = false;   // bias on the attention output projection
-  bool mlp_bias = false;   // biases on the MLP's linears
-  bool norm_bias = false;  // LayerNorm (weight and bias) rather than RMSNorm (weight)
+  bool gated_mlp = false;      // gate, up, down (SwiGLU, GeGLU) rather than up, down
+  bool fused_qkv = false;      // q, k, v in one linear (gpt2, gpt_neox, phi3)
+  bool fused_gate_up = false;  // gate and up in one linear (phi3)
+  bool qkv_bias = false;       // biases on the q, k, v projections
+  bool out_bias = false;       // bias on the attention output projection
+  bool mlp_bias = false;       // biases on the MLP's linears
+  bool norm_bias = false;      // LayerNorm (weight and bias) rather than RMSNorm (weight)
   bool parallel_residual = false;
-  std::uint64_t experts = 0;            // mixture of experts per layer; 0 for a dense MLP
-  std::uint64_t experts_per_token = 0;  // active experts per token
-  bool attention_dropout = false;       // dropout on the attention probabilities (> 0)
-  bool hidden_dropout = false;          // dropout on each residual branch (> 0)
+  std::uint64_t norms_per_layer = 2;  // gemma: 4
+  QkNorm qk_norm = QkNorm::none;
+  std::optional<LatentAttention> latent;  // deepseek_v2
+  // A mixture of experts; experts == 0 for dense models. dense_layers of the layers keep a
+  // dense MLP of `intermediate`; the others hold `experts` experts of expert_intermediate.
+  std::uint64_t experts = 0;
+  std::uint64_t experts_per_token = 0;
+  std::uint64_t expert_intermediate = 0;
+  std::uint64_t shared_intermediate = 0;  // a shared expert every token passes; 0 for none
+  bool shared_expert_gate = false;        // qwen2_moe: sigmoid(hidden x 1) scales it
+  std::uint64_t dense_layers = 0;
+  bool attention_dropout = false;  // dropout on the attention probabilities (> 0)
+  bool hidden_dropout = false;     // dropout on each residual branch (> 0)
+  bool attention_softcap = false;  // gemma2: tanh soft-capping of the attention scores
+  bool final_softcap = false;      // gemma2: tanh soft-capping of the logits
+  std::uint64_t moe_layers() const { return experts > 0 ? layers - dense_layers : 0; }
 };
 
 struct ModelParams {
@@ -55,7 +94,7 @@ struct ModelParams {
   std::uint64_t active_params = 0;         // those one token passes through (differs for MoE)
   std::uint64_t largest_layer_params = 0;  // the largest module's own parameters
   std::uint64_t embedding_params = 0;      // token (and position) embeddings
-  std::uint64_t per_layer_params = 0;      // one transformer block
+  std::uint64_t per_layer_params = 0;      // one transformer block (a mixture's, if any)
 };
 
 // json_text: a config.json; source names it in errors ("--model-config llama.json").
