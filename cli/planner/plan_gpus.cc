@@ -172,6 +172,8 @@ void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report
     if (in.model) {
       in.persistent_params =
           catalog::small_tensor_params(config, in.buffer_settings.param_persistence_threshold);
+      in.reuse_kept_params =
+          catalog::reuse_kept_params(config, in.buffer_settings.max_reuse_distance);
     }
   }
   if (!f.cuda_overhead.empty()) {

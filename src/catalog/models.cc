@@ -432,4 +432,49 @@ std::uint64_t small_tensor_params(const ModelConfig& c, std::uint64_t max_numel)
              small(outside_modules(c)));
 }
 
+std::uint64_t reuse_kept_params(const ModelConfig& c, std::uint64_t distance) {
+  if (distance == 0) return 0;
+  // A module is kept when the elements after it, `after`, satisfy 2·after < distance.
+  const std::uint64_t most_after = (distance - 1) / 2;
+  std::uint64_t after = 0, kept = 0;
+  bool done = false;
+  // `copies` modules of `numel` each, one after the other.
+  auto visit = [&](std::uint64_t numel, std::uint64_t copies = 1) {
+    if (done || copies == 0) return;
+    if (after > most_after) {
+      done = true;
+      return;
+    }
+    const std::uint64_t taken =
+        numel == 0 ? copies : std::min(copies, (most_after - after) / numel + 1);
+    kept = add(kept, mul(taken, numel));
+    after = add(after, mul(taken, numel));
+    if (taken < copies) done = true;
+  };
+  visit(mul(c.vocab, c.hidden));                 // the head (the embedding itself when tied)
+  visit(c.norm_bias ? 2 * c.hidden : c.hidden);  // the final norm
+  // The layers from the last: whole layers in one step while every module of them is kept,
+  // then module by module.
+  auto walk = [&](std::uint64_t count, const std::vector<Module>& modules) {
+    const std::uint64_t total = sum(modules);
+    if (done || count == 0 || total == 0) return;
+    if (after <= most_after) {
+      const std::uint64_t whole = std::min(count, (most_after - after) / total);
+      kept = add(kept, mul(whole, total));
+      after = add(after, mul(whole, total));
+      count -= whole;
+    }
+    for (std::uint64_t i = 0; i < count && !done; ++i) {
+      for (auto m = modules.rbegin(); m != modules.rend(); ++m) {
+        visit(add(m->weight, m->bias), m->copies);
+      }
+    }
+  };
+  walk(c.moe_layers(), layer_modules(c, true, c.experts));
+  walk(c.layers - c.moe_layers(), layer_modules(c, false, 0));
+  visit(mul(c.positions, c.hidden));
+  if (!c.tied_embeddings) visit(mul(c.vocab, c.hidden));  // the embedding, unless the head
+  return std::min(kept, model_params(c).params);
+}
+
 }  // namespace zerodp::catalog

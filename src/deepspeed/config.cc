@@ -50,7 +50,6 @@ constexpr std::string_view kZeroHarmless[] = {"reduce_scatter",
                                               "allgather_partitions",
                                               "load_from_fp32_weights",
                                               "elastic_checkpoint",
-                                              "stage3_max_reuse_distance",
                                               "stage3_gather_16bit_weights_on_model_save",
                                               "stage3_gather_fp16_weights_on_model_save",
                                               "stage3_module_granularity_threshold",
@@ -182,6 +181,8 @@ bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std
     sized_by_model(b.param_persistence_threshold, c.persistence_threshold_auto, 0);
   } else if (key == "stage3_max_live_parameters") {
     size(b.max_live_parameters, 0);
+  } else if (key == "stage3_max_reuse_distance") {
+    size(b.max_reuse_distance, 0);
   } else if (key == "sub_group_size") {
     size(b.sub_group_size, 1);
   } else if (key == "overlap_comm") {

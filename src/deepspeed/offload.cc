@@ -32,7 +32,10 @@ bool offload_applies(const Offload& offload, Stage stage) {
 plan::BytesPerParam gpu_bytes_per_param(const plan::BytesPerParam& bpp, const Offload& offload,
                                         Stage stage) {
   plan::BytesPerParam gpu = bpp;
-  if (optimizer_off(offload, stage)) gpu.optimizer = 0;
+  if (optimizer_off(offload, stage)) {
+    gpu.optimizer = 0;
+    if (sharding(stage).gradients) gpu.grads = 0;
+  }
   if (params_off(offload, stage)) gpu.params = 0;
   return gpu;
 }
@@ -51,6 +54,7 @@ std::optional<OffloadBytes> offload_bytes(std::uint64_t params, int ranks, Stage
       b.nvme_bytes += states;
       b.host_bytes += grads32;
     }
+    if (stage == Stage::zero3) b.host_bytes += std::uint64_t(bpp.grads) * S;
     b.pcie_to_host_per_step += std::uint64_t(bpp.grads) * S;
     // The updated params go up unless they live on the host too (then the gathers take them).
     if (!params_off(offload, stage)) b.pcie_to_gpu_per_step += std::uint64_t(bpp.params) * S;

@@ -38,6 +38,7 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
       break;
     case Stage::zero1:
     case Stage::zero2:
+      if (stage == Stage::zero2) t.layer_grads = saturated(g * m.largest_layer_params);
       if (b.contiguous_gradients) {
         t.reduce_buffers =
             saturated(g * b.reduce_bucket_size * (b.overlap_comm.value_or(false) ? 2 : 1));
@@ -45,9 +46,10 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
       break;
     case Stage::zero3: {
       if (b.contiguous_gradients) t.reduce_buffer_held = saturated(g * b.reduce_bucket_size);
-      const u128 largest = m.largest_layer_params;
-      const u128 room = b.max_live_parameters > largest ? b.max_live_parameters - largest : 0;
-      const u128 live = std::min<u128>(phi, largest + std::min<u128>(b.prefetch_bucket_size, room));
+      const u128 kept = std::max(m.largest_layer_params, m.reuse_kept_params.value_or(0));
+      const u128 room = b.max_live_parameters > kept ? b.max_live_parameters - kept : 0;
+      const u128 live = std::min<u128>(phi, kept + std::min<u128>(b.prefetch_bucket_size, room));
+      t.layer_grads = saturated(g * m.largest_layer_params);
       t.gathered_params = saturated(p * live);
       t.persistent_params = saturated(p * m.persistent_params.value_or(0));
       break;
@@ -82,7 +84,7 @@ std::uint64_t RuntimeTerms::held() const {
 }
 
 std::uint64_t RuntimeTerms::backward() const {
-  return saturated(u128(reduce_buffers) + gathered_params);
+  return saturated(u128(reduce_buffers) + gathered_params + layer_grads);
 }
 
 std::uint64_t RuntimeTerms::peak(std::uint64_t model_state_bytes,

@@ -60,6 +60,7 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
                  {"persistent_param_bytes", r.persistent_params},
                  {"reduce_buffer_bytes", r.reduce_buffer_held + r.reduce_buffers},
                  {"gathered_param_bytes", r.gathered_params},
+                 {"layer_grad_bytes", r.layer_grads},
                  {"step_fp32_grad_bytes", r.step_fp32_grads},
                  {"step_flat_grad_bytes", r.step_flat_grads},
                  {"optimizer_temp_bytes", r.optimizer_temporaries},

@@ -89,6 +89,7 @@ std::string peak_terms(const PlanReport& report, const StageReport& s, bool bina
     terms.push_back({"activations", in.activation_bytes});
     terms.push_back({"reduce buffers", r.reduce_buffer_held + r.reduce_buffers});
     terms.push_back({"gathered params", r.gathered_params});
+    terms.push_back({"a layer's gradient", r.layer_grads});
   }
   std::string out;
   for (const auto& [name, b] : terms) {

@@ -140,7 +140,7 @@ plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
 // What the peak's terms are computed from; buffers need a model to size them.
 deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
   if (!in.params) return {};
-  return {{*in.params, in.largest_layer.value_or(0), in.persistent_params},
+  return {{*in.params, in.largest_layer.value_or(0), in.persistent_params, in.reuse_kept_params},
           in.bpp,
           in.offload,
           in.buffers,

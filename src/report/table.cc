@@ -328,6 +328,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
       {"reduce bufs", &deepspeed::RuntimeTerms::reduce_buffers},
       {"reduce buf (held)", &deepspeed::RuntimeTerms::reduce_buffer_held},
       {"gathered", &deepspeed::RuntimeTerms::gathered_params},
+      {"layer grad", &deepspeed::RuntimeTerms::layer_grads},
       {"persistent", &deepspeed::RuntimeTerms::persistent_params},
       {"hpZ copy", &deepspeed::RuntimeTerms::hpz_secondary},
       {"step fp32 grads", &deepspeed::RuntimeTerms::step_fp32_grads},
@@ -341,8 +342,9 @@ std::string peak_table(const PlanReport& report, bool binary) {
   std::string out = render(columns, report);
   out +=
       "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
-      "reduce bufs + gathered, step fp32 grads + max(step 16-bit copy, optimizer temps)): "
-      "DeepSpeed's reduction buffers and gathered params live with the activations, the step's "
+      "reduce bufs + gathered + layer grad, step fp32 grads + max(step 16-bit copy, optimizer "
+      "temps)): DeepSpeed's reduction buffers, gathered params and a layer's whole gradient "
+      "live with the activations, the step's "
       "fp32 copy of the gradient shard (made from a 16-bit flat copy) and the optimizer's "
       "temporaries after them (deepspeed/runtime.h).";
   if (in.buffers && in.params && !in.persistent_params) {

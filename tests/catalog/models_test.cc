@@ -147,6 +147,31 @@ TEST(ModelParams, NormsOfQAndKArePerHeadOrWhole) {
             2 * 8 + 2 * 32 + 8u);
 }
 
+TEST(ModelParams, TheReuseDistanceKeepsTheModulesNearestTheHead) {
+  // The small llama of ASmallLlamaCountedByHand, walked back from its head (80), final norm
+  // (8), then layer 2's down (128), up (128), gate (128), post-norm and input norm (8 each, in
+  // the list's order), o (64), v and k (32 each), q (64). A module is kept when the elements
+  // after it are fewer than half the distance.
+  const ModelConfig c = parse_model_config(
+      R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 16})",
+      "test");
+  EXPECT_EQ(reuse_kept_params(c, 0), 0u);
+  EXPECT_EQ(reuse_kept_params(c, 1), 80u);    // the head alone (0 after it)
+  EXPECT_EQ(reuse_kept_params(c, 160), 80u);  // the norm has 80 after it: 160 is not more
+  EXPECT_EQ(reuse_kept_params(c, 161), 88u);  // now it is
+  EXPECT_EQ(reuse_kept_params(c, 2 * 88 + 1), 88u + 128);
+  // A distance beyond the model keeps all of it, counted once.
+  EXPECT_EQ(reuse_kept_params(c, UINT64_MAX), model_params(c).params);
+  // Llama-3-8B with DeepSpeed's default 1e9: the head (525M) has nothing after it; the final
+  // norm has 525M > 5e8 after it: the head alone.
+  const ModelConfig llama = parse_model_config(find_model("llama-3-8b")->config_json, "l");
+  EXPECT_EQ(reuse_kept_params(llama, 1'000'000'000), 128256u * 4096);
+  // GPT-2 (tied, 124M): 1e9 keeps the whole model.
+  const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
+  EXPECT_EQ(reuse_kept_params(gpt2, 1'000'000'000), model_params(gpt2).params);
+}
+
 TEST(ModelParams, NamesAreFoundByShortNameOrHubId) {
   EXPECT_EQ(find_model("Llama-3-8B"), find_model("meta-llama/Meta-Llama-3-8B"));
   EXPECT_NE(find_model("gpt2"), nullptr);

@@ -25,28 +25,32 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
   const Result r = zerodp("plan " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
-                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 40.2 GB > 40.0 GB (model "
+                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 41.2 GB > 40.0 GB (model "
                   "state 30.1 GB + CUDA 2.00 GB + activations 7.05 GB + reduce buffers "
-                  "1.00 GB)."))
+                  "1.00 GB + a layer's gradient 1.05 GB)."))
       << r.out;
-  EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 28.1 GB"))
+  EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 27.2 GB"))
       << r.out;
-  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 27.3 GB")) << r.out;
+  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 28.3 GB")) << r.out;
 
   // Every term of the peak, from DeepSpeed's defaults: two-byte grads in a 5e8-element bucket,
-  // the fp32 copy of the 1/8 gradient shard, the 2 GB allowance.
+  // the largest module's whole 16-bit gradient before it is copied there, the fp32 copy of the
+  // 1/8 gradient shard, the 2 GB allowance.
   const auto j = plan_json(run);
   const std::uint64_t phi = 8'030'261'248, shard = phi / 8 + (phi % 8 != 0);
   const auto& z2 = j["stages"][2];
   EXPECT_EQ(u64(z2["peak"]["reduce_buffer_bytes"]), 1'000'000'000u);
   EXPECT_EQ(u64(z2["peak"]["step_fp32_grad_bytes"]), 4 * shard);
   EXPECT_EQ(u64(z2["peak"]["cuda_overhead_bytes"]), 2'000'000'000u);
+  EXPECT_EQ(u64(z2["peak"]["layer_grad_bytes"]), 2 * 128'256u * 4096);
   EXPECT_EQ(u64(z2["peak"]["peak_bytes"]), u64(z2["model_state_bytes"]) + 2'000'000'000u +
-                                               u64(j["activation_bytes"]) + 1'000'000'000u);
+                                               u64(j["activation_bytes"]) + 1'000'000'000u +
+                                               2 * 128'256u * 4096);
   EXPECT_EQ(z2["peak"]["peak_bytes"], z2["total_bytes"]);
   EXPECT_FALSE(z2["fits"].get<bool>());
   // ZeRO-3 gathers the largest layer (the 128256 x 4096 embedding) and the 5e7 prefetch, and
-  // keeps the 65 RMSNorm weights whole.
+  // keeps the 65 RMSNorm weights whole. The reuse distance (1e9) keeps the head alone: the
+  // final norm has its 525M elements after it, more than half the distance.
   const auto& z3 = j["stages"][3]["peak"];
   EXPECT_EQ(u64(z3["gathered_param_bytes"]), 2 * (128'256u * 4096 + 50'000'000));
   EXPECT_EQ(u64(z3["persistent_param_bytes"]), 2 * 65 * 4096u);
@@ -59,13 +63,13 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
 
 TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
   // The same question on the card itself: it reports 42,298,834,944 bytes (39.39 GiB), more
-  // than the 40.0 GB that "--gpu-memory 40GB" means, and ZeRO-2's 40.2 GB peak fits in it.
+  // than the 40.0 GB that "--gpu-memory 40GB" means, and ZeRO-2's 41.2 GB peak fits in it.
   const std::string run =
       "--model llama-3-8b --gpus 8 --seq-len 4096 --micro-batch 1 --checkpointing full "
       "--attention flash --stage 2 ";
   const Result card = zerodp("plan " + run + "--gpu a100-40gb");
   ASSERT_EQ(card.status, 0) << card.err;
-  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 40.2 GB <= 42.3 GB"))
+  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 41.2 GB <= 42.3 GB"))
       << card.out;
   EXPECT_TRUE(has(card.out,
                   "GPU: NVIDIA A100-SXM4-40GB, sold as 40 GB HBM2; it reports "
@@ -101,8 +105,8 @@ TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
       << r.out;
   EXPECT_TRUE(has(r.out,
                   "What would fit at N = 8: --checkpointing full (activations 8.12 GB; "
-                  "ZeRO-2, peak 41.2 GB); --checkpointing full --attention flash "
-                  "(activations 7.05 GB; ZeRO-2, peak 40.2 GB)."))
+                  "ZeRO-2, peak 42.3 GB); --checkpointing full --attention flash "
+                  "(activations 7.05 GB; ZeRO-2, peak 41.2 GB)."))
       << r.out;
   const auto j = plan_json(run);
   EXPECT_TRUE(j["activations_fill_gpu"].get<bool>());
@@ -211,13 +215,18 @@ TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
   // hpZ's copy costs 2Φ/8 per GPU; the optimizer states left for the CPU.
   const auto& z3 = with_config["stages"][3];
   EXPECT_EQ(u64(z3["peak"]["hpz_secondary_bytes"]), 2 * phi / 8);
-  EXPECT_EQ(u64(z3["model_state_bytes"]), 4 * phi / 64);  // 16-bit params and grads, sharded
-  EXPECT_EQ(u64(z3["offload"]["host_bytes_per_gpu"]), 16 * phi / 64);
+  // The 16-bit param shard; the gradient shard lives on the host with the optimizer states,
+  // beside its fp32 copy.
+  EXPECT_EQ(u64(z3["model_state_bytes"]), 2 * phi / 64);
+  EXPECT_EQ(u64(z3["offload"]["host_bytes_per_gpu"]), 18 * phi / 64);
   EXPECT_EQ(u64(z3["peak"]["step_fp32_grad_bytes"]), 0u);  // the CPU steps
   // "auto" sizes as the Hugging Face integration fills them from h = 8192.
   EXPECT_EQ(u64(z3["peak"]["reduce_buffer_bytes"]), 2u * 8192 * 8192);
-  EXPECT_EQ(u64(z3["peak"]["gathered_param_bytes"]),
-            2 * (u64(with_config["model"]["largest_layer_params"]) + 8192u * 8192 * 9 / 10));
+  // Gathered: what the reuse distance (1e9) keeps at the turn to backward, the head
+  // (32000 x 8192), the final norm and the last layer's down and up projections (8192 x 28672
+  // each; the gate has 497M after it, more than half the distance), and the prefetch.
+  const std::uint64_t kept = 32000u * 8192 + 8192 + 2u * 8192 * 28672;
+  EXPECT_EQ(u64(z3["peak"]["gathered_param_bytes"]), 2 * (kept + 8192u * 8192 * 9 / 10));
   // Stages 0-2 are untouched by ZeRO++.
   EXPECT_EQ(with_config["stages"][2]["levels"], plain["stages"][2]["levels"]);
   // The same plan from flags.

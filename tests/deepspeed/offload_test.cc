@@ -14,10 +14,11 @@ const plan::BytesPerParam kMixed{2, 2, 12};
 
 TEST(Offload, OptimizerToCpuAtZeroTwo) {
   const Offload o{OffloadDevice::cpu, OffloadDevice::none};
-  // On the GPU: the 16-bit params whole and the gradient shard, 2 x 1e9 + 2 x 125M.
+  // On the GPU: the 16-bit params whole, 2 x 1e9; the gradient shard accumulates into the
+  // host's fp32 copy.
   EXPECT_EQ(
       plan::model_state_bytes(kPhi, 8, Stage::zero2, gpu_bytes_per_param(kMixed, o, Stage::zero2)),
-      2 * kPhi + 2 * kS);
+      2 * kPhi);
   const auto b = offload_bytes(kPhi, 8, Stage::zero2, kMixed, o);
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->host_bytes, (12 + 4) * kS);  // master, m, v and the fp32 gradient shard
@@ -34,9 +35,10 @@ TEST(Offload, EverythingOffAtZeroThree) {
   const Offload o{OffloadDevice::cpu, OffloadDevice::cpu};
   EXPECT_EQ(
       plan::model_state_bytes(kPhi, 8, Stage::zero3, gpu_bytes_per_param(kMixed, o, Stage::zero3)),
-      2 * kS);  // the gradient shard alone
+      0u);  // nothing: the gradient buffer is on the host too
   const auto b = offload_bytes(kPhi, 8, Stage::zero3, kMixed, o);
-  EXPECT_EQ(b->host_bytes, (12 + 4 + 2) * kS);
+  // States, the fp32 gradient shard, the 16-bit param shard and the 16-bit gradient buffer.
+  EXPECT_EQ(b->host_bytes, (12 + 4 + 2 + 2) * kS);
   EXPECT_EQ(b->pcie_to_host_per_step, 2 * kS);
   // The param shard for the forward's and the backward's gathers; the update stays on the
   // host, where the params live.
@@ -69,8 +71,8 @@ TEST(Offload, StagesItDoesNotApplyToAreUnchanged) {
 
 TEST(Offload, ThePlanFitsWhatStaysOnTheGpu) {
   // Φ = 1e9 on 8 GPUs of 2.5 GB: without offload ZeRO-2 needs 3.75 GB and ZeRO-3 2 GB, so the
-  // cheapest stage that fits is ZeRO-3; with the optimizer on the CPU ZeRO-2 needs 2.25 GB and
-  // fits, and ZeRO-1 (4 GB) still does not.
+  // cheapest stage that fits is ZeRO-3; with the optimizer on the CPU ZeRO-2 needs 2 GB (the
+  // 16-bit params alone) and fits, and ZeRO-1 (4 GB) still does not.
   report::PlanInputs in;
   in.params = kPhi;
   in.gpus = 8;
@@ -79,12 +81,12 @@ TEST(Offload, ThePlanFitsWhatStaysOnTheGpu) {
   in.offload.optimizer = OffloadDevice::cpu;
   const report::PlanReport r = report::make_plan(in);
   EXPECT_EQ(r.cheapest_fitting_stage, 2);
-  EXPECT_EQ(*r.stages[2].model_state_bytes, 2 * kPhi + 2 * kS);
+  EXPECT_EQ(*r.stages[2].model_state_bytes, 2 * kPhi);
   EXPECT_FALSE(*r.stages[1].fits);
   EXPECT_TRUE(r.stages[2].offload.has_value());
   EXPECT_FALSE(r.stages[0].offload.has_value());
-  // The least N agrees with the GPU's bytes: 2Φ + 2Φ/N <= 2.5e9 from N = 4.
-  EXPECT_EQ(*r.stages[2].min_gpus, 4u);
+  // The least N agrees with the GPU's bytes: 2Φ <= 2.5e9 from N = 1.
+  EXPECT_EQ(*r.stages[2].min_gpus, 1u);
   // The network moves the same bytes with or without offload.
   in.offload = {};
   EXPECT_EQ(report::make_plan(in).stages[2].comm_ring, r.stages[2].comm_ring);

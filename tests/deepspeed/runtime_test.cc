@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::uint64_t kPhi = 8'000'000'000, kLargest = 500'000'000;
 const plan::BytesPerParam kMixed{2, 2, 12};
-const RuntimeModel kModel{kPhi, kLargest, 300'000};
+const RuntimeModel kModel{kPhi, kLargest, 300'000, std::nullopt};
 const BufferSettings kDefaults;
 constexpr std::uint64_t kCuda = 2'000'000'000;
 
@@ -27,7 +27,7 @@ TEST(Runtime, StageZeroFlattensFiveHundredMillionElementBuckets) {
   EXPECT_EQ(t.step_fp32_grads, 0u);  // every rank steps on its whole gradients
   EXPECT_EQ(t.gathered_params, 0u);
   // A model smaller than a bucket flattens all of it, once.
-  const RuntimeModel small{1000, 100, std::nullopt};
+  const RuntimeModel small{1000, 100, std::nullopt, std::nullopt};
   EXPECT_EQ(runtime_terms(Stage::dp, 8, {small, kMixed, {}, true, kDefaults, {}, 0}).reduce_buffers,
             2 * 1000u);
 }
@@ -66,6 +66,23 @@ TEST(Runtime, StageThreeGathersTheLargestLayerAndThePrefetch) {
   EXPECT_EQ(terms(Stage::zero3, 8, tight).gathered_params, 2 * kLargest);
 }
 
+TEST(Runtime, TheReuseDistanceKeepsTheForwardsLastModulesGathered) {
+  // 2e9 elements kept at the turn to backward exceed the largest layer: they and the prefetch
+  // window (max_live_parameters 1e9 leaves no room beside them) are gathered.
+  RuntimeModel kept = kModel;
+  kept.reuse_kept_params = 2'000'000'000;
+  const RuntimeRun run{kept, kMixed, {}, true, kDefaults, {}, kCuda};
+  EXPECT_EQ(runtime_terms(Stage::zero3, 8, run).gathered_params, 2 * 2'000'000'000u);
+  // Fewer than the largest layer: the largest layer and its prefetch, as without it.
+  kept.reuse_kept_params = 1000;
+  const RuntimeRun small{kept, kMixed, {}, true, kDefaults, {}, kCuda};
+  EXPECT_EQ(runtime_terms(Stage::zero3, 8, small).gathered_params, 2 * (kLargest + 50'000'000));
+  // 600M kept: the prefetch fits in the 400M of room max_live_parameters leaves.
+  kept.reuse_kept_params = 600'000'000;
+  const RuntimeRun some{kept, kMixed, {}, true, kDefaults, {}, kCuda};
+  EXPECT_EQ(runtime_terms(Stage::zero3, 8, some).gathered_params, 2 * 650'000'000u);
+}
+
 TEST(Runtime, HpzKeepsASecondaryShardWhereTheParamsAre) {
   const ZeroPlusPlus hpz{.hpz_size = 8};
   EXPECT_EQ(terms(Stage::zero3, 64, kDefaults, {}, hpz).hpz_secondary, 2 * kPhi / 8);
@@ -78,10 +95,12 @@ TEST(Runtime, HpzKeepsASecondaryShardWhereTheParamsAre) {
 TEST(Runtime, ThePeakTakesTheLargerPhase) {
   const RuntimeTerms t = terms(Stage::zero2, 8);
   const std::uint64_t state = 30'000'000'000;
-  // Backward: 7e9 activations + 1e9 bucket > the step's 4e9.
-  EXPECT_EQ(t.peak(state, 7'000'000'000), state + kCuda + 7'000'000'000 + 1'000'000'000);
+  // Backward: 7e9 activations + 1e9 bucket + the largest layer's 16-bit gradient (1e9) > the
+  // step's 6e9.
+  EXPECT_EQ(t.layer_grads, 2 * kLargest);
+  EXPECT_EQ(t.peak(state, 7'000'000'000), state + kCuda + 7'000'000'000 + 2'000'000'000);
   // Step: the 4e9 fp32 gradients and flatten()'s 2e9 16-bit copy > 1e9 activations + 1e9
-  // bucket.
+  // bucket + 1e9 layer gradient.
   EXPECT_EQ(t.step(), 6'000'000'000u);
   EXPECT_EQ(t.peak(state, 1'000'000'000), state + kCuda + 6'000'000'000);
   EXPECT_FALSE(t.step_sets_peak(7'000'000'000));
@@ -126,7 +145,8 @@ TEST(Runtime, LeastNBringsThePeakWithinTheGpuAndOneFewerDoesNot) {
   std::mt19937_64 rng(14);
   for (int trial = 0; trial < 400; ++trial) {
     const Stage stage = kStages[rng() % 4];
-    const RuntimeModel m{1 + rng() % 20'000'000'000, 1 + rng() % 600'000'000, rng() % 1'000'000};
+    const RuntimeModel m{1 + rng() % 20'000'000'000, 1 + rng() % 600'000'000, rng() % 1'000'000,
+                         std::nullopt};
     const std::uint64_t memory = 1'000'000'000 + rng() % 80'000'000'000;
     const std::uint64_t activations = rng() % 10'000'000'000;
     const Offload offload{rng() % 3 == 0 ? OffloadDevice::cpu : OffloadDevice::none,
@@ -155,7 +175,7 @@ TEST(Runtime, WithoutTermsTheLeastNIsTheModelStateOnes) {
   std::mt19937_64 rng(15);
   for (int trial = 0; trial < 200; ++trial) {
     const Stage stage = kStages[rng() % 4];
-    const RuntimeModel m{1 + rng() % 20'000'000'000, 0, std::nullopt};
+    const RuntimeModel m{1 + rng() % 20'000'000'000, 0, std::nullopt, std::nullopt};
     const std::uint64_t memory = 1'000'000'000 + rng() % 80'000'000'000;
     const std::uint64_t activations = rng() % 1'000'000'000;
     EXPECT_EQ(

@@ -1,5 +1,5 @@
-// Two-level communication and ZeRO++ (deepspeed/topology.h), worked out by hand from the contract on
-// a 70B-class model over 8 nodes of 8 GPUs, and checked against the flat ring column.
+// Two-level communication and ZeRO++ (deepspeed/topology.h), worked out by hand from the contract
+// on a 70B-class model over 8 nodes of 8 GPUs, and checked against the flat ring column.
 #include <gtest/gtest.h>
 
 #include "zerodp/deepspeed/topology.h"

@@ -106,6 +106,15 @@ ModelParams model_params(const ModelConfig& config);
 // below DeepSpeed's stage3_param_persistence_threshold instead of partitioning.
 std::uint64_t small_tensor_params(const ModelConfig& config, std::uint64_t max_numel);
 
+// The parameters DeepSpeed's ZeRO-3 keeps gathered at the turn from forward to backward
+// because they are used again within `max_reuse_distance` elements of its trace
+// (stage3_max_reuse_distance; partitioned_param_coordinator.py:543-551): walking the forward
+// back from the head, every module whose successors in the forward hold fewer than half the
+// distance (the trace passes them twice, forward and back, before the module's reuse). The
+// layers' modules in the order of their forward; a mixture's dense layers taken to be the
+// first ones, as in every published config. Exact for distances up to 2^64 - 1.
+std::uint64_t reuse_kept_params(const ModelConfig& config, std::uint64_t max_reuse_distance);
+
 // Activation bytes one rank keeps for backward in one micro-batch of b sequences of s tokens,
 // with 16-bit activations, as the Hugging Face implementations keep them. Per layer, with q and
 // k the widths of the query and of each of key and value (heads x head_dim, kv heads x

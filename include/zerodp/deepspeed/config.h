@@ -11,11 +11,11 @@
 //  - Read into `buffers` (deepspeed/runtime.h), DeepSpeed's defaults where absent:
 //    reduce_bucket_size, allgather_bucket_size, overlap_comm, contiguous_gradients,
 //    stage3_prefetch_bucket_size, stage3_param_persistence_threshold,
-//    stage3_max_live_parameters, sub_group_size. "auto" for reduce_bucket_size,
-//    stage3_prefetch_bucket_size and stage3_param_persistence_threshold is flagged (*_auto) for
-//    the caller to fill from the model's hidden size h as the Hugging Face integration does
-//    (h², 0.9·h², 10·h), and not listed in auto_keys; the others' "auto" keeps DeepSpeed's
-//    default and is listed.
+//    stage3_max_live_parameters, stage3_max_reuse_distance, sub_group_size. "auto" for
+//    reduce_bucket_size, stage3_prefetch_bucket_size and stage3_param_persistence_threshold is
+//    flagged (*_auto) for the caller to fill from the model's hidden size h as the Hugging Face
+//    integration does (h², 0.9·h², 10·h), and not listed in auto_keys; the others' "auto" keeps
+//    DeepSpeed's default and is listed.
 //  - Read into `zeropp` (deepspeed/topology.h): zero_quantized_weights, zero_hpz_partition_size,
 //    zero_quantized_gradients.
 //  - Keys DeepSpeed knows that do not change memory (scheduler, gradient_clipping, logging...)

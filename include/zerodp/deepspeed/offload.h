@@ -9,7 +9,12 @@
 //                      gradient shard that the CPU optimizer steps on: (K + 4)·S. Each step the
 //                      rank's 16-bit gradient shard goes down (G·S) and its updated 16-bit
 //                      params come back (P·S; not when the params are offloaded too). (Ren et
-//                      al. 2021, ZeRO-Offload, section 4.)
+//                      al. 2021, ZeRO-Offload, section 4.) At stages 2 and 3 the gradient
+//                      shard leaves the GPU too (G·S): stage 2 accumulates it into the host's
+//                      fp32 copy (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu),
+//                      stage 3 keeps a 16-bit gradient buffer on the host beside it
+//                      (stage3.py:547-551: host + G·S). Stage 1's gradients are whole on every
+//                      GPU and stay.
 //   optimizer to nvme  the same, with the K·S states on NVMe and the fp32 gradients (4·S) on
 //                      the host (Rajbhandari et al. 2021, ZeRO-Infinity).
 //   params to cpu/nvme (ZeRO-3 only) the rank's 16-bit param shard (P·S) leaves the GPU for
@@ -43,8 +48,8 @@ struct Offload {
 bool offload_applies(const Offload& offload, Stage stage);
 
 // The bytes per parameter that stay on the GPU at `stage`: K = 0 with the optimizer offloaded
-// (stages 1-3), P = 0 with the params offloaded (stage 3). For model_state_bytes(),
-// min_gpus() and the floor: what is on the GPU shards as before.
+// (stages 1-3) and G = 0 too at stages 2 and 3, P = 0 with the params offloaded (stage 3). For
+// model_state_bytes(), min_gpus() and the floor: what is on the GPU shards as before.
 plan::BytesPerParam gpu_bytes_per_param(const plan::BytesPerParam& bpp, const Offload& offload,
                                         Stage stage);
 

@@ -12,13 +12,21 @@
 //            params are all-gathered in place (allgather_bucket_size sizes nothing then).
 //  stage 3   one reduction buffer of reduce_bucket_size elements for the whole run
 //            (stage3.py:537-540): G·reduce_bucket_size. The gathered params of the module being
-//            computed and those prefetched, during forward and backward: P·min(Φ, L +
-//            min(prefetch, max(0, max_live − L))) with L the largest layer (the current module
-//            is always fetched; stage3_max_live_parameters caps only the prefetch,
-//            partitioned_param_coordinator.py:381). Tensors of at most
+//            computed and those prefetched, during forward and backward: P·min(Φ, K +
+//            min(prefetch, max(0, max_live − K))) with K = max(L, R): L the largest layer (the
+//            current module is always fetched; stage3_max_live_parameters caps only the
+//            prefetch, partitioned_param_coordinator.py:381), R the params a module keeps
+//            because it is used again within stage3_max_reuse_distance elements of the trace
+//            (:543-551): at the turn from forward to backward, the last modules of the
+//            forward, each whose successors hold fewer than half that distance (they are
+//            traversed twice before its reuse; catalog::reuse_kept_params()). Tensors of at most
 //            stage3_param_persistence_threshold elements stay whole on every GPU
 //            (partition_parameters.py:1130): P·their parameters (their shard is model state
 //            too). hpZ's secondary partition: P·ceil(Φ/h) (deepspeed/topology.h).
+//  stages 2, 3  a parameter's whole gradient, G·L at most, lives in the backward until it is
+//            copied into the reduction buffer (stage_1_and_2.py:955-962, stage3.py:1275-1285):
+//            G·L. With the optimizer offloaded the gradient shard itself lives on the host
+//            (stage3.py:547-551; deepspeed/offload.h).
 //  step      the optimizer steps on an fp32 copy of the rank's gradient shard, 4·S (stages
 //            1, 2: stage_1_and_2.py:1892; stage 3, per sub-group of at most sub_group_size
 //            elements: stage3.py:1896), on the GPU unless the optimizer is offloaded. That copy
@@ -75,6 +83,7 @@ struct BufferSettings {
   std::uint64_t prefetch_bucket_size = 50'000'000;
   std::uint64_t param_persistence_threshold = 100'000;
   std::uint64_t max_live_parameters = 1'000'000'000;
+  std::uint64_t max_reuse_distance = 1'000'000'000;
   std::uint64_t sub_group_size = 1'000'000'000;
 };
 
@@ -84,6 +93,8 @@ struct RuntimeModel {
   std::uint64_t params = 0;
   std::uint64_t largest_layer_params = 0;
   std::optional<std::uint64_t> persistent_params;  // nullopt: not known (no model config)
+  // Kept gathered at the turn to backward by stage3_max_reuse_distance; nullopt: not known.
+  std::optional<std::uint64_t> reuse_kept_params;
 };
 
 // Everything besides the stage and N that sizes the terms.
@@ -107,6 +118,7 @@ struct RuntimeTerms {
   // With the activations, during forward and backward.
   std::uint64_t reduce_buffers = 0;  // stages 0-2
   std::uint64_t gathered_params = 0;
+  std::uint64_t layer_grads = 0;  // stages 2, 3: a module's whole gradient before its reduction
   // During the optimizer step.
   std::uint64_t step_fp32_grads = 0;
   std::uint64_t step_flat_grads = 0;        // flatten()'s 16-bit copy, beside the fp32 one

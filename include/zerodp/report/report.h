@@ -83,6 +83,7 @@ struct PlanInputs {
   deepspeed::BufferSettings buffer_settings;
   std::optional<std::uint64_t> largest_layer;      // --largest-layer or the model's
   std::optional<std::uint64_t> persistent_params;  // the model's small tensors
+  std::optional<std::uint64_t> reuse_kept_params;  // kept gathered by the reuse distance
   std::uint64_t cuda_overhead = 0;
   std::string cuda_overhead_source;  // "--cuda-overhead 3GB" or the default's source
   // How the optimizer step is computed (its temporaries, deepspeed/runtime.h), and why.
