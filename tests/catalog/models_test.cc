@@ -275,6 +275,28 @@ TEST(ModelActivations, AMixtureKeepsTheActiveExpertsAndTheRouter) {
   EXPECT_EQ(a->per_layer - d->per_layer, expert + 6 * sb * 8);
 }
 
+TEST(ModelActivations, TheNewerFamiliesKeepTheirOwnNormsExpertsAndLatents) {
+  // One shape (s = 4, b = 2, sb = 8; hidden 8, 2 heads of 4, 1 kv head: q = 8, k = 4) in four
+  // families, against llama's per layer: qwen3's q and k norms keep their inputs, 2sb(q + k)
+  // = 192; gemma2's two more norms, 2 x 2sbh = 256.
+  const std::string shape = R"("vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 16,
+      "head_dim": 4, "tie_word_embeddings": true)";
+  auto layer = [&](const std::string& type, const std::string& extra = "") {
+    const ModelConfig c =
+        parse_model_config(R"({"model_type": ")" + type + "\", " + shape + extra + "}", "t");
+    return model_activation_bytes(c, 4, 2, plan::Checkpointing::none, Attention::flash)->per_layer;
+  };
+  EXPECT_EQ(layer("qwen3") - layer("llama"), 192u);
+  EXPECT_EQ(layer("gemma2") - layer("llama"), 256u);
+  // qwen2_moe: 2 of 4 experts of 4 (2 x (2sbh + 8sb·4) = 768), the router's 6sb·4 = 192, the
+  // shared expert of 16 every token passes (2sbh + 8sb·16 = 1152) and its gate (2sbh + 2sb =
+  // 144), where the dense layer of 16 keeps 1152; the q, k, v biases change no activation.
+  const std::string moe = R"(, "moe_intermediate_size": 4, "num_experts": 4,
+      "num_experts_per_tok": 2, "shared_expert_intermediate_size": 16)";
+  EXPECT_EQ(layer("qwen2_moe", moe) - layer("qwen2"), 768u + 192 + 1152 + 144 - 1152);
+}
+
 TEST(ModelActivations, SizesBeyondSixtyFourBitsAreRefused) {
   const ModelConfig c = parse_model_config(find_model("llama-3-70b")->config_json, "l");
   EXPECT_FALSE(

@@ -119,13 +119,19 @@ std::uint64_t reuse_kept_params(const ModelConfig& config, std::uint64_t max_reu
 // with 16-bit activations, as the Hugging Face implementations keep them. Per layer, with q and
 // k the widths of the query and of each of key and value (heads x head_dim, kv heads x
 // head_dim), I the MLP width and a the heads:
-//   norms        2 x 2sbh (the input of each)
-//   attention    2sbh (qkv input) + 2sb(q + 2k) (Q, K, V) + 2sbq (output projection input)
+//   norms        2 x 2sbh (the input of each; gemma's four: 4 x 2sbh)
+//   attention    2sbh (qkv input) + 2sb(q + 2k) (Q, K, V) + 2sbq (output projection input);
+//                norms of q and k (qwen3, gemma3, olmo2): + 2sb(q + k), their inputs;
+//                latent attention (deepseek_v2, v = heads x v_head_dim): 2sbh + 2sb(2q + v) +
+//                2sbv + 2sb(2 kv_rank + rope) (the latent and its norm), + 4sb q_rank
+//                with a q rank
 //                eager: + 2as²b (softmax), + 3as²b with attention dropout (mask and output)
 //                flash: + 4asb (fp32 log-sum-exp per row; no s² scores kept)
 //   MLP          2sbh (input) + 4sbI (activation's input and output), gated: 2sbh + 8sbI (gate,
 //                up, activation, product); a mixture keeps that for each of the k experts a
-//                token goes to, and 6sbE for the router (logits, fp32 softmax)
+//                token goes to, and 6sbE for the router (logits, fp32 softmax); a shared
+//                expert is a gated MLP every token passes, its gate + 2sbh + 2sb; a mixture's
+//                dense layers keep the dense MLP's
 //   dropout      + sbh per residual branch with hidden dropout (masks)
 // With GPT-2's shape (q = k = h, I = 4h, dropout, eager) this is Korthikanti et al.'s
 // 34sbh + 5as²b (plan/activations.h). Selective recomputation drops the s² terms; full
