@@ -2,6 +2,7 @@
 // activations are in model_activations.cc, the catalogue's table in catalogue.cc.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "zerodp/catalog/models.h"
@@ -75,8 +76,8 @@ class Fields {
     return true;
   }
   // A list of layer indices, each below `layers`, none twice.
-  std::vector<std::uint64_t> layer_list(const std::string& field, std::uint64_t layers) const {
-    std::vector<std::uint64_t> out;
+  std::set<std::uint64_t> layer_list(const std::string& field, std::uint64_t layers) const {
+    std::set<std::uint64_t> out;
     if (!given(field)) return out;
     const json& v = j_[field];
     if (!v.is_array()) fail(field, "must be a list of layer indices, got " + shown_value(v));
@@ -86,10 +87,7 @@ class Fields {
         fail(field, "holds layer " + std::to_string(i) + "; the model has " +
                         std::to_string(layers) + " (0 to " + std::to_string(layers - 1) + ")");
       }
-      if (std::find(out.begin(), out.end(), i) != out.end()) {
-        fail(field, "holds layer " + std::to_string(i) + " twice");
-      }
-      out.push_back(i);
+      if (!out.insert(i).second) fail(field, "holds layer " + std::to_string(i) + " twice");
     }
     return out;
   }
@@ -144,13 +142,12 @@ void read_qwen_mixture(const Fields& f, ModelConfig& c) {
   c.experts = f.whole("num_experts");
   c.experts_per_token = f.whole("num_experts_per_tok");
   c.expert_intermediate = f.whole("moe_intermediate_size");
+  // Counted, not walked: a config may claim 2^32 layers.
   const std::uint64_t step = f.whole_or("decoder_sparse_step", 1);
-  const std::vector<std::uint64_t> dense = f.layer_list("mlp_only_layers", c.layers);
-  for (std::uint64_t i = 0; i < c.layers; ++i) {
-    const bool sparse =
-        std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % step == 0;
-    if (!sparse) ++c.dense_layers;
-  }
+  const std::set<std::uint64_t> dense = f.layer_list("mlp_only_layers", c.layers);
+  std::uint64_t sparse = c.layers / step;
+  for (const std::uint64_t i : dense) sparse -= (i + 1) % step == 0 ? 1 : 0;
+  c.dense_layers = c.layers - sparse;
   if (c.dense_layers > 0) c.intermediate = f.whole("intermediate_size");
   if (c.model_type == "qwen2_moe") {
     c.shared_intermediate = f.whole_or("shared_expert_intermediate_size", 0, 0);
@@ -222,11 +219,12 @@ void read_deepseek_v2(const Fields& f, ModelConfig& c) {
   c.experts_per_token = f.whole("num_experts_per_tok");
   c.expert_intermediate = f.whole("moe_intermediate_size");
   c.shared_intermediate = mul(f.whole_or("n_shared_experts", 0, 0), c.expert_intermediate);
-  const std::uint64_t first_dense = f.whole_or("first_k_dense_replace", 0, 0);
+  // Mixtures at the multiples of moe_layer_freq from first_k_dense_replace on: counted, not
+  // walked.
+  const std::uint64_t first_dense = std::min(f.whole_or("first_k_dense_replace", 0, 0), c.layers);
   const std::uint64_t freq = f.whole_or("moe_layer_freq", 1);
-  for (std::uint64_t i = 0; i < c.layers; ++i) {
-    if (i < first_dense || i % freq != 0) ++c.dense_layers;
-  }
+  auto multiples_below = [freq](std::uint64_t n) { return (n + freq - 1) / freq; };
+  c.dense_layers = c.layers - (multiples_below(c.layers) - multiples_below(first_dense));
 }
 
 // The heads' grouping and width: key-value heads divide the heads, and without head_dim the

@@ -122,6 +122,14 @@ TEST(ModelParams, QwenMixturesKeepDenseLayersWhereTheConfigSays) {
             2 * (attention + 416) + 2 * (attention + 384) + outside);
   EXPECT_EQ(total(R"(, "decoder_sparse_step": 2)"),
             2 * (attention + 416) + 2 * (attention + 384) + outside);
+  // 2^32 layers, every second sparse: counted, not walked, and each kind half of them.
+  const ModelConfig huge = parse_model_config(
+      R"({"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8,
+          "num_hidden_layers": 4294967296, "num_attention_heads": 2, "intermediate_size": 16,
+          "moe_intermediate_size": 4, "num_experts": 4, "num_experts_per_tok": 2,
+          "decoder_sparse_step": 2, "mlp_only_layers": [1, 2]})",
+      "test");
+  EXPECT_EQ(huge.dense_layers, (1ull << 31) + 1);  // layer 2 is dense anyway, layer 1 was not
   for (const char* bad : {R"(, "mlp_only_layers": [4])", R"(, "mlp_only_layers": [1, 1])",
                           R"(, "mlp_only_layers": "0")"}) {
     EXPECT_THROW(total(bad), UsageError) << bad;
