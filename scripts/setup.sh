@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-dev
   iproute2 nftables
   emscripten node-acorn chromium
+  python3-torch
 )
 
 missing=()

@@ -317,6 +317,8 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
+  in.fp16_optimizer =
+      !given_bpp && settings.precision.value_or(plan::Precision::fp16) == plan::Precision::fp16;
   in.configured_stage = settings.stage;
   in.offload.optimizer = settings.offload_optimizer.value_or(deepspeed::OffloadDevice::none);
   in.offload.params = settings.offload_params.value_or(deepspeed::OffloadDevice::none);
@@ -366,8 +368,8 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
   opt("--model", f.model, "a published model by name (--list-models): its exact parameter count",
       "NAME");
   opt("--model-config", f.model_config,
-      "a Hugging Face config.json (gpt2, gpt_neox, llama, mistral, qwen2, mixtral): its exact "
-      "parameter count",
+      "a Hugging Face config.json (gpt2, gpt_neox, the llama family, mixtures, deepseek_v2: "
+      "docs/planner.md): its exact parameter count",
       "FILE");
   cmd->add_flag("--list-models", f.list_models, "list the models --model knows, and exit");
   opt("--estimator", f.estimator,

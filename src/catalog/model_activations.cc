@@ -1,89 +1,272 @@
-// The activations one micro-batch keeps for backward (models.h), term by term as the Hugging
-// Face implementations keep them.
+// The tensors one micro-batch keeps for backward (models.h), module by module as the Hugging
+// Face implementations run them in eager mode with 16-bit parameters, and what the loss works
+// in beyond them. Every term is a tensor autograd saves; tests/plan/torch_reference holds the
+// same modules written in PyTorch and checks these sums against the bytes PyTorch saves.
+#include <algorithm>
+
 #include "zerodp/catalog/models.h"
 
 namespace zerodp::catalog {
+namespace {
 
-std::string_view attention_name(Attention attention) {
-  return attention == Attention::flash ? "flash" : "eager";
-}
+using u128 = unsigned __int128;
 
-std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std::uint64_t s,
-                                                       std::uint64_t b,
-                                                       plan::Checkpointing checkpointing,
-                                                       Attention attention) {
-  using u128 = unsigned __int128;
-  // A rough size first (an overestimate), so that the exact sums below cannot wrap 128 bits.
+// Sizes as 128-bit numbers: T tokens (s x b), widths of q (heads x head_dim) and of k and v
+// (kv heads x head_dim), the s² elements of one layer's scores (heads x s x T).
+struct Dims {
+  u128 s, b, T, h, a, kv, d, q, k, I, V, scores;
+};
+
+class Counter {
+ public:
+  Counter(const ModelConfig& c, std::uint64_t s, std::uint64_t b, Attention attention,
+          const plan::TorchRuntime& rt)
+      : c_(c), attention_(attention), rt_(rt) {
+    Dims& x = x_;
+    x.s = s;
+    x.b = b;
+    x.T = u128(s) * b;
+    x.h = c.hidden;
+    x.a = c.heads;
+    x.kv = c.kv_heads;
+    x.d = c.head_dim;
+    x.q = x.a * x.d;
+    x.k = x.kv * x.d;
+    x.I = c.intermediate;
+    x.V = c.vocab;
+    x.scores = x.a * x.s * x.T;
+  }
+
+  // RMSNorm over N rows of w: the fp32 copy of the input (saved by pow), x² when mean keeps
+  // its input, rsqrt per row, and the normalized rows multiplied by the weight: 16-bit for
+  // llama's (cast before the weight), fp32 for olmo2's and gemma's (cast after), with gemma's
+  // (1 + weight) in fp32 besides.
+  u128 rms(u128 N, u128 w) const {
+    const bool fp32_out = c_.model_type == "olmo2" || gemma();
+    u128 bytes = 4 * N * w + 4 * N + (fp32_out ? 4 : 2) * N * w;
+    if (rt_.mean_keeps_input) bytes += 4 * N * w;
+    if (gemma()) bytes += 4 * w;
+    return bytes;
+  }
+  // LayerNorm over T rows of h: its input unless already kept, mean and rstd per row.
+  u128 layer_norm(bool input_kept) const {
+    return (input_kept ? 0 : 2 * x_.T * x_.h) + 2 * rt_.norm_stat_bytes * x_.T;
+  }
+
+  // Eager attention, written as llama's eager_attention_forward: q and k copied by matmul's
+  // reshape, k and v at every head (repeat_kv materialises them, so grouped heads save
+  // nothing), the 8-byte scale, the fp32 softmax and its 16-bit copy (with dropout, the mask
+  // and the dropped copy instead). `v_whole` is the storage v is a view of when the batch of
+  // one lets matmul keep the view (a fused projection's output): then that whole output.
+  // Flash attention (flash_attn's forward) keeps q, k and v at their own widths and the fp32
+  // log-sum-exp per row; its output is the output projection's input, counted there.
+  u128 core(u128 qk_width, u128 v_width, u128 v_whole = 0) const {
+    const Dims& x = x_;
+    if (attention_ == Attention::flash) {
+      const u128 k = c_.latent ? x.a * qk_width : x.k, v = c_.latent ? x.a * v_width : x.k;
+      return 2 * x.T * (x.a * qk_width + k + v) + 4 * x.a * x.T;
+    }
+    u128 bytes = 2 * x.T * x.a * qk_width * 2;  // q, k
+    bytes += v_whole > 0 ? v_whole : 2 * x.T * x.a * v_width;
+    bytes += 8;  // `* scaling`, a wrapped float64
+    return bytes + scores();
+  }
+  // The s² terms of one layer's eager attention (0 with flash).
+  u128 scores() const {
+    if (attention_ == Attention::flash) return 0;
+    const u128 n = x_.scores;
+    if (c_.model_type == "gpt2") {  // softmax in 16 bits, saved by itself
+      return 2 * n + (c_.attention_dropout ? (rt_.mask_bytes + 2) * n : 0);
+    }
+    u128 bytes = 4 * n + 2 * n + (c_.attention_dropout ? rt_.mask_bytes * n : 0);
+    if (c_.attention_softcap) bytes += 2 * n;  // tanh's 16-bit output
+    return bytes;
+  }
+  // Dropout masks on the two residual branches of a layer.
+  u128 residual_masks() const { return c_.hidden_dropout ? 2 * rt_.mask_bytes * x_.T * x_.h : 0; }
+
+  // A gated MLP of `width` on T tokens whose input is not yet kept: the input, the gate's
+  // output (the activation's input), the activation's output, up's output, their product.
+  u128 gated_mlp(u128 tokens, u128 width, bool input_kept = false) const {
+    return (input_kept ? 0 : 2 * tokens * x_.h) + 8 * tokens * width;
+  }
+
+  u128 attention_llama() const {
+    const Dims& x = x_;
+    u128 bytes = 2 * x.T * x.h;  // q/k/v projections' shared input (the norm's output)
+    if (c_.qk_norm == QkNorm::per_head) bytes += rms(x.T * x.a, x.d) + rms(x.T * x.kv, x.d);
+    if (c_.qk_norm == QkNorm::whole) bytes += rms(x.T, x.q) + rms(x.T, x.k);
+    // phi3's fused qkv without grouped heads: v a view of the whole output at batch 1.
+    const u128 v_whole = c_.fused_qkv && x.b == 1 && x.kv == x.a ? 2 * x.T * (x.q + 2 * x.k) : 0;
+    bytes += core(x.d, x.d, v_whole);
+    bytes += 2 * x.T * x.q;                                                   // o_proj's input
+    if (c_.attention_softcap && attention_ == Attention::eager) bytes += 16;  // two scalars
+    return bytes;
+  }
+
+  // A mixture's MLP: the router's input, its fp32 softmax and top-k indices (and with
+  // renormalised weights, their clone and sum), then per routed token the index of where it
+  // goes, its copy, the expert's gated MLP, the expert's output and the routing weight
+  // multiplying it, and index_add_'s source. The sum over experts is k x T whatever the
+  // routing. DeepSeek routes in fp32 (a copy of the input and of the router's weight) and
+  // keeps each fused gate-up output whole and the weight in fp32.
+  u128 mixture() const {
+    const Dims& x = x_;
+    const u128 E = c_.experts, k = c_.experts_per_token, Ie = c_.expert_intermediate;
+    const bool deepseek = c_.latent.has_value();
+    u128 bytes = deepseek ? 4 * x.T * x.h + 4 * E * x.h + 8 : 2 * x.T * x.h;
+    bytes += 4 * x.T * E + 8 * x.T * k;
+    if (c_.group_limited_routing) bytes += x.T * E;  // masked_fill's bool mask of the groups
+    if (c_.norm_topk_prob) bytes += 4 * x.T * k + 4 * x.T;
+    bytes += k * x.T * (6 * x.h + 8 * Ie + (deepseek ? 20 : 18));
+    if (c_.shared_intermediate > 0) {
+      // Its input is the router's (16-bit) input: kept already, unless routing was in fp32.
+      bytes += gated_mlp(x.T, c_.shared_intermediate, !deepseek);
+      if (c_.shared_expert_gate) bytes += 2 * x.T + 2 * x.T * x.h;  // sigmoid, shared output
+    }
+    return bytes;
+  }
+
+  // One layer's saved bytes; `moe` for a mixture's layer.
+  u128 layer(bool moe) const {
+    const Dims& x = x_;
+    const std::string& t = c_.model_type;
+    if (t == "gpt2") {
+      // ln_1, c_attn's input, q, k^T and v copies, the 16-bit scale, the scores; c_proj's
+      // input; ln_2, c_fc's input, the activation, mlp.c_proj's input.
+      const u128 act = c_.gelu_formula ? 8 * x.T * x.I + 24 : 2 * x.T * x.I;
+      const u128 attention = attention_ == Attention::flash ? 6 * x.T * x.h + 4 * x.a * x.T
+                                                            : 6 * x.T * x.h + 2 + scores();
+      u128 bytes = layer_norm(false) + 2 * x.T * x.h + attention;
+      bytes += 2 * x.T * x.h + layer_norm(false) + 2 * x.T * x.h + act + 2 * x.T * x.I;
+      return bytes + residual_masks();
+    }
+    if (t == "gpt_neox") {
+      // The parallel residual gives both norms one input; v is a view of the fused output.
+      const u128 v_whole = x.b == 1 ? 6 * x.T * x.h : 0;
+      u128 bytes = layer_norm(false) + 2 * x.T * x.h + core(x.d, x.d, v_whole) + 2 * x.T * x.h;
+      bytes += layer_norm(c_.parallel_residual) + 2 * x.T * x.h + 4 * x.T * x.I;
+      return bytes + residual_masks();
+    }
+    if (c_.latent) {
+      const LatentAttention& l = *c_.latent;
+      const u128 qk = l.nope_dim + l.rope_dim, v = l.v_dim, rank = l.kv_rank;
+      u128 bytes = rms(x.T, x.h) + 2 * x.T * x.h;  // input norm; q_proj and kv_a's input
+      if (l.q_rank > 0) bytes += rms(x.T, l.q_rank) + 2 * x.T * l.q_rank;
+      bytes += rms(x.T, rank) + 2 * x.T * rank;  // kv_a_layernorm, kv_b_proj's input
+      const u128 v_whole = x.b == 1 ? 2 * x.T * x.a * (l.nope_dim + v) : 0;
+      bytes += core(qk, v, v_whole) + 2 * x.T * x.a * v + rms(x.T, x.h);
+      return bytes + (moe ? mixture() : gated_mlp(x.T, x.I));
+    }
+    // The llama family: norms before attention and MLP (olmo2: after; gemma: both).
+    u128 bytes = c_.norms_per_layer * rms(x.T, x.h) + attention_llama();
+    bytes += moe ? mixture() : gated_mlp(x.T, x.I);
+    return bytes + residual_masks();
+  }
+
+  // Embedding, final norm, LM head and loss. The token ids (int64) for the embedding (and
+  // gpt2's position ids), the final norm, the head's input, the fp32 log-softmax, the shifted
+  // labels (at batch 1 a view of the padded s + 1) and the total weight.
+  u128 outside() const {
+    const Dims& x = x_;
+    const std::string& t = c_.model_type;
+    u128 bytes = 8 * x.T;
+    if (t == "gpt2") bytes += 8 * x.s;
+    if (t == "gemma2") bytes += 2;  // the normalizer, a 16-bit scalar
+    if (c_.embedding_dropout) bytes += rt_.mask_bytes * x.T * x.h;
+    bytes += c_.norm_bias ? layer_norm(false) : rms(x.T, x.h);
+    bytes += 2 * x.T * x.h;
+    if (c_.final_softcap) bytes += 2 * x.T * x.V + 16;  // tanh's output, two scalars
+    bytes += 4 * x.T * x.V + (x.b == 1 ? 8 * (x.s + 1) : 8 * x.T) + 4;
+    return bytes;
+  }
+
+  // The rotary cos and sin, computed once (batch 1) and saved by every layer: 16-bit, fp32 for
+  // olmo2, DeepSeek's complex64 freqs_cis alone.
+  u128 rope_tables() const {
+    const u128 r = c_.rotary_dim, s = x_.s;
+    if (r == 0) return 0;
+    if (c_.latent) return 4 * s * r;
+    return c_.rope_tables * 2 * (c_.model_type == "olmo2" ? 4 : 2) * s * r;
+  }
+
+  // Beyond the saved bytes, at the loss: in backward, the fp32 gradients of the log-softmax's
+  // output and input live with its saved output.
+  u128 loss_working() const { return 8 * x_.T * x_.V; }
+
+  const Dims& dims() const { return x_; }
+
+ private:
+  bool gemma() const { return c_.model_type == "gemma2" || c_.model_type == "gemma3_text"; }
+  const ModelConfig& c_;
+  Attention attention_;
+  const plan::TorchRuntime& rt_;
+  Dims x_{};
+};
+
+// A rough size first (an overestimate), so that the exact sums cannot wrap 128 bits.
+bool too_large(const ModelConfig& c, std::uint64_t s, std::uint64_t b) {
   const long double widest_mlp =
       static_cast<long double>(c.intermediate) +
       static_cast<long double>(c.expert_intermediate) * (c.experts_per_token + 1) +
       static_cast<long double>(c.shared_intermediate);
   const long double rough = static_cast<long double>(s) * b *
-                            (16.0L * c.hidden * (c.norms_per_layer + 4) + 8.0L * c.heads * s +
-                             8.0L * widest_mlp + 6.0L * c.experts + 16.0L * c.heads * c.head_dim +
-                             16.0L * c.kv_heads * c.head_dim + 10.0L * c.vocab) *
-                            (c.layers + 1.0L);
-  if (!(rough < 1e36L)) return std::nullopt;  // far beyond 64 bits either way
-  const u128 sb = u128(s) * b, h = c.hidden, a = c.heads;
-  const u128 q = u128(c.heads) * c.head_dim, k = u128(c.kv_heads) * c.head_dim;
-  const u128 norms = u128(c.norms_per_layer) * 2 * sb * h;
-  // The projections' input, Q, K and V at their widths and the output projection's input.
-  // DeepSeek's latent attention: K as wide as Q (a heads of nope + rope), V and the output of
-  // a x v_dim, and the latent (kv_rank + rope) with its norm's output (and q's, with a q rank).
-  u128 attention_bytes = 2 * sb * h;
-  if (c.latent) {
-    const LatentAttention& l = *c.latent;
-    const u128 v = a * l.v_dim;
-    attention_bytes +=
-        2 * sb * (2 * q + v) + 2 * sb * v + 2 * sb * (2 * u128(l.kv_rank) + l.rope_dim);
-    if (l.q_rank > 0) attention_bytes += 2 * sb * 2 * l.q_rank;
-  } else {
-    attention_bytes += 2 * sb * (q + 2 * k) + 2 * sb * q;
-  }
-  // The norms of q and k keep their inputs.
-  if (c.qk_norm != QkNorm::none) attention_bytes += 2 * sb * (q + k);
-  u128 scores = 0;  // the s² terms
-  if (attention == Attention::eager) {
-    scores = 2 * a * s * sb + (c.attention_dropout ? 3 * a * s * sb : 0);
-  } else {
-    attention_bytes += 4 * a * sb;
-  }
-  auto mlp_of = [&](u128 width) {
-    return c.gated_mlp ? 2 * sb * h + 8 * sb * width : 2 * sb * h + 4 * sb * width;
-  };
-  const u128 dense_mlp = mlp_of(c.intermediate);
-  u128 moe_mlp = 0;
-  if (c.experts > 0) {
-    moe_mlp = u128(c.experts_per_token) * mlp_of(c.expert_intermediate) + 6 * sb * c.experts;
-    // A shared expert every token passes, and its gate's input and sigmoid output.
-    if (c.shared_intermediate > 0) moe_mlp += mlp_of(c.shared_intermediate);
-    if (c.shared_expert_gate) moe_mlp += 2 * sb * h + 2 * sb;
-  }
-  const u128 masks = c.hidden_dropout ? 2 * sb * h : 0;
+                            (64.0L * c.hidden * (c.norms_per_layer + 4) + 16.0L * c.heads * s +
+                             16.0L * widest_mlp + 16.0L * c.experts + 64.0L * c.heads * c.head_dim +
+                             64.0L * c.kv_heads * c.head_dim + 24.0L * c.vocab + 64.0L) *
+                            (c.layers + 2.0L);
+  return !(rough < 1e36L);
+}
+
+}  // namespace
+
+std::string_view attention_name(Attention attention) {
+  return attention == Attention::flash ? "flash" : "eager";
+}
+
+std::optional<SavedTensors> saved_tensor_bytes(const ModelConfig& c, std::uint64_t s,
+                                               std::uint64_t b, Attention attention,
+                                               const plan::TorchRuntime& runtime) {
+  if (too_large(c, s, b)) return std::nullopt;
+  const Counter n(c, s, b, attention, runtime);
   const u128 moe_layers = c.moe_layers(), dense_layers = c.layers - moe_layers;
-  const u128 layer_base = norms + attention_bytes + masks;
-  // A mixture's layer when it has any (the largest), else the dense one.
-  const u128 per_layer_no_scores = layer_base + (moe_layers > 0 ? moe_mlp : dense_mlp);
-  const u128 per_layer = per_layer_no_scores + scores;
-  const u128 all_no_scores =
-      layer_base * c.layers + dense_mlp * dense_layers + moe_mlp * moe_layers;
+  const u128 dense = dense_layers > 0 ? n.layer(false) : 0;
+  const u128 moe = moe_layers > 0 ? n.layer(true) : 0;
+  const u128 total = dense * dense_layers + moe * moe_layers + n.outside() + n.rope_tables();
+  if (total > UINT64_MAX) return std::nullopt;
+  return SavedTensors{std::uint64_t(dense), std::uint64_t(moe), std::uint64_t(n.outside()),
+                      std::uint64_t(n.rope_tables()), std::uint64_t(total)};
+}
+
+std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std::uint64_t s,
+                                                       std::uint64_t b,
+                                                       plan::Checkpointing checkpointing,
+                                                       Attention attention,
+                                                       const plan::TorchRuntime& runtime) {
+  const auto saved = saved_tensor_bytes(c, s, b, attention, runtime);
+  if (!saved) return std::nullopt;
+  const Counter n(c, s, b, attention, runtime);
+  const Dims& x = n.dims();
+  const u128 moe_layers = c.moe_layers(), dense_layers = c.layers - moe_layers;
+  const u128 per_layer = std::max(saved->dense_layer, saved->moe_layer);
+  const u128 all = u128(saved->dense_layer) * dense_layers + u128(saved->moe_layer) * moe_layers;
   u128 layers = 0;
   switch (checkpointing) {
     case plan::Checkpointing::none:
-      layers = all_no_scores + scores * c.layers;
+      layers = all;
       break;
-    case plan::Checkpointing::selective:
-      layers = all_no_scores;
+    case plan::Checkpointing::selective:  // the s² terms recomputed
+      layers = all - n.scores() * c.layers;
       break;
-    case plan::Checkpointing::full:
-      layers = 2 * sb * h * c.layers + per_layer;
+    case plan::Checkpointing::full:  // each layer's input, and one layer while recomputed
+      layers = 2 * x.T * x.h * c.layers + per_layer;
       break;
   }
-  const u128 outside = 2 * sb * h + 10 * sb * c.vocab;
-  const u128 total = layers + outside;
-  if (total > UINT64_MAX) return std::nullopt;
-  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(outside),
-                          std::uint64_t(total)};
+  layers += saved->rope_tables;
+  const u128 loss = u128(saved->outside) + n.loss_working();
+  if (layers + loss > UINT64_MAX) return std::nullopt;
+  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(loss),
+                          std::uint64_t(layers + loss)};
 }
 
 }  // namespace zerodp::catalog

@@ -65,6 +65,41 @@ class Fields {
     }
     return v.get<double>() > 0;
   }
+  // A share of a head's dimensions (rotary_pct, partial_rotary_factor): a number in (0, 1].
+  double fraction_or(const std::string& field, double fallback) const {
+    if (!given(field)) return fallback;
+    const json& v = j_[field];
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1) {
+      fail(field, "must be a number in (0, 1], got " + shown_value(v));
+    }
+    return v.get<double>();
+  }
+  std::string text_or(const std::string& field, const std::string& fallback) const {
+    if (!given(field)) return fallback;
+    if (!j_[field].is_string()) fail(field, "must be a string, got " + shown_value(j_[field]));
+    return j_[field].get<std::string>();
+  }
+  // gemma3's layer_types: one "sliding_attention" or "full_attention" per layer; which of the
+  // two occur. Bounded by the file, not by the layers it claims.
+  std::pair<bool, bool> sliding_and_full(const std::string& field, std::uint64_t layers) const {
+    const json& v = j_[field];
+    if (!v.is_array() || v.size() != layers) {
+      fail(field, "must be a list of " + std::to_string(layers) +
+                      " \"sliding_attention\" or \"full_attention\", got " + shown_value(v));
+    }
+    bool sliding = false, full = false;
+    for (const json& e : v) {
+      if (e == "sliding_attention") {
+        sliding = true;
+      } else if (e == "full_attention") {
+        full = true;
+      } else {
+        fail(field,
+             "holds " + shown_value(e) + "; expected \"sliding_attention\" or \"full_attention\"");
+      }
+    }
+    return {sliding, full};
+  }
   // A positive number that switches a computation on (soft-capping); null or absent is off.
   bool positive_or_null(const std::string& field, bool fallback) const {
     if (!j_.contains(field)) return fallback;
@@ -119,6 +154,10 @@ void read_gpt2(const Fields& f, ModelConfig& c) {
   c.qkv_bias = c.out_bias = c.mlp_bias = c.norm_bias = true;
   c.attention_dropout = f.dropout_or("attn_pdrop", 0.1);  // GPT2Config's defaults
   c.hidden_dropout = f.dropout_or("resid_pdrop", 0.1);
+  c.embedding_dropout = f.dropout_or("embd_pdrop", 0.1);
+  // ACT2FN: gelu_new (the default) and gelu_fast are written as several operations.
+  const std::string act = f.text_or("activation_function", "gelu_new");
+  c.gelu_formula = act == "gelu_new" || act == "gelu_fast";
 }
 
 void read_gpt_neox(const Fields& f, ModelConfig& c) {
@@ -133,7 +172,7 @@ void read_gpt_neox(const Fields& f, ModelConfig& c) {
   c.mlp_bias = c.norm_bias = true;
   c.parallel_residual = f.flag_or("use_parallel_residual", true);
   c.attention_dropout = f.dropout_or("attention_dropout", 0.0);
-  c.hidden_dropout = f.dropout_or("hidden_dropout", 0.0);
+  c.hidden_dropout = c.embedding_dropout = f.dropout_or("hidden_dropout", 0.0);
 }
 
 // Which layers of a Qwen mixture are sparse: those not in mlp_only_layers whose number
@@ -178,7 +217,19 @@ void read_llama_family(const Fields& f, ModelConfig& c) {
   if (t == "olmo2") c.qk_norm = QkNorm::whole;
   if (gemma) c.norms_per_layer = 4;
   c.attention_dropout = f.dropout_or("attention_dropout", 0.0);
+  // Phi3Model builds embed_dropout from embd_pdrop but its forward never applies it.
   if (t == "phi3") c.hidden_dropout = f.dropout_or("resid_pdrop", 0.0);
+  if (t == "gemma3_text") {
+    // Both cos/sin tables are kept when both kinds of layer occur: by layer_types, or by
+    // sliding_window_pattern (every 6th layer global by default).
+    if (f.given("layer_types")) {
+      const auto [sliding, full] = f.sliding_and_full("layer_types", c.layers);
+      c.rope_tables = sliding && full ? 2 : 1;
+    } else {
+      const std::uint64_t pattern = f.whole_or("sliding_window_pattern", 6);
+      c.rope_tables = pattern > 1 && c.layers >= pattern ? 2 : 1;
+    }
+  }
   if (gemma) {
     // Gemma2Config soft-caps by default (50 and 30); Gemma3TextConfig does not.
     c.attention_softcap = f.positive_or_null("attn_logit_softcapping", t == "gemma2");
@@ -188,8 +239,10 @@ void read_llama_family(const Fields& f, ModelConfig& c) {
     c.experts = f.whole("num_local_experts");
     c.experts_per_token = f.whole("num_experts_per_tok");
     c.expert_intermediate = c.intermediate;
+    c.norm_topk_prob = true;  // MixtralSparseMoeBlock always renormalises
   } else if (moe) {
     read_qwen_mixture(f, c);
+    c.norm_topk_prob = f.flag_or("norm_topk_prob", false);
   }
 }
 
@@ -214,7 +267,14 @@ void read_deepseek_v2(const Fields& f, ModelConfig& c) {
   // After decompression every head has its own k (nope and rope parts) and v.
   c.kv_heads = c.heads;
   c.head_dim = l.nope_dim + l.rope_dim;
+  c.rotary_dim = l.rope_dim;
   if (!f.given("n_routed_experts")) return;  // a dense model
+  c.norm_topk_prob = f.flag_or("norm_topk_prob", false);
+  const std::string topk = f.text_or("topk_method", "greedy");
+  if (topk != "greedy" && topk != "group_limited_greedy") {
+    f.fail("topk_method", "must be \"greedy\" or \"group_limited_greedy\", got " + shown(topk));
+  }
+  c.group_limited_routing = topk == "group_limited_greedy";
   c.experts = f.whole("n_routed_experts");
   c.experts_per_token = f.whole("num_experts_per_tok");
   c.expert_intermediate = f.whole("moe_intermediate_size");
@@ -381,6 +441,15 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
                      " is not supported; supported: " + std::string(kFamilies));
   }
   read_heads(f, c);
+  // The rotary dimensions of a head, truncated as the implementations do (int(d * share)).
+  if (t == "gpt_neox") {
+    c.rotary_dim = static_cast<std::uint64_t>(c.head_dim * f.fraction_or("rotary_pct", 0.25));
+  } else if (t == "phi3") {
+    c.rotary_dim =
+        static_cast<std::uint64_t>(c.head_dim * f.fraction_or("partial_rotary_factor", 1.0));
+  } else if (t != "gpt2" && !c.latent) {
+    c.rotary_dim = c.head_dim;
+  }
   check_experts(f, c);
   // Sizes each in range can still multiply beyond what a plan's bytes hold.
   constexpr std::uint64_t kMaxParams = std::uint64_t{1} << 56;

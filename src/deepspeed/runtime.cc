@@ -55,15 +55,17 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
       break;
     }
   }
+  if (stage == Stage::dp && run.fp16_optimizer) {
+    t.step_fp32_grads = saturated(4 * phi);
+    t.step_flat_grads = saturated(4 * phi);  // the per-parameter fp32 casts, flattened
+    t.optimizer_temporaries = saturated(4 * phi * optimizer_step_copies(run.optimizer_impl));
+  }
   if (stage != Stage::dp && offload.optimizer == OffloadDevice::none) {
     u128 shard = (phi + ranks - 1) / ranks;
     if (stage == Stage::zero3) shard = std::min<u128>(shard, b.sub_group_size);
     t.step_fp32_grads = saturated(4 * shard);
     t.step_flat_grads = saturated(g * shard);
-    const u128 copies = run.optimizer_impl == OptimizerImpl::foreach  ? 1
-                        : run.optimizer_impl == OptimizerImpl::single ? 2
-                                                                      : 0;
-    t.optimizer_temporaries = saturated(4 * shard * copies);
+    t.optimizer_temporaries = saturated(4 * shard * optimizer_step_copies(run.optimizer_impl));
   }
   return t;
 }
@@ -98,6 +100,18 @@ std::uint64_t RuntimeTerms::step() const {
 
 bool RuntimeTerms::step_sets_peak(std::uint64_t activation_bytes) const {
   return step_wide(*this) > u128(activation_bytes) + backward();
+}
+
+std::uint64_t optimizer_step_copies(OptimizerImpl impl, const plan::TorchRuntime& runtime) {
+  switch (impl) {
+    case OptimizerImpl::fused:
+      return 0;
+    case OptimizerImpl::foreach:
+      return runtime.foreach_adamw_copies;
+    case OptimizerImpl::single:
+      return 2;
+  }
+  return 0;
 }
 
 std::string_view optimizer_impl_name(OptimizerImpl impl) {

@@ -147,7 +147,8 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.buffer_settings,
           in.zeropp,
           in.cuda_overhead,
-          in.optimizer_impl};
+          in.optimizer_impl,
+          in.fp16_optimizer};
 }
 
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a

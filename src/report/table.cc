@@ -332,7 +332,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
       {"persistent", &deepspeed::RuntimeTerms::persistent_params},
       {"hpZ copy", &deepspeed::RuntimeTerms::hpz_secondary},
       {"step fp32 grads", &deepspeed::RuntimeTerms::step_fp32_grads},
-      {"step 16-bit copy", &deepspeed::RuntimeTerms::step_flat_grads},
+      {"step grad copy", &deepspeed::RuntimeTerms::step_flat_grads},
       {"optimizer temps", &deepspeed::RuntimeTerms::optimizer_temporaries},
       {"CUDA", &deepspeed::RuntimeTerms::cuda_overhead}};
   for (const auto& [name, field] : terms) {
@@ -342,10 +342,11 @@ std::string peak_table(const PlanReport& report, bool binary) {
   std::string out = render(columns, report);
   out +=
       "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
-      "reduce bufs + gathered + layer grad, step fp32 grads + max(step 16-bit copy, optimizer "
+      "reduce bufs + gathered + layer grad, step fp32 grads + max(step grad copy, optimizer "
       "temps)): DeepSpeed's reduction buffers, gathered params and a layer's whole gradient "
       "live with the activations, the step's "
-      "fp32 copy of the gradient shard (made from a 16-bit flat copy) and the optimizer's "
+      "fp32 copy of the gradient shard (made from a 16-bit flat copy; at stage 0 with fp16, "
+      "flattened from fp32 casts of every gradient) and the optimizer's "
       "temporaries after them (deepspeed/runtime.h).";
   if (in.buffers && in.params && !in.persistent_params) {
     out += " Persistent params need a model config (" + field_ref("model") + ").";

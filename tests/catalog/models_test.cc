@@ -228,81 +228,108 @@ TEST(ModelParams, BadConfigsAreOneLineErrorsNamingTheField) {
 namespace zerodp::catalog {
 namespace {
 
-TEST(ModelActivations, GptTwosShapeIsKorthikantisFormula) {
-  // GPT-2 (dropout 0.1, eager attention, q = k = h, I = 4h): its layers keep exactly
-  // 34sbh + 5as²b each, as plan/activations.h computes for the same shape.
+TEST(ModelActivations, GptTwosLayerIsKorthikantisFormulaPlusWhatItsCodeKeepsBesides) {
+  // GPT-2 (dropout 0.1, eager, q = k = h, I = 4h) under torch 2.x on CUDA. Korthikanti et al.'s
+  // 34sbh + 5as²b (plan/activations.h) counts its tensors but three: gelu_new, written as a
+  // formula, keeps 0.5x, tanh and 1 + tanh of the 4h width besides its input (3 x 8sbh), and
+  // each LayerNorm keeps an fp32 mean and rstd per row (2 x 8sb); and 26 bytes of scalars
+  // (the 16-bit scale, three of the formula's constants). The 5 bytes a score are the same:
+  // the 16-bit softmax, a bool dropout mask and the dropped copy.
   const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
   const plan::TransformerShape shape{12, 768, 12, 1024, 4};
-  for (plan::Checkpointing ck : {plan::Checkpointing::none, plan::Checkpointing::selective}) {
-    const auto mine = model_activation_bytes(gpt2, 1024, 4, ck, Attention::eager);
-    ASSERT_TRUE(mine.has_value());
-    EXPECT_EQ(mine->layers, *plan::activation_bytes(shape, ck)) << plan::checkpointing_name(ck);
-    // Outside the layers: the final norm's input and 10 bytes per logit.
-    EXPECT_EQ(mine->logits_and_loss, 2u * 4096 * 768 + 10u * 4096 * 50257);
-    EXPECT_EQ(mine->total, mine->layers + mine->logits_and_loss);
-  }
-  // Full checkpointing: each layer's input, and one layer recomputed at a time in backward.
-  const auto full =
-      model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::full, Attention::eager);
+  const std::uint64_t sb = 4096, h = 768;
   const auto none =
       model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::none, Attention::eager);
+  ASSERT_TRUE(none.has_value());
+  const std::uint64_t korthikanti = *plan::activation_bytes(shape, plan::Checkpointing::none) / 12;
+  EXPECT_EQ(none->per_layer, korthikanti + 24 * sb * h + 16 * sb + 26);
+  EXPECT_EQ(none->layers, 12 * none->per_layer);  // learned positions: no rotary tables
+  // Outside: token and position ids (int64), the embeddings' dropout mask, ln_f, the head's
+  // input, the fp32 log-softmax, the labels and the total weight; then the loss's two fp32
+  // gradients in backward.
+  const std::uint64_t V = 50257;
+  EXPECT_EQ(none->logits_and_loss, 8 * sb + 8 * 1024 + sb * h + (2 * sb * h + 8 * sb) + 2 * sb * h +
+                                       4 * sb * V + 8 * sb + 4 + 8 * sb * V);
+  // Selective recomputation drops the scores; full checkpointing keeps each layer's input
+  // and one layer at a time in backward.
+  const auto selective =
+      model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::selective, Attention::eager);
+  EXPECT_EQ(none->layers - selective->layers, 12u * 5 * 12 * 1024 * 4096);
+  const auto full =
+      model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::full, Attention::eager);
   EXPECT_EQ(full->layers,
             *plan::activation_bytes(shape, plan::Checkpointing::full) + none->per_layer);
-  // Flash attention keeps no s² scores (5as²b) but a fp32 log-sum-exp per row (4asb).
+  // Flash attention keeps no scores (5as²b) nor the scale but a fp32 log-sum-exp per row.
   const auto flash =
       model_activation_bytes(gpt2, 1024, 4, plan::Checkpointing::none, Attention::flash);
-  EXPECT_EQ(none->per_layer - flash->per_layer, 5u * 12 * 1024 * 1024 * 4 - 4u * 12 * 1024 * 4);
+  EXPECT_EQ(none->per_layer - flash->per_layer, 5u * 12 * 1024 * 4096 + 2 - 4u * 12 * 4096);
 }
 
 TEST(ModelActivations, ASmallLlamaByHand) {
-  // s = 4, b = 2 (sb = 8), h = 8, 4 heads of 2 (q = 8), 2 kv heads (k = 4), I = 16, vocab 10,
-  // no dropout, eager: norms 4·8·8 = 256; attention 2·8·8 + 2·8·(8 + 8) + 2·8·8 = 512, scores
-  // 2·4·4·8 = 256; gated MLP 2·8·8 + 8·8·16 = 1152. Per layer 2176, two layers 4352; outside
-  // 2·8·8 + 10·8·10 = 928.
+  // s = 4, b = 2 (T = 8), h = 8, 4 heads of 2 (q = 8), 2 kv heads (k = 4), I = 16, vocab 10,
+  // eager, torch 2.x on CUDA: two RMSNorms of 6Th + 4T (fp32 copy, rsqrt, 16-bit rows) = 832;
+  // the projections' input 2Th = 128; q, k and v at every head 6Tq = 384, the scale 8 and the
+  // scores 6·a·s·T = 768; o_proj's input 2Tq = 128; the MLP 2Th + 8TI = 1152: 3400 a layer.
+  // Rotary tables 2 x 2·s·d = 32. Outside: ids 8T = 64, final norm 416, head input 128, loss
+  // 4TV + 8T + 4 = 388, and in backward 8TV = 640.
   const ModelConfig c = parse_model_config(
       R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 16})",
       "test");
   const auto a = model_activation_bytes(c, 4, 2, plan::Checkpointing::none, Attention::eager);
   ASSERT_TRUE(a.has_value());
-  EXPECT_EQ(a->per_layer, 2176u);
-  EXPECT_EQ(a->layers, 4352u);
-  EXPECT_EQ(a->logits_and_loss, 928u);
-  EXPECT_EQ(a->total, 5280u);
+  EXPECT_EQ(a->per_layer, 3400u);
+  EXPECT_EQ(a->layers, 6832u);
+  EXPECT_EQ(a->logits_and_loss, 1636u);
+  EXPECT_EQ(a->total, 8468u);
+  // torch 1.13 (what tests/plan/torch_reference_test.cc checks here): mean keeps x², 4Th more
+  // in each norm.
+  const auto saved = saved_tensor_bytes(c, 4, 2, Attention::eager, plan::kCpuTorch113);
+  EXPECT_EQ(saved->dense_layer, 3400u + 2 * 256);
+  EXPECT_EQ(saved->moe_layer, 0u);
+  EXPECT_EQ(saved->rope_tables, 32u);
 }
 
-TEST(ModelActivations, AMixtureKeepsTheActiveExpertsAndTheRouter) {
-  // Mixtral: each token's MLP activations in 2 experts, and 6sbE for the router: the layer's
-  // MLP part is 2 (2sbh + 8sbI) + 6sb·8 against a dense model's 2sbh + 8sbI.
+TEST(ModelActivations, AMixtureKeepsTheRouterAndEveryRoutedTokensExpertWork) {
+  // Mixtral's layer against the same layer with a dense MLP of the expert's width: the
+  // router's fp32 softmax (4TE), its top-k indices (8Tk), the renormalised weights' clone and
+  // sum (4Tk + 4T), and per routed token (kT of them) 6h + 8I + 18 bytes, where the dense MLP
+  // keeps 8TI besides the input both share.
   const ModelConfig moe = parse_model_config(find_model("mixtral-8x7b")->config_json, "m");
   ModelConfig dense = moe;
   dense.experts = dense.experts_per_token = 0;
-  const std::uint64_t sb = 512, expert = 2 * sb * 4096 + 8 * sb * 14336;
+  const std::uint64_t T = 512, h = 4096, I = 14336, E = 8, k = 2;
   const auto a = model_activation_bytes(moe, 512, 1, plan::Checkpointing::none, Attention::flash);
   const auto d = model_activation_bytes(dense, 512, 1, plan::Checkpointing::none, Attention::flash);
-  EXPECT_EQ(a->per_layer - d->per_layer, expert + 6 * sb * 8);
+  EXPECT_EQ(a->per_layer - d->per_layer,
+            4 * T * E + 8 * T * k + 4 * T * k + 4 * T + k * T * (6 * h + 8 * I + 18) - 8 * T * I);
 }
 
 TEST(ModelActivations, TheNewerFamiliesKeepTheirOwnNormsExpertsAndLatents) {
-  // One shape (s = 4, b = 2, sb = 8; hidden 8, 2 heads of 4, 1 kv head: q = 8, k = 4) in four
-  // families, against llama's per layer: qwen3's q and k norms keep their inputs, 2sb(q + k)
-  // = 192; gemma2's two more norms, 2 x 2sbh = 256.
+  // One shape (s = 4, b = 2, T = 8; hidden 8, 2 heads of 4, 1 kv head: q = 8, k = 4) in
+  // several families, against llama's layer (torch 2.x, CUDA).
   const std::string shape = R"("vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
       "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 16,
       "head_dim": 4, "tie_word_embeddings": true)";
   auto layer = [&](const std::string& type, const std::string& extra = "") {
     const ModelConfig c =
         parse_model_config(R"({"model_type": ")" + type + "\", " + shape + extra + "}", "t");
-    return model_activation_bytes(c, 4, 2, plan::Checkpointing::none, Attention::flash)->per_layer;
+    return model_activation_bytes(c, 4, 2, plan::Checkpointing::none, Attention::eager)->per_layer;
   };
-  EXPECT_EQ(layer("qwen3") - layer("llama"), 192u);
-  EXPECT_EQ(layer("gemma2") - layer("llama"), 256u);
-  // qwen2_moe: 2 of 4 experts of 4 (2 x (2sbh + 8sb·4) = 768), the router's 6sb·4 = 192, the
-  // shared expert of 16 every token passes (2sbh + 8sb·16 = 1152) and its gate (2sbh + 2sb =
-  // 144), where the dense layer of 16 keeps 1152; the q, k, v biases change no activation.
+  // qwen3's norms over each head of q (16 rows of 4) and of k (8 rows): 6Nw + 4N each.
+  EXPECT_EQ(layer("qwen3") - layer("llama"), (6u * 64 + 64) + (6u * 32 + 32));
+  // gemma2: four norms in fp32 with (1 + weight) in fp32, 8Th + 4T + 4h = 576 each, for
+  // llama's two of 416; the soft-capped scores' tanh (2 bytes each of a·s·T = 64) and its
+  // two scalars.
+  EXPECT_EQ(layer("gemma2") - layer("llama"), 4u * 576 - 2 * 416 + 2 * 64 + 16);
+  // qwen2_moe: the router (4TE + 8Tk), 2 of 4 experts of 4 (kT(6h + 8·4 + 18)), the shared
+  // expert of 16 on the kept input (8T·16), its gate's sigmoid and its output (2T + 2Th),
+  // where the dense layer of 16 keeps 8TI; the q, k, v biases change no activation.
   const std::string moe = R"(, "moe_intermediate_size": 4, "num_experts": 4,
       "num_experts_per_tok": 2, "shared_expert_intermediate_size": 16)";
-  EXPECT_EQ(layer("qwen2_moe", moe) - layer("qwen2"), 768u + 192 + 1152 + 144 - 1152);
+  EXPECT_EQ(
+      layer("qwen2_moe", moe) - layer("qwen2"),
+      (4u * 8 * 4 + 8 * 8 * 2) + 2 * 8 * (48 + 32 + 18) + 8 * 8 * 16 + (16 + 128) - 8 * 8 * 16);
 }
 
 TEST(ModelActivations, SizesBeyondSixtyFourBitsAreRefused) {

@@ -192,14 +192,26 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "46,702,792,704 parameters, 12,879,925,248 active per token")) << r.out;
 
-  // Its activations from --seq-len and --micro-batch: at s = 2048, b = 1 with full
-  // checkpointing and flash attention, 32 layer inputs (2sbh each) and one layer recomputed
-  // (344,195,072 B) are 881,065,984 B; the logits and the loss (10 bytes x 2048 x 128256) and
-  // the final norm's input 2,643,460,096 B: the vocabulary outweighs every layer.
+  // Its activations from --seq-len and --micro-batch: at s = T = 2048, b = 1 with full
+  // checkpointing and flash attention (h 4096, q 4096, k 1024, I 14336, V 128256): 32 layer
+  // inputs (2Th each), one layer recomputed (two norms of 6Th + 4T, the projections' input
+  // 2Th, flash's q, k, v and fp32 log-sum-exp, o_proj's input 2Tq, the MLP 2Th + 8TI) and the
+  // rotary tables (2 x 2sd): 949,239,808 B. Outside: the ids 8T, the final norm, the head's
+  // input, the fp32 log-softmax 4TV, the labels 8(s + 1) and 4, then the loss's two fp32
+  // gradients 8TV: 3,219,169,292 B. The vocabulary outweighs every layer.
+  const std::uint64_t T = 2048, h = 4096, V = 128'256;
+  const std::uint64_t layer = 2 * (6 * T * h + 4 * T) + 2 * T * h +
+                              (2 * T * (4096 + 1024 + 1024) + 4 * 32 * T) + 2 * T * 4096 +
+                              (2 * T * h + 8 * T * 14336);
+  const std::uint64_t layers = 32 * 2 * T * h + layer + 2 * 2 * T * 128;
+  const std::uint64_t outside =
+      8 * T + (6 * T * h + 4 * T) + 2 * T * h + 4 * T * V + 8 * (T + 1) + 4 + 8 * T * V;
+  ASSERT_EQ(layers, 949'239'808u);
+  ASSERT_EQ(outside, 3'219'169'292u);
   const auto act = plan_json(
       "--model llama-3-8b --gpus 8 --seq-len 2048 --micro-batch 1 --checkpointing full "
       "--attention flash");
-  EXPECT_EQ(act["activation_bytes"].get<std::uint64_t>(), 881'065'984u + 2'643'460'096u);
+  EXPECT_EQ(act["activation_bytes"].get<std::uint64_t>(), layers + outside);
   EXPECT_TRUE(has(act["activations_source"].get<std::string>(), "flash attention"));
 
   // Every catalogue model is listed with its count.
@@ -274,7 +286,7 @@ TEST(PlanCli, ADeepSpeedConfigSetsStageOffloadPrecisionAndMicroBatch) {
   std::ofstream(path) << R"({"bf16": {"enabled": true}, "train_micro_batch_size_per_gpu": 2,
     "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                           "reduce_bucket_size": 5e8}, "colour": "blue"})";
-  const std::string model = "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 1024 ";
+  const std::string model = "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 512 ";
   const Result r = zerodp("plan " + model + "--deepspeed-config " + path);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,

@@ -25,13 +25,13 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
   const Result r = zerodp("plan " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
-                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 41.2 GB > 40.0 GB (model "
-                  "state 30.1 GB + CUDA 2.00 GB + activations 7.05 GB + reduce buffers "
+                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 42.5 GB > 40.0 GB (model "
+                  "state 30.1 GB + CUDA 2.00 GB + activations 8.34 GB + reduce buffers "
                   "1.00 GB + a layer's gradient 1.05 GB)."))
       << r.out;
-  EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 27.2 GB"))
+  EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 28.4 GB"))
       << r.out;
-  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 28.3 GB")) << r.out;
+  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 29.6 GB")) << r.out;
 
   // Every term of the peak, from DeepSpeed's defaults: two-byte grads in a 5e8-element bucket,
   // the largest module's whole 16-bit gradient before it is copied there, the fp32 copy of the
@@ -63,13 +63,14 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
 
 TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
   // The same question on the card itself: it reports 42,298,834,944 bytes (39.39 GiB), more
-  // than the 40.0 GB that "--gpu-memory 40GB" means, and ZeRO-2's 41.2 GB peak fits in it.
+  // than the 40.0 GB that "--gpu-memory 40GB" means, and at 3072 tokens ZeRO-2's 40.4 GB
+  // peak fits in it.
   const std::string run =
-      "--model llama-3-8b --gpus 8 --seq-len 4096 --micro-batch 1 --checkpointing full "
+      "--model llama-3-8b --gpus 8 --seq-len 3072 --micro-batch 1 --checkpointing full "
       "--attention flash --stage 2 ";
   const Result card = zerodp("plan " + run + "--gpu a100-40gb");
   ASSERT_EQ(card.status, 0) << card.err;
-  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 41.2 GB <= 42.3 GB"))
+  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 40.4 GB <= 42.3 GB"))
       << card.out;
   EXPECT_TRUE(has(card.out,
                   "GPU: NVIDIA A100-SXM4-40GB, sold as 40 GB HBM2; it reports "
@@ -93,20 +94,20 @@ TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
 }
 
 TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
-  // A first try without checkpointing: 61.7 GB of activations on a 42.3 GB card. Not an error:
+  // A first try without checkpointing: 42.9 GB of activations on a 42.3 GB card. Not an error:
   // the verdict, the reason, and the changes that fit, each planned again.
   const std::string run =
-      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 --stage 2";
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 2048 --micro-batch 1 --stage 2";
   const Result r = zerodp("plan " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
-                  "No stage fits at any N: the activations (61.7 GB) and the CUDA "
+                  "No stage fits at any N: the activations (42.9 GB) and the CUDA "
                   "allowance (2.00 GB) alone reach the GPU memory (42.3 GB)."))
       << r.out;
   EXPECT_TRUE(has(r.out,
-                  "What would fit at N = 8: --checkpointing full (activations 8.12 GB; "
-                  "ZeRO-2, peak 42.3 GB); --checkpointing full --attention flash "
-                  "(activations 7.05 GB; ZeRO-2, peak 41.2 GB)."))
+                  "What would fit at N = 8: --checkpointing full (activations 5.00 GB; "
+                  "ZeRO-2, peak 39.2 GB); --checkpointing full --attention flash "
+                  "(activations 4.17 GB; ZeRO-2, peak 38.3 GB)."))
       << r.out;
   const auto j = plan_json(run);
   EXPECT_TRUE(j["activations_fill_gpu"].get<bool>());
@@ -265,6 +266,30 @@ TEST(PlanCliPeak, TwoLevelsSetTheStepTime) {
   const auto seed = plan_json("--params 1e9 --gpus 8");
   EXPECT_TRUE(seed["stages"][0]["levels"].is_null());
   EXPECT_TRUE(seed["stages"][0]["peak"].is_null());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PlanCliPeak, StageZeroUnderFp16StepsOnFp32GradientsBuiltFromCasts) {
+  // DeepSpeed's FP16_Optimizer casts every 16-bit gradient to fp32 and flattens the casts
+  // into one fp32 gradient: at the step both (4 bytes a parameter each) live beside the
+  // 16-bit gradients; the foreach AdamW's fp32 copy comes after the casts are freed. bf16 at
+  // stage 0 is another optimizer (BF16_Optimizer), and --bytes-per-param names no precision.
+  const std::string run = "--model llama-3-8b --gpus 8 --seq-len 512 --micro-batch 1 ";
+  const std::uint64_t phi = 8'030'261'248;
+  const auto fp16 = plan_json(run + "--precision fp16 --optimizer-impl foreach");
+  const auto& dp = fp16["stages"][0]["peak"];
+  EXPECT_EQ(u64(dp["step_fp32_grad_bytes"]), 4 * phi);
+  EXPECT_EQ(u64(dp["step_flat_grad_bytes"]), 4 * phi);
+  EXPECT_EQ(u64(dp["optimizer_temp_bytes"]), 4 * phi);
+  EXPECT_EQ(u64(dp["peak_bytes"]),
+            u64(fp16["stages"][0]["model_state_bytes"]) + 2'000'000'000u + 8 * phi);
+  for (const char* other : {"--precision bf16", "--bytes-per-param 2,2,12"}) {
+    const auto j = plan_json(run + other);
+    EXPECT_EQ(u64(j["stages"][0]["peak"]["step_fp32_grad_bytes"]), 0u) << other;
+  }
 }
 
 }  // namespace

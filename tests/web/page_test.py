@@ -261,7 +261,7 @@ def examples(zerodp, site, browser, profile, tmp):
 
     # Nothing fits: the page shows the verdict and what would fit, as the CLI prints them.
     first_try = [("model", "llama-3-8b"), ("gpus", "8"), ("gpu", "a100-40gb"),
-                 ("seq-len", "4096"), ("micro-batch", "1"), ("stage", "2")]
+                 ("seq-len", "2048"), ("micro-batch", "1"), ("stage", "2")]
     dom = check_page(browser, profile, zerodp, index + "?" + query_of(first_try),
                      "nothing fits", first_try)
     if dom is not None:

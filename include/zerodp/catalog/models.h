@@ -45,6 +45,7 @@
 #include <string_view>
 
 #include "zerodp/plan/activations.h"
+#include "zerodp/plan/torch_runtime.h"
 
 namespace zerodp::catalog {
 
@@ -82,10 +83,18 @@ struct ModelConfig {
   std::uint64_t shared_intermediate = 0;  // a shared expert every token passes; 0 for none
   bool shared_expert_gate = false;        // qwen2_moe: sigmoid(hidden x 1) scales it
   std::uint64_t dense_layers = 0;
-  bool attention_dropout = false;  // dropout on the attention probabilities (> 0)
-  bool hidden_dropout = false;     // dropout on each residual branch (> 0)
-  bool attention_softcap = false;  // gemma2: tanh soft-capping of the attention scores
-  bool final_softcap = false;      // gemma2: tanh soft-capping of the logits
+  bool attention_dropout = false;      // dropout on the attention probabilities (> 0)
+  bool hidden_dropout = false;         // dropout on each residual branch (> 0)
+  bool attention_softcap = false;      // gemma2: tanh soft-capping of the attention scores
+  bool final_softcap = false;          // gemma2: tanh soft-capping of the logits
+  bool embedding_dropout = false;      // dropout on the embeddings' output (gpt2, gpt_neox, phi3)
+  bool norm_topk_prob = false;         // a mixture's top-k routing weights divided by their sum
+  bool gelu_formula = false;           // gpt2's gelu_new: the tanh formula as separate operations
+  bool group_limited_routing = false;  // deepseek_v2's topk_method group_limited_greedy
+  // Rotary positions: the dimensions of each head they turn (0 with learned positions) and
+  // how many cos/sin tables a forward computes (gemma3: local and global when both occur).
+  std::uint64_t rotary_dim = 0;
+  std::uint64_t rope_tables = 1;
   std::uint64_t moe_layers() const { return experts > 0 ? layers - dense_layers : 0; }
 };
 
@@ -116,45 +125,54 @@ std::uint64_t small_tensor_params(const ModelConfig& config, std::uint64_t max_n
 std::uint64_t reuse_kept_params(const ModelConfig& config, std::uint64_t max_reuse_distance);
 
 // Activation bytes one rank keeps for backward in one micro-batch of b sequences of s tokens,
-// with 16-bit activations, as the Hugging Face implementations keep them. Per layer, with q and
-// k the widths of the query and of each of key and value (heads x head_dim, kv heads x
-// head_dim), I the MLP width and a the heads:
-//   norms        2 x 2sbh (the input of each; gemma's four: 4 x 2sbh)
-//   attention    2sbh (qkv input) + 2sb(q + 2k) (Q, K, V) + 2sbq (output projection input);
-//                norms of q and k (qwen3, gemma3, olmo2): + 2sb(q + k), their inputs;
-//                latent attention (deepseek_v2, v = heads x v_head_dim): 2sbh + 2sb(2q + v) +
-//                2sbv + 2sb(2 kv_rank + rope) (the latent and its norm), + 4sb q_rank
-//                with a q rank
-//                eager: + 2as²b (softmax), + 3as²b with attention dropout (mask and output)
-//                flash: + 4asb (fp32 log-sum-exp per row; no s² scores kept)
-//   MLP          2sbh (input) + 4sbI (activation's input and output), gated: 2sbh + 8sbI (gate,
-//                up, activation, product); a mixture keeps that for each of the k experts a
-//                token goes to, and 6sbE for the router (logits, fp32 softmax); a shared
-//                expert is a gated MLP every token passes, its gate + 2sbh + 2sb; a mixture's
-//                dense layers keep the dense MLP's
-//   dropout      + sbh per residual branch with hidden dropout (masks)
-// With GPT-2's shape (q = k = h, I = 4h, dropout, eager) this is Korthikanti et al.'s
-// 34sbh + 5as²b (plan/activations.h). Selective recomputation drops the s² terms; full
-// checkpointing keeps each layer's input (2sbh) and, while a layer is recomputed in backward,
-// that layer's activations. Outside the layers: the final norm's input (2sbh) and the logits
-// with the loss's working memory, 10sbV: the 16-bit logits, their fp32 copy and the fp32
-// log-softmax the cross-entropy keeps (V the vocabulary; with 128k-152k vocabularies this
-// term can pass all the layers').
+// with 16-bit parameters and activations, as the Hugging Face implementations keep them
+// (model_activations.cc, module by module): every tensor autograd saves, counted once per
+// storage at its whole size, as PyTorch counts it (tests/plan/torch_reference checks the sums
+// against PyTorch's own, to the byte, for every family). T = sb tokens, q and k the widths of
+// the query and of each of key and value (heads x head_dim, kv heads x head_dim), I the MLP
+// width, a the heads, V the vocabulary; under torch 2.x on CUDA (torch_runtime.h), a llama
+// layer keeps
+//   16Th + 8TI + 8Tq + 6as²b + 8T + 8
+// the input norm and the post-attention norm (an fp32 copy, rsqrt per row and the 16-bit
+// normalized rows: 6Th + 4T each), the projections' input, q and k copied by matmul, k and v
+// at every head (repeat_kv materialises grouped heads: they save nothing), the output
+// projection's input, the fp32 softmax and its 16-bit copy (6 bytes a score), and the gated
+// MLP's input, gate, activation, up and product. The families differ as their code does
+// (q/k norms, gemma's four fp32 norms and soft-caps, a mixture's router and k experts a token,
+// latent attention, GPT-2's LayerNorm and tanh GELU); flash attention keeps q, k, v at their
+// own widths and a fp32 log-sum-exp (4aT) instead of the scores. Outside the layers: the
+// token ids, the final norm, the head's input and the loss's fp32 log-softmax (4TV) with the
+// labels; and while the loss runs backward, its two fp32 gradients (8TV): with 128k-152k
+// vocabularies these can pass all the layers'. Selective recomputation drops the s² terms;
+// full checkpointing keeps each layer's input (2Th) and one layer's activations while it is
+// recomputed in backward.
 enum class Attention { eager, flash };
 std::string_view attention_name(Attention attention);  // "eager", "flash"
 
-struct ModelActivations {
-  std::uint64_t per_layer = 0;        // one layer's, without checkpointing
-  std::uint64_t layers = 0;           // all layers', as the checkpointing keeps them
-  std::uint64_t logits_and_loss = 0;  // final norm, logits, loss
+// What autograd saves, without checkpointing.
+struct SavedTensors {
+  std::uint64_t dense_layer = 0;  // a layer with a dense MLP (0 when there is none)
+  std::uint64_t moe_layer = 0;    // a mixture's layer (0 for a dense model)
+  std::uint64_t outside = 0;      // embedding, final norm, LM head, loss
+  std::uint64_t rope_tables = 0;  // the rotary cos/sin, computed once, saved by the layers
   std::uint64_t total = 0;
 };
 // nullopt when the bytes do not fit in 64 bits; seq_len, micro_batch >= 1.
-std::optional<ModelActivations> model_activation_bytes(const ModelConfig& config,
-                                                       std::uint64_t seq_len,
-                                                       std::uint64_t micro_batch,
-                                                       plan::Checkpointing checkpointing,
-                                                       Attention attention);
+std::optional<SavedTensors> saved_tensor_bytes(
+    const ModelConfig& config, std::uint64_t seq_len, std::uint64_t micro_batch,
+    Attention attention, const plan::TorchRuntime& runtime = plan::kCudaTorch2);
+
+struct ModelActivations {
+  std::uint64_t per_layer = 0;        // one layer's, without checkpointing (the largest)
+  std::uint64_t layers = 0;           // all layers', as the checkpointing keeps them
+  std::uint64_t logits_and_loss = 0;  // saved outside the layers, and the loss's gradients
+  std::uint64_t total = 0;
+};
+// nullopt when the bytes do not fit in 64 bits; seq_len, micro_batch >= 1.
+std::optional<ModelActivations> model_activation_bytes(
+    const ModelConfig& config, std::uint64_t seq_len, std::uint64_t micro_batch,
+    plan::Checkpointing checkpointing, Attention attention,
+    const plan::TorchRuntime& runtime = plan::kCudaTorch2);
 
 struct CatalogueModel {
   std::string_view name;           // what --model takes

@@ -36,11 +36,17 @@
 //            Then the optimizer's own temporaries, on the one flat fp32 tensor it is given:
 //            none for DeepSpeed's FusedAdam (ops/adam/fused_adam.py: one fused kernel, in
 //            place); 4·S for torch's foreach AdamW, whose exp_avg_sq_sqrt =
-//            torch._foreach_sqrt(exp_avg_sqs) is a full copy (torch/optim/adamw.py,
-//            _multi_tensor_adamw); 8·S for its single-tensor path, whose denom =
-//            (exp_avg_sq.sqrt() / bias_correction2_sqrt) holds the sqrt and the quotient at
-//            once (_single_tensor_adamw). The step adds 4·S + max(G·S, temporaries).
-//            Stage 0's step (DeepSpeed's fp16 optimizer's fp32 gradients) is not counted.
+//            torch._foreach_sqrt(exp_avg_sqs) is a full copy divided and added to in place
+//            (torch/optim/adamw.py, _multi_tensor_adamw, torch 2.x); 8·S for its single-tensor
+//            path, whose denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt) holds the sqrt and the
+//            quotient at once (_single_tensor_adamw). The step adds 4·S + max(G·S, temporaries).
+//            Stage 0 with fp16 (FP16_Optimizer, runtime/fp16/fused_optimizer.py:284-291)
+//            casts every gradient to fp32 (p.grad.to(fp32), 4·Φ) and flattens the casts into
+//            one fp32 gradient (4·Φ) before it frees them: the step adds 4·Φ + max(4·Φ,
+//            temporaries) on top of the 16-bit gradients. Stage 0 with bf16 runs DeepSpeed's
+//            BF16_Optimizer, which partitions the master and the Adam states as ZeRO-1 does
+//            and accumulates fp32 gradients whole (bf16_optimizer.py:147-163); it is planned
+//            as the seed's DP, which holds more.
 //  CUDA      the context, kernels and allocator: --cuda-overhead (kDefaultCudaOverhead).
 // Phases: the buffers of the forward and backward live with the activations, the step's terms
 // after them, so the peak is  state + held + max(activations + backward, step)  where "held"
@@ -55,6 +61,7 @@
 #include "zerodp/deepspeed/offload.h"
 #include "zerodp/deepspeed/topology.h"
 #include "zerodp/plan/memory.h"
+#include "zerodp/plan/torch_runtime.h"
 
 namespace zerodp::deepspeed {
 
@@ -73,6 +80,11 @@ constexpr std::uint64_t kDefaultCudaOverhead = 2'000'000'000;
 enum class OptimizerImpl : std::uint8_t { fused, foreach, single };
 std::string_view optimizer_impl_name(OptimizerImpl impl);  // "fused", "foreach", "single"
 std::optional<OptimizerImpl> optimizer_impl_from_name(std::string_view name);
+// The fp32 copies of the flat shard the step allocates at once: 0 fused, 1 foreach under torch
+// 2.x (2 under 1.13: plan/torch_runtime.h), 2 single-tensor. tests/plan/torch_reference
+// checks them against what torch's AdamW allocates here.
+std::uint64_t optimizer_step_copies(OptimizerImpl impl,
+                                    const plan::TorchRuntime& runtime = plan::kCudaTorch2);
 
 // zero_optimization's sizes in elements, DeepSpeed's defaults (runtime/zero/config.py).
 struct BufferSettings {
@@ -107,6 +119,9 @@ struct RuntimeRun {
   ZeroPlusPlus zeropp;
   std::uint64_t cuda_overhead = 0;
   OptimizerImpl optimizer_impl = OptimizerImpl::fused;
+  // Mixed fp16 without ZeRO: DeepSpeed's FP16_Optimizer steps on fp32 gradients it builds
+  // (runtime/fp16/fused_optimizer.py:284-291).
+  bool fp16_optimizer = false;
 };
 
 struct RuntimeTerms {

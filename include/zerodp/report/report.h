@@ -88,6 +88,7 @@ struct PlanInputs {
   std::string cuda_overhead_source;  // "--cuda-overhead 3GB" or the default's source
   // How the optimizer step is computed (its temporaries, deepspeed/runtime.h), and why.
   deepspeed::OptimizerImpl optimizer_impl = deepspeed::OptimizerImpl::fused;
+  bool fp16_optimizer = false;  // mixed fp16 (not --bytes-per-param): stage 0's fp32 gradients
   std::string optimizer_impl_source = "DeepSpeed's FusedAdam, the default";
   std::optional<std::uint64_t> round_to;                     // --round-to: node size for min N
   plan::Directions seed_directions = plan::Directions::one;  // --count-both-directions

@@ -1,0 +1,209 @@
+// The planner's activations and optimizer-step temporaries against PyTorch's own: for every
+// family, scripts/torch_activations.py runs the family's modules (written from its Hugging
+// Face modeling code, eager attention, bf16 parameters) on this machine's PyTorch and counts
+// every storage autograd saves for backward; the planner's formula, given this build's
+// differences (plan/torch_runtime.h: kCpuTorch113), must give the same bytes layer by layer,
+// outside the layers and in the rotary tables, exactly. The configs are
+// tests/plan/torch_reference/FAMILY.json, small shapes so each run takes about a second.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "zerodp/catalog/models.h"
+#include "zerodp/deepspeed/runtime.h"
+
+namespace zerodp::catalog {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string kSource = ZERODP_SOURCE_DIR;
+// Debian's python3-torch is for the system interpreter, whatever python3 the PATH finds.
+constexpr const char* kPython = "/usr/bin/python3";
+
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[4096];
+  while (const std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return status == 0 ? out : "";
+}
+
+bool torch_installed() {
+  static const bool installed =
+      run(std::string(kPython) + " -c 'import torch' >/dev/null 2>&1 && echo yes") == "yes\n";
+  return installed;
+}
+
+std::string reference(const fs::path& config, const std::string& extra) {
+  return kSource + "/scripts/torch_activations.py --config " + config.string() + " " + extra;
+}
+
+// The counts at each shape, one JSON object per shape.
+std::vector<json> counted(const fs::path& config, const std::string& shapes) {
+  const std::string out =
+      run(std::string(kPython) + " " + reference(config, "--shapes " + shapes) + " 2>/dev/null");
+  std::vector<json> results;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) results.push_back(json::parse(line));
+  return results;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One config (a family's file, or that file with fields changed) at three shapes, the batch of
+// one among them (fused projections and the labels are kept differently there).
+void expect_equal_counts(const std::string& name, const json& config_json) {
+  const fs::path path = fs::path(testing::TempDir()) / (name + ".json");
+  std::ofstream(path) << config_json.dump();
+  const ModelConfig config = parse_model_config(config_json.dump(), name);
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {{8, 2}, {12, 3}, {16, 1}};
+  const std::vector<json> results = counted(path, "8x2,12x3,16x1");
+  ASSERT_EQ(results.size(), shapes.size()) << name << ": " << reference(path, "--shapes ...");
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto [s, b] = shapes[i];
+    const json& got = results[i];
+    const auto want = saved_tensor_bytes(config, s, b, Attention::eager, plan::kCpuTorch113);
+    ASSERT_TRUE(want.has_value());
+    const std::string where = name + " s=" + std::to_string(s) + " b=" + std::to_string(b);
+    // Layer by layer, as a multiset: which layers are dense is the config's business.
+    std::vector<std::uint64_t> layers = got["layers"].get<std::vector<std::uint64_t>>();
+    std::vector<std::uint64_t> expected(config.layers - config.moe_layers(), want->dense_layer);
+    expected.insert(expected.end(), config.moe_layers(), want->moe_layer);
+    std::sort(layers.begin(), layers.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(layers, expected) << where << " per_layer " << got["per_layer"].dump();
+    std::uint64_t outside = 0;
+    for (const auto& [part, bytes] : got["outside"].items()) outside += bytes.get<std::uint64_t>();
+    EXPECT_EQ(outside, want->outside) << where << " outside " << got["outside"].dump();
+    EXPECT_EQ(got["shared"].get<std::uint64_t>(), want->rope_tables) << where;
+    EXPECT_EQ(got["total_saved"].get<std::uint64_t>(), want->total) << where;
+  }
+}
+
+class TorchReference : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch_installed())
+      GTEST_SKIP() << kPython << " has no torch: apt-get install python3-torch";
+  }
+  static json family(const std::string& name) {
+    return json::parse(read_file(kSource + "/tests/plan/torch_reference/" + name + ".json"));
+  }
+};
+
+TEST_F(TorchReference, EveryFamilySavesWhatThePlannerCounts) {
+  const char* families[] = {"gpt2",    "gpt_neox",  "llama",     "mistral",    "qwen2",
+                            "qwen3",   "phi3",      "olmo2",     "gemma2",     "gemma3_text",
+                            "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2"};
+  for (const char* name : families) expect_equal_counts(name, family(name));
+}
+
+TEST_F(TorchReference, DropoutMasksAndTheVariantsOfEachFamily) {
+  // Dropout's masks on the scores, the residual branches and the embeddings.
+  json gpt2 = family("gpt2");
+  gpt2["attn_pdrop"] = gpt2["resid_pdrop"] = gpt2["embd_pdrop"] = 0.1;
+  expect_equal_counts("gpt2_dropout", gpt2);
+  json phi3 = family("phi3");
+  phi3["attention_dropout"] = phi3["resid_pdrop"] = phi3["embd_pdrop"] = 0.1;
+  expect_equal_counts("phi3_dropout", phi3);
+  json neox = family("gpt_neox");
+  neox["hidden_dropout"] = neox["attention_dropout"] = 0.1;
+  neox["use_parallel_residual"] = false;
+  expect_equal_counts("gpt_neox_sequential_dropout", neox);
+  // Without grouped heads a fused qkv's v is a view at batch 1; partial rotary on phi3.
+  phi3 = family("phi3");
+  phi3["num_key_value_heads"] = phi3["num_attention_heads"];
+  phi3["partial_rotary_factor"] = 0.5;
+  expect_equal_counts("phi3_mha_partial_rotary", phi3);
+  json llama = family("llama");
+  llama["num_key_value_heads"] = llama["num_attention_heads"];
+  expect_equal_counts("llama_mha", llama);
+  // Renormalised routing weights, and a mixture with dense layers.
+  json qwen3_moe = family("qwen3_moe");
+  qwen3_moe["norm_topk_prob"] = true;
+  qwen3_moe["num_hidden_layers"] = 3;
+  qwen3_moe["mlp_only_layers"] = {1};
+  qwen3_moe["intermediate_size"] = 96;
+  expect_equal_counts("qwen3_moe_normalised_mixed", qwen3_moe);
+  // DeepSeek's q through a low rank.
+  json deepseek = family("deepseek_v2");
+  deepseek["q_lora_rank"] = 24;
+  expect_equal_counts("deepseek_v2_q_lora", deepseek);
+  // Routing limited to the best groups of experts keeps the mask of the others.
+  deepseek = family("deepseek_v2");
+  deepseek["topk_method"] = "group_limited_greedy";
+  deepseek["n_group"] = 2;
+  deepseek["topk_group"] = 1;
+  expect_equal_counts("deepseek_v2_group_limited", deepseek);
+}
+
+TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSaved) {
+  // A large vocabulary on a tiny model, so that the loss's backward sets the peak: the live
+  // bytes beyond the saved ones reach 8TV (the fp32 gradients of the log-softmax's output and
+  // input) less the few small tensors freed before it (labels, token ids: under 1 %).
+  json llama = family("llama");
+  llama["vocab_size"] = 4096;
+  llama["hidden_size"] = 16;
+  llama["intermediate_size"] = 32;
+  llama["num_attention_heads"] = 2;
+  llama["num_key_value_heads"] = 1;
+  llama["head_dim"] = 8;
+  llama["num_hidden_layers"] = 1;
+  const fs::path path = fs::path(testing::TempDir()) / "llama_vocab.json";
+  std::ofstream(path) << llama.dump();
+  const std::vector<json> results = counted(path, "128x4");
+  ASSERT_EQ(results.size(), 1u);
+  const double tv = 128.0 * 4 * 4096;
+  const double beyond =
+      results[0]["backward_peak"].get<double>() - results[0]["total_saved"].get<double>();
+  EXPECT_NEAR(beyond, 8 * tv, 0.01 * 8 * tv);
+  // And so the planner's activations are the saved bytes and those 8TV.
+  const ModelConfig config = parse_model_config(llama.dump(), "llama_vocab");
+  const auto saved = saved_tensor_bytes(config, 128, 4, Attention::eager, plan::kCpuTorch113);
+  const auto activations = model_activation_bytes(config, 128, 4, plan::Checkpointing::none,
+                                                  Attention::eager, plan::kCpuTorch113);
+  EXPECT_EQ(activations->total, saved->total + std::uint64_t(8 * tv));
+  EXPECT_EQ(saved->total, results[0]["total_saved"].get<std::uint64_t>());
+}
+
+TEST_F(TorchReference, AdamWsStepTemporariesAreTheCopiesThePlannerCounts) {
+  // One flat fp32 tensor of S elements with its state, as ZeRO hands torch's AdamW its shard:
+  // the step's peak of new bytes is the fp32 copies the planner counts, and a few scalar
+  // tensors (bias corrections, step counts: under 1 KiB).
+  constexpr std::uint64_t S = 1'000'000;
+  const std::string out =
+      run(std::string(kPython) + " " + kSource + "/scripts/torch_activations.py --optimizer-step " +
+          std::to_string(S));
+  ASSERT_FALSE(out.empty());
+  const json got = json::parse(out);
+  const std::uint64_t foreach = got["adamw_foreach_peak_bytes"];
+  const std::uint64_t single = got["adamw_single_peak_bytes"];
+  using deepspeed::OptimizerImpl;
+  const std::uint64_t want_foreach =
+      4 * S * deepspeed::optimizer_step_copies(OptimizerImpl::foreach, plan::kCpuTorch113);
+  const std::uint64_t want_single =
+      4 * S * deepspeed::optimizer_step_copies(OptimizerImpl::single, plan::kCpuTorch113);
+  EXPECT_GE(foreach, want_foreach);
+  EXPECT_LT(foreach - want_foreach, 1024u);
+  EXPECT_GE(single, want_single);
+  EXPECT_LT(single - want_single, 1024u);
+}
+
+}  // namespace
+}  // namespace zerodp::catalog
