@@ -113,6 +113,16 @@ deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f) {
     std::fprintf(stderr, "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
                  path.c_str(), units::format_list(c.unknown).c_str());
   }
+  // DeepSpeed hands the ZeRO++ switches only to its stage-3 optimizer (runtime/engine.py,
+  // _configure_zero_optimizer): at stages 1 and 2 a config may hold them, and they change
+  // nothing.
+  if (c.zeropp.any() && c.stage && *c.stage != Stage::zero3) {
+    std::fprintf(stderr,
+                 "zerodp: warning: %s: ZeRO++ keys (%s) are read by DeepSpeed at stage 3 only; "
+                 "ignored at stage %d\n",
+                 path.c_str(), deepspeed::zeropp_summary(c.zeropp).c_str(), stage_number(*c.stage));
+    c.zeropp = {};
+  }
   return c;
 }
 

@@ -293,3 +293,29 @@ TEST(PlanCliPeak, StageZeroUnderFp16StepsOnFp32GradientsBuiltFromCasts) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PlanCliPeak, ZeroPlusPlusKeysBelowStageThreeAreIgnoredAsDeepSpeedIgnoresThem) {
+  // DeepSpeed reads zero_hpz_partition_size and the quantization switches only on its stage-3
+  // path; a stage-2 config that holds them runs on one GPU, and its plan is the config's
+  // without them, with a warning that says so.
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/hpz2.json") << R"({"bf16": {"enabled": true}, "zero_optimization":
+      {"stage": 2, "zero_hpz_partition_size": 8, "zero_quantized_weights": true}})";
+  std::ofstream(dir + "/plain2.json")
+      << R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})";
+  const std::string run =
+      "--model llama-3-8b --gpus 1 --gpu a100-80gb --seq-len 512 --micro-batch 1 ";
+  const Result r = zerodp("plan " + run + "--deepspeed-config " + dir + "/hpz2.json --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "ZeRO++ keys (") && has(r.err,
+                                                 "are read by DeepSpeed at stage 3 only; "
+                                                 "ignored at stage 2\n"))
+      << r.err;
+  const auto with = nlohmann::json::parse(r.out);
+  const auto without = plan_json(run + "--deepspeed-config " + dir + "/plain2.json");
+  EXPECT_EQ(with["stages"], without["stages"]);
+}
+
+}  // namespace
