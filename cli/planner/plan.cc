@@ -298,6 +298,40 @@ std::optional<plan::BytesPerParam> read_settings(const PlanFlags& f, report::Sha
   return given;
 }
 
+// --framework: DeepSpeed's mechanics for every row, or FSDP's (FULL_SHARD) for ZeRO-3's. FSDP
+// is planned from a model's layers and without DeepSpeed's own settings.
+void read_framework(const PlanFlags& f, const report::SharedSettings& settings,
+                    const std::optional<plan::BytesPerParam>& given_bpp, report::PlanInputs& in) {
+  if (f.framework.empty()) return;
+  const auto framework = deepspeed::framework_from_name(f.framework);
+  if (!framework) {
+    throw UsageError("--framework: expected deepspeed or fsdp, got " + quote(f.framework));
+  }
+  in.framework = *framework;
+  if (*framework != deepspeed::Framework::fsdp) return;
+  const char* why = nullptr;
+  if (!in.model) {
+    why = "needs --model or --model-config (FSDP's units are the model's layers)";
+  } else if (!f.deepspeed_config.empty()) {
+    why = "not with --deepspeed-config, a DeepSpeed run's settings";
+  } else if (settings.zeropp) {
+    why = "not with --zeropp, which is DeepSpeed's";
+  } else if (settings.offload_optimizer.value_or(deepspeed::OffloadDevice::none) !=
+                 deepspeed::OffloadDevice::none ||
+             settings.offload_params.value_or(deepspeed::OffloadDevice::none) !=
+                 deepspeed::OffloadDevice::none) {
+    why = "not with --offload-optimizer or --offload-params (FSDP's CPU offload is not planned)";
+  }
+  if (why) throw UsageError(std::string("--framework fsdp: ") + why);
+  if (settings.stage && *settings.stage != Stage::zero3) {
+    throw UsageError("--stage: expected 3 with --framework fsdp (FULL_SHARD, ZeRO-3's row), got " +
+                     std::to_string(stage_number(*settings.stage)));
+  }
+  // Under a MixedPrecision policy FSDP's shards stay fp32; with --bytes-per-param they are
+  // the gradients' bytes given.
+  in.fsdp_shard_bytes = given_bpp ? given_bpp->grads : 4;
+}
+
 report::PlanInputs read_inputs(const PlanFlags& f) {
   report::PlanInputs in;
   report::SharedSettings settings;
@@ -313,7 +347,12 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
     settings = apply_deepspeed_config(f, *ds, settings, config.hidden, in);
     if (ds->zeropp.any()) zeropp_source = f.deepspeed_config;
   }
+  read_framework(f, settings, given_bpp, in);
   read_optimizer_impl(f, ds ? &*ds : nullptr, settings.optimizer, in);
+  if (in.framework == deepspeed::Framework::fsdp && f.optimizer_impl.empty()) {
+    in.optimizer_impl = deepspeed::OptimizerImpl::foreach;
+    in.optimizer_impl_source = "torch.optim.AdamW under FSDP, the default; foreach on CUDA";
+  }
   const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
@@ -382,6 +421,10 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
   opt("--deepspeed-config", f.deepspeed_config,
       "a DeepSpeed config (ds.json): its stage, offload, precision, optimizer and micro-batch",
       "FILE");
+  opt("--framework", f.framework,
+      "deepspeed (the default) or fsdp (PyTorch's FSDP, FULL_SHARD in ZeRO-3's row, with "
+      "--model): whose mechanics make the GPU peak",
+      "NAME");
   opt("--optimizer-impl", f.optimizer_impl,
       "fused (DeepSpeed's FusedAdam, the default), foreach or single (torch's AdamW): the "
       "optimizer step's temporaries in the GPU peak",

@@ -470,6 +470,7 @@ ModelParams model_params(const ModelConfig& c) {
   ModelParams p;
   p.embedding_params = add(mul(c.vocab, c.hidden), mul(c.positions, c.hidden));
   p.per_layer_params = moe_layers > 0 ? sum(mixture) : sum(dense);
+  p.outside_params = outside_params;
   p.params = add(add(mul(dense_layers, sum(dense)), mul(moe_layers, sum(mixture))), outside_params);
   const std::uint64_t active_mixture =
       moe_layers > 0 ? sum(layer_modules(c, true, c.experts_per_token)) : 0;

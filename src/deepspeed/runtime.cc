@@ -18,8 +18,34 @@ std::uint64_t saturated(u128 v) {
   return v > kMax64 ? kMax64 : static_cast<std::uint64_t>(v);
 }
 
+// FSDP FULL_SHARD's terms (runtime.h).
+RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
+  const RuntimeModel& m = run.model;
+  const u128 p = run.bpp.params, g = run.bpp.grads, phi = m.params;
+  const u128 shard = (phi + ranks - 1) / ranks, M = run.fsdp_shard_bytes;
+  const u128 unit = m.per_layer_params, root = m.outside_layer_params;
+  RuntimeTerms t;
+  t.cuda_overhead = run.cuda_overhead;
+  if (!run.buffers) return t;
+  t.deferred_grads = saturated(M * shard);
+  t.gathered_params = saturated(p * std::min<u128>(phi, root + 2 * unit));
+  t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
+  switch (run.optimizer_impl) {
+    case OptimizerImpl::fused:
+      break;
+    case OptimizerImpl::foreach:
+      t.optimizer_temporaries = saturated(M * shard * optimizer_step_copies(run.optimizer_impl));
+      break;
+    case OptimizerImpl::single:
+      t.optimizer_temporaries = saturated(2 * M * ((std::max(unit, root) + ranks - 1) / ranks));
+      break;
+  }
+  return t;
+}
+
 // The terms at any N >= 1 (wider than int: the least-N search probes beyond it).
 RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
+  if (run.framework == Framework::fsdp && stage == Stage::zero3) return fsdp_terms_at(ranks, run);
   const RuntimeModel& m = run.model;
   const plan::BytesPerParam& bpp = run.bpp;
   const Offload& offload = run.offload;
@@ -76,7 +102,8 @@ u128 step_wide(const RuntimeTerms& t) {
 
 u128 peak_wide(const RuntimeTerms& t, u128 state, u128 activations) {
   const u128 backward = activations + t.backward();
-  return state + t.held() + std::max<u128>(backward, step_wide(t));
+  const u128 deferred = std::min<u128>(t.deferred_grads, state);
+  return state - deferred + t.held() + std::max<u128>(backward, deferred + step_wide(t));
 }
 
 }  // namespace
@@ -99,7 +126,18 @@ std::uint64_t RuntimeTerms::step() const {
 }
 
 bool RuntimeTerms::step_sets_peak(std::uint64_t activation_bytes) const {
-  return step_wide(*this) > u128(activation_bytes) + backward();
+  return u128(deferred_grads) + step_wide(*this) > u128(activation_bytes) + backward();
+}
+
+std::string_view framework_name(Framework framework) {
+  return framework == Framework::fsdp ? "fsdp" : "deepspeed";
+}
+
+std::optional<Framework> framework_from_name(std::string_view name) {
+  for (const Framework f : {Framework::deepspeed, Framework::fsdp}) {
+    if (name == framework_name(f)) return f;
+  }
+  return std::nullopt;
 }
 
 std::uint64_t optimizer_step_copies(OptimizerImpl impl, const plan::TorchRuntime& runtime) {

@@ -64,6 +64,7 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
                  {"step_fp32_grad_bytes", r.step_fp32_grads},
                  {"step_flat_grad_bytes", r.step_flat_grads},
                  {"optimizer_temp_bytes", r.optimizer_temporaries},
+                 {"deferred_grad_bytes", r.deferred_grads},
                  {"peak_bytes", *s.total_bytes}};
   } else {
     j["peak"] = nullptr;
@@ -109,6 +110,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"gpus", or_null(in.gpus)},
       {"gpu_memory_bytes", or_null(in.gpu_memory)},
       {"optimizer_impl", std::string(deepspeed::optimizer_impl_name(in.optimizer_impl))},
+      {"framework", std::string(deepspeed::framework_name(in.framework))},
       {"gpu", in.gpu ? gpu_json(*in.gpu) : json(nullptr)},
       {"cards_sold_as_gpu_memory", cards_json(in)},
       {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},

@@ -1,4 +1,5 @@
 // plan_notes(): the sentences under the table, each the plain answer to one cell.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -72,12 +73,16 @@ std::string peak_terms(const PlanReport& report, const StageReport& s, bool bina
   if (!s.runtime) return "";
   const deepspeed::RuntimeTerms& r = *s.runtime;
   const PlanInputs& in = report.inputs;
+  const bool step = r.step_sets_peak(in.activation_bytes);
+  // FSDP's gradients are not yet made while the activations peak.
+  const std::uint64_t deferred = std::min(r.deferred_grads, *s.model_state_bytes);
   std::vector<std::pair<const char*, std::uint64_t>> terms = {
-      {"model state", *s.model_state_bytes},
+      {step || deferred == 0 ? "model state" : "model state without its gradients",
+       step ? *s.model_state_bytes : *s.model_state_bytes - deferred},
       {"CUDA", r.cuda_overhead},
       {"hpZ copy", r.hpz_secondary},
       {"persistent params", r.persistent_params}};
-  if (r.step_sets_peak(in.activation_bytes)) {
+  if (step) {
     terms.push_back({"reduce buffer", r.reduce_buffer_held});
     terms.push_back({"step fp32 grads", r.step_fp32_grads});
     if (r.optimizer_temporaries > r.step_flat_grads) {

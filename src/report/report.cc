@@ -140,7 +140,10 @@ plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
 // What the peak's terms are computed from; buffers need a model to size them.
 deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
   if (!in.params) return {};
-  return {{*in.params, in.largest_layer.value_or(0), in.persistent_params, in.reuse_kept_params},
+  const std::uint64_t outside = in.model ? in.model->params.outside_params : 0;
+  const std::uint64_t layer = in.model ? in.model->params.per_layer_params : 0;
+  return {{*in.params, in.largest_layer.value_or(0), in.persistent_params, in.reuse_kept_params,
+           outside, layer},
           in.bpp,
           in.offload,
           in.buffers,
@@ -148,7 +151,9 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.zeropp,
           in.cuda_overhead,
           in.optimizer_impl,
-          in.fp16_optimizer};
+          in.fp16_optimizer,
+          in.framework,
+          in.fsdp_shard_bytes};
 }
 
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a

@@ -139,6 +139,14 @@ std::string header(const PlanReport& report, bool binary) {
     out += "optimizer step: " + std::string(deepspeed::optimizer_impl_name(in.optimizer_impl)) +
            " (" + in.optimizer_impl_source + "; --optimizer-impl fused, foreach or single)\n";
   }
+  if (in.framework == deepspeed::Framework::fsdp) {
+    out +=
+        "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row (its units the model's layers, "
+        "the root unit what is outside them; shards of " +
+        std::to_string(in.fsdp_shard_bytes) +
+        " bytes, gradients made in the backward); the DP, ZeRO-1 and ZeRO-2 rows are "
+        "DeepSpeed's\n";
+  }
   if (report.runtime_counted) {
     out += "GPU peak: model state + activations";
     if (in.buffers) out += " + DeepSpeed's buffers (" + in.buffers_source + ")";
@@ -334,6 +342,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
       {"step fp32 grads", &deepspeed::RuntimeTerms::step_fp32_grads},
       {"step grad copy", &deepspeed::RuntimeTerms::step_flat_grads},
       {"optimizer temps", &deepspeed::RuntimeTerms::optimizer_temporaries},
+      {"grads made in bwd", &deepspeed::RuntimeTerms::deferred_grads},
       {"CUDA", &deepspeed::RuntimeTerms::cuda_overhead}};
   for (const auto& [name, field] : terms) {
     if (any(field)) columns.push_back({name, term(field)});
@@ -348,6 +357,11 @@ std::string peak_table(const PlanReport& report, bool binary) {
       "fp32 copy of the gradient shard (made from a 16-bit flat copy; at stage 0 with fp16, "
       "flattened from fp32 casts of every gradient) and the optimizer's "
       "temporaries after them (deepspeed/runtime.h).";
+  if (any(&deepspeed::RuntimeTerms::deferred_grads)) {
+    out +=
+        " Under FSDP the gradients are made in the backward: the activations' phase holds the "
+        "model state less the grads made in bwd, the step's phase all of it.";
+  }
   if (in.buffers && in.params && !in.persistent_params) {
     out += " Persistent params need a model config (" + field_ref("model") + ").";
   }

@@ -3,9 +3,11 @@
 // estimate and ZeRO++ across nodes. The real executable, its table and its JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/cli_testing.h"
 
@@ -316,6 +318,65 @@ TEST(PlanCliPeak, ZeroPlusPlusKeysBelowStageThreeAreIgnoredAsDeepSpeedIgnoresThe
   const auto with = nlohmann::json::parse(r.out);
   const auto without = plan_json(run + "--deepspeed-config " + dir + "/plain2.json");
   EXPECT_EQ(with["stages"], without["stages"]);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShards) {
+  // Llama-2-7B on 4 GPUs under FSDP FULL_SHARD with bf16 mixed precision (its shards fp32):
+  // the model state is ZeRO-3's 16 bytes a parameter over N; while the activations peak the
+  // gradients' 4 bytes a parameter are not made yet; gathered are the root unit (the 32000 x
+  // 4096 embedding and head and the final norm) and two layers, in bf16; the head's gradient
+  // and one layer's wait for their reduce-scatter; the step is torch's foreach AdamW's copy of
+  // the fp32 shard, and no fp32 or flat copy of the gradients.
+  const std::string run =
+      "--model llama-2-7b --gpus 4 --gpu a100-40gb --seq-len 2048 --micro-batch 4 "
+      "--checkpointing full --precision bf16 --stage 3 --framework fsdp";
+  const auto j = plan_json(run);
+  EXPECT_EQ(j["inputs"]["framework"], "fsdp");
+  EXPECT_EQ(j["inputs"]["optimizer_impl"], "foreach");
+  const std::uint64_t phi = 6'738'415'616, shard = phi / 4;
+  const std::uint64_t head = 32'000u * 4096, root = 2 * head + 4096;
+  const std::uint64_t layer = 4 * 4096u * 4096 + 3 * 4096u * 11008 + 2 * 4096;
+  const auto& z3 = j["stages"][3];
+  const auto& peak = z3["peak"];
+  EXPECT_EQ(u64(z3["model_state_bytes"]), 16 * shard);
+  EXPECT_EQ(u64(peak["deferred_grad_bytes"]), 4 * shard);
+  EXPECT_EQ(u64(peak["gathered_param_bytes"]), 2 * (root + 2 * layer));
+  EXPECT_EQ(u64(peak["layer_grad_bytes"]), 2 * (layer + head));
+  EXPECT_EQ(u64(peak["optimizer_temp_bytes"]), 4 * shard);
+  EXPECT_EQ(u64(peak["step_fp32_grad_bytes"]), 0u);
+  EXPECT_EQ(u64(peak["step_flat_grad_bytes"]), 0u);
+  EXPECT_EQ(u64(peak["reduce_buffer_bytes"]), 0u);
+  // The peak is the later of the two phases: here the step's, all the state and the copy.
+  const std::uint64_t activations = u64(j["activation_bytes"]);
+  const std::uint64_t backward =
+      12 * shard + activations + 2 * (root + 2 * layer) + 2 * (layer + head);
+  const std::uint64_t step = 16 * shard + 4 * shard;
+  EXPECT_EQ(u64(peak["peak_bytes"]), 2'000'000'000u + std::max(backward, step));
+  // The rows below ZeRO-3 are DeepSpeed's, as the header says.
+  EXPECT_EQ(j["stages"][2], plan_json(run.substr(0, run.find(" --stage")) +
+                                      " --optimizer-impl foreach")["stages"][2]);
+  const Result table = zerodp("plan " + run);
+  EXPECT_TRUE(has(table.out, "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row")) << table.out;
+  // What FSDP is not planned with is one line, exit 2.
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--params 7e9 --gpus 4 --framework fsdp", "--framework fsdp: needs --model"},
+           {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --framework fsdp "
+            "--stage 2",
+            "--stage: expected 3 with --framework fsdp"},
+           {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --framework fsdp "
+            "--offload-params cpu",
+            "--framework fsdp: not with --offload-optimizer or --offload-params"},
+           {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --framework torch",
+            "--framework: expected deepspeed or fsdp, got 'torch'"}}) {
+    const Result bad = zerodp("plan " + flags);
+    EXPECT_EQ(bad.status, 2) << flags;
+    EXPECT_TRUE(has(bad.err, message)) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  }
 }
 
 }  // namespace

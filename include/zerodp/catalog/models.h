@@ -104,6 +104,7 @@ struct ModelParams {
   std::uint64_t largest_layer_params = 0;  // the largest module's own parameters
   std::uint64_t embedding_params = 0;      // token (and position) embeddings
   std::uint64_t per_layer_params = 0;      // one transformer block (a mixture's, if any)
+  std::uint64_t outside_params = 0;        // outside the blocks: embeddings, final norm, head
 };
 
 // json_text: a config.json; source names it in errors ("--model-config llama.json").

@@ -48,6 +48,25 @@
 //            and accumulates fp32 gradients whole (bf16_optimizer.py:147-163); it is planned
 //            as the seed's DP, which holds more.
 //  CUDA      the context, kernels and allocator: --cuda-overhead (kDefaultCudaOverhead).
+//
+// PyTorch's FSDP with FULL_SHARD instead (Framework::fsdp, the stage-3 row; torch 2.x
+// torch/distributed/fsdp/_runtime_utils.py), M the bytes of its sharded params and gradients
+// (4 under a MixedPrecision policy, whose shards stay fp32; the params' own bytes without one),
+// R the params outside the layers (the root unit: embeddings, final norm, head), U the largest
+// layer (a unit), L the largest module:
+//  grads     made in the backward, M·S in all: the optimizer's zero_grad() frees them after
+//            each step, so the activations' peak holds the model state less M·S (deferred).
+//  gathered  the root unit's params stay unsharded from the forward into the backward
+//            (_post_forward_reshard: `not state._is_root`), with the unit being computed and
+//            the one backward_prefetch (BACKWARD_PRE) fetches, at most two in flight
+//            (limit_all_gathers): P·(R + 2U).
+//  layer grads  a unit's unsharded gradient before its reduce-scatter, and the head's, held
+//            from the first step of the backward until the root unit's last gradient (the
+//            embedding's) arrives: G·(U + L).
+//  step      the optimizer on the shards themselves: no fp32 copy, no flat copy; torch's
+//            foreach AdamW's copy of the whole shard, M·S, the single-tensor path's two of the
+//            largest unit's shard, none fused.
+//  No reduction bucket: each unit's gradient is reduce-scattered on its own.
 // Phases: the buffers of the forward and backward live with the activations, the step's terms
 // after them, so the peak is  state + held + max(activations + backward, step)  where "held"
 // is what lives through both (CUDA, hpZ, persistent params, stage 3's reduction buffer).
@@ -107,7 +126,15 @@ struct RuntimeModel {
   std::optional<std::uint64_t> persistent_params;  // nullopt: not known (no model config)
   // Kept gathered at the turn to backward by stage3_max_reuse_distance; nullopt: not known.
   std::optional<std::uint64_t> reuse_kept_params;
+  // FSDP's units: the params outside the layers (the root unit) and the largest layer.
+  std::uint64_t outside_layer_params = 0, per_layer_params = 0;
 };
+
+// Whose mechanics make the GPU peak: DeepSpeed's ZeRO, or PyTorch's FSDP (FULL_SHARD, at
+// stage 3; the other stages are DeepSpeed's).
+enum class Framework : std::uint8_t { deepspeed, fsdp };
+std::string_view framework_name(Framework framework);  // "deepspeed", "fsdp"
+std::optional<Framework> framework_from_name(std::string_view name);
 
 // Everything besides the stage and N that sizes the terms.
 struct RuntimeRun {
@@ -122,6 +149,8 @@ struct RuntimeRun {
   // Mixed fp16 without ZeRO: DeepSpeed's FP16_Optimizer steps on fp32 gradients it builds
   // (runtime/fp16/fused_optimizer.py:284-291).
   bool fp16_optimizer = false;
+  Framework framework = Framework::deepspeed;
+  std::uint32_t fsdp_shard_bytes = 4;  // M above: bytes of FSDP's sharded params and grads
 };
 
 struct RuntimeTerms {
@@ -138,6 +167,9 @@ struct RuntimeTerms {
   std::uint64_t step_fp32_grads = 0;
   std::uint64_t step_flat_grads = 0;        // flatten()'s 16-bit copy, beside the fp32 one
   std::uint64_t optimizer_temporaries = 0;  // the optimizer's own, after it
+  // Model state that exists only from the backward on (FSDP's gradients): not with the
+  // activations' peak, back for the step.
+  std::uint64_t deferred_grads = 0;
 
   std::uint64_t held() const;
   std::uint64_t backward() const;
@@ -145,7 +177,8 @@ struct RuntimeTerms {
   std::uint64_t step() const;
   // Whether the optimizer step, rather than the backward with its activations, sets the peak.
   bool step_sets_peak(std::uint64_t activation_bytes) const;
-  // Model state + these + activations at their phases: the GPU's peak.
+  // Model state + these + activations at their phases: the GPU's peak,
+  //   state - deferred + held + max(activations + backward, deferred + step).
   std::uint64_t peak(std::uint64_t model_state_bytes, std::uint64_t activation_bytes) const;
 };
 

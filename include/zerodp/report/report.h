@@ -89,6 +89,10 @@ struct PlanInputs {
   // How the optimizer step is computed (its temporaries, deepspeed/runtime.h), and why.
   deepspeed::OptimizerImpl optimizer_impl = deepspeed::OptimizerImpl::fused;
   bool fp16_optimizer = false;  // mixed fp16 (not --bytes-per-param): stage 0's fp32 gradients
+  // --framework: whose mechanics make ZeRO-3's peak; FSDP's shards' bytes (4 with mixed
+  // precision: its shards stay fp32).
+  deepspeed::Framework framework = deepspeed::Framework::deepspeed;
+  std::uint32_t fsdp_shard_bytes = 4;
   std::string optimizer_impl_source = "DeepSpeed's FusedAdam, the default";
   std::optional<std::uint64_t> round_to;                     // --round-to: node size for min N
   plan::Directions seed_directions = plan::Directions::one;  // --count-both-directions
