@@ -349,10 +349,9 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   }
   read_framework(f, settings, given_bpp, in);
   read_optimizer_impl(f, ds ? &*ds : nullptr, settings.optimizer, in);
-  if (in.framework == deepspeed::Framework::fsdp && f.optimizer_impl.empty()) {
-    in.optimizer_impl = deepspeed::OptimizerImpl::foreach;
-    in.optimizer_impl_source = "torch.optim.AdamW under FSDP, the default; foreach on CUDA";
-  }
+  // FSDP's row steps with torch's AdamW unless told otherwise; DeepSpeed's rows keep theirs.
+  in.fsdp_optimizer_impl =
+      f.optimizer_impl.empty() ? deepspeed::OptimizerImpl::foreach : in.optimizer_impl;
   const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
@@ -426,8 +425,8 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "--model): whose mechanics make the GPU peak",
       "NAME");
   opt("--optimizer-impl", f.optimizer_impl,
-      "fused (DeepSpeed's FusedAdam, the default), foreach or single (torch's AdamW): the "
-      "optimizer step's temporaries in the GPU peak",
+      "fused (DeepSpeed's FusedAdam, DeepSpeed's default), foreach (the default under FSDP) or "
+      "single (torch's AdamW): the optimizer step's temporaries in the GPU peak",
       "IMPL");
   opt("--offload-optimizer", f.offload_optimizer,
       "none (default), cpu or nvme: the optimizer states leave the GPU (ZeRO-1, 2, 3)", "DEVICE");

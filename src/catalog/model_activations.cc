@@ -58,13 +58,19 @@ class Counter {
   // nothing), the 8-byte scale, the fp32 softmax and its 16-bit copy (with dropout, the mask
   // and the dropped copy instead). `v_whole` is the storage v is a view of when the batch of
   // one lets matmul keep the view (a fused projection's output): then that whole output.
-  // Flash attention (flash_attn's forward) keeps q, k and v at their own widths and the fp32
-  // log-sum-exp per row; its output is the output projection's input, counted there.
-  u128 core(u128 qk_width, u128 v_width, u128 v_whole = 0) const {
+  // Flash attention: flash_attn's forward saves q, k and v as it is given them (a view whose
+  // last stride is 1 is not copied), its padded output and an fp32 log-sum-exp per row. So q
+  // and k at their own widths, v at its own or, when it is a view of a fused projection's
+  // output (`v_fused`), that whole output at any batch; DeepSeek pads v to q's head width and
+  // slices the padded output, a storage apart from o_proj's input. Elsewhere the output is
+  // o_proj's input, counted there. Read from flash_attn's code, not checked here: PyTorch on
+  // the CPU has no flash kernel.
+  u128 core(u128 qk_width, u128 v_width, u128 v_whole = 0, u128 v_fused = 0) const {
     const Dims& x = x_;
     if (attention_ == Attention::flash) {
-      const u128 k = c_.latent ? x.a * qk_width : x.k, v = c_.latent ? x.a * v_width : x.k;
-      return 2 * x.T * (x.a * qk_width + k + v) + 4 * x.a * x.T;
+      const u128 lse = 4 * x.a * x.T;
+      if (c_.latent) return 4 * (2 * x.T * x.a * qk_width) + lse;  // q, k, padded v and output
+      return 2 * x.T * (x.q + x.k) + (v_fused > 0 ? v_fused : 2 * x.T * x.k) + lse;
     }
     u128 bytes = 2 * x.T * x.a * qk_width * 2;  // q, k
     bytes += v_whole > 0 ? v_whole : 2 * x.T * x.a * v_width;
@@ -96,9 +102,10 @@ class Counter {
     u128 bytes = 2 * x.T * x.h;  // q/k/v projections' shared input (the norm's output)
     if (c_.qk_norm == QkNorm::per_head) bytes += rms(x.T * x.a, x.d) + rms(x.T * x.kv, x.d);
     if (c_.qk_norm == QkNorm::whole) bytes += rms(x.T, x.q) + rms(x.T, x.k);
-    // phi3's fused qkv without grouped heads: v a view of the whole output at batch 1.
-    const u128 v_whole = c_.fused_qkv && x.b == 1 && x.kv == x.a ? 2 * x.T * (x.q + 2 * x.k) : 0;
-    bytes += core(x.d, x.d, v_whole);
+    // phi3's fused qkv: v a view of the whole output, kept by flash at any batch and by eager
+    // attention at batch 1 without grouped heads (repeat_kv copies grouped ones).
+    const u128 fused = c_.fused_qkv ? 2 * x.T * (x.q + 2 * x.k) : 0;
+    bytes += core(x.d, x.d, x.b == 1 && x.kv == x.a ? fused : 0, fused);
     bytes += 2 * x.T * x.q;                                                   // o_proj's input
     if (c_.attention_softcap && attention_ == Attention::eager) bytes += 16;  // two scalars
     return bytes;
@@ -143,8 +150,9 @@ class Counter {
     }
     if (t == "gpt_neox") {
       // The parallel residual gives both norms one input; v is a view of the fused output.
-      const u128 v_whole = x.b == 1 ? 6 * x.T * x.h : 0;
-      u128 bytes = layer_norm(false) + 2 * x.T * x.h + core(x.d, x.d, v_whole) + 2 * x.T * x.h;
+      const u128 fused = 2 * x.T * (x.q + 2 * x.k);
+      u128 bytes = layer_norm(false) + 2 * x.T * x.h + core(x.d, x.d, x.b == 1 ? fused : 0, fused);
+      bytes += 2 * x.T * x.h;
       bytes += layer_norm(c_.parallel_residual) + 2 * x.T * x.h + 4 * x.T * x.I;
       return bytes + residual_masks();
     }
@@ -210,10 +218,19 @@ bool too_large(const ModelConfig& c, std::uint64_t s, std::uint64_t b) {
       static_cast<long double>(c.intermediate) +
       static_cast<long double>(c.expert_intermediate) * (c.experts_per_token + 1) +
       static_cast<long double>(c.shared_intermediate);
-  const long double rough = static_cast<long double>(s) * b *
-                            (64.0L * c.hidden * (c.norms_per_layer + 4) + 16.0L * c.heads * s +
-                             16.0L * widest_mlp + 16.0L * c.experts + 64.0L * c.heads * c.head_dim +
-                             64.0L * c.kv_heads * c.head_dim + 24.0L * c.vocab + 64.0L) *
+  long double latent = 0;
+  if (c.latent) {
+    const LatentAttention& l = *c.latent;
+    latent = static_cast<long double>(l.kv_rank) + l.q_rank + l.rope_dim +
+             static_cast<long double>(c.heads) * (l.v_dim + l.nope_dim + l.rope_dim);
+  }
+  // Every term of the exact sums is below its counterpart here: per token, per layer.
+  const long double per_token =
+      64.0L * c.hidden * (c.norms_per_layer + 4) + 16.0L * c.heads * s + 16.0L * widest_mlp +
+      16.0L * c.experts + 64.0L * c.heads * c.head_dim + 64.0L * c.kv_heads * c.head_dim +
+      64.0L * latent + 32.0L * c.experts_per_token * c.hidden + 24.0L * c.vocab + 64.0L;
+  const long double rough = (static_cast<long double>(s) * b * per_token +
+                             8.0L * c.experts * c.hidden + 64.0L * s * c.rotary_dim) *
                             (c.layers + 2.0L);
   return !(rough < 1e36L);
 }

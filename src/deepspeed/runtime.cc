@@ -30,11 +30,12 @@ RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   t.deferred_grads = saturated(M * shard);
   t.gathered_params = saturated(p * std::min<u128>(phi, root + 2 * unit));
   t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
-  switch (run.optimizer_impl) {
+  switch (run.fsdp_optimizer_impl) {
     case OptimizerImpl::fused:
       break;
     case OptimizerImpl::foreach:
-      t.optimizer_temporaries = saturated(M * shard * optimizer_step_copies(run.optimizer_impl));
+      t.optimizer_temporaries =
+          saturated(M * shard * optimizer_step_copies(run.fsdp_optimizer_impl));
       break;
     case OptimizerImpl::single:
       t.optimizer_temporaries = saturated(2 * M * ((std::max(unit, root) + ranks - 1) / ranks));
@@ -83,8 +84,17 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
   }
   if (stage == Stage::dp && run.fp16_optimizer) {
     t.step_fp32_grads = saturated(4 * phi);
-    t.step_flat_grads = saturated(4 * phi);  // the per-parameter fp32 casts, flattened
-    t.optimizer_temporaries = saturated(4 * phi * optimizer_step_copies(run.optimizer_impl));
+    switch (run.optimizer_impl) {
+      case OptimizerImpl::fused:  // FP16_Optimizer: the fp32 casts, flattened
+        t.step_flat_grads = saturated(4 * phi);
+        break;
+      case OptimizerImpl::foreach:  // FP16_UnfusedOptimizer: torch's AdamW on every tensor
+        t.optimizer_temporaries = saturated(4 * phi * optimizer_step_copies(run.optimizer_impl));
+        break;
+      case OptimizerImpl::single:  // ... one tensor at a time: two of the largest
+        t.optimizer_temporaries = saturated(2 * 4 * u128(m.largest_layer_params));
+        break;
+    }
   }
   if (stage != Stage::dp && offload.optimizer == OffloadDevice::none) {
     u128 shard = (phi + ranks - 1) / ranks;

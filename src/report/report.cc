@@ -153,7 +153,8 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.optimizer_impl,
           in.fp16_optimizer,
           in.framework,
-          in.fsdp_shard_bytes};
+          in.fsdp_shard_bytes,
+          in.fsdp_optimizer_impl};
 }
 
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a

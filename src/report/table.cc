@@ -143,13 +143,16 @@ std::string header(const PlanReport& report, bool binary) {
     out +=
         "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row (its units the model's layers, "
         "the root unit what is outside them; shards of " +
-        std::to_string(in.fsdp_shard_bytes) +
-        " bytes, gradients made in the backward); the DP, ZeRO-1 and ZeRO-2 rows are "
-        "DeepSpeed's\n";
+        std::to_string(in.fsdp_shard_bytes) + " bytes, gradients made in the backward, the step " +
+        std::string(deepspeed::optimizer_impl_name(in.fsdp_optimizer_impl)) +
+        "); the DP, ZeRO-1 and ZeRO-2 rows are DeepSpeed's\n";
   }
   if (report.runtime_counted) {
     out += "GPU peak: model state + activations";
     if (in.buffers) out += " + DeepSpeed's buffers (" + in.buffers_source + ")";
+    if (in.buffers && in.framework == deepspeed::Framework::fsdp) {
+      out += " or, in ZeRO-3's row, FSDP's gathered units and gradients";
+    }
     if (in.zeropp.hpz()) out += " + hpZ's secondary copy";
     if (in.cuda_overhead > 0) {
       out += " + CUDA context and allocator " + bytes(in.cuda_overhead) + " (" +

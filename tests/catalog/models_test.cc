@@ -332,6 +332,21 @@ TEST(ModelActivations, TheNewerFamiliesKeepTheirOwnNormsExpertsAndLatents) {
       (4u * 8 * 4 + 8 * 8 * 2) + 2 * 8 * (48 + 32 + 18) + 8 * 8 * 16 + (16 + 128) - 8 * 8 * 16);
 }
 
+TEST(ModelActivations, FlashKeepsAFusedProjectionsWholeOutputWhenVIsAViewOfIt) {
+  // GPT-NeoX (s = 4, b = 2, T = 8; h 8, 2 heads of 4, I 32, parallel residual) under flash,
+  // torch 2.x: the input LayerNorm (2Th + 8T) = 192, query_key_value's input 128, flash's q and
+  // k (2T(q + k) = 256), v a view of the fused output so that output whole (2T·3h = 384) and
+  // the log-sum-exp (4aT = 64), dense's input 128, the second norm's statistics 64 (the same
+  // input), the MLP's input and GELU's input and output (2Th + 4TI = 1152): 2368.
+  const ModelConfig neox = parse_model_config(
+      R"({"model_type": "gpt_neox", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+          "num_attention_heads": 2, "intermediate_size": 32})",
+      "neox");
+  EXPECT_EQ(
+      model_activation_bytes(neox, 4, 2, plan::Checkpointing::none, Attention::flash)->per_layer,
+      2368u);
+}
+
 TEST(ModelActivations, SizesBeyondSixtyFourBitsAreRefused) {
   const ModelConfig c = parse_model_config(find_model("llama-3-70b")->config_json, "l");
   EXPECT_FALSE(

@@ -275,19 +275,30 @@ TEST(PlanCliPeak, TwoLevelsSetTheStepTime) {
 namespace {
 
 TEST(PlanCliPeak, StageZeroUnderFp16StepsOnFp32GradientsBuiltFromCasts) {
-  // DeepSpeed's FP16_Optimizer casts every 16-bit gradient to fp32 and flattens the casts
-  // into one fp32 gradient: at the step both (4 bytes a parameter each) live beside the
-  // 16-bit gradients; the foreach AdamW's fp32 copy comes after the casts are freed. bf16 at
-  // stage 0 is another optimizer (BF16_Optimizer), and --bytes-per-param names no precision.
+  // DeepSpeed's fp16 optimizers cast every 16-bit gradient to fp32, which lives beside the
+  // 16-bit gradients at the step: FP16_Optimizer (FusedAdam) flattens the casts into one fp32
+  // gradient (4 bytes a parameter each); FP16_UnfusedOptimizer (torch's AdamW) keeps them as
+  // the fp32 masters' gradients, and foreach AdamW's copy of them all follows. bf16 at stage 0
+  // is another optimizer (BF16_Optimizer), and --bytes-per-param names no precision.
   const std::string run = "--model llama-3-8b --gpus 8 --seq-len 512 --micro-batch 1 ";
   const std::uint64_t phi = 8'030'261'248;
-  const auto fp16 = plan_json(run + "--precision fp16 --optimizer-impl foreach");
-  const auto& dp = fp16["stages"][0]["peak"];
+  const auto fused = plan_json(run + "--precision fp16");
+  const auto& f = fused["stages"][0]["peak"];
+  EXPECT_EQ(u64(f["step_fp32_grad_bytes"]), 4 * phi);
+  EXPECT_EQ(u64(f["step_flat_grad_bytes"]), 4 * phi);
+  EXPECT_EQ(u64(f["optimizer_temp_bytes"]), 0u);
+  const auto foreach = plan_json(run + "--precision fp16 --optimizer-impl foreach");
+  const auto& dp = foreach["stages"][0]["peak"];
   EXPECT_EQ(u64(dp["step_fp32_grad_bytes"]), 4 * phi);
-  EXPECT_EQ(u64(dp["step_flat_grad_bytes"]), 4 * phi);
+  EXPECT_EQ(u64(dp["step_flat_grad_bytes"]), 0u);
   EXPECT_EQ(u64(dp["optimizer_temp_bytes"]), 4 * phi);
-  EXPECT_EQ(u64(dp["peak_bytes"]),
-            u64(fp16["stages"][0]["model_state_bytes"]) + 2'000'000'000u + 8 * phi);
+  for (const auto* j : {&fused, &foreach}) {
+    EXPECT_EQ(u64((*j)["stages"][0]["peak"]["peak_bytes"]),
+              u64((*j)["stages"][0]["model_state_bytes"]) + 2'000'000'000u + 8 * phi);
+  }
+  // The single-tensor path steps one tensor at a time: two fp32 copies of the largest.
+  const auto single = plan_json(run + "--precision fp16 --optimizer-impl single");
+  EXPECT_EQ(u64(single["stages"][0]["peak"]["optimizer_temp_bytes"]), 8 * 128'256u * 4096);
   for (const char* other : {"--precision bf16", "--bytes-per-param 2,2,12"}) {
     const auto j = plan_json(run + other);
     EXPECT_EQ(u64(j["stages"][0]["peak"]["step_fp32_grad_bytes"]), 0u) << other;
@@ -336,7 +347,6 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
       "--checkpointing full --precision bf16 --stage 3 --framework fsdp";
   const auto j = plan_json(run);
   EXPECT_EQ(j["inputs"]["framework"], "fsdp");
-  EXPECT_EQ(j["inputs"]["optimizer_impl"], "foreach");
   const std::uint64_t phi = 6'738'415'616, shard = phi / 4;
   const std::uint64_t head = 32'000u * 4096, root = 2 * head + 4096;
   const std::uint64_t layer = 4 * 4096u * 4096 + 3 * 4096u * 11008 + 2 * 4096;
@@ -356,9 +366,11 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
       12 * shard + activations + 2 * (root + 2 * layer) + 2 * (layer + head);
   const std::uint64_t step = 16 * shard + 4 * shard;
   EXPECT_EQ(u64(peak["peak_bytes"]), 2'000'000'000u + std::max(backward, step));
-  // The rows below ZeRO-3 are DeepSpeed's, as the header says.
-  EXPECT_EQ(j["stages"][2], plan_json(run.substr(0, run.find(" --stage")) +
-                                      " --optimizer-impl foreach")["stages"][2]);
+  // The rows below ZeRO-3 are DeepSpeed's, as the header says, with DeepSpeed's optimizer.
+  const auto deepspeed = plan_json(run.substr(0, run.find(" --stage")));
+  for (int stage = 0; stage < 3; ++stage) {
+    EXPECT_EQ(j["stages"][stage], deepspeed["stages"][stage]) << stage;
+  }
   const Result table = zerodp("plan " + run);
   EXPECT_TRUE(has(table.out, "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row")) << table.out;
   // What FSDP is not planned with is one line, exit 2.

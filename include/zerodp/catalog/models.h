@@ -129,10 +129,10 @@ std::uint64_t reuse_kept_params(const ModelConfig& config, std::uint64_t max_reu
 // with 16-bit parameters and activations, as the Hugging Face implementations keep them
 // (model_activations.cc, module by module): every tensor autograd saves, counted once per
 // storage at its whole size, as PyTorch counts it (tests/plan/torch_reference checks the sums
-// against PyTorch's own, to the byte, for every family). T = sb tokens, q and k the widths of
-// the query and of each of key and value (heads x head_dim, kv heads x head_dim), I the MLP
-// width, a the heads, V the vocabulary; under torch 2.x on CUDA (torch_runtime.h), a llama
-// layer keeps
+// against PyTorch's own, to the byte, for every family, in eager attention). T = sb tokens,
+// q and k the widths of the query and of each of key and value (heads x head_dim, kv heads x
+// head_dim), I the MLP width, a the heads, V the vocabulary; under torch 2.x on CUDA
+// (torch_runtime.h), a llama layer keeps
 //   16Th + 8TI + 8Tq + 6as²b + 8T + 8
 // the input norm and the post-attention norm (an fp32 copy, rsqrt per row and the 16-bit
 // normalized rows: 6Th + 4T each), the projections' input, q and k copied by matmul, k and v
@@ -141,7 +141,9 @@ std::uint64_t reuse_kept_params(const ModelConfig& config, std::uint64_t max_reu
 // MLP's input, gate, activation, up and product. The families differ as their code does
 // (q/k norms, gemma's four fp32 norms and soft-caps, a mixture's router and k experts a token,
 // latent attention, GPT-2's LayerNorm and tanh GELU); flash attention keeps q, k, v at their
-// own widths and a fp32 log-sum-exp (4aT) instead of the scores. Outside the layers: the
+// own widths (a fused projection's whole output when v is a view of it; DeepSeek's padded v
+// and output) and an fp32 log-sum-exp (4aT) instead of the scores, as flash_attn's code saves
+// them (the eager terms are the ones checked against PyTorch). Outside the layers: the
 // token ids, the final norm, the head's input and the loss's fp32 log-softmax (4TV) with the
 // labels; and while the loss runs backward, its two fp32 gradients (8TV): with 128k-152k
 // vocabularies these can pass all the layers'. Selective recomputation drops the s² terms;

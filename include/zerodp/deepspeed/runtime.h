@@ -37,13 +37,18 @@
 //            none for DeepSpeed's FusedAdam (ops/adam/fused_adam.py: one fused kernel, in
 //            place); 4·S for torch's foreach AdamW, whose exp_avg_sq_sqrt =
 //            torch._foreach_sqrt(exp_avg_sqs) is a full copy divided and added to in place
-//            (torch/optim/adamw.py, _multi_tensor_adamw, torch 2.x); 8·S for its single-tensor
+//            (torch/optim/adamw.py, _multi_tensor_adamw, torch >= 2.1; 2.0 made
+//            two); 8·S for its single-tensor
 //            path, whose denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt) holds the sqrt and the
 //            quotient at once (_single_tensor_adamw). The step adds 4·S + max(G·S, temporaries).
-//            Stage 0 with fp16 (FP16_Optimizer, runtime/fp16/fused_optimizer.py:284-291)
-//            casts every gradient to fp32 (p.grad.to(fp32), 4·Φ) and flattens the casts into
-//            one fp32 gradient (4·Φ) before it frees them: the step adds 4·Φ + max(4·Φ,
-//            temporaries) on top of the 16-bit gradients. Stage 0 with bf16 runs DeepSpeed's
+//            Stage 0 with fp16 and FusedAdam (FP16_Optimizer, runtime/fp16/fused_optimizer.py:
+//            284-291) casts every gradient to fp32 (p.grad.to(fp32), 4·Φ) and flattens the
+//            casts into one fp32 gradient (4·Φ) before it frees them, the 16-bit gradients
+//            still there: the step adds 8·Φ. With torch's AdamW (FP16_UnfusedOptimizer,
+//            engine.py:1549-1579, unfused_optimizer.py:221-225) each fp32 master gets its
+//            gradient's fp32 cast, 4·Φ in all, and AdamW steps on those separate tensors: its
+//            foreach copy of them all, or the single-tensor path's two of the largest (L).
+//            Stage 0 with bf16 runs DeepSpeed's
 //            BF16_Optimizer, which partitions the master and the Adam states as ZeRO-1 does
 //            and accumulates fp32 gradients whole (bf16_optimizer.py:147-163); it is planned
 //            as the seed's DP, which holds more.
@@ -51,7 +56,8 @@
 //
 // PyTorch's FSDP with FULL_SHARD instead (Framework::fsdp, the stage-3 row; torch 2.x
 // torch/distributed/fsdp/_runtime_utils.py), M the bytes of its sharded params and gradients
-// (4 under a MixedPrecision policy, whose shards stay fp32; the params' own bytes without one),
+// (4 under a MixedPrecision policy, whose shards stay fp32; with --bytes-per-param the
+// gradients' bytes given),
 // R the params outside the layers (the root unit: embeddings, final norm, head), U the largest
 // layer (a unit), L the largest module:
 //  grads     made in the backward, M·S in all: the optimizer's zero_grad() frees them after
@@ -68,8 +74,10 @@
 //            largest unit's shard, none fused.
 //  No reduction bucket: each unit's gradient is reduce-scattered on its own.
 // Phases: the buffers of the forward and backward live with the activations, the step's terms
-// after them, so the peak is  state + held + max(activations + backward, step)  where "held"
-// is what lives through both (CUDA, hpZ, persistent params, stage 3's reduction buffer).
+// after them, so the peak is  state - deferred + held + max(activations + backward,
+// deferred + step)  where "held" is what lives through both (CUDA, hpZ, persistent params,
+// stage 3's reduction buffer) and "deferred" the model state made only in the backward
+// (FSDP's gradients; none under DeepSpeed).
 // Pure; every byte count is exact with 128-bit intermediates and saturates at 2^64 − 1.
 #pragma once
 
@@ -151,6 +159,7 @@ struct RuntimeRun {
   bool fp16_optimizer = false;
   Framework framework = Framework::deepspeed;
   std::uint32_t fsdp_shard_bytes = 4;  // M above: bytes of FSDP's sharded params and grads
+  OptimizerImpl fsdp_optimizer_impl = OptimizerImpl::foreach;  // FSDP's row's step
 };
 
 struct RuntimeTerms {
