@@ -51,7 +51,7 @@ STAGE_NAMES = ("DP", "ZeRO-1", "ZeRO-2", "ZeRO-3")
 TERMS = ("model_state_bytes", "activation_bytes", "reduce_buffer_bytes", "gathered_param_bytes",
          "layer_grad_bytes", "persistent_param_bytes", "hpz_secondary_bytes",
          "step_fp32_grad_bytes", "step_flat_grad_bytes", "optimizer_temp_bytes",
-         "cuda_overhead_bytes", "peak_bytes")
+         "deferred_grad_bytes", "cuda_overhead_bytes", "peak_bytes")
 
 
 class CaseError(Exception):
@@ -256,7 +256,7 @@ def command_text(argv):
 def terms_row(n, case):
     t = case["prediction"]["terms"]
     if not t:
-        return f"| {n} |" + " |" * 11 + f" {gb(case['prediction']['peak_bytes'])} |"
+        return f"| {n} |" + " |" * 12 + f" {gb(case['prediction']['peak_bytes'])} |"
 
     def v(*keys):
         total = sum(t.get(k, 0) for k in keys)
@@ -265,7 +265,7 @@ def terms_row(n, case):
             f"{v('reduce_buffer_bytes')} | {v('gathered_param_bytes')} | {v('layer_grad_bytes')} | "
             f"{v('persistent_param_bytes', 'hpz_secondary_bytes')} | {v('step_fp32_grad_bytes')} | "
             f"{v('step_flat_grad_bytes')} | {v('optimizer_temp_bytes')} | "
-            f"{v('cuda_overhead_bytes')} | {v(*(k for k in t if k not in TERMS))} | "
+            f"{v('deferred_grad_bytes')} | {v('cuda_overhead_bytes')} | {v(*(k for k in t if k not in TERMS))} | "
             f"{gb(t['peak_bytes'])} |")
 
 
@@ -278,10 +278,15 @@ def generate_table(cases):
         lines.append(f"| {n} | [{case['id']}]({case['source']}) | {cell(case['configuration'])} | "
                      f"{cell(observed_text(case['observation']))} | {cell(command_text(case['argv']))} | "
                      f"{cell(prediction_text(case))} | {cell(verdict_text(case))} |")
-    lines += ["", "The terms of each peak (`--json`, `stages[].peak`; GB = 10^9 bytes, MB = 10^6, kB = 10^3; - is none):", "",
+    lines += ["", "The terms of each peak (`--json`, `stages[].peak`; GB = 10^9 bytes, MB = 10^6, "
+              "kB = 10^3; - is none). They are not all held at once: peak = model state − grads "
+              "made in bwd + CUDA + persistent + hpZ + max(activations + reduce bufs + gathered + "
+              "layer grad, grads made in bwd + step fp32 grads + max(step grad copy, optimizer "
+              "temps)) (docs/planner.md).", "",
               "| # | model state | activations | reduce bufs | gathered | layer grad | persistent + hpZ "
-              "| step fp32 grads | step 16-bit copy | optimizer temps | CUDA | other | peak |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| step fp32 grads | step grad copy | optimizer temps | grads made in bwd | CUDA "
+              "| other | peak |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n, case in enumerate(cases, 1):
         lines.append(terms_row(n, case))
     n_same = sum(c["verdict"]["class"] == "same verdict" for c in cases)
