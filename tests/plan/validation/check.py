@@ -282,7 +282,7 @@ def generate_table(cases):
               "kB = 10^3; - is none). They are not all held at once: peak = model state − grads "
               "made in bwd + CUDA + persistent + hpZ + max(activations + reduce bufs + gathered + "
               "layer grad, grads made in bwd + step fp32 grads + max(step grad copy, optimizer "
-              "temps)) (docs/planner.md).", "",
+              "temps)), stage 3's reduction buffer held throughout (docs/planner.md).", "",
               "| # | model state | activations | reduce bufs | gathered | layer grad | persistent + hpZ "
               "| step fp32 grads | step grad copy | optimizer temps | grads made in bwd | CUDA "
               "| other | peak |",
