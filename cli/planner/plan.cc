@@ -302,6 +302,16 @@ std::optional<plan::BytesPerParam> read_settings(const PlanFlags& f, report::Sha
 // is planned from a model's layers and without DeepSpeed's own settings.
 void read_framework(const PlanFlags& f, const report::SharedSettings& settings,
                     const std::optional<plan::BytesPerParam>& given_bpp, report::PlanInputs& in) {
+  if (!f.limit_all_gathers.empty()) {
+    if (f.framework != "fsdp") {
+      throw UsageError("--limit-all-gathers: applies to --framework fsdp, FSDP's setting");
+    }
+    if (f.limit_all_gathers != "on" && f.limit_all_gathers != "off") {
+      throw UsageError("--limit-all-gathers: expected on or off, got " +
+                       quote(f.limit_all_gathers));
+    }
+    in.fsdp_limit_all_gathers = f.limit_all_gathers == "on";
+  }
   if (f.framework.empty()) return;
   const auto framework = deepspeed::framework_from_name(f.framework);
   if (!framework) {
@@ -424,6 +434,10 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "deepspeed (the default) or fsdp (PyTorch's FSDP, FULL_SHARD in ZeRO-3's row, with "
       "--model): whose mechanics make the GPU peak",
       "NAME");
+  opt("--limit-all-gathers", f.limit_all_gathers,
+      "on (the default) or off: FSDP's limit_all_gathers; off, every unit may be gathered at "
+      "once (with --framework fsdp)",
+      "ON|OFF");
   opt("--optimizer-impl", f.optimizer_impl,
       "fused (DeepSpeed's FusedAdam, DeepSpeed's default), foreach (the default under FSDP) or "
       "single (torch's AdamW): the optimizer step's temporaries in the GPU peak",

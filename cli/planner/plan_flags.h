@@ -24,7 +24,7 @@ struct PlanFlags {
   std::string estimator, largest_layer, gpus_per_node, nodes;
   std::string offload_optimizer, offload_params, deepspeed_config;
   std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
-  std::string optimizer_impl, framework;
+  std::string optimizer_impl, framework, limit_all_gathers;
   bool list_models = false, list_gpus = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;

@@ -28,7 +28,8 @@ RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   t.cuda_overhead = run.cuda_overhead;
   if (!run.buffers) return t;
   t.deferred_grads = saturated(M * shard);
-  t.gathered_params = saturated(p * std::min<u128>(phi, root + 2 * unit));
+  t.gathered_params =
+      saturated(p * (run.fsdp_limit_all_gathers ? std::min<u128>(phi, root + 2 * unit) : phi));
   t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
   switch (run.fsdp_optimizer_impl) {
     case OptimizerImpl::fused:

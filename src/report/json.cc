@@ -111,6 +111,9 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"gpu_memory_bytes", or_null(in.gpu_memory)},
       {"optimizer_impl", std::string(deepspeed::optimizer_impl_name(in.optimizer_impl))},
       {"framework", std::string(deepspeed::framework_name(in.framework))},
+      {"limit_all_gathers", in.framework == deepspeed::Framework::fsdp
+                                ? json(in.fsdp_limit_all_gathers)
+                                : json(nullptr)},
       {"gpu", in.gpu ? gpu_json(*in.gpu) : json(nullptr)},
       {"cards_sold_as_gpu_memory", cards_json(in)},
       {"activation_bytes", in.activations_given ? json(in.activation_bytes) : json(nullptr)},

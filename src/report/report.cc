@@ -154,7 +154,8 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.fp16_optimizer,
           in.framework,
           in.fsdp_shard_bytes,
-          in.fsdp_optimizer_impl};
+          in.fsdp_optimizer_impl,
+          in.fsdp_limit_all_gathers};
 }
 
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a

@@ -145,6 +145,9 @@ std::string header(const PlanReport& report, bool binary) {
         "the root unit what is outside them; shards of " +
         std::to_string(in.fsdp_shard_bytes) + " bytes, gradients made in the backward, the step " +
         std::string(deepspeed::optimizer_impl_name(in.fsdp_optimizer_impl)) +
+        (in.fsdp_limit_all_gathers
+             ? ""
+             : "; limit_all_gathers off: every unit may be gathered at once") +
         "); the DP, ZeRO-1 and ZeRO-2 rows are DeepSpeed's\n";
   }
   if (report.runtime_counted) {

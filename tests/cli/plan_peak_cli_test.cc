@@ -373,6 +373,11 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
   }
   const Result table = zerodp("plan " + run);
   EXPECT_TRUE(has(table.out, "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row")) << table.out;
+  // Without FSDP's rate limiter every unit's all-gather may be issued ahead: all the params.
+  const auto unlimited = plan_json(run + " --limit-all-gathers off");
+  EXPECT_EQ(u64(unlimited["stages"][3]["peak"]["gathered_param_bytes"]), 2 * phi);
+  EXPECT_EQ(unlimited["inputs"]["limit_all_gathers"], false);
+  EXPECT_TRUE(j["inputs"]["limit_all_gathers"].get<bool>());
   // What FSDP is not planned with is one line, exit 2.
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {"--params 7e9 --gpus 4 --framework fsdp", "--framework fsdp: needs --model"},
@@ -383,7 +388,12 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
             "--offload-params cpu",
             "--framework fsdp: not with --offload-optimizer or --offload-params"},
            {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --framework torch",
-            "--framework: expected deepspeed or fsdp, got 'torch'"}}) {
+            "--framework: expected deepspeed or fsdp, got 'torch'"},
+           {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --limit-all-gathers off",
+            "--limit-all-gathers: applies to --framework fsdp"},
+           {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --framework fsdp "
+            "--limit-all-gathers false",
+            "--limit-all-gathers: expected on or off, got 'false'"}}) {
     const Result bad = zerodp("plan " + flags);
     EXPECT_EQ(bad.status, 2) << flags;
     EXPECT_TRUE(has(bad.err, message)) << bad.err;

@@ -65,7 +65,11 @@
 //  gathered  the root unit's params stay unsharded from the forward into the backward
 //            (_post_forward_reshard: `not state._is_root`), with the unit being computed and
 //            the one backward_prefetch (BACKWARD_PRE) fetches, at most two in flight
-//            (limit_all_gathers): P·(R + 2U).
+//            (limit_all_gathers): P·(R + 2U). With limit_all_gathers false the CPU issues
+//            all-gathers without waiting for the frees, and every unit may be gathered at
+//            once (torch 1.13's default; its docstring: "FSDP allows the CPU thread to
+//            schedule all-gathers without any extra synchronization"): P·Φ, what the
+//            allocator may come to reserve.
 //  layer grads  a unit's unsharded gradient before its reduce-scatter, and the head's, held
 //            from the first step of the backward until the root unit's last gradient (the
 //            embedding's) arrives: G·(U + L).
@@ -160,6 +164,7 @@ struct RuntimeRun {
   Framework framework = Framework::deepspeed;
   std::uint32_t fsdp_shard_bytes = 4;  // M above: bytes of FSDP's sharded params and grads
   OptimizerImpl fsdp_optimizer_impl = OptimizerImpl::foreach;  // FSDP's row's step
+  bool fsdp_limit_all_gathers = true;  // FSDP's limit_all_gathers; false: any unit gathered
 };
 
 struct RuntimeTerms {

@@ -94,6 +94,7 @@ struct PlanInputs {
   deepspeed::Framework framework = deepspeed::Framework::deepspeed;
   std::uint32_t fsdp_shard_bytes = 4;
   deepspeed::OptimizerImpl fsdp_optimizer_impl = deepspeed::OptimizerImpl::foreach;
+  bool fsdp_limit_all_gathers = true;  // --limit-all-gathers
   std::string optimizer_impl_source = "DeepSpeed's FusedAdam, the default";
   std::optional<std::uint64_t> round_to;                     // --round-to: node size for min N
   plan::Directions seed_directions = plan::Directions::one;  // --count-both-directions
