@@ -249,10 +249,11 @@ std::optional<SavedTensors> saved_tensor_bytes(const ModelConfig& c, std::uint64
   const u128 moe_layers = c.moe_layers(), dense_layers = c.layers - moe_layers;
   const u128 dense = dense_layers > 0 ? n.layer(false) : 0;
   const u128 moe = moe_layers > 0 ? n.layer(true) : 0;
-  const u128 total = dense * dense_layers + moe * moe_layers + n.outside() + n.rope_tables();
+  const u128 outside = n.outside(), rope = n.rope_tables();
+  const u128 total = dense * dense_layers + moe * moe_layers + outside + rope;
   if (total > UINT64_MAX) return std::nullopt;
-  return SavedTensors{std::uint64_t(dense), std::uint64_t(moe), std::uint64_t(n.outside()),
-                      std::uint64_t(n.rope_tables()), std::uint64_t(total)};
+  return SavedTensors{std::uint64_t(dense), std::uint64_t(moe), std::uint64_t(outside),
+                      std::uint64_t(rope), std::uint64_t(total)};
 }
 
 std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std::uint64_t s,
@@ -264,9 +265,8 @@ std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std
   if (!saved) return std::nullopt;
   const Counter n(c, s, b, attention, runtime);
   const Dims& x = n.dims();
-  const u128 moe_layers = c.moe_layers(), dense_layers = c.layers - moe_layers;
   const u128 per_layer = std::max(saved->dense_layer, saved->moe_layer);
-  const u128 all = u128(saved->dense_layer) * dense_layers + u128(saved->moe_layer) * moe_layers;
+  const u128 all = u128(saved->total) - saved->outside - saved->rope_tables;  // every layer
   u128 layers = 0;
   switch (checkpointing) {
     case plan::Checkpointing::none:

@@ -18,6 +18,13 @@ std::uint64_t saturated(u128 v) {
   return v > kMax64 ? kMax64 : static_cast<std::uint64_t>(v);
 }
 
+// The optimizer's own temporaries on `elements` of `bytes` each, held in tensors of at most
+// `largest` elements: fused none, foreach its copies of them all at once, single its two of
+// one tensor at a time.
+u128 adamw_temporaries(OptimizerImpl impl, u128 bytes, u128 elements, u128 largest) {
+  return bytes * optimizer_step_copies(impl) * (impl == OptimizerImpl::single ? largest : elements);
+}
+
 // FSDP FULL_SHARD's terms (runtime.h).
 RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   const RuntimeModel& m = run.model;
@@ -31,17 +38,8 @@ RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   t.gathered_params =
       saturated(p * (run.fsdp_limit_all_gathers ? std::min<u128>(phi, root + 2 * unit) : phi));
   t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
-  switch (run.fsdp_optimizer_impl) {
-    case OptimizerImpl::fused:
-      break;
-    case OptimizerImpl::foreach:
-      t.optimizer_temporaries =
-          saturated(M * shard * optimizer_step_copies(run.fsdp_optimizer_impl));
-      break;
-    case OptimizerImpl::single:
-      t.optimizer_temporaries = saturated(2 * M * ((std::max(unit, root) + ranks - 1) / ranks));
-      break;
-  }
+  t.optimizer_temporaries = saturated(adamw_temporaries(
+      run.fsdp_optimizer_impl, M, shard, (std::max(unit, root) + ranks - 1) / ranks));
   return t;
 }
 
@@ -66,7 +64,6 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
       break;
     case Stage::zero1:
     case Stage::zero2:
-      if (stage == Stage::zero2) t.layer_grads = saturated(g * m.largest_layer_params);
       if (b.contiguous_gradients) {
         t.reduce_buffers =
             saturated(g * b.reduce_bucket_size * (b.overlap_comm.value_or(false) ? 2 : 1));
@@ -77,32 +74,30 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
       const u128 kept = std::max(m.largest_layer_params, m.reuse_kept_params.value_or(0));
       const u128 room = b.max_live_parameters > kept ? b.max_live_parameters - kept : 0;
       const u128 live = std::min<u128>(phi, kept + std::min<u128>(b.prefetch_bucket_size, room));
-      t.layer_grads = saturated(g * m.largest_layer_params);
       t.gathered_params = saturated(p * live);
       t.persistent_params = saturated(p * m.persistent_params.value_or(0));
       break;
     }
   }
+  // Gradients sharded: a parameter's whole gradient waits for its reduction.
+  if (stage == Stage::zero2 || stage == Stage::zero3) {
+    t.layer_grads = saturated(g * m.largest_layer_params);
+  }
   if (stage == Stage::dp && run.fp16_optimizer) {
     t.step_fp32_grads = saturated(4 * phi);
-    switch (run.optimizer_impl) {
-      case OptimizerImpl::fused:  // FP16_Optimizer: the fp32 casts, flattened
-        t.step_flat_grads = saturated(4 * phi);
-        break;
-      case OptimizerImpl::foreach:  // FP16_UnfusedOptimizer: torch's AdamW on every tensor
-        t.optimizer_temporaries = saturated(4 * phi * optimizer_step_copies(run.optimizer_impl));
-        break;
-      case OptimizerImpl::single:  // ... one tensor at a time: two of the largest
-        t.optimizer_temporaries = saturated(2 * 4 * u128(m.largest_layer_params));
-        break;
-    }
+    // FP16_Optimizer (FusedAdam) flattens the fp32 casts; FP16_UnfusedOptimizer (torch's
+    // AdamW) steps on them as separate tensors.
+    if (run.optimizer_impl == OptimizerImpl::fused) t.step_flat_grads = saturated(4 * phi);
+    t.optimizer_temporaries =
+        saturated(adamw_temporaries(run.optimizer_impl, 4, phi, m.largest_layer_params));
   }
   if (stage != Stage::dp && offload.optimizer == OffloadDevice::none) {
     u128 shard = (phi + ranks - 1) / ranks;
     if (stage == Stage::zero3) shard = std::min<u128>(shard, b.sub_group_size);
     t.step_fp32_grads = saturated(4 * shard);
     t.step_flat_grads = saturated(g * shard);
-    t.optimizer_temporaries = saturated(4 * shard * optimizer_step_copies(run.optimizer_impl));
+    t.optimizer_temporaries =
+        saturated(adamw_temporaries(run.optimizer_impl, 4, shard, shard));  // one flat tensor
   }
   return t;
 }
