@@ -98,7 +98,8 @@ catalog::Attention parse_attention(const std::string& text) {
 }
 
 // What the same run could change to hold fewer activations, each computed for this model:
-// full checkpointing, flash attention, both, and each smaller micro-batch (halving). The
+// full checkpointing, flash attention, both, and each smaller micro-batch (halving), alone and
+// with both. The
 // report plans each again when the stage wanted does not fit (report.h).
 void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s, std::uint64_t b,
                             plan::Checkpointing checkpointing, catalog::Attention attention,
@@ -118,8 +119,14 @@ void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s,
     choice(full + " " + flash, b, plan::Checkpointing::full, catalog::Attention::flash);
   }
   for (std::uint64_t smaller = b / 2; smaller >= 1; smaller /= 2) {
-    choice(field_ref("micro_batch") + " " + std::to_string(smaller), smaller, checkpointing,
-           attention);
+    const std::string batch = field_ref("micro_batch") + " " + std::to_string(smaller);
+    choice(batch, smaller, checkpointing, attention);
+    if (can_checkpoint || can_flash) {
+      const std::string least = can_checkpoint && can_flash ? full + " " + flash
+                                : can_checkpoint            ? full
+                                                            : flash;
+      choice(least + " " + batch, smaller, plan::Checkpointing::full, catalog::Attention::flash);
+    }
   }
 }
 

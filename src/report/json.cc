@@ -170,7 +170,8 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
     changes.push_back({{"change", name_fields(c.change, name)},
                        {"activation_bytes", c.activation_bytes},
                        {"stage", c.stage},
-                       {"total_bytes", c.total_bytes}});
+                       {"total_bytes", c.total_bytes},
+                       {"gpus", c.gpus.value_or(*in.gpus)}});
   }
   j["what_would_fit"] = changes;
   j["stages"] = json::array();

@@ -143,7 +143,7 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
 }
 
 // When the stage wanted does not fit: which of the activation choices would make it fit, each
-// planned again at the same N (report.cc), or that none does.
+// planned again (report.cc), with the other stage or the more GPUs it needs, or that none does.
 std::string changes_note(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   const std::string at = " at N = " + std::to_string(*in.gpus);
@@ -152,14 +152,21 @@ std::string changes_note(const PlanReport& report, bool binary) {
     for (const PlanInputs::ActivationChoice& c : in.activation_choices) {
       tried += (tried.empty() ? "" : ", ") + c.change;
     }
-    return "No change of the activations alone (" + tried + ") makes it fit" + at + ".";
+    return "No change of the activations (" + tried + ") makes it fit" + at +
+           (in.topology ? ", on any stage." : ", on any stage, or on more GPUs.");
   }
   std::string out = "What would fit" + at + ":";
   for (std::size_t i = 0; i < report.fitting_changes.size(); ++i) {
     const PlanReport::FittingChange& c = report.fitting_changes[i];
-    out += std::string(i == 0 ? " " : "; ") + c.change + " (activations " +
-           bytes(c.activation_bytes, binary) + "; " +
-           std::string(stage_name(report.stages[std::size_t(c.stage)].stage)) + ", " +
+    const std::string stage(stage_name(report.stages[std::size_t(c.stage)].stage));
+    // A change that needs another stage or more GPUs says so where the change is named.
+    std::string also;
+    if (in.configured_stage && stage_number(*in.configured_stage) != c.stage) {
+      also = " with " + stage + " instead of " + std::string(stage_name(*in.configured_stage));
+    }
+    if (c.gpus) also += " on N = " + std::to_string(*c.gpus);
+    out += std::string(i == 0 ? " " : "; ") + c.change + also + " (activations " +
+           bytes(c.activation_bytes, binary) + "; " + stage + ", " +
            (report.runtime_counted ? "peak " : "total ") + bytes(c.total_bytes, binary) + ")";
   }
   return out + ".";

@@ -1,5 +1,6 @@
 // make_plan(): checks that each question asked has its inputs, then fills every cell the
 // inputs determine.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -250,8 +251,23 @@ bool wanted_fits(const PlanReport& report) {
   return report.cheapest_fitting_stage.has_value();
 }
 
-// Each activation choice planned again at the same N (make_plan() of the changed inputs); kept
-// when it makes the wanted stage (or, without one, any stage) fit.
+// The stage with the least N, the lower stage on a tie; nullopt when no N fits any stage.
+std::optional<int> stage_with_least_n(const PlanReport& report) {
+  std::optional<int> best;
+  for (const StageReport& s : report.stages) {
+    if (!s.min_gpus) continue;
+    if (!best || *s.min_gpus < *report.stages[std::size_t(*best)].min_gpus) {
+      best = stage_number(s.stage);
+    }
+  }
+  return best;
+}
+
+// Each activation choice planned again (make_plan() of the changed inputs) and kept with the
+// cheapest way it fits, so that a plan that does not fit always says what would: the stage
+// wanted at N; else, when a stage was asked for, the cheapest other stage that fits at N; else
+// the stage wanted (or the one with the least N) on more GPUs, planned again at that N. More
+// GPUs are not tried on a topology (--gpus-per-node), whose N is set by its nodes.
 void find_fitting_changes(PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (!report.budget || !in.params || !in.gpus || wanted_fits(report)) return;
@@ -261,11 +277,35 @@ void find_fitting_changes(PlanReport& report) {
     with.activation_bytes = choice.bytes;
     with.activation_choices.clear();
     const PlanReport other = make_plan(with);
-    if (!wanted_fits(other)) continue;
-    const int stage =
-        in.configured_stage ? stage_number(*in.configured_stage) : *other.cheapest_fitting_stage;
-    report.fitting_changes.push_back(
-        {choice.change, choice.bytes, stage, *other.stages[std::size_t(stage)].total_bytes});
+    std::optional<int> stage;
+    if (wanted_fits(other)) {
+      stage =
+          in.configured_stage ? stage_number(*in.configured_stage) : *other.cheapest_fitting_stage;
+    } else {
+      stage = other.cheapest_fitting_stage;  // another stage than the one asked for
+    }
+    if (stage) {
+      report.fitting_changes.push_back({choice.change,
+                                        choice.bytes,
+                                        *stage,
+                                        *other.stages[std::size_t(*stage)].total_bytes,
+                                        {}});
+      continue;
+    }
+    if (in.topology) continue;
+    const std::optional<int> on_more = in.configured_stage
+                                           ? std::optional(stage_number(*in.configured_stage))
+                                           : stage_with_least_n(other);
+    if (!on_more || !other.stages[std::size_t(*on_more)].min_gpus) continue;
+    with.gpus = *other.stages[std::size_t(*on_more)].min_gpus;
+    const PlanReport there = make_plan(with);
+    report.fitting_changes.push_back({choice.change, choice.bytes, *on_more,
+                                      *there.stages[std::size_t(*on_more)].total_bytes, with.gpus});
+  }
+  // More GPUs cost more than any change that fits on the GPUs there are: listed only alone.
+  auto& changes = report.fitting_changes;
+  if (std::any_of(changes.begin(), changes.end(), [](const auto& c) { return !c.gpus; })) {
+    std::erase_if(changes, [](const PlanReport::FittingChange& c) { return c.gpus.has_value(); });
   }
 }
 

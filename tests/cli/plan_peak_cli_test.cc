@@ -106,22 +106,57 @@ TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
                   "No stage fits at any N: the activations (42.9 GB) and the CUDA "
                   "allowance (2.00 GB) alone reach the GPU memory (42.3 GB)."))
       << r.out;
+  // Flash attention alone does not bring ZeRO-2 under the card, but ZeRO-3 with it: said so.
   EXPECT_TRUE(has(r.out,
                   "What would fit at N = 8: --checkpointing full (activations 5.00 GB; "
-                  "ZeRO-2, peak 39.2 GB); --checkpointing full --attention flash "
-                  "(activations 4.17 GB; ZeRO-2, peak 38.3 GB)."))
+                  "ZeRO-2, peak 39.2 GB); --attention flash with ZeRO-3 instead of ZeRO-2 "
+                  "(activations 16.4 GB; ZeRO-3, peak 37.6 GB); --checkpointing full "
+                  "--attention flash (activations 4.17 GB; ZeRO-2, peak 38.3 GB)."))
       << r.out;
   const auto j = plan_json(run);
   EXPECT_TRUE(j["activations_fill_gpu"].get<bool>());
   EXPECT_EQ(u64(j["budget_bytes"]), 0u);
-  ASSERT_EQ(j["what_would_fit"].size(), 2u);
+  ASSERT_EQ(j["what_would_fit"].size(), 3u);
   EXPECT_EQ(j["what_would_fit"][0]["change"], "--checkpointing full");
   EXPECT_EQ(j["what_would_fit"][0]["stage"], 2);
+  EXPECT_EQ(j["what_would_fit"][0]["gpus"], 8);
+  EXPECT_EQ(j["what_would_fit"][1]["change"], "--attention flash");
+  EXPECT_EQ(j["what_would_fit"][1]["stage"], 3);
   // Each suggestion is the plan of that change: the same peak when it is made.
   const auto changed = plan_json(run + " --checkpointing full");
   EXPECT_EQ(j["what_would_fit"][0]["total_bytes"], changed["stages"][2]["total_bytes"]);
   EXPECT_TRUE(changed["stages"][2]["fits"].get<bool>());
   EXPECT_TRUE(changed["what_would_fit"].empty());
+  const auto flash = plan_json(
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 2048 --micro-batch 1 "
+      "--attention flash --stage 3");
+  EXPECT_EQ(j["what_would_fit"][1]["total_bytes"], flash["stages"][3]["total_bytes"]);
+  EXPECT_TRUE(flash["stages"][3]["fits"].get<bool>());
+}
+
+TEST(PlanCliPeak, AChangeThatNeedsMoreGpusNamesTheirNumberAndItsPeakThere) {
+  // Four 4096-token sequences of Llama-3-70B on 8 A100 40GB: no change of the activations fits
+  // on 8 GPUs at any stage, so each that fits is named with the least N of ZeRO-3, its peak
+  // planned again at that N.
+  const std::string run =
+      "--model llama-3-70b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 4";
+  const auto j = plan_json(run);
+  ASSERT_FALSE(j["what_would_fit"].empty());
+  for (const auto& change : j["what_would_fit"]) {
+    const std::uint64_t n = change["gpus"].get<std::uint64_t>();
+    EXPECT_GT(n, 8u);
+    // The run with the change made: its micro-batch replaces the run's when it names one.
+    std::string changed = std::string(change["change"]);
+    if (changed.find("--micro-batch") == std::string::npos) changed += " --micro-batch 4";
+    const std::string base = "--model llama-3-70b --gpu a100-40gb --seq-len 4096 " + changed;
+    const auto there = plan_json(base + " --gpus " + std::to_string(n));
+    const int stage = change["stage"].get<int>();
+    EXPECT_EQ(change["total_bytes"], there["stages"][stage]["total_bytes"]) << changed;
+    EXPECT_TRUE(there["stages"][stage]["fits"].get<bool>()) << changed;
+    // The least N: one GPU fewer does not fit.
+    const auto fewer = plan_json(base + " --gpus " + std::to_string(n - 1));
+    EXPECT_FALSE(fewer["stages"][stage]["fits"].get<bool>()) << changed;
+  }
 }
 
 TEST(PlanCli, DeepSpeedsEstimateWithGpusAloneIsOneNodeOfThem) {

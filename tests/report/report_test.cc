@@ -93,13 +93,33 @@ TEST(MakePlan, EachActivationChoiceIsPlannedAgainAndKeptOnlyWhenItFits) {
   EXPECT_EQ(r.fitting_changes[1].change, "c");
   EXPECT_EQ(r.fitting_changes[1].stage, 0);  // 1 + 16 <= 24: DP, the cheapest in bytes sent
   EXPECT_EQ(r.fitting_changes[1].total_bytes, 17'000'000'000u);
-  // A stage asked for: a change is kept only if that stage fits. ZeRO-1 holds 4 + 12/8 = 5.5 GB.
+  // A stage asked for: a change is kept with that stage when it fits there (ZeRO-1 holds
+  // 4 + 12/8 = 5.5 GB), else with the cheapest stage that fits at N.
   in.configured_stage = Stage::zero1;
   const PlanReport asked = make_plan(in);
-  ASSERT_EQ(asked.fitting_changes.size(), 1u);
-  EXPECT_EQ(asked.fitting_changes[0].change, "c");
-  EXPECT_EQ(asked.fitting_changes[0].stage, 1);
-  EXPECT_EQ(asked.fitting_changes[0].total_bytes, 6'500'000'000u);
+  ASSERT_EQ(asked.fitting_changes.size(), 2u);
+  EXPECT_EQ(asked.fitting_changes[0].change, "b");
+  EXPECT_EQ(asked.fitting_changes[0].stage, 2);  // 20 + 5.5 > 24, 20 + 3.75 <= 24
+  EXPECT_EQ(asked.fitting_changes[0].total_bytes, 23'750'000'000u);
+  EXPECT_FALSE(asked.fitting_changes[0].gpus);
+  EXPECT_EQ(asked.fitting_changes[1].change, "c");
+  EXPECT_EQ(asked.fitting_changes[1].stage, 1);
+  EXPECT_EQ(asked.fitting_changes[1].total_bytes, 6'500'000'000u);
+  // A change that fits no stage at N is kept on the least N of the stage asked for, planned
+  // again there, but only when no change fits on the GPUs there are. With 23 GB of activations
+  // ZeRO-3 needs 16/N <= 1 GB: N = 16, where it holds 23 + 1 = 24 GB (equality fits).
+  in.configured_stage = Stage::zero3;
+  in.activation_choices = {{"a", 23'000'000'000}};
+  const PlanReport more = make_plan(in);
+  ASSERT_EQ(more.fitting_changes.size(), 1u);
+  EXPECT_EQ(more.fitting_changes[0].stage, 3);
+  EXPECT_EQ(more.fitting_changes[0].gpus, 16u);
+  EXPECT_EQ(more.fitting_changes[0].total_bytes, 24'000'000'000u);
+  in.activation_choices = {{"a", 23'000'000'000}, {"c", 1'000'000'000}};
+  const PlanReport both = make_plan(in);
+  ASSERT_EQ(both.fitting_changes.size(), 1u);
+  EXPECT_EQ(both.fitting_changes[0].change, "c");
+  EXPECT_FALSE(both.fitting_changes[0].gpus);
   // When the plan fits as it is, nothing is suggested.
   in.activation_bytes = 1'000'000'000;
   EXPECT_TRUE(make_plan(in).fitting_changes.empty());

@@ -153,12 +153,14 @@ struct PlanReport {
   // N, and the budget is 0. A verdict, not an error: the notes say what would fit.
   bool activations_fill_gpu = false;
   // When the stage wanted (--stage, the config's, else any) does not fit at N: each of the
-  // inputs' activation choices that makes a stage fit, with the cheapest stage it fits.
+  // inputs' activation choices that makes a stage fit, with the cheapest way it fits: the stage
+  // wanted at N, else another stage at N, else more GPUs (report.cc, find_fitting_changes).
   struct FittingChange {
     std::string change;
     std::uint64_t activation_bytes = 0;
     int stage = 0;
-    std::uint64_t total_bytes = 0;  // that stage's total (the peak, with runtime terms)
+    std::uint64_t total_bytes = 0;      // that stage's total (the peak, with runtime terms)
+    std::optional<std::uint64_t> gpus;  // the N it fits on, when more than the plan's N
   };
   std::vector<FittingChange> fitting_changes;
   bool changes_tried = false;  // the stage wanted did not fit and the choices were planned
