@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# Installs what zerodp needs to build and test, from Debian's packages only.
-# Idempotent: asks apt for nothing when every package is already installed.
+# Installs what zerodp needs, from Debian's packages only, for one purpose:
+#   scripts/setup.sh run    what `make run`, `make install` and `make deb` need: the compilers,
+#                           the libraries the program links, pybind11 for `import zerodp`
+#   scripts/setup.sh web    run's, and emscripten with node's parser for the page (make web)
+#   scripts/setup.sh test   all of it: web's, clang and its sanitizer runtimes, the network tools
+#                           of the cluster tests, chromium for the page's tests, PyTorch for the
+#                           checks against it, bash-completion for the completion's test
+# (no argument: test). Idempotent: asks apt for nothing when every package is already installed.
 set -euo pipefail
 
-packages=(
-  build-essential cmake pkg-config
+run=(
+  build-essential cmake pkg-config file
   libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
-  python3
+  python3 python3-dev pybind11-dev
   libopenblas-dev
   libssl-dev
   libopenmpi-dev openmpi-bin
-  clang libclang-rt-dev
-  iproute2 nftables
-  emscripten node-acorn chromium
-  python3-torch
 )
+web=(emscripten node-acorn)
+test=(clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion)
+
+case "${1:-test}" in
+  run) packages=("${run[@]}") ;;
+  web) packages=("${run[@]}" "${web[@]}") ;;
+  test) packages=("${run[@]}" "${web[@]}" "${test[@]}") ;;
+  *)
+    echo "setup.sh: expected run, web or test, got '$1'" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
