@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "app.h"
 #include "command.h"
 #include "plan_flags.h"
@@ -99,8 +101,7 @@ catalog::Attention parse_attention(const std::string& text) {
 
 // What the same run could change to hold fewer activations, each computed for this model:
 // full checkpointing, flash attention, both, and each smaller micro-batch (halving), alone and
-// with both. The
-// report plans each again when the stage wanted does not fit (report.h).
+// with both. The report plans each again when the stage wanted does not fit (report.h).
 void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s, std::uint64_t b,
                             plan::Checkpointing checkpointing, catalog::Attention attention,
                             std::uint64_t now, report::PlanInputs& in) {
@@ -270,16 +271,31 @@ std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelC
   return m;
 }
 
-void list_models() {
-  std::printf("%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
-              "config published as");
+// --list-models: the catalogue, as a table or (with --json) an array of {name, model_type,
+// params, active_params, hf_id, published_params}.
+void list_models(bool json) {
+  nlohmann::json all = nlohmann::json::array();
+  if (!json) {
+    std::printf("%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
+                "config published as");
+  }
   for (const catalog::CatalogueModel& m : catalog::model_catalogue()) {
     const catalog::ModelConfig c = catalog::parse_model_config(m.config_json, std::string(m.name));
     const catalog::ModelParams p = catalog::model_params(c);
+    if (json) {
+      all.push_back({{"name", m.name},
+                     {"model_type", c.model_type},
+                     {"params", p.params},
+                     {"active_params", p.active_params},
+                     {"hf_id", m.hf_id},
+                     {"published_params", m.published_params}});
+      continue;
+    }
     std::printf("%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
                 c.model_type.c_str(), units::format_count(p.params).c_str(),
                 units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
   }
+  if (json) std::printf("%s\n", all.dump(2).c_str());
 }
 
 deepspeed::OffloadDevice parse_offload(const std::string& text, const char* flag) {
@@ -426,7 +442,8 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "a Hugging Face config.json (gpt2, gpt_neox, the llama family, mixtures, deepseek_v2: "
       "docs/planner.md): its exact parameter count",
       "FILE");
-  cmd->add_flag("--list-models", f.list_models, "list the models --model knows, and exit");
+  cmd->add_flag("--list-models", f.list_models,
+                "list the models --model knows (with --json, as JSON), and exit");
   opt("--estimator", f.estimator,
       "deepspeed: also print DeepSpeed's own ZeRO-2/3 estimate for the same model and GPUs",
       "NAME");
@@ -492,7 +509,8 @@ void add_gpu_options(CLI::App* cmd, PlanFlags& f) {
       "the GPU by name (--list-gpus): a100-80gb, h100-80gb, rtx-4090 ...; its memory as CUDA "
       "reports it",
       "NAME");
-  cmd->add_flag("--list-gpus", f.list_gpus, "list the GPUs --gpu knows, and exit");
+  cmd->add_flag("--list-gpus", f.list_gpus,
+                "list the GPUs --gpu knows (with --json, as JSON), and exit");
   opt("--gpu-memory", f.gpu_memory,
       "memory per GPU: 80GB, 24GiB, 23.65GiB (as an out-of-memory message prints it)", "BYTES");
   opt("--activations", f.activations, "activation memory per GPU: 12GB", "BYTES");
@@ -542,11 +560,11 @@ void add_plan_command(CLI::App& root) {
   add_link_flags(*cmd, *link);
   cmd->callback([flags, link, cmd] {
     if (flags->list_models) {
-      list_models();
+      list_models(flags->json);
       return;
     }
     if (flags->list_gpus) {
-      list_gpus();
+      list_gpus(flags->json);
       return;
     }
     report::PlanInputs inputs = read_inputs(*flags);

@@ -56,8 +56,9 @@ struct ZeroPlusPlusAsked {
 void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& zeropp, report::PlanInputs& in);
 // --gpu NAME (the memory the card reports) or --gpu-memory BYTES, one or the other.
 void read_gpu_memory(const PlanFlags& f, report::PlanInputs& in);
-// --list-gpus: the cards --gpu knows, what each reports and where that is from.
-void list_gpus();
+// --list-gpus: the cards --gpu knows, what each reports and where that is from; with --json, an
+// array of {name, device, sold_as, sold_gb, reported_bytes, reported_as, source}.
+void list_gpus(bool json);
 void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report::PlanInputs& in);
 
 // plan_deepspeed.cc.

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "plan_flags.h"
 #include "zerodp/catalog/gpus.h"
 #include "zerodp/common/error.h"
@@ -32,7 +34,21 @@ void read_gpu_memory(const PlanFlags& f, report::PlanInputs& in) {
   if (!f.gpu_memory.empty()) in.gpu_memory = units::parse_capacity(f.gpu_memory, "--gpu-memory");
 }
 
-void list_gpus() {
+void list_gpus(bool json) {
+  if (json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const catalog::GpuSpec& g : catalog::gpu_catalogue()) {
+      all.push_back({{"name", g.name},
+                     {"device", g.device},
+                     {"sold_as", g.sold_as},
+                     {"sold_gb", g.sold_gb},
+                     {"reported_bytes", g.reported_bytes},
+                     {"reported_as", g.reported_as},
+                     {"source", g.source}});
+    }
+    std::printf("%s\n", all.dump(2).c_str());
+    return;
+  }
   std::printf("%-10s %-30s %-28s %s\n", "--gpu", "device", "sold as", "reports to CUDA");
   for (const catalog::GpuSpec& g : catalog::gpu_catalogue()) {
     std::printf("%-10.*s %-30.*s %-28.*s %s = %s\n", int(g.name.size()), g.name.data(),
