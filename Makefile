@@ -1,4 +1,6 @@
-# The two commands of the README: `make run` and `make test`. Each does all the set-up.
+# The two commands of the README: `make run` and `make test`. Each does all the set-up: `run`
+# installs only what the program needs, `test` the tools of every test too (scripts/setup.sh).
+# `make install` and `make deb` (docs/install.md) put the program where Debian puts programs.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
@@ -15,37 +17,59 @@ TSAN_BUILD ?= build-tsan
 WEB_BUILD ?= build-web
 FUZZ_SECONDS ?= 20
 HARDENING_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DZERODP_MPI=OFF -DZERODP_BUILD_BENCH=OFF
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DZERODP_MPI=OFF -DZERODP_BUILD_BENCH=OFF \
+  -DZERODP_PYTHON=OFF
 ASAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=address,undefined -DZERODP_FUZZ=ON \
   -DZERODP_FUZZ_SECONDS=$(FUZZ_SECONDS)
 TSAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=thread -DZERODP_BUILD_CLI=OFF \
   "-DZERODP_TEST_DIRS=comm;zero"
 
-.PHONY: setup build run test format clean asan-build asan tsan fuzz sanitize web
+# make install's prefix; the .deb's is /usr.
+PREFIX ?= /usr/local
+
+.PHONY: setup setup-web setup-test build run test install deb format clean asan-build asan tsan \
+  fuzz sanitize web
 
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh run
+
+setup-web:
+	@scripts/setup.sh web
+
+setup-test:
+	@scripts/setup.sh test
 
 build: setup
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > /dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # The planner compiled to WebAssembly with its page: open $(WEB_BUILD)/index.html.
-web: setup
+web: setup-web
 	@scripts/build-web.sh $(WEB_BUILD)
 
 # The main job.
 run: build
 	@scripts/main-job.sh $(BUILD)
 
+# zerodp, its man page, its bash completion, the Python module, the docs and the examples under
+# PREFIX (DESTDIR honoured).
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+# zerodp_VERSION_ARCH.deb in this folder: `apt-get install ./zerodp_*.deb` installs it.
+deb: build
+	@cd $(BUILD) && cpack -G DEB > /dev/null
+	@cp $(BUILD)/zerodp_*.deb .
+	@ls zerodp_*.deb
+
 # The release tests, then the hardening runs, one after the other.
-test: build
+test: setup-test build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory tsan
 	@$(MAKE) --no-print-directory fuzz
 
-asan-build: setup
+asan-build: setup-test
 	@cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS) > /dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
@@ -54,7 +78,7 @@ asan: asan-build
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE fuzz
 
 # The communicator's and the engine's tests under TSan.
-tsan: setup
+tsan: setup-test
 	@cmake -S . -B $(TSAN_BUILD) $(TSAN_FLAGS) > /dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS)
 	@cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -69,4 +93,5 @@ format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
+	@rm -f zerodp_*.deb
 	@rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(WEB_BUILD) $(WEB_BUILD).cmake
