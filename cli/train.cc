@@ -38,6 +38,57 @@ struct TrainFlags {
   bool dry_run = false;
 };
 
+// --resume continues the run its checkpoint holds, so every flag not given takes the value the
+// checkpoint records: the model's shape, the data (path and seed), the precision, the batch's
+// split, the schedule and validation, the stage, the ranks (threads) and the bucket size, and
+// --save-dir when --resume names a save dir (its newest checkpoint): the run goes on saving
+// where it did. A flag given is held to the checkpoint by the resume rules
+// (zerodp/run/resume_rules.h), every difference in one message.
+void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app, TrainFlags& f) {
+  const nlohmann::json model = nlohmann::json::parse(ck.manifest().model);
+  const nlohmann::json run = nlohmann::json::parse(ck.manifest().run);
+  auto unset = [&](const char* flag) { return app.count(flag) == 0; };
+  auto take = [&](const char* flag, std::string& value, const nlohmann::json& from,
+                  const char* key) {
+    if (!unset(flag) || !from.contains(key)) return;
+    const nlohmann::json& v = from.at(key);
+    value = v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  take("--model", f.model.model, model, "type");
+  if (model.value("type", std::string()) == "mlp") {
+    if (unset("--params") && model.contains("width") && model.contains("depth")) {
+      f.model.mlp_shape =
+          model::MlpConfig{model.at("width").get<std::size_t>(), model.at("depth").get<int>()};
+    }
+  } else {
+    take("--layers", f.model.layers, model, "n_layer");
+    take("--heads", f.model.heads, model, "n_head");
+    take("--hidden", f.model.hidden, model, "n_embd");
+    take("--seq-len", f.model.seq_len, model, "n_positions");
+    take("--data", f.model.data, run, "data");
+    if (unset("--checkpoint-activations")) {
+      f.model.checkpoint_activations = model.value("checkpoint_activations", false);
+    }
+  }
+  take("--data-seed", f.model.data_seed, model, "data_seed");
+  take("--steps", f.steps, run, "steps");
+  take("--lr", f.lr, run, "lr");
+  take("--warmup", f.warmup, run, "warmup");
+  take("--eval-every", f.eval_every, run, "eval_every");
+  take("--eval-batches", f.eval_batches, run, "eval_batches");
+  take("--clip", f.engine.clip, run, "clip");
+  take("--seed", f.engine.seed, run, "seed");
+  take("--micro-batch", f.engine.micro_batch, run, "micro_batch");
+  take("--grad-accum", f.engine.grad_accum, run, "grad_accum");
+  take("--precision", f.engine.precision, run, "precision");
+  const checkpoint::Manifest& m = ck.manifest();
+  if (unset("--stage")) f.engine.stage = std::to_string(m.stage);
+  if (unset("--bucket-bytes")) f.engine.bucket_bytes = std::to_string(m.bucket_bytes) + "B";
+  // Under MPI the world size is the number of ranks.
+  if (unset("--ranks") && f.engine.backend == "threads") f.engine.ranks = std::to_string(m.ranks);
+  if (unset("--save-dir") && ck.folder() != f.resume) f.save_dir = f.resume;
+}
+
 // The run's settings from the flags, parsed and checked once, before any rank starts.
 run::TrainSettings train_settings(const TrainFlags& f) {
   run::TrainSettings s(run::ModelSpec(f.model), engine_options(f.engine, 8),
@@ -193,9 +244,6 @@ void report(const TrainFlags& f, const run::TrainSettings& settings,
 // --dry-run: the planner's peak for exactly this run, and the verdict for --rank-memory,
 // before anything is allocated. Under mpirun, rank 0 prints.
 void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
-  if (!f.resume.empty()) {
-    throw UsageError("--dry-run: plans a new run; give the resumed run's flags without --resume");
-  }
   const run::Launch& launch = settings.launch;
   const predict::EngineRun run =
       run::engine_run(settings.spec, settings.options, launch, run::planned_ranks(launch));
@@ -236,7 +284,16 @@ void check_curve_folder(const std::string& out) {
   }
 }
 
-void run_train(const TrainFlags& f) {
+void run_train(TrainFlags f, const CLI::App& app) {
+  if (f.dry_run && !f.resume.empty()) {
+    throw UsageError("--dry-run: plans a new run; give the resumed run's flags without --resume");
+  }
+  // Opened once for all the ranks of this process (it checks every shard).
+  std::optional<checkpoint::Checkpoint> resume;
+  if (!f.resume.empty()) {
+    resume.emplace(checkpoint::Checkpoint::open(f.resume));
+    take_unset_flags_from(*resume, app, f);
+  }
   run::TrainSettings settings = train_settings(f);
   if (f.dry_run) {
     dry_run(f, settings);
@@ -249,7 +306,7 @@ void run_train(const TrainFlags& f) {
   check_curve_folder(f.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
   run::configure_blas_threads(settings.launch);
-  const std::optional<checkpoint::Checkpoint> resume = run::open_resume(settings);
+  if (resume) run::check_resume(settings, *resume);
   // Held until the run ends: the folder's lock and the run id its manifests record.
   std::optional<checkpoint::SaveDir> save_dir = run::claim_save_dir(
       f.save_dir, settings.launch.backend == "mpi", resume ? &*resume : nullptr);
@@ -315,14 +372,14 @@ void add_train_command(CLI::App& root) {
                   "save a checkpoint every K steps and at the end (needs --save-dir)");
   app->add_option("--keep", flags->keep, "complete checkpoints to keep [2]");
   app->add_option("--resume", flags->resume,
-                  "continue from a checkpoint folder, or the newest one in a --save-dir; any "
-                  "--ranks and --stage");
+                  "continue from a checkpoint folder, or the newest one in a --save-dir (and save "
+                  "there): the flags not given are the checkpoint's; any --ranks and --stage");
   app->add_flag("--json", flags->json, "print one JSON object at the end instead of a log");
   app->add_flag("--dry-run", flags->dry_run,
                 "print the predicted peak memory per rank (and the verdict for --rank-memory) "
                 "and exit without training");
   add_engine_flags(app, flags->engine);
-  app->callback([flags] { run_train(*flags); });
+  app->callback([flags, app] { run_train(*flags, *app); });
 }
 
 const bool registered = register_command(30, add_train_command);

@@ -57,6 +57,12 @@ ModelSpec::ModelSpec(const ModelChoice& f) {
     // The synthetic MLP is a test bed, not a model to plan a cluster with: up to 4096 layers of
     // 4096 x 4096, so that every command (a --dry-run included) answers at once.
     constexpr std::uint64_t kMaxMlpParams = std::uint64_t{4096} * (4096 * 4096 + 4096);
+    if (f.mlp_shape) {
+      ZERODP_CHECK_MSG(f.params.empty(), "ModelChoice: params and mlp_shape both given");
+      mlp_ = *f.mlp_shape;
+      samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);
+      return;
+    }
     const std::string text = f.params.empty() ? "1M" : f.params;
     const std::uint64_t wanted = units::parse_count(text, field_ref("params"));
     if (wanted > kMaxMlpParams) {

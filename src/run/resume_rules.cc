@@ -1,8 +1,10 @@
 #include "zerodp/run/resume_rules.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <vector>
 
 #include "run/shown_json.h"
 #include "zerodp/common/error.h"
@@ -30,35 +32,34 @@ std::string data_of(const json& run) {
          run.value("data_fingerprint", std::string("?")) + ")";
 }
 
-void refuse_data(const std::string& folder, const json& saved, const json& run) {
-  if (!saved.contains("data_fingerprint")) return;
-  if (saved.at("data_fingerprint") == run.at("data_fingerprint")) return;
-  throw InvalidArgument(field_ref("data") + ": the checkpoint " + folder + " was trained on " +
-                        data_of(saved) + ", this run reads " + data_of(run) +
-                        "; its data position counts windows of those bytes (resume with them, or "
-                        "start a new run)");
+// Each refusal below returns its message, or "" when the run keeps the checkpoint's value, so
+// that one message can name every difference at once.
+std::string refuse_data(const std::string& folder, const json& saved, const json& run) {
+  if (!saved.contains("data_fingerprint")) return {};
+  if (saved.at("data_fingerprint") == run.at("data_fingerprint")) return {};
+  return field_ref("data") + ": the checkpoint " + folder + " was trained on " + data_of(saved) +
+         ", this run reads " + data_of(run) +
+         "; its data position counts windows of those bytes (resume with them, or start a new "
+         "run)";
 }
 
-void refuse_data_seed(const std::string& folder, const json& saved_model, const json& run) {
+std::string refuse_data_seed(const std::string& folder, const json& saved_model, const json& run) {
   if (!saved_model.contains("data_seed") || saved_model.at("data_seed") == run.at("data_seed"))
-    return;
-  throw InvalidArgument(
-      field_ref("data_seed") + ": the checkpoint " + folder + " drew its samples with " +
-      field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) + ", this run asks " +
-      shown(run.at("data_seed")) +
-      "; another order of windows mid-run would repeat some and skip others "
-      "(resume with " +
-      field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) + ", or start a new run)");
+    return {};
+  return field_ref("data_seed") + ": the checkpoint " + folder + " drew its samples with " +
+         field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) + ", this run asks " +
+         shown(run.at("data_seed")) +
+         "; another order of windows mid-run would repeat some and skip others (resume with " +
+         field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) +
+         ", or start a new run)";
 }
 
-void refuse_precision(const std::string& folder, const json& saved, const json& run) {
-  if (!saved.contains("precision") || saved.at("precision") == run.at("precision")) return;
-  throw InvalidArgument(field_ref("precision") + ": the checkpoint " + folder + " trained in " +
-                        shown(saved.at("precision")) + ", this run asks " +
-                        shown(run.at("precision")) +
-                        "; the loss-scale state and the 16-bit rounding belong to its precision "
-                        "(resume with " +
-                        field_ref("precision") + " " + shown(saved.at("precision")) + ")");
+std::string refuse_precision(const std::string& folder, const json& saved, const json& run) {
+  if (!saved.contains("precision") || saved.at("precision") == run.at("precision")) return {};
+  return field_ref("precision") + ": the checkpoint " + folder + " trained in " +
+         shown(saved.at("precision")) + ", this run asks " + shown(run.at("precision")) +
+         "; the loss-scale state and the 16-bit rounding belong to its precision (resume with " +
+         field_ref("precision") + " " + shown(saved.at("precision")) + ")";
 }
 
 std::string rank_choices(std::uint64_t global) {
@@ -169,28 +170,43 @@ void note_changes(const json& saved, const json& run, ResumePlan& plan) {
   plan.notes.push_back(line + "; not compared");
 }
 
-// The model's shape: the weights have it. Names the input, as the other refusals do.
-void refuse_model_shape(const std::string& folder, const json& saved_model, const json& model) {
+// The model's shape: the weights have it. One message per field that differs, each naming its
+// input, as the other refusals do.
+std::vector<std::string> refuse_model_shape(const std::string& folder, const json& saved_model,
+                                            const json& model) {
+  std::vector<std::string> refusals;
   for (const ConfigField& field : kConfigFields) {
     if (!field.shape) continue;
     const json saved = saved_model.value(field.key, json()), asked = model.value(field.key, json());
     if (saved == asked) continue;
-    throw UsageError(field.name() + ": the checkpoint " + folder + " holds a model with " +
-                     field.key + " " + (saved.is_null() ? "absent" : shown_json(saved)) +
-                     ", this run asks " + (asked.is_null() ? "absent" : shown_json(asked)) +
-                     "; the weights have that shape (resume with the checkpoint's " + field.name() +
-                     ")");
+    // --params sets both of the MLP's width and depth: one message for the input.
+    const std::string name = field.name();
+    if (std::any_of(refusals.begin(), refusals.end(),
+                    [&](const std::string& r) { return r.rfind(name + ":", 0) == 0; })) {
+      continue;
+    }
+    refusals.push_back(name + ": the checkpoint " + folder + " holds a model with " + field.key +
+                       " " + (saved.is_null() ? "absent" : shown_json(saved)) + ", this run asks " +
+                       (asked.is_null() ? "absent" : shown_json(asked)) +
+                       "; the weights have that shape (resume with the checkpoint's " + name + ")");
   }
+  return refusals;
 }
 
 }  // namespace
 
 void refuse_resume_changes(const std::string& folder, const json& saved_run,
                            const json& saved_model, const json& model, const json& run) {
-  refuse_model_shape(folder, saved_model, model);
-  refuse_data_seed(folder, saved_model, run);
-  refuse_data(folder, saved_run, run);
-  refuse_precision(folder, saved_run, run);
+  std::vector<std::string> refusals = refuse_model_shape(folder, saved_model, model);
+  for (std::string refusal :
+       {refuse_data_seed(folder, saved_model, run), refuse_data(folder, saved_run, run),
+        refuse_precision(folder, saved_run, run)}) {
+    if (!refusal.empty()) refusals.push_back(std::move(refusal));
+  }
+  if (refusals.empty()) return;
+  std::string line = refusals[0];
+  for (std::size_t i = 1; i < refusals.size(); ++i) line += "; and " + refusals[i];
+  throw InvalidArgument(line);
 }
 
 ResumePlan plan_resume(const std::string& folder, const json& saved_run, int saved_ranks,

@@ -111,21 +111,18 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
   return mine;
 }
 
-std::optional<checkpoint::Checkpoint> open_resume(const TrainSettings& s) {
-  if (s.resume.empty()) return std::nullopt;
-  std::optional<checkpoint::Checkpoint> resume(checkpoint::Checkpoint::open(s.resume));
-  refuse_resume_changes(resume->folder(), nlohmann::json::parse(resume->manifest().run),
-                        nlohmann::json::parse(resume->manifest().model), s.spec.config_json(),
+void check_resume(const TrainSettings& s, const checkpoint::Checkpoint& resume) {
+  refuse_resume_changes(resume.folder(), nlohmann::json::parse(resume.manifest().run),
+                        nlohmann::json::parse(resume.manifest().model), s.spec.config_json(),
                         s.run_record());
-  resume->check_model(s.spec.config_json().dump());
-  if (resume->state().step >= s.steps) {
-    const std::string done = std::to_string(resume->state().step);
-    throw InvalidArgument(field_ref("steps") + ": " + quote(resume->folder()) + " has done " +
-                          done + " steps already and " + field_ref("steps") + " " +
+  resume.check_model(s.spec.config_json().dump());
+  if (resume.state().step >= s.steps) {
+    const std::string done = std::to_string(resume.state().step);
+    throw InvalidArgument(field_ref("steps") + ": " + quote(resume.folder()) + " has done " + done +
+                          " steps already and " + field_ref("steps") + " " +
                           std::to_string(s.steps) + " asks for no more; give " +
                           field_ref("steps") + " above " + done + " to continue");
   }
-  return resume;
 }
 
 float validation_loss(zero::Engine& engine, const data::SampleSource& samples, int rank, int ranks,

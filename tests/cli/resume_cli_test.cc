@@ -40,16 +40,18 @@ TEST(ResumeCli, KilledBeforeItsManifestTheSaveIsIgnoredAndTheRunResumes) {
   EXPECT_FALSE(fs::exists(dir + "/step-00000006/manifest.json"));
   EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 3);
 
-  // Resume on 3 ranks at stage 1, and compare with a run that was never interrupted.
-  const auto resumed = testing::run_zerodp("train " + kModel + "--ranks 2 --steps 10 --resume '" +
-                                           dir + "' --out '' --json");
+  // Resume with no flag but the steps (the checkpoint's own), and compare with a run that was
+  // never interrupted; then on 4 ranks at stage 1 from the same step.
+  const auto resumed =
+      testing::run_zerodp("train --steps 10 --resume '" + dir + "/step-00000003' --out '' --json");
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   const auto straight =
       testing::run_zerodp("train " + kModel + "--ranks 2 --steps 10 --out '' --json");
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["weights_sha256"],
             nlohmann::json::parse(straight.out)["weights_sha256"]);
-  const auto resharded = testing::run_zerodp(
-      "train " + kModel + "--ranks 4 --stage 1 --steps 10 --resume '" + dir + "' --out '' --json");
+  const auto resharded =
+      testing::run_zerodp("train " + kModel + "--ranks 4 --stage 1 --steps 10 --resume '" + dir +
+                          "/step-00000003' --out '' --json");
   ASSERT_EQ(resharded.status, 0) << resharded.err;
   // Another N (4 x micro-batch 1: the global batch of 4 kept) and stage: other rounding, the
   // same data stream and batch, so the same curve closely.

@@ -137,7 +137,10 @@ TEST_F(ResumeRules, OtherBytesAreRefusedTheSameBytesElsewhereAreSaid) {
   EXPECT_NE(refused.err.find("2100 bytes), this run reads " + other + " (fnv1a64"),
             std::string::npos)
       << refused.err;
-  EXPECT_EQ(resume("--ranks 2 --micro-batch 2", false).status, 2);  // the default corpus
+  // No --data: the checkpoint's file, not the default corpus.
+  const auto same = resume("--ranks 2 --micro-batch 2", false);
+  ASSERT_EQ(same.status, 0) << same.err;
+  EXPECT_TRUE(same.has("data: data file '" + text_ + "'")) << same.out;
 
   fs::copy_file(text_, root_ + "/moved");
   const auto moved =
@@ -146,6 +149,62 @@ TEST_F(ResumeRules, OtherBytesAreRefusedTheSameBytesElsewhereAreSaid) {
   EXPECT_TRUE(moved.has("resume: --data " + root_ + "/moved (the checkpoint's run: " + text_ +
                         "): the same bytes at another path"))
       << moved.out;
+}
+
+TEST_F(ResumeRules, NoFlagButTheStepsContinuesTheRunAsTheCheckpointRecordsIt) {
+  // From step 6 to 8 with every flag the run was started with, then with none but --steps: the
+  // checkpoint's model, data, batch, schedule, stage and ranks, so the same bits.
+  const auto told =
+      testing::run_zerodp("train " + kModel + "--data " + shell_word(text_) +
+                          " --ranks 2 --micro-batch 2 --stage 3 --steps 8 --resume " +
+                          shell_word(root_ + "/ck/step-00000006") + " --out '' --json");
+  ASSERT_EQ(told.status, 0) << told.err;
+  const auto r = testing::run_zerodp("train --steps 8 --resume " + shell_word(root_ + "/ck") +
+                                     " --out '' --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json resumed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(resumed["weights_sha256"], nlohmann::json::parse(told.out)["weights_sha256"]);
+  EXPECT_EQ(resumed["ranks"], 2);
+  EXPECT_EQ(resumed["stage"], 3);
+  // --resume named the save dir: the run saved its end there, as the run it continues did.
+  EXPECT_EQ(checkpoint::Checkpoint::open(root_ + "/ck").state().step, 8);
+}
+
+TEST(ResumeRulesMlp, TheMlpResumesWithItsWidthAndDepthFromTheCheckpoint) {
+  // 3M asked: width 512 and depth 11, 2,889,216 parameters; a resume with no model flag builds
+  // that MLP (not the default 1M one) and continues it bit for bit.
+  const std::string dir = ::testing::TempDir() + "/resume_rules_mlp";
+  fs::remove_all(dir);
+  const auto saved = testing::run_zerodp(
+      "train --model mlp --params 3M --ranks 2 --stage 2 "
+      "--steps 4 --save-dir " +
+      shell_word(dir) + " --out '' --json");
+  ASSERT_EQ(saved.status, 0) << saved.err;
+  const auto told =
+      testing::run_zerodp("train --model mlp --params 3M --ranks 2 --stage 2 --steps 6 --resume " +
+                          shell_word(dir + "/step-00000004") + " --out '' --json");
+  ASSERT_EQ(told.status, 0) << told.err;
+  const auto r =
+      testing::run_zerodp("train --steps 6 --resume " + shell_word(dir) + " --out '' --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json resumed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(resumed["params"], 2889216);
+  EXPECT_EQ(resumed["weights_sha256"], nlohmann::json::parse(told.out)["weights_sha256"]);
+  fs::remove_all(dir);
+}
+
+TEST_F(ResumeRules, EveryFlagGivenThatDiffersIsNamedInOneLine) {
+  const auto r = testing::run_zerodp(
+      "train --layers 2 --hidden 64 --data-seed 7 --steps 8 "
+      "--resume " +
+      shell_word(ck()) + " --out ''");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.find("zerodp: --layers: the checkpoint") == 0) << r.err;
+  for (const char* part : {"n_layer 1, this run asks 2", "; and --hidden: the checkpoint",
+                           "n_embd 32, this run asks 64", "; and --data-seed: the checkpoint"}) {
+    EXPECT_NE(r.err.find(part), std::string::npos) << part << " in " << r.err;
+  }
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
 TEST_F(ResumeRules, ScheduleChangesAreAllowedAndSaid) {

@@ -182,6 +182,29 @@ TEST(ResumeRefusals, OtherBytesOtherSeedAndOtherPrecisionAreRefusedEachForItsRea
             "precision bf16)");
 }
 
+TEST(ResumeRefusals, EveryDifferenceIsNamedInOneMessage) {
+  json asked = model();
+  asked["n_layer"] = 3;
+  asked["n_embd"] = 64;
+  json run = record();
+  run["data_seed"] = 99;
+  run["precision"] = "fp16";
+  const std::string line = message_of<UsageError>(
+      [&] { refuse_resume_changes(kFolder, record(), model(), asked, run); });
+  EXPECT_EQ(line,
+            "layers: the checkpoint ck/step-00000004 holds a model with n_layer 1, this run asks "
+            "3; the weights have that shape (resume with the checkpoint's layers); "
+            "and hidden: the checkpoint ck/step-00000004 holds a model with n_embd 32, this run "
+            "asks 64; the weights have that shape (resume with the checkpoint's hidden); "
+            "and data_seed: the checkpoint ck/step-00000004 drew its samples with data_seed "
+            "1234, this run asks 99; another order of windows mid-run would repeat some and skip "
+            "others (resume with data_seed 1234, or start a new run); "
+            "and precision: the checkpoint ck/step-00000004 trained in bf16, this run asks fp16; "
+            "the loss-scale state and the 16-bit rounding belong to its precision (resume with "
+            "precision bf16)");
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
 TEST(ResumeRefusals, TheSameBytesAtAnotherPathAreNotRefused) {
   json moved = record();
   moved["data"] = "elsewhere/text";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "zerodp/common/error.h"
@@ -26,6 +27,9 @@ struct ModelChoice {
   bool checkpoint_activations = false;
   std::string data;  // gpt: a file; empty for the default corpus
   std::string data_seed = "1234";
+  // mlp: the exact width and depth, in place of params (a resumed checkpoint's, which a
+  // parameter count would not always give back).
+  std::optional<model::MlpConfig> mlp_shape;
 };
 
 // The fields of config_json() and the input (a field of ModelChoice) that sets each, as

@@ -16,8 +16,9 @@
 namespace zerodp::run {
 
 // The settings a resume may not change whatever the ranks: the model's shape, the data's bytes,
-// the data seed, the precision. Throws InvalidArgument naming the input (a field_ref(),
-// zerodp/common/error.h), the checkpoint's value and this run's.
+// the data seed, the precision. Throws InvalidArgument naming, for every one that differs, the
+// input (a field_ref(), zerodp/common/error.h), the checkpoint's value and this run's, all in
+// one line ("...; and ...").
 // `folder` names the checkpoint in messages; `saved_model` is its model config, `model` this
 // run's.
 void refuse_resume_changes(const std::string& folder, const nlohmann::json& saved_run,

@@ -55,9 +55,10 @@ struct TrainSettings {
   TrainSettings on_ranks(comm::Communicator& comm, const checkpoint::Checkpoint* resume) const;
 };
 
-// The checkpoint settings.resume names, opened once for all the ranks of this process (it
-// checks every shard), and checked against the run (run/resume_rules.h); nullopt for a new run.
-std::optional<checkpoint::Checkpoint> open_resume(const TrainSettings& settings);
+// Checks the checkpoint settings.resume names (opened by the caller, once for all the ranks of
+// a process: opening checks every shard) against the run: what a resume may not change
+// (run/resume_rules.h), the model config, and steps left to take. Throws InvalidArgument.
+void check_resume(const TrainSettings& settings, const checkpoint::Checkpoint& checkpoint);
 
 // Mean loss over `batches` micro-batches of held-out data, on every rank (collective).
 float validation_loss(zero::Engine& engine, const data::SampleSource& samples, int rank, int ranks,
@@ -83,7 +84,7 @@ class Training {
   // `observer`: told what happens (rank 0's, or none).
   Training(const TrainSettings& settings, comm::Communicator& comm, TrainObserver* observer);
 
-  // Continues from `checkpoint` (opened by open_resume()).
+  // Continues from `checkpoint` (checked by check_resume()).
   void resume_from(const checkpoint::Checkpoint& checkpoint);
   // Steps to settings.steps, or until a stop signal (run/stop_signal.h) reached any rank.
   // A run that diverges ends with ErrorOnEveryRank naming the step, nothing of that step or
