@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "zerodp/run/launch.h"
+
 namespace zerodp::cli {
 
 std::string format_duration(double seconds) {
@@ -38,11 +40,8 @@ bool interactive_stdout() {
   if (isatty(fileno(stdout)) != 1) return false;
   const char* term = std::getenv("TERM");
   if (term != nullptr && std::string_view(term) == "dumb") return false;
-  // Open MPI, MPICH and PMIx launchers: their ranks' output ends in the launcher's log.
-  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
-    if (std::getenv(launcher) != nullptr) return false;
-  }
-  return true;
+  // Under an MPI launcher the ranks' output ends in the launcher's log.
+  return !run::started_by_mpi_launcher();
 }
 
 Progress::Progress(std::int64_t total_steps, std::int64_t log_every, std::string rate_unit)

@@ -80,6 +80,7 @@ void build_app(CLI::App& app) {
             [](const auto& a, const auto& b) { return a.order < b.order; });
   for (const auto& command : registry) command.add(app);
   zerodp::cli::refuse_empty_values(app);
+  zerodp::cli::name_values(app);
 }
 
 int run_command_line(int argc, char** argv) {
@@ -87,6 +88,7 @@ int run_command_line(int argc, char** argv) {
   build_app(app);
   try {
     zerodp::cli::check_command_name(app, argc, argv);
+    zerodp::cli::check_flag_names(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -95,8 +97,8 @@ int run_command_line(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zerodp: %s (see 'zerodp --help')\n",
-                 zerodp::escape_controls(e.what()).c_str());
+    std::fprintf(stderr, "zerodp: %s (%s)\n", zerodp::escape_controls(e.what()).c_str(),
+                 zerodp::cli::help_hint(app, argc, argv).c_str());
     return 2;
   } catch (...) {
     return report_failure();

@@ -533,7 +533,8 @@ void add_step_options(CLI::App* cmd, PlanFlags& f) {
   add_precision_flags(*cmd, f.model_bytes);
   opt("--round-to", f.round_to, "round the least N up to a multiple of this node size", "K");
   cmd->add_flag("--count-both-directions", f.both_directions,
-                "seed column: count bytes sent and received (doubles it)");
+                "'comm seed' column (the ZeRO paper's count of one direction): count bytes "
+                "sent and received (doubles it)");
   opt("--compute-time", f.compute_time, "compute time per step: 10s, 250ms", "TIME");
   opt("--bandwidth", f.bandwidth, "bandwidth per GPU: 300GB/s", "RATE");
   opt("--overlap", f.overlap, "fraction of communication hidden behind compute: 0.6 or 60%",
@@ -541,7 +542,10 @@ void add_step_options(CLI::App* cmd, PlanFlags& f) {
   opt("--comm-bytes", f.comm_bytes, "communication volume per step for every stage: 2.06TB",
       "BYTES");
   opt("--comm-convention", f.comm_convention,
-      "column the communication time is computed from: ring (default) or seed", "NAME");
+      "column the communication time is computed from: ring (the bytes a ring collective "
+      "really sends, default) or seed (the ZeRO paper's count: per parameter, 2 bytes for "
+      "DP and 6 for ZeRO-3, times (N-1)/N)",
+      "NAME");
   cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
   cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
 }
@@ -550,8 +554,9 @@ void add_plan_command(CLI::App& root) {
   auto flags = std::make_shared<PlanFlags>();
   CLI::App* cmd = root.add_subcommand(
       "plan",
-      "Memory and communication per GPU of DP and ZeRO-1/2/3: totals, floors, least N for a "
-      "GPU, largest model, step efficiency, cheapest stage that fits (see docs/planner.md)");
+      "Memory and communication per GPU of DP and ZeRO-1/2/3: totals, floors (the memory as N "
+      "grows without bound), least N for a GPU, largest model, step efficiency, cheapest stage "
+      "that fits (see docs/planner.md)");
   PlanFlags& f = *flags;
   add_model_options(cmd, f);
   add_gpu_options(cmd, f);

@@ -48,8 +48,8 @@ void add_plot_command(CLI::App& root) {
   auto flags = std::make_shared<PlotFlags>();
   CLI::App* cmd = root.add_subcommand(
       "plot",
-      "Draw the seed's figure: model-state memory per GPU of DP and ZeRO-1/2/3 against "
-      "N, floors dashed, as SVG");
+      "Draw model-state memory per GPU of DP and ZeRO-1/2/3 against the number of GPUs N, "
+      "with each stage's floor (its limit as N grows) dashed, as SVG");
   PlotFlags& f = *flags;
   cmd->add_option("--params", f.params, "parameters: 1e9, 7.5B, 175B")->type_name("COUNT");
   cmd->add_option("--max-gpus", f.max_gpus, "right end of the N axis (default 64)")->type_name("N");

@@ -121,14 +121,30 @@ std::optional<std::uint64_t> floored_value(Decimal d, int p10, int p2) {
   return static_cast<std::uint64_t>(v);
 }
 
+// How a unit is matched: exactly, or (sizes in bytes) in any case and after spaces, so that
+// "80gb" and "80 GB" read as 80GB, as people and other tools write them.
+enum class Spelling { exact, loose };
+
+bool same_unit(std::string_view given, std::string_view unit, Spelling spelling) {
+  if (spelling == Spelling::exact) return given == unit;
+  while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
+  if (given.size() != unit.size()) return false;
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+    if (lower(given[i]) != lower(unit[i])) return false;
+  }
+  return true;
+}
+
 std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, Zero zero,
                                   std::string_view expected,
                                   std::span<const Multiplier> multipliers,
-                                  Fraction fraction = Fraction::rejected) {
+                                  Fraction fraction = Fraction::rejected,
+                                  Spelling spelling = Spelling::exact) {
   auto d = split_decimal(text);
   if (!d) reject(flag, expected, text);
   for (const Multiplier& m : multipliers) {
-    if (d->suffix != m.suffix) continue;
+    if (!same_unit(d->suffix, m.suffix, spelling)) continue;
     auto value = exact_value(*d, m.power_of_ten, m.power_of_two);
     if (!value && fraction == Fraction::floored) {
       value = floored_value(*d, m.power_of_ten, m.power_of_two);
@@ -145,7 +161,8 @@ std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, 
     if (*value == 0 && zero == Zero::rejected) reject(flag, expected, text, "must be positive");
     return *value;
   }
-  reject(flag, expected, text, d->suffix.empty() ? "missing unit" : "unknown unit");
+  const bool blank = d->suffix.find_first_not_of(' ') == std::string_view::npos;
+  reject(flag, expected, text, blank ? "missing unit" : "unknown unit");
 }
 
 double parse_with_units(std::string_view text, std::string_view flag, std::string_view expected,
@@ -171,10 +188,13 @@ std::uint64_t parse_with_suffixes(std::string_view text, std::string_view flag, 
 }
 
 // The units of a size in bytes, decimal and binary, as parse_bytes() and parse_capacity() read
-// them.
+// them (Spelling::loose: any case, spaces before). A bare K, M, G, T or P is decimal, as
+// `80G` means 80GB to Kubernetes and to the planner's counts; Ki ... Pi are binary.
 constexpr Multiplier kByteUnits[] = {
-    {"B", 0, 0},   {"KB", 3, 0},   {"kB", 3, 0},   {"MB", 6, 0},   {"GB", 9, 0},   {"TB", 12, 0},
-    {"PB", 15, 0}, {"KiB", 0, 10}, {"MiB", 0, 20}, {"GiB", 0, 30}, {"TiB", 0, 40}, {"PiB", 0, 50}};
+    {"B", 0, 0},    {"KB", 3, 0},   {"MB", 6, 0},   {"GB", 9, 0},   {"TB", 12, 0}, {"PB", 15, 0},
+    {"K", 3, 0},    {"M", 6, 0},    {"G", 9, 0},    {"T", 12, 0},   {"P", 15, 0},  {"KiB", 0, 10},
+    {"MiB", 0, 20}, {"GiB", 0, 30}, {"TiB", 0, 40}, {"PiB", 0, 50}, {"Ki", 0, 10}, {"Mi", 0, 20},
+    {"Gi", 0, 30},  {"Ti", 0, 40},  {"Pi", 0, 50}};
 
 }  // namespace
 
@@ -184,11 +204,17 @@ std::uint64_t parse_count(std::string_view text, std::string_view flag, Zero zer
       {{"", 0, 0}, {"K", 3, 0}, {"k", 3, 0}, {"M", 6, 0}, {"B", 9, 0}, {"G", 9, 0}, {"T", 12, 0}});
 }
 
+namespace {
+// A whole number is written as digits or as a count is (1e3, 2.5e3), with nothing after it.
+bool whole_number_form(std::string_view text) {
+  const auto d = split_decimal(text);
+  return d && d->suffix.empty();
+}
+}  // namespace
+
 std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zero) {
   const std::string_view expected = "a whole number such as 4";
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
-    reject(flag, expected, text);
-  }
+  if (!whole_number_form(text)) reject(flag, expected, text);
   return parse_with_suffixes(text, flag, zero, expected, {{"", 0, 0}});
 }
 
@@ -196,9 +222,7 @@ std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::
                              std::uint64_t max) {
   const std::string expected =
       "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
-    reject(flag, expected, text);
-  }
+  if (!whole_number_form(text)) reject(flag, expected, text);
   const Zero zero = min == 0 ? Zero::allowed : Zero::rejected;
   std::uint64_t value = 0;
   try {
@@ -211,12 +235,13 @@ std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::
 }
 
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero) {
-  return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB", kByteUnits);
+  return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB", kByteUnits,
+                             Fraction::rejected, Spelling::loose);
 }
 
 std::uint64_t parse_capacity(std::string_view text, std::string_view flag) {
   return parse_with_suffixes(text, flag, Zero::rejected, "a size such as 80GB, 24GiB or 23.65GiB",
-                             kByteUnits, Fraction::floored);
+                             kByteUnits, Fraction::floored, Spelling::loose);
 }
 
 double parse_seconds(std::string_view text, std::string_view flag) {

@@ -86,6 +86,13 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
     return;
   }
 #if defined(ZERODP_HAVE_MPI)
+  // Started by hand, MPI would make a world of this one process and train on one rank.
+  if (!started_by_mpi_launcher()) {
+    throw InvalidArgument(field_ref("backend") +
+                          ": mpi needs its ranks started by mpirun, and this process was not "
+                          "(run `mpirun -np N zerodp ...`, or " +
+                          field_ref("backend") + " threads for ranks in this process)");
+  }
   std::unique_ptr<comm::Communicator> comm = comm::make_mpi_communicator(launch.options);
   try {
     // First every rank meets the others (a rank that left early would leave them waiting),
@@ -107,6 +114,13 @@ void run_ranks(const Launch& launch, const std::function<void(comm::Communicator
     throw;
   }
 #endif
+}
+
+bool started_by_mpi_launcher() {
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(launcher) != nullptr) return true;
+  }
+  return false;
 }
 
 int planned_ranks(const Launch& launch) {

@@ -155,6 +155,9 @@ TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
     {"measure --link-rate 1gbit", "--link-rate: the threads backend"},
 #if defined(ZERODP_HAVE_MPI)  // without it, --backend mpi itself is refused
     {"train --dry-run --backend mpi", "--ranks"},
+    // Started by hand it would train alone, a world of one rank (ctest starts it by hand).
+    {"train --backend mpi --model mlp --steps 1 --out ''",
+     "--backend: mpi needs its ranks started by mpirun, and this process was not"},
 #endif
   };
   for (const auto& [args, message] : cases) {

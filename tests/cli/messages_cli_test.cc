@@ -64,6 +64,37 @@ TEST(MessagesCli, UnknownCommandIsNamedAndTheCommandsListed) {
   expect_refused("foo", "unknown command 'foo'; the commands are plan, plot, measure, train");
 }
 
+TEST(MessagesCli, AMistypedCommandOrFlagGetsTheNearestOneAndTheCommandsOwnHelp) {
+  // Before: "The following arguments were not expected: 1e9 --parms (see 'zerodp --help')".
+  const std::pair<const char*, const char*> cases[] = {
+      {"plna --params 1e9",
+       "zerodp: unknown command 'plna'; did you mean 'plan'? the commands are plan, plot, "
+       "measure, train, eval, sample, export (see 'zerodp --help')\n"},
+      {"plan --parms 1e9 --gpus 8",
+       "zerodp: unknown flag '--parms' for plan; did you mean --params? (see 'zerodp plan "
+       "--help')\n"},
+      {"plan --params 1e9 --gpu-memroy=80GB",
+       "zerodp: unknown flag '--gpu-memroy' for plan; did you mean --gpu-memory? (see 'zerodp "
+       "plan --help')\n"},
+      {"train --stpes 10",
+       "zerodp: unknown flag '--stpes' for train; did you mean --steps? (see 'zerodp train "
+       "--help')\n"},
+      {"train --checkpoint-act",  // an abbreviation
+       "zerodp: unknown flag '--checkpoint-act' for train; did you mean "
+       "--checkpoint-activations? (see 'zerodp train --help')\n"},
+      {"plan --params 1e9 --zzzzzz 3",
+       "zerodp: unknown flag '--zzzzzz' for plan (see 'zerodp plan --help')\n"},
+      // What the parser refuses names the command's help too.
+      {"plan --params 1e9 --gpus", "(see 'zerodp plan --help')\n"},
+  };
+  for (const auto& [args, line] : cases) {
+    const auto r = run_zerodp(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.err.find(line), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << args << ": " << r.err;
+  }
+}
+
 TEST(MessagesCli, AllStagesAndStageExcludeEachOther) {
   // Before: --stage was ignored.
   expect_refused("measure --all-stages --stage 2 --params 4224 --steps 1 --ranks 1",

@@ -77,6 +77,20 @@ TEST(ValuesCli, TrainCountsHaveTheirRanges) {
   expect_refused("train --model mlp --log-every 0", "--log-every: expected a whole number from 1");
 }
 
+TEST(ValuesCli, SizesAsOtherToolsWriteThemAndWholeNumbersAsCounts) {
+  const nlohmann::json base = testing::plan_json("--params 1e9 --gpus 8 --gpu-memory 80GB");
+  for (const char* size : {"80gb", "'80 GB'", "80G", "80g"}) {
+    EXPECT_EQ(testing::plan_json(std::string("--params 1e9 --gpus 8 --gpu-memory ") + size), base)
+        << size;
+  }
+  EXPECT_EQ(testing::plan_json("--params 1e9 --gpus 8e0 --gpu-memory 80GB"), base);
+  const auto r = run_zerodp("train --model mlp --params 20K --ranks 1 --steps 1e1 --out '' --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["steps"], 10);
+  expect_refused("train --model mlp --steps 1.5e0",
+                 "--steps: expected a whole number from 1 to 99999999, got '1.5e0'");
+}
+
 TEST(ValuesCli, TrainRefusesAMicroBatchNoMachineHolds) {
   // Before: "zerodp: error: std::bad_alloc".
   for (const char* model : {"--model mlp --params 20K", "--layers 1 --hidden 32 --heads 2"}) {

@@ -71,8 +71,33 @@ TEST(ParseBytes, RejectsMissingUnitsFractionsOfABytesAndZero) {
   EXPECT_THROW(parse_bytes("80", "--gpu-memory"), UsageError);
   EXPECT_THROW(parse_bytes("1.5B", "--gpu-memory"), UsageError);
   EXPECT_THROW(parse_bytes("0GB", "--gpu-memory"), UsageError);
-  EXPECT_THROW(parse_bytes("80gb", "--gpu-memory"), UsageError);
   EXPECT_THROW(parse_bytes("20000PB", "--gpu-memory"), UsageError);  // > 2^64 bytes
+  EXPECT_THROW(parse_bytes("80 ", "--gpu-memory"), UsageError);      // spaces are no unit
+  EXPECT_THROW(parse_bytes("80GBs", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_bytes("80 XB", "--gpu-memory"), UsageError);
+  EXPECT_THROW(parse_bytes("80GB ", "--gpu-memory"), UsageError);  // only spaces before
+}
+
+TEST(ParseBytes, TheUnitInAnyCaseAfterSpacesOrAsOneLetterAsOtherToolsWriteIt) {
+  for (const char* text : {"80GB", "80gb", "80Gb", "80 GB", "80  gb", "80G", "80g", "80 G"}) {
+    EXPECT_EQ(parse_bytes(text, "--gpu-memory"), 80'000'000'000u) << text;
+  }
+  for (const char* text : {"24GiB", "24gib", "24 GiB", "24Gi", "24gi"}) {
+    EXPECT_EQ(parse_bytes(text, "--gpu-memory"), 24ull << 30) << text;
+  }
+  EXPECT_EQ(parse_bytes("512m", "--x"), 512'000'000u);
+  EXPECT_EQ(parse_bytes("8Mi", "--x"), 8u << 20);
+  EXPECT_EQ(parse_bytes("2k", "--x"), 2000u);
+  EXPECT_EQ(parse_bytes("1 t", "--x"), 1'000'000'000'000u);
+  EXPECT_EQ(parse_capacity("39.39 gib", "--gpu-memory"), 3939ull * (1ull << 30) / 100);
+  // The error quotes what was typed.
+  try {
+    parse_bytes("80 XB", "--gpu-memory");
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--gpu-memory: expected a size such as 80GB, 24GiB or 512MB, got '80 XB' (unknown "
+              "unit)");
+  }
 }
 
 TEST(ParseCapacity, ACapacityPrintedRoundedIsFlooredToWholeBytes) {
@@ -93,10 +118,15 @@ TEST(ParseCapacity, ACapacityPrintedRoundedIsFlooredToWholeBytes) {
   EXPECT_THROW(parse_capacity("17179869184.5GiB", "--gpu-memory"), UsageError);  // 2^64 + 2^29
 }
 
-TEST(ParseWhole, OnlyDigits) {
+TEST(ParseWhole, DigitsOrACountsFormThatIsWhole) {
   EXPECT_EQ(parse_whole("47", "--gpus"), 47u);
+  EXPECT_EQ(parse_whole("1e3", "--steps"), 1000u);
+  EXPECT_EQ(parse_whole("2.5e3", "--steps"), 2500u);
+  EXPECT_EQ(parse_whole("4.0", "--gpus"), 4u);
   EXPECT_THROW(parse_whole("4.5", "--gpus"), UsageError);
-  EXPECT_THROW(parse_whole("4.0", "--gpus"), UsageError);
+  EXPECT_THROW(parse_whole("1e-1", "--gpus"), UsageError);
+  EXPECT_THROW(parse_whole("1e400", "--gpus"), UsageError);
+  EXPECT_THROW(parse_whole("4K", "--gpus"), UsageError);
   EXPECT_THROW(parse_whole("0", "--gpus"), UsageError);
   EXPECT_THROW(parse_whole("-1", "--gpus"), UsageError);
   EXPECT_EQ(parse_whole("0", "--x", Zero::allowed), 0u);
@@ -153,8 +183,10 @@ TEST(ParseWholeIn, AcceptsTheRangeAndNamesItWhenOutside) {
   EXPECT_EQ(parse_whole_in("1", "--ranks", 1, 1024), 1u);
   EXPECT_EQ(parse_whole_in("1024", "--ranks", 1, 1024), 1024u);
   EXPECT_EQ(parse_whole_in("0", "--warmup", 0, 10), 0u);
-  for (const char* bad : {"0", "1025", "4294967298", "2147483648", "18446744073709551616",
-                          "99999999999999999999999", "", "-1", "2.5", "1e3", " 4"}) {
+  EXPECT_EQ(parse_whole_in("1e3", "--ranks", 1, 1024), 1000u);
+  for (const char* bad :
+       {"0", "1025", "4294967298", "2147483648", "18446744073709551616", "99999999999999999999999",
+        "", "-1", "2.5", "1e4", "1e400", "1.55e1", " 4", "4 "}) {
     EXPECT_EQ(message_of([&] { parse_whole_in(bad, "--ranks", 1, 1024); }),
               std::string("--ranks: expected a whole number from 1 to 1024, got '") + bad + "'")
         << bad;

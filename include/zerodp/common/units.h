@@ -23,8 +23,9 @@ enum class Zero { rejected, allowed };
 // A count of things, e.g. parameters: "1e9", "1B", "7.5B", "175B", "50M", "1000", "2K".
 std::uint64_t parse_count(std::string_view text, std::string_view flag, Zero zero = Zero::rejected);
 
-// A whole number (GPU counts, steps): digits only, so "4.0" and "1e3" are rejected as
-// "a whole number" would not be what the user meant to be rounded.
+// A whole number (GPU counts, steps): digits, or a count's form without a unit ("1e3",
+// "2.5e3", "4.0"), read exactly as --params reads 1e9. Nothing is rounded: "4.5" and "1e-1"
+// are refused as not whole.
 std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zero = Zero::rejected);
 
 // A whole number from `min` to `max`, for a flag stored in a narrower type or with a real limit:
@@ -33,12 +34,14 @@ std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zer
 std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::uint64_t min,
                              std::uint64_t max);
 
-// A size in bytes with a unit: "80GB", "24GiB", "512MB", "2.06TB", "0B".
+// A size in bytes with a unit: "80GB", "24GiB", "512MB", "2.06TB", "0B". The unit in any case
+// and after spaces ("80gb", "80 GB"), and a bare K, M, G, T, P (decimal: "80G" is 80GB) or
+// Ki, Mi, Gi, Ti, Pi (binary: "24Gi" is 24GiB), as other tools write sizes.
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero = Zero::rejected);
 
 // A memory capacity: a size as parse_bytes() reads it, and also one with more decimals than
-// its unit has bytes, as a report prints a capacity rounded ("23.65GiB", "39.39 GiB" without
-// the space): rounded down to whole bytes, since a capacity never holds a fraction of one.
+// its unit has bytes, as a report prints a capacity rounded ("23.65GiB", "39.39 GiB"):
+// rounded down to whole bytes, since a capacity never holds a fraction of one.
 // Positive.
 std::uint64_t parse_capacity(std::string_view text, std::string_view flag);
 

@@ -57,8 +57,14 @@ void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_by
                           std::uint64_t ranks_here, const std::string& state_input,
                           const std::string& activation_input);
 
-// Under MPI, throws UsageError on every rank when the ranks disagree on launch.agree.
+// Under MPI, throws UsageError on every rank when the ranks disagree on launch.agree, and
+// InvalidArgument naming --backend in a process no MPI launcher started (which would otherwise
+// train alone, a world of one rank).
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn);
+
+// Whether an MPI launcher (Open MPI's mpirun, MPICH's or PMIx's) started this process: the
+// variables each sets in its ranks' environment.
+bool started_by_mpi_launcher();
 
 // The ranks a run will have, before any communicator exists: launch.ranks, or under mpirun the
 // world size. Throws InvalidArgument naming ranks when neither says (--backend mpi outside
