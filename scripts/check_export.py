@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Check a zerodp GPT-2 export with PyTorch: load model.safetensors with a hand-written parser,
 run GPT-2's forward in torch, and print the mean loss over a file's windows, to compare with
-zerodp's on the same tokens. Not part of CI. Needs PyTorch: Debian's python3-torch
+zerodp's on the same tokens. make test runs it (tests/export/hf_folder_test.py). Needs PyTorch: Debian's python3-torch
 (apt-get install python3-torch), so run it with /usr/bin/python3.
 
 Windows are those of zerodp's validation sweep over a whole file: window i is bytes

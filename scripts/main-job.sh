@@ -25,4 +25,5 @@ echo "== A sample from the trained model"
 "$zerodp" sample --checkpoint out/checkpoints --prompt "This License " --length 160
 echo
 echo "Loss curve: out/loss.svg (and out/loss.csv); memory figure: out/memory.svg;"
-echo "checkpoints: out/checkpoints (zerodp export --checkpoint out/checkpoints --out model.safetensors)"
+echo "checkpoints: out/checkpoints; \`zerodp train --resume out/checkpoints --steps 200\` trains on,"
+echo "\`zerodp export --checkpoint out/checkpoints --out model\` writes a Hugging Face folder"

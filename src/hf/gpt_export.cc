@@ -86,9 +86,91 @@ std::string gpt2_config_json(const model::GptConfig& config) {
       {"initializer_range", 0.02},
       {"scale_attn_weights", true},
       {"tie_word_embeddings", true},
+      {"bos_token_id", nullptr},
+      {"eos_token_id", nullptr},
       {"torch_dtype", "float32"},
   };
   return json.dump(2);
+}
+
+std::string generation_config_json(const model::GptConfig& config) {
+  const nlohmann::ordered_json json = {
+      {"do_sample", true},
+      {"temperature", 0.8},
+      {"top_k", 40},
+      {"max_length", config.seq_len},
+      {"bos_token_id", nullptr},
+      {"eos_token_id", nullptr},
+      {"pad_token_id", nullptr},
+  };
+  return json.dump(2);
+}
+
+std::string byte_symbol(unsigned char byte) {
+  // GPT-2's bytes_to_unicode(): '!'..'~', '¡'..'¬' and '®'..'ÿ' stand for themselves; the
+  // other 68 bytes, in increasing order, for U+0100, U+0101, ...
+  auto printable = [](unsigned b) {
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+  };
+  unsigned code = byte;
+  if (!printable(byte)) {
+    code = 0x100;
+    for (unsigned b = 0; b < byte; ++b) code += printable(b) ? 0 : 1;
+  }
+  std::string utf8;
+  if (code < 0x80) {
+    utf8 += char(code);
+  } else {  // below U+0800: two bytes
+    utf8 += char(0xC0 | (code >> 6));
+    utf8 += char(0x80 | (code & 0x3F));
+  }
+  return utf8;
+}
+
+std::string byte_tokenizer_json() {
+  nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+  for (unsigned b = 0; b < 256; ++b) vocab[byte_symbol(static_cast<unsigned char>(b))] = b;
+  const nlohmann::ordered_json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}};
+  const nlohmann::ordered_json json = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", nlohmann::ordered_json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", byte_level},
+      {"post_processor", nullptr},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"vocab", vocab},
+        {"merges", nlohmann::ordered_json::array()}}},
+  };
+  return json.dump(2);
+}
+
+std::string tokenizer_config_json(const model::GptConfig& config) {
+  const nlohmann::ordered_json json = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                                       {"model_max_length", config.seq_len},
+                                       {"clean_up_tokenization_spaces", false}};
+  return json.dump(2);
+}
+
+void export_gpt2_folder(const model::GptConfig& config, const ParamReader& read,
+                        const std::string& dir) {
+  const std::filesystem::path folder(dir);
+  export_gpt2_safetensors(config, read, (folder / "model.safetensors").string());
+  write_gpt2_config(config, (folder / "config.json").string());
+  write_file_atomically((folder / "generation_config.json").string(),
+                        generation_config_json(config) + "\n");
+  write_file_atomically((folder / "tokenizer.json").string(), byte_tokenizer_json() + "\n");
+  write_file_atomically((folder / "tokenizer_config.json").string(),
+                        tokenizer_config_json(config) + "\n");
 }
 
 void write_gpt2_config(const model::GptConfig& config, const std::string& path) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/cli_testing.h"
 #include "zerodp/checkpoint/checkpoint.h"
@@ -170,12 +171,18 @@ TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
       testing::run_zerodp("export --checkpoint '" + dir + "' --out ''", "cd '" + work + "' && ");
   EXPECT_EQ(empty.status, 2);
   EXPECT_TRUE(has(empty.err, "--out: expected a value, got an empty one")) << empty.err;
+  // An empty folder takes the Hugging Face files, and nothing else is left behind.
   const auto folder_out =
       testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + work + "/folder'");
-  EXPECT_EQ(folder_out.status, 2);
-  EXPECT_TRUE(has(folder_out.err, "is a folder")) << folder_out.err;
-  for (const auto& e : fs::recursive_directory_iterator(work))
-    EXPECT_EQ(e.path().extension(), "") << "left behind: " << e.path();
+  EXPECT_EQ(folder_out.status, 0) << folder_out.err;
+  std::set<std::string> written;
+  for (const auto& e : fs::recursive_directory_iterator(work)) {
+    written.insert(fs::relative(e.path(), work).string());
+  }
+  EXPECT_EQ(written,
+            (std::set<std::string>{"folder", "folder/model.safetensors", "folder/config.json",
+                                   "folder/generation_config.json", "folder/tokenizer.json",
+                                   "folder/tokenizer_config.json"}));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Export of a GptModel's weights as Hugging Face GPT-2: model.safetensors + config.json.
+// Export of a GptModel's weights as Hugging Face GPT-2: model.safetensors + config.json, and
+// as a whole Hugging Face folder with its generation config and byte-level tokenizer.
 //
 // Names and layouts are those of GPT2LMHeadModel's state dict without the "transformer."
 // prefix, as the Hub's gpt2 checkpoints store them (transformers adds the prefix when
@@ -51,11 +52,37 @@ void export_gpt2_safetensors(const model::GptConfig& config, std::span<const flo
 // transformers' GPT2Config for the model: n_layer, n_head, n_embd, n_positions (= n_ctx),
 // vocab_size, model_type "gpt2", architectures ["GPT2LMHeadModel"], layer_norm_epsilon 1e-5,
 // activation_function "gelu_new", n_inner null (4 n_embd), tie_word_embeddings true, and
-// dropouts 0 (zerodp trains without dropout). The JSON text, indented by two spaces.
+// dropouts 0 (zerodp trains without dropout), and bos/eos token ids null (GPT2Config's
+// defaults, 50256, lie outside a 256-symbol vocabulary). The JSON text, indented by two spaces.
 std::string gpt2_config_json(const model::GptConfig& config);
 // Writes it, indented, to path (Error on failure).
 void write_gpt2_config(const model::GptConfig& config, const std::string& path);
 // "config.json" in the directory of a .safetensors path, where transformers looks for it.
 std::string config_path_beside(const std::string& safetensors_path);
+
+// generation_config.json: zerodp sample's defaults (sampling, temperature 0.8, top-k 40), at
+// most the model's context in length, and no special tokens (a byte vocabulary has none).
+std::string generation_config_json(const model::GptConfig& config);
+
+// tokenizer.json in the format of Hugging Face's tokenizers library: a byte-level BPE whose
+// vocabulary is the 256 bytes, each the id of its byte value (the symbol of byte b is GPT-2's
+// printable stand-in for it, bytes_to_unicode()), with no merges, so any text encodes to its
+// UTF-8 bytes and any ids decode to their bytes: exactly zerodp's tokens.
+std::string byte_tokenizer_json();
+// GPT-2's printable stand-in for each byte (GPT-2's bytes_to_unicode(), as UTF-8): bytes that
+// are printable Latin-1 stand for themselves, the others for U+0100 onwards in byte order.
+std::string byte_symbol(unsigned char byte);
+
+// tokenizer_config.json: the tokenizer class transformers builds from tokenizer.json, and the
+// longest input, the model's context.
+std::string tokenizer_config_json(const model::GptConfig& config);
+
+// The files a Hugging Face folder export holds, each written whole or not at all.
+inline constexpr const char* kFolderFiles[] = {"model.safetensors", "config.json",
+                                               "generation_config.json", "tokenizer.json",
+                                               "tokenizer_config.json"};
+// Writes kFolderFiles into the folder `dir`, which must exist. Throws Error on I/O failure.
+void export_gpt2_folder(const model::GptConfig& config, const ParamReader& read,
+                        const std::string& dir);
 
 }  // namespace zerodp::hf
