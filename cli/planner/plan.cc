@@ -365,6 +365,8 @@ void read_framework(const PlanFlags& f, const report::SharedSettings& settings,
   in.fsdp_shard_bytes = given_bpp ? given_bpp->grads : 4;
 }
 
+}  // namespace
+
 report::PlanInputs read_inputs(const PlanFlags& f) {
   report::PlanInputs in;
   report::SharedSettings settings;
@@ -423,14 +425,16 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   return in;
 }
 
+namespace {
+
 // An option of `zerodp plan`, read as text (parsed by read_inputs, naming the flag).
 void add_text_option(CLI::App& cmd, const char* name, std::string& into, const char* help,
                      const char* type) {
   cmd.add_option(name, into, help)->type_name(type);
 }
 
-// The model and how it is run: its size, DeepSpeed's estimate and config, offload and the
-// nodes it runs on.
+}  // namespace
+
 void add_model_options(CLI::App* cmd, PlanFlags& f) {
   auto opt = [cmd](const char* name, std::string& into, const char* help, const char* type) {
     add_text_option(*cmd, name, into, help, type);
@@ -549,6 +553,8 @@ void add_step_options(CLI::App* cmd, PlanFlags& f) {
   cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
   cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
 }
+
+namespace {
 
 void add_plan_command(CLI::App& root) {
   auto flags = std::make_shared<PlanFlags>();

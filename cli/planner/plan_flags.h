@@ -32,6 +32,17 @@ struct PlanFlags {
   bool both_directions = false, binary = false, json = false;
 };
 
+// The flags, on `zerodp plan` and on `zerodp plot --breakdown` (plot.cc), in three groups:
+// the model and how it is run (sizes, DeepSpeed's config and estimate, offload, --list-models),
+// the GPUs (count, memory, nodes, the peak's terms, --list-gpus), and the step and output
+// (precision, round-to, time, --binary, --json).
+void add_model_options(CLI::App* cmd, PlanFlags& f);
+void add_gpu_options(CLI::App* cmd, PlanFlags& f);
+void add_step_options(CLI::App* cmd, PlanFlags& f);
+
+// Every flag read into the planner's inputs; each bad one is one line naming it.
+report::PlanInputs read_inputs(const PlanFlags& f);
+
 // A config is a few kilobytes; a file larger than this is not one (nor is /dev/zero).
 inline constexpr std::uint64_t kMaxConfigBytes = 16 << 20;
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "zerodp/common/units.h"
+#include "zerodp/report/breakdown.h"
 #include "zerodp/report/notes.h"
 
 namespace zerodp::report {
@@ -71,35 +72,9 @@ std::string fit_reason(const PlanReport& report, const StageReport& s, bool bina
 // peak, those that are not zero; empty without runtime terms.
 std::string peak_terms(const PlanReport& report, const StageReport& s, bool binary) {
   if (!s.runtime) return "";
-  const deepspeed::RuntimeTerms& r = *s.runtime;
-  const PlanInputs& in = report.inputs;
-  const bool step = r.step_sets_peak(in.activation_bytes);
-  // FSDP's gradients are not yet made while the activations peak.
-  const std::uint64_t deferred = std::min(r.deferred_grads, *s.model_state_bytes);
-  std::vector<std::pair<const char*, std::uint64_t>> terms = {
-      {step || deferred == 0 ? "model state" : "model state without its gradients",
-       step ? *s.model_state_bytes : *s.model_state_bytes - deferred},
-      {"CUDA", r.cuda_overhead},
-      {"hpZ copy", r.hpz_secondary},
-      {"persistent params", r.persistent_params}};
-  if (step) {
-    terms.push_back({"reduce buffer", r.reduce_buffer_held});
-    terms.push_back({"step fp32 grads", r.step_fp32_grads});
-    if (r.optimizer_temporaries > r.step_flat_grads) {
-      terms.push_back({"optimizer temporaries", r.optimizer_temporaries});
-    } else {
-      terms.push_back({"its 16-bit copy", r.step_flat_grads});
-    }
-  } else {
-    terms.push_back({"activations", in.activation_bytes});
-    terms.push_back({"reduce buffers", r.reduce_buffer_held + r.reduce_buffers});
-    terms.push_back({"gathered params", r.gathered_params});
-    terms.push_back({"a layer's gradient", r.layer_grads});
-  }
   std::string out;
-  for (const auto& [name, b] : terms) {
-    if (b == 0) continue;
-    out += (out.empty() ? " (" : " + ") + std::string(name) + " " + bytes(b, binary);
+  for (const PeakTerm& t : peak_terms_of(report, s).terms) {
+    out += (out.empty() ? " (" : " + ") + t.name + " " + bytes(t.bytes, binary);
   }
   return out.empty() ? out : out + ")";
 }

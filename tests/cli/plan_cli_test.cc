@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/cli_testing.h"
+#include "zerodp/common/units.h"
 
 namespace {
 
@@ -423,6 +424,16 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plot --params 1e9 --max-gpus 1 --out x.svg", "--max-gpus: expected a whole number"},
       {"plot --params 1e9 --max-gpus 8.5 --out x.svg", "--max-gpus: expected a whole number"},
       {"plot --params 1e9 --log-x --linear-x --out x.svg", "--linear-x: not with --log-x"},
+      // The memory figure reads the count and the bytes per parameter; a plan input it would
+      // ignore is refused, and --breakdown takes those but not the figure's axis.
+      {"plot --params 1e9 --gpus 8 --out x.svg",
+       "--gpus: a plan input, which the memory figure does not read; add --breakdown"},
+      {"plot --breakdown --params 1e9 --gpus 8 --max-gpus 16 --out x.svg",
+       "--max-gpus: the memory figure's (N along the axis); not with --breakdown"},
+      {"plot --breakdown --params 1e9 --out x.svg", "--gpus: required with --breakdown"},
+      {"plot --breakdown --params 1e9 --gpus 8 --json --out x.svg",
+       "--json: plot writes an SVG; ask zerodp plan for it"},
+      {"plot --breakdown --params 1e9 --gpus 0 --out x.svg", "--gpus: expected"},
   };
   for (const BadInput& c : cases) {
     const Result r = zerodp(c.args);
@@ -448,6 +459,33 @@ TEST(PlotCli, WritesTheFigure) {
   const Result linear = zerodp("plot --params 175B --max-gpus 100 --linear-x --out '" + path + "'");
   ASSERT_EQ(linear.status, 0) << linear.err;
   EXPECT_TRUE(has(slurp(path), "linear scale"));
+  std::remove(path.c_str());
+}
+
+TEST(PlotCli, TheBreakdownShowsEachStagesPeakAsThePlanCountsItAgainstTheGpu) {
+  const std::string path =
+      testing::TempDir() + "/plan_cli_breakdown_" + std::to_string(getpid()) + ".svg";
+  std::remove(path.c_str());
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 "
+      "--checkpointing full --attention flash";
+  const Result r = zerodp("plot --breakdown " + run + " --out '" + path + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string svg = slurp(path);
+  // The bars' totals are the plan's peaks (42.5 GB for ZeRO-2, 29.6 GB for ZeRO-3), the line
+  // is the card's 42.3 GB, and the notes' terms are the legend's.
+  const nlohmann::json plan = nlohmann::json::parse(zerodp("plan " + run + " --json").out);
+  for (const auto& stage : plan["stages"]) {
+    const std::string total =
+        zerodp::units::format_bytes(stage["total_bytes"].get<std::uint64_t>());
+    EXPECT_TRUE(has(svg, ">" + total + "<")) << total;
+  }
+  EXPECT_TRUE(has(svg, ">42.5 GB<"));
+  EXPECT_TRUE(has(svg, ">GPU memory 42.3 GB<"));
+  for (const char* term :
+       {"model state", "CUDA", "activations", "reduce buffers", "a layer's gradient"}) {
+    EXPECT_TRUE(has(svg, std::string(">") + term + "<")) << term;
+  }
   std::remove(path.c_str());
 }
 

@@ -1,0 +1,218 @@
+// peak_terms_of() and peak_breakdown_svg(): what each stage holds per GPU at N.
+#include "zerodp/report/breakdown.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+#include <utility>
+
+#include "zerodp/common/error.h"
+#include "zerodp/common/svg.h"
+#include "zerodp/common/units.h"
+#include "zerodp/plan/memory.h"
+
+namespace zerodp::report {
+namespace {
+
+// Geometry, in SVG pixels, as the memory figure's: the plot area and, right of it, the legend.
+constexpr double kWidth = 960, kHeight = 560;
+constexpr double kLeft = 90, kRight = 660, kTop = 80, kBottom = 480;
+// One color per term, the same in every chart (the model state's blues, activations green,
+// the step's reds); a term not in the table takes the next spare color.
+constexpr std::pair<std::string_view, const char*> kTermColors[] = {
+    {"model state", "#1f77b4"},
+    {"model state without its gradients", "#1f77b4"},
+    {"model state on the GPU", "#1f77b4"},
+    {"16-bit params", "#1f77b4"},
+    {"gradients", "#aec7e8"},
+    {"optimizer states", "#ff7f0e"},
+    {"activations", "#2ca02c"},
+    {"CUDA", "#7f7f7f"},
+    {"hpZ copy", "#17becf"},
+    {"persistent params", "#bcbd22"},
+    {"reduce buffers", "#9467bd"},
+    {"reduce buffer", "#9467bd"},
+    {"gathered params", "#8c564b"},
+    {"a layer's gradient", "#e377c2"},
+    {"step fp32 grads", "#d62728"},
+    {"its 16-bit copy", "#ff9896"},
+    {"optimizer temporaries", "#ffbb78"},
+};
+constexpr const char* kSpareColors[] = {"#c5b0d5", "#c49c94", "#dbdb8d", "#9edae5"};
+
+// The seed's three blocks of the model state at N, or nothing when they do not add up to the
+// stage's model state (offload, or a framework whose shards count otherwise).
+std::vector<PeakTerm> model_state_blocks(const PlanReport& report, const StageReport& s) {
+  const PlanInputs& in = report.inputs;
+  if (s.offloaded || !in.params || !in.gpus || *in.gpus > std::uint64_t(INT32_MAX)) return {};
+  const int n = static_cast<int>(*in.gpus);
+  const plan::BytesPerParam& b = in.bpp;
+  const std::uint64_t p = plan::model_state_bytes(*in.params, n, s.stage, {b.params, 0, 0});
+  const std::uint64_t g = plan::model_state_bytes(*in.params, n, s.stage, {0, b.grads, 0});
+  const std::uint64_t k = plan::model_state_bytes(*in.params, n, s.stage, {0, 0, b.optimizer});
+  if (p + g + k != *s.model_state_bytes) return {};
+  return {{"16-bit params", p}, {"gradients", g}, {"optimizer states", k}};
+}
+
+std::string format(double v, const char* spec) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, v);
+  return text;
+}
+
+// A step of 1, 2, 2.5 or 5 times a power of ten giving about `ticks` intervals over `range`.
+double nice_step(double range, int ticks) {
+  const double raw = range / ticks;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double r = raw / magnitude;
+  return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 2.5 ? 2.5 : r <= 5 ? 5 : 10) * magnitude;
+}
+
+}  // namespace
+
+PeakBreakdown peak_terms_of(const PlanReport& report, const StageReport& s) {
+  PeakBreakdown out;
+  if (!s.total_bytes || !s.model_state_bytes) return out;
+  const PlanInputs& in = report.inputs;
+  auto add = [&out](std::string name, std::uint64_t bytes) {
+    if (bytes > 0) out.terms.push_back({std::move(name), bytes});
+  };
+  if (!s.runtime) {
+    const std::vector<PeakTerm> blocks = model_state_blocks(report, s);
+    if (blocks.empty()) {
+      add(s.offloaded ? "model state on the GPU" : "model state", *s.model_state_bytes);
+    }
+    for (const PeakTerm& t : blocks) add(t.name, t.bytes);
+    add("activations", in.activation_bytes);
+    return out;
+  }
+  const deepspeed::RuntimeTerms& r = *s.runtime;
+  const bool step = r.step_sets_peak(in.activation_bytes);
+  out.phase = step ? "optimizer step" : "backward";
+  // FSDP's gradients are not yet made while the activations peak.
+  const std::uint64_t deferred = std::min(r.deferred_grads, *s.model_state_bytes);
+  add(step || deferred == 0 ? "model state" : "model state without its gradients",
+      step ? *s.model_state_bytes : *s.model_state_bytes - deferred);
+  add("CUDA", r.cuda_overhead);
+  add("hpZ copy", r.hpz_secondary);
+  add("persistent params", r.persistent_params);
+  if (step) {
+    add("reduce buffer", r.reduce_buffer_held);
+    add("step fp32 grads", r.step_fp32_grads);
+    if (r.optimizer_temporaries > r.step_flat_grads) {
+      add("optimizer temporaries", r.optimizer_temporaries);
+    } else {
+      add("its 16-bit copy", r.step_flat_grads);
+    }
+  } else {
+    add("activations", in.activation_bytes);
+    add("reduce buffers", r.reduce_buffer_held + r.reduce_buffers);
+    add("gathered params", r.gathered_params);
+    add("a layer's gradient", r.layer_grads);
+  }
+  return out;
+}
+
+std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  ZERODP_CHECK_MSG(in.gpus.has_value(), "peak_breakdown_svg: the report has no N");
+  std::vector<PeakBreakdown> bars;
+  std::vector<std::string> names;  // every term, in the order it first appears
+  std::uint64_t largest = in.gpu_memory.value_or(0);
+  for (const StageReport& s : report.stages) {
+    bars.push_back(peak_terms_of(report, s));
+    for (const PeakTerm& t : bars.back().terms) {
+      if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
+    }
+    largest = std::max(largest, s.total_bytes.value_or(0));
+  }
+  const units::ByteUnit unit = units::byte_unit_for(std::max<std::uint64_t>(largest, 1), binary);
+  const double top_value = std::max(1.0, double(largest) / unit.bytes) * 1.08;
+  const double step = nice_step(top_value, 6);
+  const double y_max = std::ceil(top_value / step) * step;
+  auto y_of = [&](double bytes) {
+    return kBottom - (bytes / unit.bytes) / y_max * (kBottom - kTop);
+  };
+  auto color_of = [&](const std::string& name) -> const char* {
+    for (const auto& [term, color] : kTermColors) {
+      if (term == name) return color;
+    }
+    std::size_t spare = 0;
+    for (const std::string& n : names) {
+      if (n == name) break;
+      const bool known = std::any_of(std::begin(kTermColors), std::end(kTermColors),
+                                     [&](const auto& t) { return t.first == n; });
+      spare += known ? 0 : 1;
+    }
+    return kSpareColors[spare % std::size(kSpareColors)];
+  };
+
+  svg::Document doc(kWidth, kHeight);
+  doc.text(kLeft, 32, "Memory per GPU at N = " + std::to_string(*in.gpus) + ", term by term", 20,
+           svg::Anchor::start, "#222", true);
+  std::string subtitle =
+      in.params ? "Φ = " + units::format_count(*in.params) + ", " + in.bpp_source : in.bpp_source;
+  if (report.runtime_counted) subtitle += "; each bar: the phase that sets the peak";
+  doc.text(kLeft, 56, subtitle, 13, svg::Anchor::start, "#555");
+
+  // Grid and y axis.
+  const svg::Stroke grid{"#e3e3e3", 1, ""};
+  const svg::Stroke axis{"#333", 1, ""};
+  for (double v = 0; v <= y_max + step / 2; v += step) {
+    const double y = kBottom - v / y_max * (kBottom - kTop);
+    doc.line(kLeft, y, kRight, y, grid);
+    doc.text(kLeft - 8, y + 4, format(v, step < 1 ? "%.1f" : "%.0f"), 12, svg::Anchor::end);
+  }
+  doc.line(kLeft, kTop, kLeft, kBottom, axis);
+  doc.line(kLeft, kBottom, kRight, kBottom, axis);
+  doc.text(28, (kTop + kBottom) / 2, "memory per GPU (" + std::string(unit.name) + ")", 13,
+           svg::Anchor::middle, "#222", false, -90);
+
+  // One stacked bar per stage.
+  const double slot = (kRight - kLeft) / double(bars.size());
+  const double width = slot * 0.56;
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const StageReport& s = report.stages[i];
+    const double x = kLeft + slot * double(i) + (slot - width) / 2;
+    std::uint64_t below = 0;
+    for (const PeakTerm& t : bars[i].terms) {
+      const double y0 = y_of(double(below)), y1 = y_of(double(below + t.bytes));
+      doc.rect(x, y1, width, y0 - y1, color_of(t.name), nullptr);
+      below += t.bytes;
+    }
+    const std::string name(stage_name(s.stage));
+    doc.text(x + width / 2, kBottom + 20, name, 14, svg::Anchor::middle, "#222", true);
+    if (!s.total_bytes) {
+      doc.text(x + width / 2, kBottom - 8, "—", 13, svg::Anchor::middle, "#555");
+      continue;
+    }
+    const bool fits = !in.gpu_memory || *s.total_bytes <= *in.gpu_memory;
+    doc.text(x + width / 2, y_of(double(*s.total_bytes)) - 6,
+             units::format_bytes(*s.total_bytes, binary), 13, svg::Anchor::middle,
+             fits ? "#222" : "#b00020", true, 0, true);
+    if (!bars[i].phase.empty()) {
+      doc.text(x + width / 2, kBottom + 36, bars[i].phase, 11, svg::Anchor::middle, "#555");
+    }
+  }
+
+  // The GPU's memory: what each bar must stay under.
+  if (in.gpu_memory) {
+    const double y = y_of(double(*in.gpu_memory));
+    doc.line(kLeft, y, kRight, y, {"#b00020", 2, "8 5"});
+    doc.text(kRight - 4, y - 6, "GPU memory " + units::format_bytes(*in.gpu_memory, binary), 13,
+             svg::Anchor::end, "#b00020", true, 0, true);
+  }
+
+  // The legend: each term's color, top to bottom as the terms stack (the first at the bottom).
+  double ly = kTop + 4;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    const std::string& name = *it;
+    doc.rect(kRight + 24, ly, 14, 14, color_of(name), nullptr);
+    doc.text(kRight + 46, ly + 12, name, 13, svg::Anchor::start);
+    ly += 22;
+  }
+  return doc.str();
+}
+
+}  // namespace zerodp::report
