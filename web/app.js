@@ -158,12 +158,23 @@ const ZerodpPage = (() => {
     return { svg: new TextDecoder().decode(wasm.FS.readFile("/tmp/figure.svg")) };
   }
 
+  // Each stage's memory at N term by term against the GPU's memory, by `zerodp plot
+  // --breakdown` with the plan's own flags; null without N.
+  function breakdown(planArgv, plan) {
+    if (!plan || plan.inputs.gpus === null) return null;
+    const result = run(["plot", "--breakdown"].concat(planArgv.slice(1),
+                                                       ["--out", "/tmp/breakdown.svg"]));
+    if (result.status !== 0) return { error: result.stderr.trim() };
+    return { svg: new TextDecoder().decode(wasm.FS.readFile("/tmp/breakdown.svg")) };
+  }
+
   // A refusal in the planner's own form, for what the page cannot pass on to it.
   const refusal = (message) => ({ status: 2, stdout: "", stderr: "zerodp: " + message + "\n" });
 
   // Plan and figure for a state: what the page shows, with no DOM involved.
   function evaluate(state) {
-    const result = { argv: null, text: null, json: null, plan: null, figure: null };
+    const result = { argv: null, text: null, json: null, plan: null, figure: null,
+                     breakdown: null };
     // A key of an output flag (help=1 in the address) would make the planner print its help
     // or a link where the page expects a plan: it is refused like any other bad input.
     const output = state.find((s) => OUTPUT_FLAGS.has(s.option.name));
@@ -187,6 +198,7 @@ const ZerodpPage = (() => {
       return result;
     }
     result.figure = figure(state, result.plan);
+    result.breakdown = breakdown(result.argv, result.plan);
     return result;
   }
 
@@ -211,6 +223,15 @@ const ZerodpPage = (() => {
       return "Give the number of GPUs to see the cheapest stage that fits at that N.";
     }
     return "";
+  }
+
+  // The CLI's sentence on the cheapest stage that fits (or that none does), when the headline
+  // is another sentence (the stage asked about); "" otherwise.
+  function cheapest(text, shown) {
+    const line = text.split("\n").find((l) => /^(Cheapest stage|No stage fits)/.test(l));
+    if (!line) return "";
+    const sentence = line.split(". Least N")[0].replace(/\.?$/, ".");
+    return sentence === shown ? "" : sentence;
   }
 
   // ---- The page's DOM: built from the option list, then kept in step with the URL. ----
@@ -267,10 +288,14 @@ const ZerodpPage = (() => {
     return node;
   }
 
-  function modelNames() {
-    const listing = run(["plan", "--list-models"]);
+  // The catalogues --model and --gpu choose from, as the planner lists them: [value, label].
+  function catalogue(flag) {
+    const listing = run(["plan", flag, "--json"]);
     if (listing.status !== 0) return [];
-    return listing.stdout.split("\n").slice(1).map((l) => l.split(/\s+/)[0]).filter(Boolean);
+    return JSON.parse(listing.stdout).map((entry) =>
+      flag === "--list-models"
+        ? [entry.name, `${entry.hf_id}, ${entry.params.toLocaleString("en-US")} parameters`]
+        : [entry.name, `${entry.device}, sold as ${entry.sold_as}`]);
   }
 
   function buildField(o, choices) {
@@ -285,6 +310,21 @@ const ZerodpPage = (() => {
       input = el("input", { type: "checkbox", id, name: key, "aria-describedby": described });
       return el("div", { class: "field check" }, [
         input, el("label", { for: id, text: o.name }), hint, error]);
+    }
+    if (SEARCHED[o.name]) {
+      // A name typed or picked from the catalogue's list (the browser filters it as one
+      // types); a name not in it still goes to the planner, which names the nearest.
+      const list = el("datalist", { id: "list-" + key });
+      for (const [value, label] of SEARCHED[o.name]) {
+        list.append(el("option", { value, label, text: label }));
+      }
+      input = el("input", {
+        type: "text", id, name: key, list: "list-" + key, autocomplete: "off",
+        spellcheck: "false", "aria-describedby": described, placeholder: "type to search",
+      });
+      const label = el("label", { for: id }, [
+        el("code", { text: o.name }), el("span", { class: "type", text: " " + o.type })]);
+      return el("div", { class: "field" }, [label, input, list, hint, error]);
     }
     if (choices) {
       input = el("select", { id, name: key, "aria-describedby": described });
@@ -310,8 +350,13 @@ const ZerodpPage = (() => {
   // the others fold away, so that on a phone the plan is not a screen of empty fields away.
   const OPEN_SECTIONS = new Set(["Model", "GPUs"]);
 
+  // Fields chosen from a catalogue, filled by buildForm().
+  const SEARCHED = {};
+
   function buildForm(form, state) {
-    const choices = Object.assign({}, CHOICES, { "--model": modelNames() });
+    SEARCHED["--model"] = catalogue("--list-models");
+    SEARCHED["--gpu"] = catalogue("--list-gpus");
+    const choices = CHOICES;
     const byName = new Map(options.map((o) => [o.name, o]));
     const given = new Set(state.map((s) => s.option.name));
     const sections = SECTIONS.map(([title, names]) => [title, names.filter((n) => byName.has(n))]);
@@ -355,6 +400,10 @@ const ZerodpPage = (() => {
     }
   }
 
+  // Whether a valid plan has been shown since the page opened: while a value is being typed
+  // (and is wrong on the way), that plan stays, marked as the last valid one.
+  let shownValid = false;
+
   function show(form, state, unknown) {
     const result = evaluate(state.concat(unknown));
     const $ = (id) => document.getElementById(id);
@@ -364,10 +413,10 @@ const ZerodpPage = (() => {
     $("command").textContent = commandLine(state.concat(unknown));
     $("file-note").hidden = !state.some((s) => s.option.type === "FILE");
     const ok = result.text.status === 0;
-    $("plan-text").textContent = ok ? result.text.stdout : "";
-    $("plan-html").replaceChildren(ok ? renderPlan(result.text.stdout) : "");
-    $("warnings").textContent = result.text.stderr && ok ? result.text.stderr.trim() : "";
-    $("results").classList.toggle("failed", !ok);
+    const keep = !ok && shownValid;
+    $("results").classList.toggle("failed", !ok && !keep);
+    $("results").classList.toggle("stale", keep);
+    $("stale-note").hidden = !keep;
     if (!ok) {
       const message = result.text.stderr.trim();
       const flag = flagOfMessage(message);
@@ -379,12 +428,35 @@ const ZerodpPage = (() => {
         field.closest("details").open = true;
       }
       $("message").textContent = message;
+      if (keep) return result;
+      $("plan-text").textContent = "";
+      $("plan-html").replaceChildren();
+      $("stage-table").replaceChildren();
+      $("warnings").textContent = "";
       $("headline").textContent = "";
+      $("cheapest").textContent = "";
       $("figure").replaceChildren();
       $("figure-note").textContent = "";
+      $("breakdown").replaceChildren();
+      $("breakdown-note").textContent = "";
       return result;
     }
-    $("headline").textContent = headline(result.text.stdout, result.plan);
+    shownValid = true;
+    $("plan-text").textContent = result.text.stdout;
+    // The stages' table (model state, peak, fits, least N ...) right under the verdict and the
+    // bars; the lines that explain it below.
+    const rendered = renderPlan(result.text.stdout);
+    $("stage-table").replaceChildren(rendered.querySelector(".table-wrap") || "");
+    $("plan-html").replaceChildren(rendered);
+    $("warnings").textContent = result.text.stderr ? result.text.stderr.trim() : "";
+    const said = headline(result.text.stdout, result.plan);
+    $("headline").textContent = said;
+    $("cheapest").textContent = cheapest(result.text.stdout, said);
+    const bars = result.breakdown;
+    $("breakdown").innerHTML = bars && bars.svg ? bars.svg.replace(/^<\?xml[^>]*>\s*/, "") : "";
+    $("breakdown-note").textContent = !bars
+      ? "Give the number of GPUs to see each stage's memory at N, term by term."
+      : bars.error || "";
     const fig = result.figure;
     $("figure").innerHTML = fig && fig.svg ? fig.svg.replace(/^<\?xml[^>]*>\s*/, "") : "";
     $("figure-note").textContent = !fig

@@ -15,9 +15,11 @@
 namespace zerodp::report {
 namespace {
 
-// Geometry, in SVG pixels, as the memory figure's: the plot area and, right of it, the legend.
-constexpr double kWidth = 960, kHeight = 560;
-constexpr double kLeft = 90, kRight = 660, kTop = 80, kBottom = 480;
+// Geometry, in SVG pixels: the plot area, and under it the legend in three columns, so that
+// the chart keeps its text legible when a phone scales it to its width.
+constexpr double kWidth = 760;
+constexpr double kLeft = 80, kRight = 740, kTop = 80, kBottom = 430;
+constexpr double kLegendTop = 478, kLegendColumn = 226, kLegendRow = 24;
 // One color per term, the same in every chart (the model state's blues, activations green,
 // the step's reds); a term not in the table takes the next spare color.
 constexpr std::pair<std::string_view, const char*> kTermColors[] = {
@@ -148,13 +150,16 @@ std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
     return kSpareColors[spare % std::size(kSpareColors)];
   };
 
-  svg::Document doc(kWidth, kHeight);
+  // As tall as the legend's rows need (the GPU memory's entry and the terms, three a row).
+  const std::size_t entries = names.size() + (in.gpu_memory ? 1 : 0);
+  const double height = kLegendTop + kLegendRow * double((entries + 2) / 3) + 12;
+  svg::Document doc(kWidth, height);
   doc.text(kLeft, 32, "Memory per GPU at N = " + std::to_string(*in.gpus) + ", term by term", 20,
            svg::Anchor::start, "#222", true);
   std::string subtitle =
       in.params ? "Φ = " + units::format_count(*in.params) + ", " + in.bpp_source : in.bpp_source;
   if (report.runtime_counted) subtitle += "; each bar: the phase that sets the peak";
-  doc.text(kLeft, 56, subtitle, 13, svg::Anchor::start, "#555");
+  doc.text(kLeft, 56, subtitle, 15, svg::Anchor::start, "#555");
 
   // Grid and y axis.
   const svg::Stroke grid{"#e3e3e3", 1, ""};
@@ -162,11 +167,11 @@ std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
   for (double v = 0; v <= y_max + step / 2; v += step) {
     const double y = kBottom - v / y_max * (kBottom - kTop);
     doc.line(kLeft, y, kRight, y, grid);
-    doc.text(kLeft - 8, y + 4, format(v, step < 1 ? "%.1f" : "%.0f"), 12, svg::Anchor::end);
+    doc.text(kLeft - 8, y + 5, format(v, step < 1 ? "%.1f" : "%.0f"), 14, svg::Anchor::end);
   }
   doc.line(kLeft, kTop, kLeft, kBottom, axis);
   doc.line(kLeft, kBottom, kRight, kBottom, axis);
-  doc.text(28, (kTop + kBottom) / 2, "memory per GPU (" + std::string(unit.name) + ")", 13,
+  doc.text(24, (kTop + kBottom) / 2, "memory per GPU (" + std::string(unit.name) + ")", 15,
            svg::Anchor::middle, "#222", false, -90);
 
   // One stacked bar per stage.
@@ -182,35 +187,43 @@ std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
       below += t.bytes;
     }
     const std::string name(stage_name(s.stage));
-    doc.text(x + width / 2, kBottom + 20, name, 14, svg::Anchor::middle, "#222", true);
+    doc.text(x + width / 2, kBottom + 22, name, 16, svg::Anchor::middle, "#222", true);
     if (!s.total_bytes) {
       doc.text(x + width / 2, kBottom - 8, "—", 13, svg::Anchor::middle, "#555");
       continue;
     }
     const bool fits = !in.gpu_memory || *s.total_bytes <= *in.gpu_memory;
     doc.text(x + width / 2, y_of(double(*s.total_bytes)) - 6,
-             units::format_bytes(*s.total_bytes, binary), 13, svg::Anchor::middle,
+             units::format_bytes(*s.total_bytes, binary), 16, svg::Anchor::middle,
              fits ? "#222" : "#b00020", true, 0, true);
     if (!bars[i].phase.empty()) {
-      doc.text(x + width / 2, kBottom + 36, bars[i].phase, 11, svg::Anchor::middle, "#555");
+      doc.text(x + width / 2, kBottom + 40, bars[i].phase, 13, svg::Anchor::middle, "#555");
     }
   }
 
-  // The GPU's memory: what each bar must stay under.
+  // The GPU's memory: what each bar must stay under (named in the legend, where no bar's label
+  // can cover it).
+  const svg::Stroke memory_line{"#b00020", 2, "8 5"};
   if (in.gpu_memory) {
     const double y = y_of(double(*in.gpu_memory));
-    doc.line(kLeft, y, kRight, y, {"#b00020", 2, "8 5"});
-    doc.text(kRight - 4, y - 6, "GPU memory " + units::format_bytes(*in.gpu_memory, binary), 13,
-             svg::Anchor::end, "#b00020", true, 0, true);
+    doc.line(kLeft, y, kRight, y, memory_line);
   }
 
-  // The legend: each term's color, top to bottom as the terms stack (the first at the bottom).
-  double ly = kTop + 4;
-  for (auto it = names.rbegin(); it != names.rend(); ++it) {
-    const std::string& name = *it;
-    doc.rect(kRight + 24, ly, 14, 14, color_of(name), nullptr);
-    doc.text(kRight + 46, ly + 12, name, 13, svg::Anchor::start);
-    ly += 22;
+  // The legend under the bars: each term's color, in rows of three, the term at the top of
+  // the bars first (the first term is at the bottom).
+  std::size_t at = 0;
+  if (in.gpu_memory) {
+    doc.line(kLeft, kLegendTop + 8, kLeft + 15, kLegendTop + 8, memory_line);
+    doc.text(kLeft + 22, kLegendTop + 13,
+             "GPU memory " + units::format_bytes(*in.gpu_memory, binary), 15, svg::Anchor::start,
+             "#b00020", true);
+    ++at;
+  }
+  for (auto it = names.rbegin(); it != names.rend(); ++it, ++at) {
+    const double lx = kLeft + kLegendColumn * double(at % 3);
+    const double ly = kLegendTop + kLegendRow * double(at / 3);
+    doc.rect(lx, ly, 15, 15, color_of(*it), nullptr);
+    doc.text(lx + 22, ly + 13, *it, 15, svg::Anchor::start);
   }
   return doc.str();
 }

@@ -190,7 +190,7 @@ def examples(zerodp, site, browser, profile, tmp):
         if dom is None:
             continue
         # The numbers as the page renders them (its tables), not only in the terminal text.
-        shown = dom[dom.find('id="plan-html"'):dom.find('id="plan-terminal"')]
+        shown = dom[dom.find('id="verdict"'):dom.find('id="plan-terminal"')]
         shown = html.unescape(re.sub(r"<[^>]+>", " ", shown))
         shown = re.sub(r"\s+", " ", shown) + " " + element_text(dom, "headline")
         for number in SEED_NUMBERS[name]:
@@ -324,6 +324,7 @@ def examples(zerodp, site, browser, profile, tmp):
     served = os.path.join(tmp, "served")
     shutil.copytree(site, served)
     shutil.copy(os.path.join(ROOT, "tests", "web", "typing.html"), served)
+    shutil.copy(os.path.join(ROOT, "tests", "web", "layout.html"), served)
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a, **k):
@@ -358,8 +359,62 @@ def examples(zerodp, site, browser, profile, tmp):
                                     "--count-both-directions"])["stderr"].strip()
             check(typing["wrong"]["error"] == wrong,
                   f"typing 'sixteen': {typing['wrong']['error']!r}, not {wrong!r}")
+            # While the value is wrong, the last valid plan stays, said to be the last valid one.
+            check(typing["wrong"]["text"] == both and typing["wrong"]["staleNote"] and
+                  typing["wrong"]["bars"] == 1,
+                  f"typing 'sixteen': the last valid plan did not stay: {typing['wrong']}")
+        layout(browser, profile, base, tmp)
     finally:
         server.shutdown()
+
+
+# The question the page is for, at a laptop's and a phone's width.
+LAYOUT_QUERY = ("model=llama-3-8b&gpus=8&gpu=a100-40gb&seq-len=4096&micro-batch=1&"
+                "checkpointing=full&attention=flash&stage=2")
+
+
+def layout(browser, profile, base, tmp):
+    """At 1280 and 390 px: the verdict, the bar chart and the stages' table with its peak column
+    lie inside the width (nothing scrolls sideways); on the laptop the verdict and the chart
+    are in the first screen; on the phone the verdict comes above the fields. Screenshots of
+    both are written to the site's folder's sibling *-screenshots/ to be looked at."""
+    url = base + "layout.html?q=" + urllib.parse.quote(LAYOUT_QUERY)
+    measured = json.loads(element_text(dump_dom(browser, url, profile), "results") or "null")
+    if not check(measured, "layout: the page did not answer"):
+        return
+    for name, width in (("wide", 1280), ("phone", 390)):
+        m = measured[name]
+        where = f"layout at {width} px"
+        check(m["viewport"] == width, f"{where}: the frame's viewport is {m['viewport']}")
+        check(m["scrollWidth"] <= width, f"{where}: the page scrolls sideways ({m['scrollWidth']})")
+        for part in ("headline", "cheapest", "chart", "table", "peak"):
+            b = m[part]
+            check(b is not None and b["width"] > 0 and b["left"] >= 0 and b["right"] <= width,
+                  f"{where}: the {part} is not inside the width: {b}")
+        if m["peak"] and m["table"]:
+            check(m["peak"]["right"] <= m["table"]["right"],
+                  f"{where}: the peak column is scrolled out of its table: {m['peak']}")
+        if name == "wide":
+            check(m["headline"]["top"] < 800 and m["chart"]["top"] < 800,
+                  f"{where}: the verdict or the chart is below the first screen: {m}")
+        else:
+            check(m["headline"]["bottom"] <= m["inputs"]["top"],
+                  f"{where}: the verdict is not above the fields: {m}")
+    # Screenshots, full height, for a person to look at.
+    shots = tempfile.mkdtemp(dir=tmp)
+    for width, height in ((1280, 2400), (390, 3200)):
+        path = os.path.join(shots, f"page-{width}.png")
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--user-data-dir=" + tempfile.mkdtemp(dir=profile),
+                        "--virtual-time-budget=30000", f"--window-size={width},{height}",
+                        f"--screenshot={path}", base + "index.html?" + LAYOUT_QUERY],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        check(os.path.getsize(path) > 20000 if os.path.exists(path) else False,
+              f"no screenshot at {width} px")
+    SCREENSHOTS.append(shots)
+
+
+SCREENSHOTS = []
 
 
 # Values for the property test: valid forms, then mistakes (after the "|"), so that both
@@ -506,6 +561,11 @@ def main():
         os.makedirs(profile)
         {"examples": examples, "property": property_test}[mode](zerodp, site, browser,
                                                                 profile, tmp)
+        for shots in SCREENSHOTS:
+            kept = site.rstrip("/") + "-screenshots"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(shots, kept)
+            print(f"screenshots: {kept}/page-1280.png, {kept}/page-390.png")
     print(f"web {mode}: {len(failures)} failed" if failures else f"web {mode}: passed")
     return 1 if failures else 0
 
