@@ -1,5 +1,6 @@
 #include "zerodp/common/svg.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace zerodp::svg {
@@ -41,6 +42,19 @@ std::string stroke_attributes(const Stroke& s) {
 }
 
 }  // namespace
+
+double nice_step(double range, int ticks) {
+  const double raw = range / ticks;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double r = raw / magnitude;
+  return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 2.5 ? 2.5 : r <= 5 ? 5 : 10) * magnitude;
+}
+
+std::string tick_label(double value, const char* spec) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
+}
 
 Document::Document(double width, double height) : width_(width), height_(height) {}
 

@@ -17,20 +17,6 @@ constexpr double kWidth = 960, kHeight = 600;
 constexpr double kLeft = 90, kRight = 700, kTop = 80, kBottom = 510;
 constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"};
 
-std::string format(double v, const char* spec) {
-  char text[64];
-  std::snprintf(text, sizeof text, spec, v);
-  return text;
-}
-
-// A step of 1, 2, 2.5 or 5 times a power of ten giving about `ticks` intervals over `range`.
-double nice_step(double range, int ticks) {
-  const double raw = range / ticks;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double r = raw / magnitude;
-  return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 2.5 ? 2.5 : r <= 5 ? 5 : 10) * magnitude;
-}
-
 // "1 GB = 10⁹ bytes": the convention of the axis, spelled out as the seed does.
 std::string unit_meaning(const units::ByteUnit& unit) {
   const int exponent = static_cast<int>(std::lround(std::log10(unit.bytes)));
@@ -95,7 +81,7 @@ std::vector<int> x_ticks(const Axes& axes) {
     if (axes.x(axes.max_gpus) - axes.x(ticks.back()) > 40) ticks.push_back(axes.max_gpus);
   } else {
     ticks.push_back(1);
-    const double step = std::max(1.0, nice_step(axes.max_gpus - 1, 8));
+    const double step = std::max(1.0, svg::nice_step(axes.max_gpus - 1, 8));
     for (double n = step; n <= axes.max_gpus + 1e-9; n += step) {
       if (axes.x(n) - axes.x(ticks.back()) > 24) ticks.push_back(static_cast<int>(std::lround(n)));
     }
@@ -110,7 +96,7 @@ void draw_axes(svg::Document& doc, const Axes& axes, double y_step, const units:
     const double y = axes.y(v);
     doc.line(kLeft, y, kRight, y, grid);
     doc.line(kLeft - 5, y, kLeft, y, axis);
-    doc.text(kLeft - 9, y + 4, format(v, spec), 12, svg::Anchor::end);
+    doc.text(kLeft - 9, y + 4, svg::tick_label(v, spec), 12, svg::Anchor::end);
   }
   for (int n : x_ticks(axes)) {
     const double x = axes.x(n);
@@ -155,8 +141,8 @@ std::vector<std::pair<double, std::string>> draw_floors(svg::Document& doc, cons
     const double floor = in_unit(floor_bytes(o.params, stage, o.bpp), unit);
     const double y = axes.y(floor);
     doc.line(kLeft, y, kRight, y, svg::Stroke{kColors[i], 1.6, "7 5"});
-    labels.emplace_back(y - 6, std::string(stage_name(stage)) + " floor " + format(floor, "%.3g") +
-                                   " " + std::string(unit.name));
+    labels.emplace_back(y - 6, std::string(stage_name(stage)) + " floor " +
+                                   svg::tick_label(floor, "%.3g") + " " + std::string(unit.name));
   }
   return labels;
 }
@@ -219,7 +205,7 @@ std::string memory_figure_svg(const FigureOptions& o) {
   ZERODP_CHECK(o.max_gpus >= 2 && o.max_gpus <= kMaxFigureGpus);
   const std::uint64_t dp = model_state_bytes(o.params, 1, Stage::dp, o.bpp);  // the top curve
   const units::ByteUnit unit = units::byte_unit_for(dp, o.binary);
-  const double y_step = nice_step(in_unit(dp, unit) * 1.05, 6);
+  const double y_step = svg::nice_step(in_unit(dp, unit) * 1.05, 6);
   const Axes axes{o.max_gpus, o.log_x, std::ceil(in_unit(dp, unit) * 1.05 / y_step) * y_step};
 
   svg::Document doc(kWidth, kHeight);

@@ -57,20 +57,6 @@ std::vector<PeakTerm> model_state_blocks(const PlanReport& report, const StageRe
   return {{"16-bit params", p}, {"gradients", g}, {"optimizer states", k}};
 }
 
-std::string format(double v, const char* spec) {
-  char text[64];
-  std::snprintf(text, sizeof text, spec, v);
-  return text;
-}
-
-// A step of 1, 2, 2.5 or 5 times a power of ten giving about `ticks` intervals over `range`.
-double nice_step(double range, int ticks) {
-  const double raw = range / ticks;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double r = raw / magnitude;
-  return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 2.5 ? 2.5 : r <= 5 ? 5 : 10) * magnitude;
-}
-
 }  // namespace
 
 PeakBreakdown peak_terms_of(const PlanReport& report, const StageReport& s) {
@@ -131,7 +117,7 @@ std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
   }
   const units::ByteUnit unit = units::byte_unit_for(std::max<std::uint64_t>(largest, 1), binary);
   const double top_value = std::max(1.0, double(largest) / unit.bytes) * 1.08;
-  const double step = nice_step(top_value, 6);
+  const double step = svg::nice_step(top_value, 6);
   const double y_max = std::ceil(top_value / step) * step;
   auto y_of = [&](double bytes) {
     return kBottom - (bytes / unit.bytes) / y_max * (kBottom - kTop);
@@ -167,7 +153,8 @@ std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
   for (double v = 0; v <= y_max + step / 2; v += step) {
     const double y = kBottom - v / y_max * (kBottom - kTop);
     doc.line(kLeft, y, kRight, y, grid);
-    doc.text(kLeft - 8, y + 5, format(v, step < 1 ? "%.1f" : "%.0f"), 14, svg::Anchor::end);
+    doc.text(kLeft - 8, y + 5, svg::tick_label(v, step < 1 ? "%.1f" : "%.0f"), 14,
+             svg::Anchor::end);
   }
   doc.line(kLeft, kTop, kLeft, kBottom, axis);
   doc.line(kLeft, kBottom, kRight, kBottom, axis);

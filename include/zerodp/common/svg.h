@@ -17,6 +17,12 @@ struct Stroke {
 
 enum class Anchor { start, middle, end };
 
+// An axis's tick step: 1, 2, 2.5 or 5 times a power of ten giving about `ticks` intervals over
+// `range` (> 0).
+double nice_step(double range, int ticks);
+// A tick label: `value` printed with a printf spec of one double, such as "%.0f" or "%.3g".
+std::string tick_label(double value, const char* spec);
+
 class Document {
  public:
   Document(double width, double height);
