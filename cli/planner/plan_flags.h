@@ -43,6 +43,26 @@ void add_step_options(CLI::App* cmd, PlanFlags& f);
 // Every flag read into the planner's inputs; each bad one is one line naming it.
 report::PlanInputs read_inputs(const PlanFlags& f);
 
+// The micro-batch as the flags and the config resolve it, and its text for the plan's header.
+struct MicroBatch {
+  std::optional<std::uint64_t> value;
+  std::string text;  // as typed, or the config's value
+};
+
+// plan_model.cc.
+// --model (the catalogue) or --model-config (a config.json file): its exact counts, with its
+// config into `config`; nullopt with neither.
+std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelConfig& config);
+// The activations of a published model, from its config and --seq-len, --micro-batch,
+// --checkpointing and --attention, with the other choices the run could make (what would fit).
+void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
+                            const catalog::ModelConfig& config, report::PlanInputs& in);
+// Without a model: --activations in bytes, or a transformer shape (all five flags), or none.
+void read_activations(const PlanFlags& f, const MicroBatch& micro_batch, report::PlanInputs& in);
+// --list-models: the catalogue, as a table or (with --json) an array of {name, model_type,
+// params, active_params, hf_id, published_params}.
+void list_models(bool json);
+
 // A config is a few kilobytes; a file larger than this is not one (nor is /dev/zero).
 inline constexpr std::uint64_t kMaxConfigBytes = 16 << 20;
 

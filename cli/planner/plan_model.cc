@@ -1,0 +1,272 @@
+// `zerodp plan`'s model and activations: --model and --model-config (a published model or a
+// Hugging Face config.json), --list-models, and the activations given in bytes, from a
+// transformer shape, or from the model with --seq-len and --micro-batch (plan_flags.h).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "plan_flags.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/units.h"
+#include "zerodp/plan/activations.h"
+
+namespace zerodp::cli {
+namespace {
+
+constexpr const char* kShapeFlags = "--layers, --hidden, --heads, --seq-len, --micro-batch";
+
+using ShapeFlag = std::pair<const char*, const std::string*>;
+
+// All five shape flags, each a whole number, with the heads dividing the hidden size.
+plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[4], const MicroBatch& micro_batch,
+                                  const std::string& heads) {
+  std::uint64_t value[4];
+  for (int i = 0; i < 4; ++i) {
+    const auto& [flag, text] = shape_flags[i];
+    if (text->empty()) {
+      throw UsageError(std::string(flag) + ": required with the other transformer shape flags (" +
+                       kShapeFlags + "), a whole number");
+    }
+    value[i] = units::parse_whole(*text, flag);
+  }
+  if (!micro_batch.value) {
+    throw UsageError(
+        std::string("--micro-batch: required with the other transformer shape flags (") +
+        kShapeFlags + "), a whole number");
+  }
+  const plan::TransformerShape shape{value[0], value[1], value[2], value[3], *micro_batch.value};
+  if (shape.hidden % shape.heads != 0) {
+    throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
+                     "), got " + quote(heads));
+  }
+  return shape;
+}
+
+plan::Checkpointing parse_checkpointing(const std::string& text) {
+  if (text == "full") return plan::Checkpointing::full;
+  if (text == "selective") return plan::Checkpointing::selective;
+  if (!text.empty() && text != "none") {
+    throw UsageError("--checkpointing: expected none, selective or full, got " + quote(text));
+  }
+  return plan::Checkpointing::none;
+}
+
+// --activations, when given, in bytes.
+void read_given_activations(const PlanFlags& f, report::PlanInputs& in) {
+  if (f.activations.empty()) return;
+  in.activation_bytes = units::parse_bytes(f.activations, "--activations", units::Zero::allowed);
+  in.activations_given = true;
+  in.activations_source = "given";
+}
+
+catalog::Attention parse_attention(const std::string& text) {
+  if (text == "flash") return catalog::Attention::flash;
+  if (!text.empty() && text != "eager") {
+    throw UsageError("--attention: expected eager or flash, got " + quote(text));
+  }
+  return catalog::Attention::eager;
+}
+
+// What the same run could change to hold fewer activations, each computed for this model:
+// full checkpointing, flash attention, both, and each smaller micro-batch (halving), alone and
+// with both. The report plans each again when the stage wanted does not fit (report.h).
+void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s, std::uint64_t b,
+                            plan::Checkpointing checkpointing, catalog::Attention attention,
+                            std::uint64_t now, report::PlanInputs& in) {
+  auto choice = [&](std::string change, std::uint64_t batch, plan::Checkpointing c,
+                    catalog::Attention a) {
+    const auto alt = catalog::model_activation_bytes(config, s, batch, c, a);
+    if (alt && alt->total < now) in.activation_choices.push_back({std::move(change), alt->total});
+  };
+  const std::string full = field_ref("checkpointing") + " full";
+  const std::string flash = field_ref("attention") + " flash";
+  const bool can_checkpoint = checkpointing != plan::Checkpointing::full;
+  const bool can_flash = attention == catalog::Attention::eager;
+  if (can_checkpoint) choice(full, b, plan::Checkpointing::full, attention);
+  if (can_flash) choice(flash, b, checkpointing, catalog::Attention::flash);
+  if (can_checkpoint && can_flash) {
+    choice(full + " " + flash, b, plan::Checkpointing::full, catalog::Attention::flash);
+  }
+  for (std::uint64_t smaller = b / 2; smaller >= 1; smaller /= 2) {
+    const std::string batch = field_ref("micro_batch") + " " + std::to_string(smaller);
+    choice(batch, smaller, checkpointing, attention);
+    if (can_checkpoint || can_flash) {
+      const std::string least = can_checkpoint && can_flash ? full + " " + flash
+                                : can_checkpoint            ? full
+                                                            : flash;
+      choice(least + " " + batch, smaller, plan::Checkpointing::full, catalog::Attention::flash);
+    }
+  }
+}
+
+}  // namespace
+
+// Activations of a published model, from its config and --seq-len, --micro-batch.
+void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
+                            const catalog::ModelConfig& config, report::PlanInputs& in) {
+  const std::string model_flag = f.model.empty() ? "--model-config" : "--model";
+  if (f.seq_len.empty() && !micro_batch.value) {
+    for (const auto& [flag, text] :
+         {std::pair{"--checkpointing", &f.checkpointing}, {"--attention", &f.attention}}) {
+      if (!text->empty()) {
+        throw UsageError(std::string(flag) + ": needs --seq-len and --micro-batch");
+      }
+    }
+    // A model's activations are most of what decides a fit: without the sequence and the
+    // batch they are unknown, and a plan that counted them as zero would claim fits it has
+    // not checked. --activations 0B asks for the model state alone, knowingly.
+    if (f.activations.empty()) {
+      throw UsageError("--seq-len, --micro-batch: required with " + model_flag +
+                       " to count its activations, whole numbers such as --seq-len 4096 "
+                       "--micro-batch 1 (or --activations 0B for the model state alone)");
+    }
+    read_given_activations(f, in);
+    return;
+  }
+  if (!f.activations.empty()) {
+    throw UsageError(
+        "--activations: not with --seq-len and --micro-batch, from which they are computed");
+  }
+  if (f.seq_len.empty()) {
+    throw UsageError("--seq-len: required with " + model_flag + " and a micro-batch (" +
+                     (f.micro_batch.empty() ? "the DeepSpeed config's " + micro_batch.text
+                                            : "--micro-batch " + micro_batch.text) +
+                     ") to count its activations, a whole number such as 4096");
+  }
+  if (!micro_batch.value) {
+    throw UsageError("--micro-batch: required with " + model_flag +
+                     " and --seq-len to count its activations, a whole number such as 1");
+  }
+  const std::uint64_t s = units::parse_whole(f.seq_len, "--seq-len");
+  const std::uint64_t b = *micro_batch.value;
+  const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
+  const catalog::Attention attention = parse_attention(f.attention);
+  const auto bytes = catalog::model_activation_bytes(config, s, b, checkpointing, attention);
+  if (!bytes) {
+    throw UsageError(
+        "--seq-len, --micro-batch: expected a size whose activation bytes fit in "
+        "64 bits");
+  }
+  in.activation_bytes = bytes->total;
+  in.activations_given = true;
+  in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
+  add_activation_choices(config, s, b, checkpointing, attention, bytes->total, in);
+  in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + micro_batch.text +
+                          ", checkpointing " +
+                          std::string(plan::checkpointing_name(checkpointing)) + ", " +
+                          std::string(catalog::attention_name(attention)) + " attention; layers " +
+                          units::format_bytes(bytes->layers) + ", logits and loss " +
+                          units::format_bytes(bytes->logits_and_loss);
+}
+
+// Activations: given in bytes, or from a transformer shape (all five flags), or none.
+void read_activations(const PlanFlags& f, const MicroBatch& micro_batch, report::PlanInputs& in) {
+  if (!f.attention.empty()) {
+    throw UsageError("--attention: applies to --model or --model-config");
+  }
+  const ShapeFlag shape_flags[4] = {{"--layers", &f.layers},
+                                    {"--hidden", &f.hidden},
+                                    {"--heads", &f.heads},
+                                    {"--seq-len", &f.seq_len}};
+  bool any_shape = micro_batch.value.has_value();
+  for (const auto& [flag, text] : shape_flags) any_shape |= !text->empty();
+  if (!any_shape) {
+    if (!f.checkpointing.empty()) {
+      throw UsageError(std::string("--checkpointing: needs the transformer shape (") + kShapeFlags +
+                       ")");
+    }
+    read_given_activations(f, in);
+    return;
+  }
+  if (!f.activations.empty()) {
+    throw UsageError(std::string("--activations: not with the transformer shape (") + kShapeFlags +
+                     "), from which they are computed");
+  }
+  const plan::TransformerShape shape = read_shape(shape_flags, micro_batch, f.heads);
+  const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
+  const auto bytes = plan::activation_bytes(shape, checkpointing);
+  if (!bytes) {
+    throw UsageError(std::string(kShapeFlags) +
+                     ": expected a shape whose activation bytes fit in 64 bits");
+  }
+  in.activation_bytes = *bytes;
+  in.activations_given = true;
+  in.activations_from = field_ref("layers") + ", " + field_ref("hidden") + ", " +
+                        field_ref("heads") + ", " + field_ref("seq_len") + ", " +
+                        field_ref("micro_batch");
+  in.activations_source = "Korthikanti et al. 2022: L=" + f.layers + " h=" + f.hidden +
+                          " a=" + f.heads + " s=" + f.seq_len + " b=" + micro_batch.text +
+                          ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
+}
+
+// (--model-config). Either replaces --params.
+std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelConfig& config) {
+  if (f.model.empty() && f.model_config.empty()) return std::nullopt;
+  if (!f.model.empty() && !f.model_config.empty()) {
+    throw UsageError("--model: not with --model-config; give one");
+  }
+  const char* flag = f.model.empty() ? "--model-config" : "--model";
+  if (!f.params.empty()) {
+    throw UsageError(std::string("--params: not with ") + flag + ", which gives the count");
+  }
+  for (const auto& [shape_flag, text] :
+       {std::pair{"--layers", &f.layers}, {"--hidden", &f.hidden}, {"--heads", &f.heads}}) {
+    if (!text->empty()) {
+      throw UsageError(std::string(shape_flag) + ": not with " + flag +
+                       ", whose config gives the shape (its activations come from --seq-len "
+                       "and --micro-batch)");
+    }
+  }
+  report::ModelInput m;
+  std::string text;
+  if (!f.model.empty()) {
+    const catalog::CatalogueModel* known = catalog::find_model(f.model);
+    if (!known) {
+      const std::string near = catalog::suggest_model(f.model);
+      throw UsageError("--model: unknown model " + shown(f.model) +
+                       (near.empty() ? "" : "; did you mean '" + near + "'?") + "; known: " +
+                       catalog::catalogue_names() + " (or --model-config config.json)");
+    }
+    m.name = std::string(known->name);
+    m.source = std::string(known->hf_id);
+    text = std::string(known->config_json);
+  } else {
+    text = read_file(f.model_config, "--model-config", "a Hugging Face config.json");
+    m.name = f.model_config;
+    m.source = "--model-config";
+  }
+  config = catalog::parse_model_config(text, std::string(flag) + " " + m.name);
+  m.model_type = config.model_type;
+  m.params = catalog::model_params(config);
+  return m;
+}
+
+// --list-models: the catalogue, as a table or (with --json) an array of {name, model_type,
+// params, active_params, hf_id, published_params}.
+void list_models(bool json) {
+  nlohmann::json all = nlohmann::json::array();
+  if (!json) {
+    std::printf("%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
+                "config published as");
+  }
+  for (const catalog::CatalogueModel& m : catalog::model_catalogue()) {
+    const catalog::ModelConfig c = catalog::parse_model_config(m.config_json, std::string(m.name));
+    const catalog::ModelParams p = catalog::model_params(c);
+    if (json) {
+      all.push_back({{"name", m.name},
+                     {"model_type", c.model_type},
+                     {"params", p.params},
+                     {"active_params", p.active_params},
+                     {"hf_id", m.hf_id},
+                     {"published_params", m.published_params}});
+      continue;
+    }
+    std::printf("%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
+                c.model_type.c_str(), units::format_count(p.params).c_str(),
+                units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
+  }
+  if (json) std::printf("%s\n", all.dump(2).c_str());
+}
+
+}  // namespace zerodp::cli
