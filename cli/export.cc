@@ -26,14 +26,30 @@ bool is_weights_file(const std::string& out) {
   return std::filesystem::path(out).extension() == ".safetensors";
 }
 
-// --out DIR: a new folder, or one that holds nothing but an earlier export's files (each is
-// replaced whole), never a link, a file, or a folder inside a checkpoint.
-void check_out_folder(const std::string& out) {
-  namespace fs = std::filesystem;
+// What both forms of --out refuse: a path inside a checkpoint (a manifest or a shard replaced
+// is a run lost), and a path in no folder that exists.
+void refuse_inside_checkpoint(const std::string& out) {
   if (const auto folder = checkpoint::checkpoint_containing(out)) {
     throw UsageError("--out: " + quote(out) + " is inside the checkpoint " + quote(*folder) +
                      "; write the export elsewhere, checkpoints hold only their own files");
   }
+}
+
+void require_parent_folder(const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path parent =
+      fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) {
+    throw UsageError("--out: the folder " + quote(parent.string()) + " does not exist");
+  }
+}
+
+// --out DIR: a new folder, or one that holds nothing but an earlier export's files (each is
+// replaced whole), never a link, a file, or a folder inside a checkpoint.
+void check_out_folder(const std::string& out) {
+  namespace fs = std::filesystem;
+  refuse_inside_checkpoint(out);
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(out, ec);
   if (fs::is_symlink(status)) {
@@ -47,11 +63,7 @@ void check_out_folder(const std::string& out) {
                      ".safetensors for the weights and config.json alone");
   }
   if (!fs::exists(status)) {
-    const fs::path parent =
-        fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path();
-    if (!fs::is_directory(parent, ec)) {
-      throw UsageError("--out: the folder " + quote(parent.string()) + " does not exist");
-    }
+    require_parent_folder(out);
     return;
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
@@ -69,8 +81,8 @@ void check_out_folder(const std::string& out) {
   }
 }
 
-// --out and the config.json beside it must be new files of their own: never a folder, never
-// a file of a checkpoint (a manifest or a shard replaced is a run lost).
+// --out NAME.safetensors and the config.json beside it must be files of their own: never a
+// folder, never a file of a checkpoint.
 void check_out(const std::string& out) {
   namespace fs = std::filesystem;
   if (out.empty() || fs::path(out).filename().empty()) {
@@ -81,15 +93,8 @@ void check_out(const std::string& out) {
     throw UsageError("--out: " + quote(out) + " is a folder; give a file name such as " +
                      quote((fs::path(out) / "model.safetensors").string()));
   }
-  const fs::path parent =
-      fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    throw UsageError("--out: the folder " + quote(parent.string()) + " does not exist");
-  }
-  if (const auto folder = checkpoint::checkpoint_containing(out)) {
-    throw UsageError("--out: " + quote(out) + " is inside the checkpoint " + quote(*folder) +
-                     "; write the export elsewhere, checkpoints hold only their own files");
-  }
+  require_parent_folder(out);
+  refuse_inside_checkpoint(out);
   const std::string config = hf::config_path_beside(out);
   if (fs::path(out).filename() == "config.json") {
     throw UsageError("--out: " + quote(out) + " is where the config.json goes; name the weights " +

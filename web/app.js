@@ -356,7 +356,6 @@ const ZerodpPage = (() => {
   function buildForm(form, state) {
     SEARCHED["--model"] = catalogue("--list-models");
     SEARCHED["--gpu"] = catalogue("--list-gpus");
-    const choices = CHOICES;
     const byName = new Map(options.map((o) => [o.name, o]));
     const given = new Set(state.map((s) => s.option.name));
     const sections = SECTIONS.map(([title, names]) => [title, names.filter((n) => byName.has(n))]);
@@ -367,7 +366,7 @@ const ZerodpPage = (() => {
       const details = el("details", { class: "section" }, [el("summary", { text: title })]);
       details.open = OPEN_SECTIONS.has(title) || names.some((n) => given.has(n));
       const fieldset = el("fieldset", {}, [el("legend", { class: "visually-hidden", text: title })]);
-      for (const name of names) fieldset.append(buildField(byName.get(name), choices[name]));
+      for (const name of names) fieldset.append(buildField(byName.get(name), CHOICES[name]));
       details.append(fieldset);
       form.append(details);
     }
