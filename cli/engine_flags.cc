@@ -1,5 +1,6 @@
 #include "engine_flags.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -28,9 +29,39 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_option("--rank-memory", f.rank_memory,
                   "each rank's memory budget, e.g. 2GiB: an allocation above it ends the run "
                   "with the least N or stage that fits [none]");
+  app->add_option("--zeropp", f.zeropp,
+                  "stage 3: ZeRO++'s communication, none or qwz (int8 parameter gathers; hpz "
+                  "and qgz are planned by 'zerodp plan --zeropp' only) [none]");
+  app->add_option("--qwz-block", f.qwz_block,
+                  "with --zeropp qwz: elements per quantization block, each with its own "
+                  "scale, 1 to 16777216 [256]");
   app->add_flag("--no-prefetch", f.no_prefetch, "stage 3: gather each unit only when needed");
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
 }
+
+namespace {
+
+// --zeropp: none, or a comma-separated list of the planner's words (plan --zeropp). The engine
+// runs qwZ; hpZ and qgZ are refused by name rather than ignored.
+void read_zeropp(const std::string& text, zero::EngineOptions& o) {
+  if (text == "none") return;
+  std::string item;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    item = text.substr(at, comma - at);
+    at = comma + 1;
+    if (item == "qwz") {
+      o.qwz = true;
+    } else if (item == "hpz" || item == "qgz") {
+      throw UsageError("--zeropp: the engine runs qwz; " + item +
+                       " is predicted by 'zerodp plan --zeropp' but not built into the engine yet");
+    } else {
+      throw UsageError("--zeropp: expected none or qwz, got " + quote(text));
+    }
+  }
+}
+
+}  // namespace
 
 zero::EngineOptions engine_options(const EngineFlags& f, std::size_t default_micro_batch) {
   zero::EngineOptions o;
@@ -58,6 +89,8 @@ zero::EngineOptions engine_options(const EngineFlags& f, std::size_t default_mic
   o.prefetch = !f.no_prefetch;
   o.overlap = !f.no_overlap;
   o.rank_memory = f.rank_memory.empty() ? 0 : units::parse_bytes(f.rank_memory, "--rank-memory");
+  read_zeropp(f.zeropp, o);
+  o.qwz_block = units::parse_whole_in(f.qwz_block, "--qwz-block", 1, kMaxQuantBlock);
   o.validate();
   return o;
 }
@@ -89,6 +122,8 @@ run::Launch launch_options(const EngineFlags& f) {
              {"--seed", f.seed},
              {"--timeout", f.timeout},
              {"--rank-memory", f.rank_memory.empty() ? "none" : f.rank_memory},
+             {"--zeropp", f.zeropp},
+             {"--qwz-block", f.qwz_block},
              {"--no-prefetch", f.no_prefetch ? "on" : "off"},
              {"--no-overlap", f.no_overlap ? "on" : "off"}};
   return l;

@@ -31,7 +31,9 @@ struct EngineFlags {
   std::string clip = "1.0";
   std::string seed = "1";
   std::string timeout = "300s";
-  std::string rank_memory;  // empty: no budget
+  std::string rank_memory;      // empty: no budget
+  std::string zeropp = "none";  // ZeRO++ at stage 3: none, or a list of qwz, hpz, qgz
+  std::string qwz_block = "256";
   bool no_prefetch = false;
   bool no_overlap = false;
 };

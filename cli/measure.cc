@@ -103,6 +103,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   for (Stage stage : stages) {
     zero::EngineOptions o = base;
     o.stage = stage;
+    o.qwz = base.qwz && stage == Stage::zero3;  // ZeRO++ is stage 3's
     run::check_memory(
         {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_field()}, o,
         launch);
@@ -127,6 +128,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
     run::run_ranks(launch, [&](comm::Communicator& comm) {
       zero::EngineOptions o = base;
       o.stage = stage;
+      o.qwz = base.qwz && stage == Stage::zero3;  // ZeRO++ is stage 3's
       run::RankMeasure mine;
       try {  // a budget refuses in the engine's setup or in the first step
         mine = run::measure_rank(comm, spec, launch, o, steps, link);

@@ -14,10 +14,12 @@ void print_peak(const std::string& model, const predict::EngineRun& run, std::ui
   auto bytes = [](std::uint64_t b) { return units::format_bytes(b); };
   std::printf("Predicted peak per rank (a plan: nothing is allocated)\n");
   std::printf("  model           %s\n", model.c_str());
-  std::printf("  run             %s on %d ranks (%s), micro-batch %llu, grad-accum %llu%s\n",
-              run::stage_label(run.stage).c_str(), run.ranks, run.mpi ? "mpi" : "threads",
-              (unsigned long long)run.micro_batch, (unsigned long long)run.grad_accum,
-              run.prefetch ? "" : ", no prefetch");
+  const std::string qwz =
+      run.qwz ? " with qwZ (int8 gathers, blocks of " + std::to_string(run.qwz_block) + ")" : "";
+  std::printf("  run             %s%s on %d ranks (%s), micro-batch %llu, grad-accum %llu%s\n",
+              run::stage_label(run.stage).c_str(), qwz.c_str(), run.ranks,
+              run.mpi ? "mpi" : "threads", (unsigned long long)run.micro_batch,
+              (unsigned long long)run.grad_accum, run.prefetch ? "" : ", no prefetch");
   std::printf("\n  %-16s %14s\n", "category", "rank 0");
   for (int c = 0; c < kCategoryCount; ++c) {
     std::printf("  %-16s %14s\n", std::string(category_name(static_cast<Category>(c))).c_str(),

@@ -81,6 +81,8 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   take("--micro-batch", f.engine.micro_batch, run, "micro_batch");
   take("--grad-accum", f.engine.grad_accum, run, "grad_accum");
   take("--precision", f.engine.precision, run, "precision");
+  take("--zeropp", f.engine.zeropp, run, "zeropp");
+  take("--qwz-block", f.engine.qwz_block, run, "qwz_block");
   const checkpoint::Manifest& m = ck.manifest();
   if (unset("--stage")) f.engine.stage = std::to_string(m.stage);
   if (unset("--bucket-bytes")) f.engine.bucket_bytes = std::to_string(m.bucket_bytes) + "B";
@@ -134,10 +136,12 @@ class TrainLog final : public run::TrainObserver {
     const zero::EngineOptions& o = s.options;
     std::printf("zerodp train: %s\n", spec.describe().c_str());
     if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
+    const std::string qwz =
+        o.qwz ? " with qwZ (int8 gathers, blocks of " + std::to_string(o.qwz_block) + ")" : "";
     std::printf(
-        "ZeRO stage %d on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
+        "ZeRO stage %d%s on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
         "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
-        stage_number(o.stage), comm.size(), std::string(comm.backend_name()).c_str(),
+        stage_number(o.stage), qwz.c_str(), comm.size(), std::string(comm.backend_name()).c_str(),
         std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
         (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
     for (const std::string& note : s.resume_notes) {
@@ -259,7 +263,9 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
                         {"micro_batch", run.micro_batch},
                         {"grad_accum", run.grad_accum},
                         {"bucket_bytes", run.bucket_bytes},
-                        {"prefetch", run.prefetch}};
+                        {"prefetch", run.prefetch},
+                        {"zeropp", run.qwz ? "qwz" : "none"},
+                        {"qwz_block", run.qwz_block}};
     j.update(run::peak_json(run, budget, run::max_ranks_searched(launch), flag_of_field));
     std::printf("%s\n", j.dump(2).c_str());
   } else {

@@ -1,5 +1,6 @@
 #include "comm/front.h"
 
+#include <string>
 #include <vector>
 
 #include "zerodp/common/error.h"
@@ -63,12 +64,23 @@ Handle Front::issue(const Call& proto) {
   return Handle(std::move(work));
 }
 
+namespace {
+// Bytes have no sum: a reduction of u8 is a caller's mistake, refused before it is issued.
+void check_summable(DType dtype, const char* collective) {
+  if (dtype == DType::u8) {
+    throw UsageError(std::string(collective) + " sums fp32, fp16 or bf16 elements, not u8 bytes");
+  }
+}
+}  // namespace
+
 Handle Front::all_reduce_async(void* data, std::size_t count, DType dtype) {
+  check_summable(dtype, "all_reduce");
   return issue(
       {.kind = Collective::all_reduce, .dtype = dtype, .count = count, .in = data, .out = data});
 }
 
 Handle Front::reduce_scatter_async(const void* in, void* out, std::size_t count, DType dtype) {
+  check_summable(dtype, "reduce_scatter");
   return issue(
       {.kind = Collective::reduce_scatter, .dtype = dtype, .count = count, .in = in, .out = out});
 }

@@ -5,6 +5,7 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/partition.h"
+#include "zerodp/common/quantize.h"
 
 namespace zerodp::predict {
 namespace {
@@ -212,7 +213,16 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
         mlp_activation_bytes(std::get<MlpShape>(run.model), run.micro_batch));
   }
   if (shards.parameters) {
-    set(Category::gathered_params, u128(f.slots.count) * 2 * f.max_unit);
+    u128 staging = 0;  // qwZ: one slot's payloads, for the unit whose buckets need the most
+    if (run.qwz) {
+      const auto payloads = [&](std::uint64_t elements) {
+        return u128(run.ranks) * quantized_payload(elements, run.ranks, run.qwz_block);
+      };
+      for (std::uint64_t c : f.layout.counts) {
+        staging = std::max(staging, u128(c / E) * payloads(E) + payloads(c % E));
+      }
+    }
+    set(Category::gathered_params, u128(f.slots.count) * (2 * f.max_unit + staging));
     p.moment = std::max(p.moment, f.slots.grown_in);
   }
   for (std::uint64_t b : p.bytes) p.peak_bytes = add(p.peak_bytes, b);
@@ -251,11 +261,33 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
       for (int j = 0; j < run.ranks; ++j) {
         if (j / ranks_per_host == host) continue;  // shared memory, not the wire
         const std::uint64_t theirs = shard_of(bucket.count, run.ranks, j).size;
-        sent[host] += 2 * (scatters * theirs + gathers * mine);
+        const std::uint64_t gathered =
+            run.qwz && gathers == 2 ? quantized_payload(bucket.count, run.ranks, run.qwz_block)
+                                    : 2 * mine;
+        sent[host] += 2 * scatters * theirs + gathers * gathered;
       }
     }
   }
   return sent;
+}
+
+std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
+  ZERODP_CHECK(rank >= 0 && rank < run.ranks && run.bucket_bytes >= 2);
+  const UnitLayout layout = unit_layout(run.model);
+  const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
+  const Partition part = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
+  const int n = run.ranks;
+  const bool params_sharded = sharding(run.stage).parameters;
+  std::uint64_t bytes = 0;
+  for (const Bucket& bucket : part.buckets) {
+    const std::uint64_t scatter = 2 * (bucket.count - shard_of(bucket.count, n, rank).size);
+    std::uint64_t gather = 2 * (bucket.count - shard_of(bucket.count, n, (rank + 1) % n).size);
+    if (params_sharded && run.qwz) {
+      gather = std::uint64_t(n - 1) * quantized_payload(bucket.count, n, run.qwz_block);
+    }
+    bytes += scatter + (params_sharded ? 2 : 1) * gather;
+  }
+  return bytes;
 }
 
 std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks) {

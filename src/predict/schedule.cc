@@ -4,6 +4,7 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/partition.h"
+#include "zerodp/common/quantize.h"
 #include "zerodp/common/shard.h"
 #include "zerodp/predict/schedule.h"
 
@@ -62,8 +63,14 @@ class EngineSchedule {
         sharding.optimizer_states ? LinkCollective::reduce_scatter : LinkCollective::all_reduce;
     for (const Bucket& b : part_.buckets) {
       reduce_.push_back(collective_seconds(run, ranks_per_host, link, reduce, b.count, 2));
+      // qwZ: the gather moves every rank's int8 payload, as bytes (common/quantize.h).
       gather_.push_back(
-          collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather, b.count, 2));
+          run.qwz && params_sharded_
+              ? collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather,
+                                   run.ranks * quantized_payload(b.count, run.ranks, run.qwz_block),
+                                   1)
+              : collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather, b.count,
+                                   2));
     }
     scalars_ = collective_seconds(run, ranks_per_host, link, LinkCollective::all_reduce, 3, 4);
     gathered_.assign(layout_.counts.size(), {});

@@ -52,6 +52,8 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.grad_accum = std::uint64_t(o.grad_accum);
   run.bucket_bytes = o.bucket_bytes;
   run.prefetch = o.prefetch;
+  run.qwz = o.qwz;
+  run.qwz_block = o.qwz_block;
   run.mpi = launch.backend == "mpi";
   run.mpi_segment_bytes = launch.options.mpi_segment_bytes;
   return run;

@@ -221,7 +221,11 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   const plan::BytesPerParam bpp{2, 2, 12};
   const std::uint64_t params = spec.param_count();
   m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
-  m.predicted_comm = plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
+  // qwZ's gathers move int8 payloads, which the planner's ring column does not know: the
+  // engine's own bucket-by-bucket ring then predicts them.
+  m.predicted_comm =
+      options.qwz ? predict::predict_rank_ring_bytes(planned, comm.rank())
+                  : plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
   return m;
 }
 

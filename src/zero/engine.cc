@@ -75,6 +75,17 @@ void EngineOptions::validate() const {
     throw InvalidArgument("clip_norm",
                           field_ref("clip_norm") + ": expected a norm >= 0 (0 disables clipping)");
   }
+  if (qwz && stage != Stage::zero3) {
+    throw InvalidArgument("zeropp", field_ref("zeropp") +
+                                        ": qwz quantizes stage 3's parameter gathers; expected "
+                                        "stage 3, got stage " +
+                                        std::to_string(stage_number(stage)));
+  }
+  if (qwz_block < 1 || qwz_block > kMaxQuantBlock) {
+    throw InvalidArgument("qwz_block", field_ref("qwz_block") + ": expected 1 to " +
+                                           std::to_string(kMaxQuantBlock) + " elements, got " +
+                                           std::to_string(qwz_block));
+  }
 }
 
 struct Engine::Impl {
@@ -199,7 +210,10 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       read_grad32[u] = Buffer<float>(ledger, Category::scratch32, units[u].param_count);
   }
 
-  if (!full_params()) gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch);
+  if (!full_params()) {
+    gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch,
+                     opt.qwz ? opt.qwz_block : 0);
+  }
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
                   grads16.data());
   // The largest reductions a step issues: a bucket of 16-bit grads, and the scalars.

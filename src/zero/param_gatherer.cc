@@ -2,21 +2,35 @@
 
 #include <algorithm>
 
+#include "zerodp/common/quantize.h"
+
 #include "zerodp/common/error.h"
 
 namespace zerodp::zero {
 
 ParamGatherer::ParamGatherer(const std::vector<model::UnitInfo>& units, const Partition& partition,
-                             comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch)
+                             comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch,
+                             std::size_t qwz_block)
     : units_(units),
       partition_(partition),
       comm_(comm),
       ledger_(ledger),
       dtype_(dtype),
       prefetch_(prefetch),
+      qwz_block_(qwz_block),
       state_(units.size(), State::sharded),
       slot_of_(units.size(), -1),
-      pending_(units.size()) {}
+      pending_(units.size()) {
+  if (qwz_block_ == 0) return;
+  for (const std::vector<int>& buckets : partition_.unit_buckets) {
+    std::size_t bytes = 0;
+    for (int b : buckets) {
+      bytes +=
+          comm_.size() * quantized_payload(partition_.buckets[b].count, comm_.size(), qwz_block_);
+    }
+    staging_ = std::max(staging_, bytes);
+  }
+}
 
 std::vector<int> ParamGatherer::needs(std::size_t step) const {
   const int unit = order_[step];
@@ -41,12 +55,29 @@ void ParamGatherer::issue(int unit) {
   if (state_[unit] != State::sharded) return;
   if (free_slots_.empty()) {
     slots_.emplace_back(ledger_, Category::gathered_params, partition_.max_unit);
+    if (qwz_block_ > 0) staged_.emplace_back(ledger_, Category::gathered_params, staging_);
     free_slots_.push_back(static_cast<int>(slots_.size()) - 1);
   }
   const int slot = free_slots_.back();
   free_slots_.pop_back();
   slot_of_[unit] = slot;
   state_[unit] = State::gathering;
+  if (qwz_block_ > 0) {
+    const int ranks = comm_.size();
+    std::uint8_t* staged = staged_[slot].data();
+    for (int b : partition_.unit_buckets[unit]) {
+      const Bucket& bucket = partition_.buckets[b];
+      const std::size_t payload = quantized_payload(bucket.count, ranks, qwz_block_);
+      std::uint8_t* mine = staged + comm_.rank() * payload;
+      const std::size_t used = quantized_bytes(bucket.shard.size, qwz_block_);
+      quantize_int8(dtype_, shard16_ + bucket.local, bucket.shard.size, qwz_block_, mine);
+      // A short chunk's padding goes on the wire too: zeros, never stale bytes.
+      std::fill(mine + used, mine + payload, std::uint8_t{0});
+      pending_[unit].push_back(comm_.all_gather_async(mine, staged, ranks * payload, DType::u8));
+      staged += ranks * payload;
+    }
+    return;
+  }
   std::uint16_t* out = slots_[slot].data();
   for (int b : partition_.unit_buckets[unit]) {
     const Bucket& bucket = partition_.buckets[b];
@@ -66,7 +97,24 @@ void ParamGatherer::acquire(std::size_t step) {
     if (state_[u] != State::gathering) continue;
     for (comm::Handle& h : pending_[u]) h.wait();
     pending_[u].clear();
+    if (qwz_block_ > 0) dequantize(u);
     state_[u] = State::gathered;
+  }
+}
+
+void ParamGatherer::dequantize(int unit) {
+  const int ranks = comm_.size();
+  const std::uint8_t* staged = staged_[slot_of_[unit]].data();
+  std::uint16_t* out = slots_[slot_of_[unit]].data();
+  for (int b : partition_.unit_buckets[unit]) {
+    const Bucket& bucket = partition_.buckets[b];
+    const std::size_t payload = quantized_payload(bucket.count, ranks, qwz_block_);
+    std::uint16_t* at = out + (bucket.offset - units_[unit].param_offset);
+    for (int j = 0; j < ranks; ++j) {
+      const Shard chunk = shard_of(bucket.count, ranks, j);
+      dequantize_int8(dtype_, staged + j * payload, chunk.size, qwz_block_, at + chunk.offset);
+    }
+    staged += ranks * payload;
   }
 }
 

@@ -8,6 +8,11 @@
 //
 // Gathered units live in slots of max_unit elements, allocated when first needed and reused
 // (sharding state per unit: sharded -> gathering -> gathered -> sharded).
+//
+// qwZ (qwz_block > 0): each bucket's gather moves int8 payloads (zerodp/common/quantize.h)
+// instead of 16-bit chunks. Issuing a unit quantizes this rank's chunks into the slot's staging
+// (one payload per rank and bucket, counted as gathered_params with the slot); acquiring it
+// dequantizes every rank's payload into the slot, so all ranks hold the same params.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +28,8 @@ namespace zerodp::zero {
 class ParamGatherer {
  public:
   ParamGatherer(const std::vector<model::UnitInfo>& units, const Partition& partition,
-                comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch);
+                comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch,
+                std::size_t qwz_block = 0);
 
   // Starts a pass. shard16 is this rank's 16-bit param shard (partition-local layout).
   void begin_pass(const std::vector<int>& order, const std::uint16_t* shard16);
@@ -40,6 +46,7 @@ class ParamGatherer {
  private:
   enum class State : std::uint8_t { sharded, gathering, gathered };
   void issue(int unit);
+  void dequantize(int unit);
   std::vector<int> needs(std::size_t step) const;
 
   const std::vector<model::UnitInfo>& units_;
@@ -48,6 +55,8 @@ class ParamGatherer {
   Ledger& ledger_;
   DType dtype_;
   bool prefetch_;
+  std::size_t qwz_block_;    // 0: gathers move the 16-bit params
+  std::size_t staging_ = 0;  // qwZ: bytes of one slot's payloads (the largest unit's)
 
   std::vector<int> order_;
   std::vector<std::size_t> last_use_;  // per unit: last step of the pass that needs it
@@ -57,6 +66,7 @@ class ParamGatherer {
   std::vector<int> slot_of_;  // per unit, -1 when sharded
   std::vector<std::vector<comm::Handle>> pending_;
   std::vector<Buffer<std::uint16_t>> slots_;
+  std::vector<Buffer<std::uint8_t>> staged_;  // qwZ: per slot
   std::vector<int> free_slots_;
 };
 

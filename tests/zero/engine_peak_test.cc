@@ -38,6 +38,8 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
   o.grad_accum = static_cast<int>(run.grad_accum);
   o.bucket_bytes = run.bucket_bytes;
   o.prefetch = run.prefetch;
+  o.qwz = run.qwz;
+  o.qwz_block = run.qwz_block;
   o.rank_memory = budget;
   Measured m;
   m.ledgers.resize(run.ranks);
@@ -129,6 +131,34 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
                                             ::testing::Range(1, 5), ::testing::Bool(),
                                             ::testing::Values(false), ::testing::Values(1, 2)),
                          case_name);
+
+// qwZ's staging rides with each gather slot: still exact, for blocks that cut chunks short.
+class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int>> {};
+
+TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
+  const auto [gpt, ranks, prefetch, block] = GetParam();
+  predict::EngineRun run = run_of({gpt, 3, ranks, prefetch, false, 1});
+  run.qwz = true;
+  run.qwz_block = block;
+  const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
+  const Measured measured = train(run, 0);
+  for (int r = 0; r < run.ranks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const auto cat = static_cast<Category>(c);
+      EXPECT_EQ(predicted[r][cat], measured.ledgers[r].at_peak(cat)) << category_name(cat);
+    }
+    EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
+  }
+  // The staging is there: more than the plain run's gathered params.
+  run.qwz = false;
+  EXPECT_GT(predicted[0][Category::gathered_params],
+            predict::predict_rank_peak(run, 0)[Category::gathered_params]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PeakQwz,
+                         ::testing::Combine(::testing::Bool(), ::testing::Range(1, 5),
+                                            ::testing::Bool(), ::testing::Values(5, 256)));
 
 // The boundary is exact: the predicted peak as the budget trains; a byte less is refused, at
 // the allocation that would cross it, with rank, category and bytes in one line.

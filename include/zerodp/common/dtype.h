@@ -1,4 +1,6 @@
-// Element types the engine stores and communicates: fp32, and the two 16-bit formats.
+// Element types the engine stores and communicates: fp32, the two 16-bit formats, and u8:
+// opaque bytes (qwZ's quantized payloads, zerodp/zero/quantize.h), which are gathered and
+// broadcast but never reduced.
 //
 // Contract: 16-bit values are stored as raw bits (uint16_t). Conversions from fp32 round to
 // nearest, ties to even, and keep NaN a NaN and inf an inf; conversions to fp32 are exact.
@@ -12,13 +14,13 @@
 
 namespace zerodp {
 
-enum class DType : std::uint8_t { f32, f16, bf16 };
+enum class DType : std::uint8_t { f32, f16, bf16, u8 };
 
 constexpr std::size_t dtype_size(DType t) {
-  return t == DType::f32 ? 4 : 2;
+  return t == DType::f32 ? 4 : t == DType::u8 ? 1 : 2;
 }
 constexpr std::string_view dtype_name(DType t) {
-  return t == DType::f32 ? "fp32" : t == DType::f16 ? "fp16" : "bf16";
+  return t == DType::f32 ? "fp32" : t == DType::f16 ? "fp16" : t == DType::bf16 ? "bf16" : "u8";
 }
 
 inline std::uint32_t float_bits(float f) {

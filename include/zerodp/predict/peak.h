@@ -14,7 +14,8 @@
 //   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk)
 //   gathered_params          params sharded: slots × 2 × largest unit, slots being the most
 //                            units held at once by the gather order (with prefetch: the next
-//                            unit's too)
+//                            unit's too); with qwZ each slot adds its staging, N payloads of
+//                            quantized_payload() per bucket of the unit with the most
 //   comm_buffers             MPI: 2 (N-1) segments of the largest reduction (comm/communicator.h);
 //   threads: 0 activations              gpt_activation_bytes() or mlp_activation_bytes()
 // Everything is allocated once and kept, so the peak is the sum, reached when the last buffer
@@ -61,6 +62,8 @@ struct EngineRun {
   int model_threads = 1;                 // GptModel::set_threads
   bool mpi = false;                      // the MPI backend keeps reduction staging
   std::uint64_t mpi_segment_bytes = 4 << 20;
+  bool qwz = false;               // stage 3: quantized param gathers (engine.h)
+  std::uint64_t qwz_block = 256;  // elements per quantization block
 };
 
 struct RankPeak {
@@ -99,10 +102,19 @@ std::vector<RankPeak> predict_peak(const EngineRun& run);
 // of a reduce-scatter, and its own chunk of an all-gather to every peer, directly), ranks filling
 // hosts in order, ranks_per_host to a host (run.ranks a multiple of it). Stage 0 all-reduces
 // every bucket; stages 1 and 2 reduce-scatter it and all-gather the updated params; stage 3
-// gathers the params twice (forward, backward) and reduce-scatters the grads. The scalars'
-// all-reduce (12 bytes) is left out. With one rank per host this is the ring column whenever
-// N divides every bucket.
+// gathers the params twice (forward, backward) and reduce-scatters the grads. With qwZ each
+// gather sends every peer the rank's quantized payload (common/quantize.h) instead of its
+// 16-bit chunk. The scalars' all-reduce (12 bytes) is left out. With one rank per host this is the
+// ring column whenever N divides every bucket.
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
+
+// The ring bytes (comm/communicator.h's formulas, counted when a collective is issued) rank
+// `rank` sends in one step's ZeRO collectives, bucket by bucket as the engine issues them:
+// stage 0 all-reduces each bucket; stages 1 and 2 reduce-scatter it and all-gather it; stage 3
+// reduce-scatters it and all-gathers it twice, with qwZ as N payloads of bytes. The scalars'
+// all-reduce is left out. Exact for every N, where the planner's flat-buffer ring column
+// (plan/comm.h) is within N elements per bucket.
+std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank);
 
 // The least N in [1, max_ranks] at which the run's peak (rank 0's) fits in budget bytes, or
 // nullopt. The peak need not fall with N (MPI staging grows with it): the least is searched.

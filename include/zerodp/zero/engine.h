@@ -47,6 +47,7 @@
 #include "zerodp/comm/communicator.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/ledger.h"
+#include "zerodp/common/quantize.h"
 #include "zerodp/common/stage.h"
 #include "zerodp/data/samples.h"
 #include "zerodp/model/model.h"
@@ -72,9 +73,14 @@ struct EngineOptions {
   std::size_t rank_memory = 0;        // --rank-memory: each rank's ledger budget in bytes (the
                                       // engine's, the model's and the communicator's buffers);
                                       // 0: none. Above it, an allocation throws BudgetExceeded
+  // --zeropp qwz (stage 3, docs/zeropp.md): every gather of 16-bit params moves int8 codes in
+  // blocks of qwz_block with one 16-bit maximum each (zerodp/common/quantize.h), and every rank
+  // computes with the dequantized params, its own chunk's included. Off: not a bit changes.
+  bool qwz = false;
+  std::size_t qwz_block = kDefaultQuantBlock;  // --qwz-block: elements per block
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
-  // precision) when a value is out of range.
+  // precision, zeropp, qwz_block) when a value is out of range.
   void validate() const;
 };
 
