@@ -4,7 +4,9 @@
 # kernel's counter) is within [0.99, 1.10] of the planner's ring column at stages 0 and 3 (the
 # rest is TCP/IP headers), and ZeRO-3 / DP on the wire is 1.5 +- 0.08. Then 2 hosts of 2 ranks
 # (shared memory within a host): each host's wire bytes within [0.99, 1.10] of what the
-# planner predicts the backend sends off the host. Exit 77 (skipped) where namespaces cannot be
+# planner predicts the backend sends off the host. And qwZ (--zeropp qwz) in both layouts: each
+# host's wire bytes within [0.99, 1.10] of the engine's prediction of its int8 payloads, and
+# qwZ / ZeRO-3 on the wire within 0.02 of the predicted ratio. Exit 77 (skipped) where namespaces cannot be
 # made. Usage: wire_bytes.sh path/to/zerodp
 set -euo pipefail
 zerodp=$1
@@ -25,22 +27,28 @@ for stage in 0 3; do
   run $stage --hosts 4 -- measure --params 2M --stage $stage --steps 2
   run pair$stage --hosts 2 --ranks-per-host 2 -- measure --params 2M --stage $stage --steps 2
 done
-python3 - "$work/pair0.json" "$work/pair3.json" <<'PY'
+run qwz --hosts 4 -- measure --params 2M --stage 3 --zeropp qwz --steps 2
+run pairqwz --hosts 2 --ranks-per-host 2 -- measure --params 2M --stage 3 --zeropp qwz --steps 2
+python3 - "$work/pair0.json" "$work/pair3.json" "$work/pairqwz.json" <<'PY'
 import json, sys
-for stage, path in zip((0, 3), sys.argv[1:]):
+for stage, path in zip((0, 3, "3 with qwZ"), sys.argv[1:]):
     w = json.load(open(path))["wire"]
     for host, (tx, want) in enumerate(zip(w["tx_bytes_per_step"], w["predicted_bytes_per_step"])):
         print(f"2 ranks per host, stage {stage} host {host}: {tx:,} B on the wire per step, predicted {want:,} B, x{tx / want:.4f}")
         assert 0.99 <= tx / want <= 1.10, (stage, host, tx, want)
 PY
-python3 - "$work/0.json" "$work/3.json" <<'PY'
+python3 - "$work/0.json" "$work/3.json" "$work/qwz.json" <<'PY'
 import json, sys
 wire = [json.load(open(p))["wire"] for p in sys.argv[1:]]
-for stage, w in zip((0, 3), wire):
+for stage, w in zip((0, 3, "3 with qwZ"), wire):
     for host, (tx, ring) in enumerate(zip(w["tx_bytes_per_step"], w["predicted_ring_bytes_per_step"])):
         print(f"stage {stage} host {host}: {tx:,} B on the wire per step, ring column {ring:,} B, x{tx / ring:.4f}")
         assert 0.99 <= tx / ring <= 1.10, (stage, host, tx, ring)
 ratio = wire[1]["tx_bytes_per_step"][0] / wire[0]["tx_bytes_per_step"][0]
 print(f"ZeRO-3 / DP on the wire: {ratio:.4f}")
 assert abs(ratio - 1.5) <= 0.08, ratio
+qwz = wire[2]["tx_bytes_per_step"][0] / wire[1]["tx_bytes_per_step"][0]
+predicted = wire[2]["predicted_ring_bytes_per_step"][0] / wire[1]["predicted_ring_bytes_per_step"][0]
+print(f"qwZ / ZeRO-3 on the wire: {qwz:.4f}, predicted {predicted:.4f}")
+assert abs(qwz - predicted) <= 0.02, (qwz, predicted)
 PY

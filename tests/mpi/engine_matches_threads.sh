@@ -20,20 +20,29 @@ for stage in 0 1 2 3; do
   [ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: stage $stage differs"; exit 1; }
 done
 
+# qwZ: the int8 payloads are gathered as bytes by both backends, and dequantized alike.
+threads=$("$zerodp" train $gpt --ranks 3 --stage 3 --zeropp qwz --qwz-block 5 | hash_of)
+mpi_hash=$(mpi train $gpt --stage 3 --zeropp qwz --qwz-block 5 | hash_of)
+echo "stage 3 with qwZ: threads $threads, mpi $mpi_hash"
+[ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: qwZ differs"; exit 1; }
+
 # A checkpoint written by 3 MPI processes resumes on 2 thread ranks at another stage.
 mpi train $gpt --stage 3 --save-dir "$work/ck" --save-every 3 >/dev/null
 "$zerodp" train ${gpt/--steps 6/--steps 9} --ranks 2 --stage 1 --resume "$work/ck" >/dev/null
 echo "resume from an MPI checkpoint on threads: ok"
 
-# measure under MPI: every rank's model state and bytes sent equal the prediction (N | Φ).
+# measure under MPI: every rank's model state and bytes sent equal the prediction (N | Φ), and
+# with qwZ the bytes of its payloads (any N: the engine's own ring prediction).
 mpi measure --stage 2 --params 4224 --steps 1 --json > "$work/m.json"
-python3 - "$work/m.json" <<'PY'
+mpi measure --stage 3 --zeropp qwz --params 4224 --steps 1 --json > "$work/q.json"
+python3 - "$work/m.json" "$work/q.json" <<'PY'
 import json, sys
-m = json.load(open(sys.argv[1]))
-assert m["ranks"] == 3 and len(m["per_rank"]) == 3, m
-for r in m["per_rank"]:
-    assert r["model_state_bytes"] == r["predicted_model_state_bytes"], r
-    assert r["comm_sent_bytes"] == r["predicted_comm_bytes"], r
-    assert r["rss_peak_bytes"] > 0, r
-print("measure under MPI: model state and bytes sent equal the prediction on every rank")
+for path in sys.argv[1:]:
+    m = json.load(open(path))
+    assert m["ranks"] == 3 and len(m["per_rank"]) == 3, m
+    for r in m["per_rank"]:
+        assert r["model_state_bytes"] == r["predicted_model_state_bytes"], r
+        assert r["comm_sent_bytes"] == r["predicted_comm_bytes"], r
+        assert r["rss_peak_bytes"] > 0, r
+print("measure under MPI: model state and bytes sent equal the prediction on every rank, qwZ too")
 PY
