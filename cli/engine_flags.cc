@@ -30,8 +30,12 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
                   "each rank's memory budget, e.g. 2GiB: an allocation above it ends the run "
                   "with the least N or stage that fits [none]");
   app->add_option("--zeropp", f.zeropp,
-                  "stage 3: ZeRO++'s communication, none or qwz (int8 parameter gathers; hpz "
-                  "and qgz are planned by 'zerodp plan --zeropp' only) [none]");
+                  "stage 3: ZeRO++'s communication, none or a list of qwz (int8 parameter "
+                  "gathers) and hpz (backward gathers inside each host); qgz is predicted by "
+                  "'zerodp plan --zeropp' only [none]");
+  app->add_option("--ranks-per-host", f.ranks_per_host,
+                  "with --zeropp hpz: consecutive ranks per host [threads: all ranks, one "
+                  "host]");
   app->add_option("--qwz-block", f.qwz_block,
                   "with --zeropp qwz: elements per quantization block, each with its own "
                   "scale, 1 to 16777216 [256]");
@@ -42,7 +46,7 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
 namespace {
 
 // --zeropp: none, or a comma-separated list of the planner's words (plan --zeropp). The engine
-// runs qwZ; hpZ and qgZ are refused by name rather than ignored.
+// runs qwZ and hpZ; qgZ is refused by name rather than ignored.
 void read_zeropp(const std::string& text, zero::EngineOptions& o) {
   if (text == "none") return;
   std::string item;
@@ -52,11 +56,14 @@ void read_zeropp(const std::string& text, zero::EngineOptions& o) {
     at = comma + 1;
     if (item == "qwz") {
       o.qwz = true;
-    } else if (item == "hpz" || item == "qgz") {
+    } else if (item == "hpz") {
+      o.hpz = true;
+    } else if (item == "qgz") {
       throw UsageError("--zeropp: the engine runs qwz; " + item +
                        " is predicted by 'zerodp plan --zeropp' but not built into the engine yet");
     } else {
-      throw UsageError("--zeropp: expected none or qwz, got " + quote(text));
+      throw UsageError("--zeropp: expected none or a list of qwz and hpz such as qwz,hpz, got " +
+                       quote(text));
     }
   }
 }
@@ -91,6 +98,11 @@ zero::EngineOptions engine_options(const EngineFlags& f, std::size_t default_mic
   o.rank_memory = f.rank_memory.empty() ? 0 : units::parse_bytes(f.rank_memory, "--rank-memory");
   read_zeropp(f.zeropp, o);
   o.qwz_block = units::parse_whole_in(f.qwz_block, "--qwz-block", 1, kMaxQuantBlock);
+  if (!f.ranks_per_host.empty()) {
+    if (!o.hpz) throw UsageError("--ranks-per-host: it sets hpZ's hosts; give --zeropp hpz too");
+    o.ranks_per_host = static_cast<int>(
+        units::parse_whole_in(f.ranks_per_host, "--ranks-per-host", 1, run::kMaxMpiRanks));
+  }
   o.validate();
   return o;
 }
@@ -124,6 +136,7 @@ run::Launch launch_options(const EngineFlags& f) {
              {"--rank-memory", f.rank_memory.empty() ? "none" : f.rank_memory},
              {"--zeropp", f.zeropp},
              {"--qwz-block", f.qwz_block},
+             {"--ranks-per-host", f.ranks_per_host.empty() ? "the backend's" : f.ranks_per_host},
              {"--no-prefetch", f.no_prefetch ? "on" : "off"},
              {"--no-overlap", f.no_overlap ? "on" : "off"}};
   return l;

@@ -34,6 +34,7 @@ struct EngineFlags {
   std::string rank_memory;      // empty: no budget
   std::string zeropp = "none";  // ZeRO++ at stage 3: none, or a list of qwz, hpz, qgz
   std::string qwz_block = "256";
+  std::string ranks_per_host;  // hpZ's hosts; empty: the backend's
   bool no_prefetch = false;
   bool no_overlap = false;
 };

@@ -5,6 +5,7 @@
 #include "app.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
+#include "zerodp/run/engine_run.h"
 
 namespace zerodp::cli {
 
@@ -14,8 +15,7 @@ void print_peak(const std::string& model, const predict::EngineRun& run, std::ui
   auto bytes = [](std::uint64_t b) { return units::format_bytes(b); };
   std::printf("Predicted peak per rank (a plan: nothing is allocated)\n");
   std::printf("  model           %s\n", model.c_str());
-  const std::string qwz =
-      run.qwz ? " with qwZ (int8 gathers, blocks of " + std::to_string(run.qwz_block) + ")" : "";
+  const std::string qwz = run::zeropp_description(run);
   std::printf("  run             %s%s on %d ranks (%s), micro-batch %llu, grad-accum %llu%s\n",
               run::stage_label(run.stage).c_str(), qwz.c_str(), run.ranks,
               run.mpi ? "mpi" : "threads", (unsigned long long)run.micro_batch,

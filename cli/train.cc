@@ -17,6 +17,7 @@
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
+#include "zerodp/run/engine_run.h"
 #include "zerodp/run/stop_signal.h"
 #include "zerodp/run/training.h"
 
@@ -83,6 +84,10 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   take("--precision", f.engine.precision, run, "precision");
   take("--zeropp", f.engine.zeropp, run, "zeropp");
   take("--qwz-block", f.engine.qwz_block, run, "qwz_block");
+  if (unset("--ranks-per-host") && run.value("ranks_per_host", 0) > 0 &&
+      f.engine.zeropp.find("hpz") != std::string::npos) {
+    f.engine.ranks_per_host = std::to_string(run.value("ranks_per_host", 0));
+  }
   const checkpoint::Manifest& m = ck.manifest();
   if (unset("--stage")) f.engine.stage = std::to_string(m.stage);
   if (unset("--bucket-bytes")) f.engine.bucket_bytes = std::to_string(m.bucket_bytes) + "B";
@@ -136,8 +141,8 @@ class TrainLog final : public run::TrainObserver {
     const zero::EngineOptions& o = s.options;
     std::printf("zerodp train: %s\n", spec.describe().c_str());
     if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
-    const std::string qwz =
-        o.qwz ? " with qwZ (int8 gathers, blocks of " + std::to_string(o.qwz_block) + ")" : "";
+    const std::string qwz = run::zeropp_description(
+        run::engine_run(spec, o, s.launch, comm.size(), comm.ranks_per_host()));
     std::printf(
         "ZeRO stage %d%s on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
         "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
@@ -264,7 +269,8 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
                         {"grad_accum", run.grad_accum},
                         {"bucket_bytes", run.bucket_bytes},
                         {"prefetch", run.prefetch},
-                        {"zeropp", run.qwz ? "qwz" : "none"},
+                        {"zeropp", run::zeropp_value(settings.options)},
+                        {"hpz_ranks_per_host", run.hpz_ranks},
                         {"qwz_block", run.qwz_block}};
     j.update(run::peak_json(run, budget, run::max_ranks_searched(launch), flag_of_field));
     std::printf("%s\n", j.dump(2).c_str());

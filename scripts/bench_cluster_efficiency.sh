@@ -4,6 +4,9 @@
 #
 #   scripts/bench_cluster_efficiency.sh [--build DIR] [--rounds R] [--rate RATE] [--stages "0 3"]
 #
+# A stage may be 3+qwz: ZeRO-3 with quantized weight gathers (--zeropp qwz, docs/zeropp.md), at
+# ZeRO-3's micro-batch, so the two compare step for step.
+#
 # 2 hosts (scripts/cluster.sh: network namespaces, veth, TCP, a tbf shaper at RATE, default
 # 200mbit), one rank each, a 2.1M-parameter MLP, 9 measured steps. ZeRO-0 runs at micro-batch
 # 256 and ZeRO-3 at 384 (stages 1 and 2 at 256), where compute and link time per step are about
@@ -34,10 +37,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for round in $(seq "$rounds"); do
   for stage in $stages; do
-    micro=256
-    [ "$stage" = 3 ] && micro=384
+    micro=256 zeropp=none
+    case "$stage" in
+      3) micro=384 ;;
+      3+qwz) micro=384 zeropp=qwz ;;
+      0|1|2) ;;
+      *) echo "--stages: expected 0, 1, 2, 3 or 3+qwz, got '$stage'" >&2; exit 2 ;;
+    esac
     if ! ZERODP="$zerodp" scripts/cluster.sh --hosts 2 --rate "$rate" -- measure --params 2M \
-        --stage "$stage" --micro-batch "$micro" --steps 9 --json \
+        --stage "${stage%+qwz}" --zeropp "$zeropp" --micro-batch "$micro" --steps 9 --json \
         > "$work/$stage.$round.json" 2> "$work/err"; then
       cat "$work/err" >&2
       exit 1
@@ -50,14 +58,19 @@ python3 - "$work" "$rounds" "$cpu" $stages <<'PY'
 import json, statistics, sys
 work, rounds, cpu, stages = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 print(f"CPU: {cpu}; {rounds} round(s); medians over rounds, largest gap of any round")
-print("| stage | overlap | measured | replayed | largest gap |")
-print("|---|---|---|---|---|")
+print("| stage | overlap | step, measured | step, replayed | efficiency, measured | replayed | largest gap |")
+print("|---|---|---|---|---|---|---|")
 for stage in stages:
     runs = [json.load(open(f"{work}/{stage}.{r}.json"))["timing"] for r in range(1, rounds + 1)]
+    name = "ZeRO-3 + qwZ" if stage == "3+qwz" else f"ZeRO-{stage}"
     for label, key in (("overlap + prefetch", ""), ("none", "_no_overlap")):
         measured = [t["efficiency" + key] for t in runs]
         replayed = [t["predicted_efficiency" + key] for t in runs]
+        step = [t["step_seconds" + key] for t in runs]
+        replayed_step = [t["predicted_step_seconds" + key] for t in runs]
         gap = max(abs(m - p) for m, p in zip(measured, replayed))
-        print(f"| ZeRO-{stage} | {label} | {statistics.median(measured):.1%} "
-              f"| {statistics.median(replayed):.1%} | {gap * 100:.1f} points |")
+        print(f"| {name} | {label} | {statistics.median(step):.3f} s "
+              f"| {statistics.median(replayed_step):.3f} s "
+              f"| {statistics.median(measured):.1%} | {statistics.median(replayed):.1%} "
+              f"| {gap * 100:.1f} points |")
 PY

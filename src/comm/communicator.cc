@@ -12,6 +12,20 @@ std::uint64_t sum(const Stats& s, std::uint64_t CollectiveStats::*field) {
 }
 }  // namespace
 
+Stats& Stats::operator+=(const Stats& other) {
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    CollectiveStats& mine = by_collective[c];
+    const CollectiveStats& theirs = other.by_collective[c];
+    mine.calls += theirs.calls;
+    mine.ring_bytes += theirs.ring_bytes;
+    mine.sent_bytes += theirs.sent_bytes;
+    mine.received_bytes += theirs.received_bytes;
+    mine.wait_seconds += theirs.wait_seconds;
+  }
+  control_bytes += other.control_bytes;
+  return *this;
+}
+
 std::uint64_t Stats::ring_bytes() const {
   return sum(*this, &CollectiveStats::ring_bytes);
 }

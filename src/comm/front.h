@@ -85,6 +85,10 @@ class Front : public Communicator, private Executor {
 
  protected:
   explicit Front(const Options& options);
+  // The timeout now in force (set_timeout's), for a host group made from this communicator.
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed));
+  }
 
   // --- What a backend implements. ---
 

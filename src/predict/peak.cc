@@ -222,7 +222,16 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
         staging = std::max(staging, u128(c / E) * payloads(E) + payloads(c % E));
       }
     }
-    set(Category::gathered_params, u128(f.slots.count) * (2 * f.max_unit + staging));
+    u128 secondary = 0;  // hpZ: this rank's host chunk of every bucket
+    if (run.hpz_ranks > 0) {
+      const int host_rank = rank % run.hpz_ranks;
+      for (std::uint64_t c : f.layout.counts) {
+        secondary += u128(c / E) * shard_of(E, run.hpz_ranks, host_rank).size +
+                     shard_of(c % E, run.hpz_ranks, host_rank).size;
+      }
+    }
+    set(Category::gathered_params,
+        u128(f.slots.count) * (2 * f.max_unit + staging) + 2 * secondary);
     p.moment = std::max(p.moment, f.slots.grown_in);
   }
   for (std::uint64_t b : p.bytes) p.peak_bytes = add(p.peak_bytes, b);
@@ -264,7 +273,12 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
         const std::uint64_t gathered =
             run.qwz && gathers == 2 ? quantized_payload(bucket.count, run.ranks, run.qwz_block)
                                     : 2 * mine;
-        sent[host] += 2 * scatters * theirs + gathers * gathered;
+        // hpZ: the backward's gather stays in the hpZ host (counted below).
+        const std::uint64_t world_gathers = gathers == 2 && run.hpz_ranks > 0 ? 1 : gathers;
+        sent[host] += 2 * scatters * theirs + world_gathers * gathered;
+        if (gathers == 2 && run.hpz_ranks > 0 && j / run.hpz_ranks == r / run.hpz_ranks) {
+          sent[host] += 2 * shard_of(bucket.count, run.hpz_ranks, r % run.hpz_ranks).size;
+        }
       }
     }
   }
@@ -284,6 +298,13 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
     std::uint64_t gather = 2 * (bucket.count - shard_of(bucket.count, n, (rank + 1) % n).size);
     if (params_sharded && run.qwz) {
       gather = std::uint64_t(n - 1) * quantized_payload(bucket.count, n, run.qwz_block);
+    }
+    if (params_sharded && run.hpz_ranks > 0) {
+      const int h = run.hpz_ranks;  // the backward's gather: a ring over the hpZ host
+      const std::uint64_t host_gather =
+          2 * (bucket.count - shard_of(bucket.count, h, (rank % h + 1) % h).size);
+      bytes += scatter + gather + host_gather;
+      continue;
     }
     bytes += scatter + (params_sharded ? 2 : 1) * gather;
   }

@@ -44,6 +44,32 @@ class Replay {
   std::vector<double> ends_;
 };
 
+// A param gather of a bucket; qwZ's (stage 3) moves every rank's int8 payload, as bytes
+// (common/quantize.h).
+double gather_seconds(const EngineRun& run, int ranks_per_host, const Link& link,
+                      std::uint64_t count) {
+  if (run.qwz && sharding(run.stage).parameters) {
+    return collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather,
+                              run.ranks * quantized_payload(count, run.ranks, run.qwz_block), 1);
+  }
+  return collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather, count, 2);
+}
+
+// Stage 3's backward gather of a bucket: the forward's, or with hpZ a 16-bit all-gather over
+// the hpZ host, which crosses the link only where an hpZ host spans hosts of the link.
+double backward_gather_seconds(const EngineRun& run, int ranks_per_host, const Link& link,
+                               std::uint64_t count) {
+  const int h = run.hpz_ranks;
+  if (h <= 0 || !sharding(run.stage).parameters) {
+    return gather_seconds(run, ranks_per_host, link, count);
+  }
+  if (ranks_per_host % h == 0) return 0.0;  // inside one host of the link: shared memory
+  EngineRun host = run;
+  if (h % ranks_per_host == 0) host.ranks = h;  // a few whole hosts
+  host.qwz = false;
+  return collective_seconds(host, ranks_per_host, link, LinkCollective::all_gather, count, 2);
+}
+
 class EngineSchedule {
  public:
   EngineSchedule(const EngineRun& run, int ranks_per_host, const Link& link,
@@ -63,14 +89,8 @@ class EngineSchedule {
         sharding.optimizer_states ? LinkCollective::reduce_scatter : LinkCollective::all_reduce;
     for (const Bucket& b : part_.buckets) {
       reduce_.push_back(collective_seconds(run, ranks_per_host, link, reduce, b.count, 2));
-      // qwZ: the gather moves every rank's int8 payload, as bytes (common/quantize.h).
-      gather_.push_back(
-          run.qwz && params_sharded_
-              ? collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather,
-                                   run.ranks * quantized_payload(b.count, run.ranks, run.qwz_block),
-                                   1)
-              : collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather, b.count,
-                                   2));
+      gather_back_.push_back(backward_gather_seconds(run, ranks_per_host, link, b.count));
+      gather_.push_back(gather_seconds(run, ranks_per_host, link, b.count));
     }
     scalars_ = collective_seconds(run, ranks_per_host, link, LinkCollective::all_reduce, 3, 4);
     gathered_.assign(layout_.counts.size(), {});
@@ -105,18 +125,20 @@ class EngineSchedule {
   }
   // Stage 3's gatherer: issue the gathers of a unit not yet gathered in this pass (every unit
   // has at least one bucket, so a gathered unit has ids).
-  void gather(int unit) {
+  void gather(int unit, bool backward) {
     if (!gathered_[unit].empty()) return;
-    for (int b : part_.unit_buckets[unit]) gathered_[unit].push_back(replay_.issue(gather_[b]));
+    for (int b : part_.unit_buckets[unit]) {
+      gathered_[unit].push_back(replay_.issue(backward ? gather_back_[b] : gather_[b]));
+    }
   }
   void pass(const std::vector<int>& order, bool backward, bool last_micro) {
     for (auto& ids : gathered_) ids.clear();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int unit = order[i];
       if (params_sharded_) {
-        for (int u : needs(unit)) gather(u);
+        for (int u : needs(unit)) gather(u, backward);
         if (run_.prefetch && i + 1 < order.size()) {
-          for (int u : needs(order[i + 1])) gather(u);
+          for (int u : needs(order[i + 1])) gather(u, backward);
         }
         for (int u : needs(unit)) {
           for (int id : gathered_[u]) replay_.wait(id);
@@ -165,6 +187,7 @@ class EngineSchedule {
   Partition part_;
   bool grads_sharded_ = false, params_sharded_ = false, gathers_after_update_ = false;
   std::vector<double> reduce_, gather_;  // per bucket
+  std::vector<double> gather_back_;      // per bucket: stage 3's backward gather (hpZ: the host's)
   double scalars_ = 0;
   Replay replay_;
   std::vector<std::vector<int>> gathered_;  // stage 3: per unit, this pass's gathers

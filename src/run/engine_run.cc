@@ -32,7 +32,7 @@ std::vector<int> shown_ranks(int ranks) {
 }
 
 predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& o,
-                              const Launch& launch, int ranks) {
+                              const Launch& launch, int ranks, int backend_ranks_per_host) {
   predict::EngineRun run;
   if (spec.is_gpt()) {
     const model::GptConfig& g = spec.gpt();
@@ -54,9 +54,32 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.prefetch = o.prefetch;
   run.qwz = o.qwz;
   run.qwz_block = o.qwz_block;
+  if (o.hpz) {
+    int per_host = o.ranks_per_host > 0 ? o.ranks_per_host : backend_ranks_per_host;
+    if (per_host <= 0 && launch.backend == "mpi") {
+      const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+      per_host = local ? std::atoi(local) : 0;
+    }
+    run.hpz_ranks = per_host > 0 && per_host <= ranks && ranks % per_host == 0 ? per_host : ranks;
+  }
   run.mpi = launch.backend == "mpi";
   run.mpi_segment_bytes = launch.options.mpi_segment_bytes;
   return run;
+}
+
+std::string zeropp_value(const zero::EngineOptions& o) {
+  if (o.qwz && o.hpz) return "qwz,hpz";
+  return o.qwz ? "qwz" : o.hpz ? "hpz" : "none";
+}
+
+std::string zeropp_description(const predict::EngineRun& run) {
+  std::string parts;
+  if (run.qwz) parts = "qwZ (int8 gathers, blocks of " + std::to_string(run.qwz_block) + ")";
+  if (run.hpz_ranks > 0) {
+    parts += (parts.empty() ? "" : " and ") + std::string("hpZ (hosts of ") +
+             std::to_string(run.hpz_ranks) + (run.hpz_ranks == 1 ? " rank)" : " ranks)");
+  }
+  return parts.empty() ? "" : " with " + parts;
 }
 
 std::string fit_advice(const predict::EngineRun& run, std::uint64_t budget, int max_ranks) {

@@ -69,7 +69,7 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec,
   engine.flush();  // the warm-up's gathers must not land in the measured window
   comm.barrier();  // every rank of a host inside the window before its interface is read
   const std::uint64_t wire_before = wire_tx_bytes();
-  const comm::Stats before = comm.stats();
+  const comm::Stats before = engine.comm_stats();
   std::uint64_t scalar = 0, scalar_sent = 0, scalar_received = 0;
   std::vector<double> step_s, exposed_s;
   std::vector<predict::StepCompute> compute;
@@ -99,7 +99,7 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec,
     out->model_state = ledger.model_state_bytes();
     out->peak_total = ledger.peak_total();
     // Over the window, the last step's overlapped gathers included (the flush): per step.
-    const comm::Stats after = comm.stats();
+    const comm::Stats after = engine.comm_stats();
     out->ring_per_step = (after.ring_bytes() - before.ring_bytes() - scalar) / steps;
     out->sent_per_step = (after.sent_bytes() - before.sent_bytes() - scalar_sent) / steps;
     out->received_per_step =
@@ -187,7 +187,8 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
                                 "it for ranks on more than one host");
   }
   RankMeasure m;
-  const predict::EngineRun planned = engine_run(spec, options, launch, comm.size());
+  const predict::EngineRun planned =
+      engine_run(spec, options, launch, comm.size(), comm.ranks_per_host());
   const predict::RankPeak peak = predict::predict_rank_peak(planned, comm.rank());
   m.predicted_at_peak = peak.bytes;
   m.predicted_peak = peak.peak_bytes;
@@ -221,11 +222,12 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   const plan::BytesPerParam bpp{2, 2, 12};
   const std::uint64_t params = spec.param_count();
   m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
-  // qwZ's gathers move int8 payloads, which the planner's ring column does not know: the
-  // engine's own bucket-by-bucket ring then predicts them.
+  // ZeRO++'s gathers (qwZ's int8 payloads, hpZ's host rings) are not in the planner's ring
+  // column: the engine's own bucket-by-bucket ring then predicts them.
   m.predicted_comm =
-      options.qwz ? predict::predict_rank_ring_bytes(planned, comm.rank())
-                  : plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
+      options.qwz || options.hpz
+          ? predict::predict_rank_ring_bytes(planned, comm.rank())
+          : plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
   return m;
 }
 
@@ -299,6 +301,7 @@ nlohmann::json timing_json(const RankMeasure& m) {
   const double comm = m.exposed_seconds_sync;
   nlohmann::json t = {
       {"step_seconds", m.step_seconds},
+      {"step_seconds_no_overlap", m.step_seconds_sync},
       {"compute_seconds", compute},
       {"comm_seconds", comm},
       {"exposed_seconds", m.exposed_seconds},

@@ -23,7 +23,8 @@ nlohmann::json TrainSettings::run_record() const {
           {"grad_accum", options.grad_accum},
           {"micro_batch", options.micro_batch},
           {"precision", std::string(dtype_name(options.precision))},
-          {"zeropp", options.qwz ? "qwz" : "none"},
+          {"zeropp", zeropp_value(options)},
+          {"ranks_per_host", options.ranks_per_host},
           {"qwz_block", options.qwz_block},
           {"data", spec.data_path()},
           {"data_fingerprint", spec.data_fingerprint()},
@@ -60,7 +61,8 @@ RunSettings TrainSettings::agreement() const {
            real(field_ref("clip"), o.clip_norm),
            {field_ref("seed"), text(o.seed)},
            {field_ref("no_prefetch"), o.prefetch ? "off" : "on"},
-           {field_ref("zeropp"), o.qwz ? "qwz" : "none"},
+           {field_ref("zeropp"), zeropp_value(o)},
+           {field_ref("ranks_per_host"), text(o.ranks_per_host)},
            {field_ref("qwz_block"), text(o.qwz_block)},
            {field_ref("no_overlap"), o.overlap ? "off" : "on"},
            {field_ref("rank_memory"), text(o.rank_memory)},
@@ -296,7 +298,8 @@ nlohmann::json Training::finish() {
   const std::uint64_t predicted = plan::model_state_bytes(
       spec.param_count(), ranks, s_.options.stage, plan::BytesPerParam{2, 2, 12});
   const Ledger& ledger = engine_.ledger();
-  const predict::EngineRun planned = engine_run(spec, s_.options, s_.launch, ranks);
+  const predict::EngineRun planned =
+      engine_run(spec, s_.options, s_.launch, ranks, comm_.ranks_per_host());
   nlohmann::json per_rank = nlohmann::json::array();
   for (int r = 0; r < ranks; ++r) {
     per_rank.push_back(

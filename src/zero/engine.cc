@@ -25,11 +25,12 @@ double seconds_since(Clock::time_point t0) {
 // collectives (the communicator counts it), so a region's figure is its own work.
 class ComputeClock {
  public:
-  explicit ComputeClock(const comm::Communicator& comm)
-      : comm_(comm), at_(Clock::now()), waited_(comm.stats().wait_seconds()) {}
+  // host: hpZ's host communicator, whose waits are waits too; null without.
+  ComputeClock(const comm::Communicator& comm, const comm::Communicator* host)
+      : comm_(comm), host_(host), at_(Clock::now()), waited_(waited()) {}
   double lap() {
     const auto now = Clock::now();
-    const double waited = comm_.stats().wait_seconds();
+    const double waited = this->waited();
     const double seconds = std::chrono::duration<double>(now - at_).count() - (waited - waited_);
     at_ = now;
     waited_ = waited;
@@ -37,7 +38,11 @@ class ComputeClock {
   }
 
  private:
+  double waited() const {
+    return comm_.stats().wait_seconds() + (host_ ? host_->stats().wait_seconds() : 0.0);
+  }
   const comm::Communicator& comm_;
+  const comm::Communicator* host_;
   Clock::time_point at_;
   double waited_;
 };
@@ -80,6 +85,16 @@ void EngineOptions::validate() const {
                                         ": qwz quantizes stage 3's parameter gathers; expected "
                                         "stage 3, got stage " +
                                         std::to_string(stage_number(stage)));
+  }
+  if (hpz && stage != Stage::zero3) {
+    throw InvalidArgument("zeropp", field_ref("zeropp") +
+                                        ": hpz keeps stage 3's parameters inside each host; "
+                                        "expected stage 3, got stage " +
+                                        std::to_string(stage_number(stage)));
+  }
+  if (ranks_per_host < 0) {
+    throw InvalidArgument("ranks_per_host",
+                          field_ref("ranks_per_host") + ": expected a whole number >= 1");
   }
   if (qwz_block < 1 || qwz_block > kMaxQuantBlock) {
     throw InvalidArgument("qwz_block", field_ref("qwz_block") + ": expected 1 to " +
@@ -142,7 +157,15 @@ struct Engine::Impl {
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
   std::vector<bool> is_read;
 
+  // hpZ: this rank's host (declared before the gatherer, which issues on it).
+  std::unique_ptr<comm::Communicator> host;
   std::optional<ParamGatherer> gatherer;  // stage 3
+  // The step's collectives are the group's and, with hpZ, the host's.
+  comm::Stats stats() const {
+    comm::Stats s = comm.stats();
+    if (host) s += host->stats();
+    return s;
+  }
   std::optional<GradReducer> reducer;
   std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight
 
@@ -210,9 +233,24 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       read_grad32[u] = Buffer<float>(ledger, Category::scratch32, units[u].param_count);
   }
 
+  if (opt.hpz) {
+    const int per_host = opt.ranks_per_host > 0 ? opt.ranks_per_host : comm.ranks_per_host();
+    if (per_host == 0) {
+      throw InvalidArgument("ranks_per_host",
+                            field_ref("ranks_per_host") +
+                                ": the hosts hold unequal or scattered ranks; give the ranks per "
+                                "host for hpZ's secondary partition");
+    }
+    if (ranks % per_host != 0) {
+      throw InvalidArgument("ranks_per_host",
+                            field_ref("ranks_per_host") + ": " + std::to_string(per_host) +
+                                " does not divide the " + std::to_string(ranks) + " ranks");
+    }
+    host = comm.host_group(per_host);
+  }
   if (!full_params()) {
     gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch,
-                     opt.qwz ? opt.qwz_block : 0);
+                     opt.qwz ? opt.qwz_block : 0, host.get());
   }
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
                   grads16.data());
@@ -295,8 +333,8 @@ model::UnitViews Engine::Impl::views(int unit, bool with_grads) {
 void Engine::Impl::forward_pass(std::vector<double>* unit_seconds) {
   std::vector<int> order(units.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  if (gatherer) gatherer->begin_pass(order, params16.data());
-  ComputeClock clock(comm);
+  if (gatherer) gatherer->begin_pass(order, params16.data(), ParamGatherer::Pass::forward);
+  ComputeClock clock(comm, host.get());
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (gatherer) gatherer->acquire(i);
     model.forward(order[i], views(order[i], false));
@@ -312,8 +350,8 @@ void Engine::Impl::backward_pass(bool first_micro, bool last_micro,
   for (std::size_t u = 0; u < units.size(); ++u) {
     if (is_read[u]) std::fill_n(read_grad32.data()[u].data(), units[u].param_count, 0.0f);
   }
-  if (gatherer) gatherer->begin_pass(order, params16.data());
-  ComputeClock clock(comm);
+  if (gatherer) gatherer->begin_pass(order, params16.data(), ParamGatherer::Pass::backward);
+  ComputeClock clock(comm, host.get());
   for (std::size_t i = 0; i < order.size(); ++i) {
     const int unit = order[i];
     if (gatherer) gatherer->acquire(i);
@@ -434,7 +472,7 @@ Engine::~Engine() {
 StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   Impl& e = *impl_;
   const auto t0 = Clock::now();
-  const comm::Stats before = e.comm.stats();
+  const comm::Stats before = e.stats();
   StepResult result;
   result.loss_scale = e.scaler.scale();
 
@@ -457,7 +495,7 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
     e.backward_pass(k == 0, k == K - 1, &result.unit_backward_seconds);
   }
   e.reducer->finish();
-  ComputeClock optimizer_clock(e.comm);
+  ComputeClock optimizer_clock(e.comm, e.host.get());
 
   // One small all-reduce carries the loss, the squared norm and the overflow and stop flags.
   // It runs when no ZeRO collective is in flight, so its bytes can be told apart exactly.
@@ -465,9 +503,9 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   auto [sum_sq, non_finite] = e.local_grad_stats();
   const bool stop = stop_requested && stop_requested();
   float scalars[3] = {float(loss_sum / K), float(sum_sq), 0.0f};
-  const comm::Stats before_scalars = e.comm.stats();
+  const comm::Stats before_scalars = e.stats();
   const Flags flags = e.agree_on_flags(scalars, non_finite > 0.0, stop);
-  const comm::Stats after_scalars = e.comm.stats();
+  const comm::Stats after_scalars = e.stats();
   result.scalar_bytes = after_scalars.ring_bytes() - before_scalars.ring_bytes();
   result.scalar_sent_bytes = after_scalars.sent_bytes() - before_scalars.sent_bytes();
   result.scalar_received_bytes = after_scalars.received_bytes() - before_scalars.received_bytes();
@@ -488,7 +526,7 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   result.optimizer_seconds = optimizer_clock.lap();
   result.step = e.t;
 
-  const comm::Stats after = e.comm.stats();
+  const comm::Stats after = e.stats();
   // Everything but the scalar all-reduce (no ZeRO collective is in flight around it).
   result.ring_bytes = after.ring_bytes() - before.ring_bytes() - result.scalar_bytes;
   result.sent_bytes = after.sent_bytes() - before.sent_bytes() - result.scalar_sent_bytes;
@@ -592,6 +630,10 @@ EngineState Engine::state() const {
 std::int64_t Engine::steps_done() const {
   return impl_->t;
 }
+comm::Stats Engine::comm_stats() const {
+  return impl_->stats();
+}
+
 const Ledger& Engine::ledger() const {
   return impl_->ledger;
 }

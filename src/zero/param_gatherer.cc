@@ -10,7 +10,7 @@ namespace zerodp::zero {
 
 ParamGatherer::ParamGatherer(const std::vector<model::UnitInfo>& units, const Partition& partition,
                              comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch,
-                             std::size_t qwz_block)
+                             std::size_t qwz_block, comm::Communicator* host)
     : units_(units),
       partition_(partition),
       comm_(comm),
@@ -20,7 +20,17 @@ ParamGatherer::ParamGatherer(const std::vector<model::UnitInfo>& units, const Pa
       qwz_block_(qwz_block),
       state_(units.size(), State::sharded),
       slot_of_(units.size(), -1),
-      pending_(units.size()) {
+      pending_(units.size()),
+      host_(host) {
+  if (host_) {
+    std::size_t at = 0;
+    for (const Bucket& bucket : partition_.buckets) {
+      secondary_at_.push_back(at);
+      at += shard_of(bucket.count, host_->size(), host_->rank()).size;
+    }
+    secondary_ = Buffer<std::uint16_t>(ledger_, Category::gathered_params, at);
+    secondary_fresh_.assign(units_.size(), false);
+  }
   if (qwz_block_ == 0) return;
   for (const std::vector<int>& buckets : partition_.unit_buckets) {
     std::size_t bytes = 0;
@@ -39,12 +49,16 @@ std::vector<int> ParamGatherer::needs(std::size_t step) const {
   return units;
 }
 
-void ParamGatherer::begin_pass(const std::vector<int>& order, const std::uint16_t* shard16) {
+void ParamGatherer::begin_pass(const std::vector<int>& order, const std::uint16_t* shard16,
+                               Pass pass) {
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ZERODP_CHECK_MSG(state_[u] == State::sharded, "a pass began with a unit still gathered");
   }
   order_ = order;
   shard16_ = shard16;
+  pass_ = pass;
+  // The forward gathers with the params of now; copies kept from an earlier step are stale.
+  if (pass == Pass::forward) secondary_fresh_.assign(secondary_fresh_.size(), false);
   last_use_.assign(units_.size(), 0);
   for (std::size_t i = 0; i < order_.size(); ++i) {
     for (int u : needs(i)) last_use_[u] = i;
@@ -62,6 +76,17 @@ void ParamGatherer::issue(int unit) {
   free_slots_.pop_back();
   slot_of_[unit] = slot;
   state_[unit] = State::gathering;
+  if (host_ && pass_ == Pass::backward && secondary_fresh_[unit]) {
+    // hpZ: the host's ranks hold the unit between them; nothing leaves the host.
+    std::uint16_t* out = slots_[slot].data();
+    for (int b : partition_.unit_buckets[unit]) {
+      const Bucket& bucket = partition_.buckets[b];
+      pending_[unit].push_back(host_->all_gather_async(
+          secondary_.data() + secondary_at_[b], out + (bucket.offset - units_[unit].param_offset),
+          bucket.count, dtype_));
+    }
+    return;
+  }
   if (qwz_block_ > 0) {
     const int ranks = comm_.size();
     std::uint8_t* staged = staged_[slot].data();
@@ -97,9 +122,23 @@ void ParamGatherer::acquire(std::size_t step) {
     if (state_[u] != State::gathering) continue;
     for (comm::Handle& h : pending_[u]) h.wait();
     pending_[u].clear();
-    if (qwz_block_ > 0) dequantize(u);
+    const bool quantized =
+        qwz_block_ > 0 && !(host_ && pass_ == Pass::backward && secondary_fresh_[u]);
+    if (quantized) dequantize(u);
+    if (host_ && pass_ == Pass::forward) keep_secondary(u);
     state_[u] = State::gathered;
   }
+}
+
+void ParamGatherer::keep_secondary(int unit) {
+  const std::uint16_t* in = slots_[slot_of_[unit]].data();
+  for (int b : partition_.unit_buckets[unit]) {
+    const Bucket& bucket = partition_.buckets[b];
+    const Shard chunk = shard_of(bucket.count, host_->size(), host_->rank());
+    const std::uint16_t* from = in + (bucket.offset - units_[unit].param_offset) + chunk.offset;
+    std::copy(from, from + chunk.size, secondary_.data() + secondary_at_[b]);
+  }
+  secondary_fresh_[unit] = true;
 }
 
 void ParamGatherer::dequantize(int unit) {

@@ -13,6 +13,12 @@
 // instead of 16-bit chunks. Issuing a unit quantizes this rank's chunks into the slot's staging
 // (one payload per rank and bucket, counted as gathered_params with the slot); acquiring it
 // dequantizes every rank's payload into the slot, so all ranks hold the same params.
+//
+// hpZ (a host communicator given): after a unit is gathered in a forward pass, this rank keeps
+// its host chunk of each bucket (shard_of(count, H, host rank)) in a secondary copy held from
+// setup; the backward pass gathers the unit from those copies over the host communicator, so
+// its gathers never leave the host. The copy holds what the forward computed with (dequantized
+// under qwZ), so forward and backward use the same weights, as without hpZ.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +35,12 @@ class ParamGatherer {
  public:
   ParamGatherer(const std::vector<model::UnitInfo>& units, const Partition& partition,
                 comm::Communicator& comm, Ledger& ledger, DType dtype, bool prefetch,
-                std::size_t qwz_block = 0);
+                std::size_t qwz_block = 0, comm::Communicator* host = nullptr);
 
-  // Starts a pass. shard16 is this rank's 16-bit param shard (partition-local layout).
-  void begin_pass(const std::vector<int>& order, const std::uint16_t* shard16);
+  // Starts a pass. shard16 is this rank's 16-bit param shard (partition-local layout). A
+  // forward pass refreshes hpZ's secondary copies; a backward pass gathers from them.
+  enum class Pass : std::uint8_t { forward, backward };
+  void begin_pass(const std::vector<int>& order, const std::uint16_t* shard16, Pass pass);
   // Makes the units of step i (its unit and the units it reads) gathered, and issues the
   // prefetch of step i+1. Returns after the gathers of step i completed.
   void acquire(std::size_t step);
@@ -47,6 +55,7 @@ class ParamGatherer {
   enum class State : std::uint8_t { sharded, gathering, gathered };
   void issue(int unit);
   void dequantize(int unit);
+  void keep_secondary(int unit);
   std::vector<int> needs(std::size_t step) const;
 
   const std::vector<model::UnitInfo>& units_;
@@ -67,6 +76,11 @@ class ParamGatherer {
   std::vector<std::vector<comm::Handle>> pending_;
   std::vector<Buffer<std::uint16_t>> slots_;
   std::vector<Buffer<std::uint8_t>> staged_;  // qwZ: per slot
+  comm::Communicator* host_;                  // hpZ: this rank's host; null without
+  Pass pass_ = Pass::forward;
+  Buffer<std::uint16_t> secondary_;        // hpZ: host chunks of every bucket, bucket order
+  std::vector<std::size_t> secondary_at_;  // per bucket: where its host chunk sits
+  std::vector<bool> secondary_fresh_;      // per unit: kept by this step's forward
   std::vector<int> free_slots_;
 };
 

@@ -4,9 +4,10 @@
 # kernel's counter) is within [0.99, 1.10] of the planner's ring column at stages 0 and 3 (the
 # rest is TCP/IP headers), and ZeRO-3 / DP on the wire is 1.5 +- 0.08. Then 2 hosts of 2 ranks
 # (shared memory within a host): each host's wire bytes within [0.99, 1.10] of what the
-# planner predicts the backend sends off the host. And qwZ (--zeropp qwz) in both layouts: each
-# host's wire bytes within [0.99, 1.10] of the engine's prediction of its int8 payloads, and
-# qwZ / ZeRO-3 on the wire within 0.02 of the predicted ratio. Exit 77 (skipped) where namespaces cannot be
+# planner predicts the backend sends off the host. And ZeRO++: qwZ (--zeropp qwz) in both
+# layouts, hpZ and both with 2 ranks per host (hpZ's hosts from MPI's host names): each host's
+# wire bytes within [0.99, 1.10] of the prediction, and qwZ / ZeRO-3 on the wire within 0.02 of
+# the predicted ratio. Exit 77 (skipped) where namespaces cannot be
 # made. Usage: wire_bytes.sh path/to/zerodp
 set -euo pipefail
 zerodp=$1
@@ -29,9 +30,12 @@ for stage in 0 3; do
 done
 run qwz --hosts 4 -- measure --params 2M --stage 3 --zeropp qwz --steps 2
 run pairqwz --hosts 2 --ranks-per-host 2 -- measure --params 2M --stage 3 --zeropp qwz --steps 2
-python3 - "$work/pair0.json" "$work/pair3.json" "$work/pairqwz.json" <<'PY'
+run pairhpz --hosts 2 --ranks-per-host 2 -- measure --params 2M --stage 3 --zeropp hpz --steps 2
+run pairboth --hosts 2 --ranks-per-host 2 -- measure --params 2M --stage 3 --zeropp qwz,hpz --steps 2
+python3 - "$work/pair0.json" "$work/pair3.json" "$work/pairqwz.json" "$work/pairhpz.json" \
+  "$work/pairboth.json" <<'PY'
 import json, sys
-for stage, path in zip((0, 3, "3 with qwZ"), sys.argv[1:]):
+for stage, path in zip((0, 3, "3 with qwZ", "3 with hpZ", "3 with qwZ and hpZ"), sys.argv[1:]):
     w = json.load(open(path))["wire"]
     for host, (tx, want) in enumerate(zip(w["tx_bytes_per_step"], w["predicted_bytes_per_step"])):
         print(f"2 ranks per host, stage {stage} host {host}: {tx:,} B on the wire per step, predicted {want:,} B, x{tx / want:.4f}")

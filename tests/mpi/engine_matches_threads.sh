@@ -25,6 +25,11 @@ threads=$("$zerodp" train $gpt --ranks 3 --stage 3 --zeropp qwz --qwz-block 5 | 
 mpi_hash=$(mpi train $gpt --stage 3 --zeropp qwz --qwz-block 5 | hash_of)
 echo "stage 3 with qwZ: threads $threads, mpi $mpi_hash"
 [ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: qwZ differs"; exit 1; }
+# hpZ over MPI host groups (hosts of one rank here: the secondary copy is the whole unit) ends
+# where qwZ alone does: the backward computes with the weights the forward gathered.
+hpz_hash=$(mpi train $gpt --stage 3 --zeropp qwz,hpz --ranks-per-host 1 --qwz-block 5 | hash_of)
+echo "stage 3 with qwZ and hpZ: mpi $hpz_hash"
+[ "$hpz_hash" = "$threads" ] || { echo "FAIL: hpZ changed the bits"; exit 1; }
 
 # A checkpoint written by 3 MPI processes resumes on 2 thread ranks at another stage.
 mpi train $gpt --stage 3 --save-dir "$work/ck" --save-every 3 >/dev/null
@@ -35,7 +40,8 @@ echo "resume from an MPI checkpoint on threads: ok"
 # with qwZ the bytes of its payloads (any N: the engine's own ring prediction).
 mpi measure --stage 2 --params 4224 --steps 1 --json > "$work/m.json"
 mpi measure --stage 3 --zeropp qwz --params 4224 --steps 1 --json > "$work/q.json"
-python3 - "$work/m.json" "$work/q.json" <<'PY'
+mpi measure --stage 3 --zeropp qwz,hpz --ranks-per-host 1 --params 4224 --steps 1 --json > "$work/h.json"
+python3 - "$work/m.json" "$work/q.json" "$work/h.json" <<'PY'
 import json, sys
 for path in sys.argv[1:]:
     m = json.load(open(path))
@@ -44,5 +50,5 @@ for path in sys.argv[1:]:
         assert r["model_state_bytes"] == r["predicted_model_state_bytes"], r
         assert r["comm_sent_bytes"] == r["predicted_comm_bytes"], r
         assert r["rss_peak_bytes"] > 0, r
-print("measure under MPI: model state and bytes sent equal the prediction on every rank, qwZ too")
+print("measure under MPI: model state and bytes sent equal the prediction on every rank, ZeRO++ too")
 PY

@@ -40,6 +40,8 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
   o.prefetch = run.prefetch;
   o.qwz = run.qwz;
   o.qwz_block = run.qwz_block;
+  o.hpz = run.hpz_ranks > 0;
+  o.ranks_per_host = run.hpz_ranks;
   o.rank_memory = budget;
   Measured m;
   m.ledgers.resize(run.ranks);
@@ -132,14 +134,19 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
                                             ::testing::Values(false), ::testing::Values(1, 2)),
                          case_name);
 
-// qwZ's staging rides with each gather slot: still exact, for blocks that cut chunks short.
-class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int>> {};
+// qwZ's staging rides with each gather slot, hpZ's secondary copy is held from setup: still
+// exact, for blocks that cut chunks short and hosts of one rank, two, or all.
+class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int, int>> {};
 
 TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
-  const auto [gpt, ranks, prefetch, block] = GetParam();
+  const auto [gpt, ranks, prefetch, block, hosts] = GetParam();
   predict::EngineRun run = run_of({gpt, 3, ranks, prefetch, false, 1});
-  run.qwz = true;
-  run.qwz_block = block;
+  run.qwz = block > 0;
+  run.qwz_block = block > 0 ? block : 256;
+  // hosts 0: hpZ over all ranks (one host) or, with qwZ, off; 1: hosts of one rank; 2: of two
+  // where the ranks pair up, else one host.
+  const int paired = ranks % 2 == 0 ? 2 : ranks;
+  run.hpz_ranks = hosts == 1 ? 1 : hosts == 2 ? paired : block == 0 ? ranks : 0;
   const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
   const Measured measured = train(run, 0);
   for (int r = 0; r < run.ranks; ++r) {
@@ -150,15 +157,18 @@ TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
     }
     EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
   }
-  // The staging is there: more than the plain run's gathered params.
+  // The staging and the copy are there: more than the plain run's gathered params.
   run.qwz = false;
+  run.hpz_ranks = 0;
   EXPECT_GT(predicted[0][Category::gathered_params],
             predict::predict_rank_peak(run, 0)[Category::gathered_params]);
 }
 
+// block 0: hpZ alone.
 INSTANTIATE_TEST_SUITE_P(Models, PeakQwz,
                          ::testing::Combine(::testing::Bool(), ::testing::Range(1, 5),
-                                            ::testing::Bool(), ::testing::Values(5, 256)));
+                                            ::testing::Bool(), ::testing::Values(0, 5, 256),
+                                            ::testing::Values(0, 1, 2)));
 
 // The boundary is exact: the predicted peak as the budget trains; a byte less is refused, at
 // the allocation that would cross it, with rank, category and bytes in one line.

@@ -108,6 +108,8 @@ struct Stats {
   std::uint64_t control_bytes = 0;
   std::uint64_t ring_bytes() const;
   std::uint64_t sent_bytes() const;
+  // Adds another communicator's (a host group's) figures, collective by collective.
+  Stats& operator+=(const Stats& other);
   std::uint64_t received_bytes() const;
   double wait_seconds() const;
 };
@@ -195,6 +197,17 @@ class Communicator {
   // = min(max(mpi_segment_bytes / e, 1), ceil(count / N)) elements per segment.
   virtual void reserve(std::size_t /*count*/, DType /*dtype*/) {}
   virtual std::string_view backend_name() const = 0;
+
+  // Hosts (ZeRO++'s hpZ): ranks_per_host consecutive ranks share a host, rank r on host
+  // r / ranks_per_host. host_group() returns this rank's host as a communicator of its own,
+  // rank r % ranks_per_host in it. Collective: every rank calls it at the same point with the
+  // same value, which must divide size() (else UsageError). The host communicator fails when
+  // this one does (an abort or a timeout here fails it too); a rank that destroys it has left
+  // it. Its collectives are ordered with this one's as issued, and its stats are its own.
+  virtual std::unique_ptr<Communicator> host_group(int ranks_per_host) = 0;
+  // The ranks per host the backend knows: threads, all of them (one process); MPI, the ranks
+  // sharing a processor name when every host holds that many consecutive ranks, else 0.
+  virtual int ranks_per_host() const = 0;
 };
 
 // The threads backend: runs fn(communicator) for ranks 0..ranks-1, each on its own thread of

@@ -15,7 +15,9 @@
 //   gathered_params          params sharded: slots × 2 × largest unit, slots being the most
 //                            units held at once by the gather order (with prefetch: the next
 //                            unit's too); with qwZ each slot adds its staging, N payloads of
-//                            quantized_payload() per bucket of the unit with the most
+//                            quantized_payload() per bucket of the unit with the most;
+//                            with hpZ, 2 × this rank's host chunk of every bucket (its
+//                            secondary copy, held from setup)
 //   comm_buffers             MPI: 2 (N-1) segments of the largest reduction (comm/communicator.h);
 //   threads: 0 activations              gpt_activation_bytes() or mlp_activation_bytes()
 // Everything is allocated once and kept, so the peak is the sum, reached when the last buffer
@@ -64,6 +66,7 @@ struct EngineRun {
   std::uint64_t mpi_segment_bytes = 4 << 20;
   bool qwz = false;               // stage 3: quantized param gathers (engine.h)
   std::uint64_t qwz_block = 256;  // elements per quantization block
+  int hpz_ranks = 0;  // stage 3 with hpZ: the ranks per host its secondary copy spans; 0: off
 };
 
 struct RankPeak {
@@ -104,14 +107,17 @@ std::vector<RankPeak> predict_peak(const EngineRun& run);
 // every bucket; stages 1 and 2 reduce-scatter it and all-gather the updated params; stage 3
 // gathers the params twice (forward, backward) and reduce-scatters the grads. With qwZ each
 // gather sends every peer the rank's quantized payload (common/quantize.h) instead of its
-// 16-bit chunk. The scalars' all-reduce (12 bytes) is left out. With one rank per host this is the
-// ring column whenever N divides every bucket.
+// 16-bit chunk; with hpZ the backward's gather runs inside each hpZ host (run.hpz_ranks
+// consecutive ranks), each rank sending its host chunk to the host's other ranks, counted when
+// they sit on another host here. The scalars' all-reduce (12 bytes) is left out. With one rank per
+// host this is the ring column whenever N divides every bucket.
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
 
 // The ring bytes (comm/communicator.h's formulas, counted when a collective is issued) rank
 // `rank` sends in one step's ZeRO collectives, bucket by bucket as the engine issues them:
 // stage 0 all-reduces each bucket; stages 1 and 2 reduce-scatter it and all-gather it; stage 3
-// reduce-scatters it and all-gathers it twice, with qwZ as N payloads of bytes. The scalars'
+// reduce-scatters it and all-gathers it twice, with qwZ as N payloads of bytes, with hpZ the
+// backward's gather over the rank's hpZ host (its host chunks, 16-bit). The scalars'
 // all-reduce is left out. Exact for every N, where the planner's flat-buffer ring column
 // (plan/comm.h) is within N elements per bucket.
 std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank);

@@ -19,9 +19,17 @@
 namespace zerodp::run {
 
 // The run as the planner sees it: the model's shape, the engine options and N ranks on the
-// launch's backend.
+// launch's backend. hpZ's hosts are options.ranks_per_host when given, else the backend's
+// (`backend_ranks_per_host`, Communicator::ranks_per_host()); before any rank exists (a dry
+// run) the threads backend's one host, or under mpirun the ranks mpirun put on this node.
 predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& options,
-                              const Launch& launch, int ranks);
+                              const Launch& launch, int ranks, int backend_ranks_per_host = 0);
+
+// --zeropp's value for these options: "none", "qwz", "hpz" or "qwz,hpz".
+std::string zeropp_value(const zero::EngineOptions& options);
+// " with qwZ (int8 gathers, blocks of 256) and hpZ (hosts of 2 ranks)", or "" without ZeRO++:
+// for the run's header and its dry run.
+std::string zeropp_description(const predict::EngineRun& run);
 
 // What fits in `budget` bytes per rank, one clause, e.g. "at N = 4 the cheapest stage that
 // fits is ZeRO-2; ZeRO-3 needs N = 5" or "no stage fits at N = 4; least N: ZeRO-3 6, ZeRO-2 9,

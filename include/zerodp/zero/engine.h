@@ -78,9 +78,15 @@ struct EngineOptions {
   // computes with the dequantized params, its own chunk's included. Off: not a bit changes.
   bool qwz = false;
   std::size_t qwz_block = kDefaultQuantBlock;  // --qwz-block: elements per block
+  // --zeropp hpz (stage 3): after each unit's forward gather, a secondary copy of its 16-bit
+  // params partitioned over the ranks of this rank's host serves the backward's gather, over
+  // the host's own communicator (Communicator::host_group), so it never leaves the host. The
+  // backward computes with the forward's weights, as without: not a bit changes.
+  bool hpz = false;
+  int ranks_per_host = 0;  // --ranks-per-host: consecutive ranks per host; 0: the backend's
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
-  // precision, zeropp, qwz_block) when a value is out of range.
+  // precision, zeropp, qwz_block, ranks_per_host) when a value is out of range.
   void validate() const;
 };
 
@@ -195,6 +201,9 @@ class Engine {
 
   std::int64_t steps_done() const;
   const Ledger& ledger() const;
+  // The stats of the collectives the engine issued: its communicator's and, with hpZ, its
+  // host group's (comm::Stats::operator+=).
+  comm::Stats comm_stats() const;
   const EngineOptions& options() const;
 
  private:

@@ -81,14 +81,48 @@ MpiCommunicator::MpiCommunicator(const Options& options)
       }
       if (!done) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
-    learn_hosts(deadline);
-    check(MPI_Irecv(notice_, kNoticeBytes, MPI_CHAR, MPI_ANY_SOURCE, kTagNotice, control_,
-                    &notice_request_),
-          "MPI_Irecv");
+    listen(deadline);
   });
   runtime.add_wake_hook(this, [this] { poll_control(); });
+}
+
+void MpiCommunicator::listen(Clock::time_point deadline) {
+  MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+  learn_hosts(deadline);
+  check(MPI_Irecv(notice_, kNoticeBytes, MPI_CHAR, MPI_ANY_SOURCE, kTagNotice, control_,
+                  &notice_request_),
+        "MPI_Irecv");
+}
+
+MpiCommunicator::MpiCommunicator(MpiCommunicator& parent, int host, const Options& options)
+    : Front(options), segment_bytes_(parent.segment_bytes_), parent_(&parent) {
+  Runtime& runtime = Runtime::get();
+  runtime.progress().run([&] {
+    // MPI_Comm_split blocks until every rank calls it; host_group() has just passed a barrier
+    // of the parent (with its timeout), so every rank is here.
+    check(MPI_Comm_split(parent.data_, host, parent.rank_, &data_), "MPI_Comm_split");
+    check(MPI_Comm_split(parent.control_, host, parent.rank_, &control_), "MPI_Comm_split");
+    check(MPI_Comm_rank(data_, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(data_, &size_), "MPI_Comm_size");
+    listen(Clock::now() + options.timeout);
+  });
+  runtime.add_wake_hook(this, [this] { poll_control(); });
+  std::lock_guard<std::mutex> lock(parent.children_mu_);
+  parent.children_.push_back(this);
+  if (parent.failed()) fail(parent.reason(), false);
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::host_group(int ranks_per_host) {
+  if (ranks_per_host < 1 || size_ % ranks_per_host != 0) {
+    throw UsageError("ranks per host must divide the " + std::to_string(size_) + " ranks, got " +
+                     std::to_string(ranks_per_host));
+  }
+  barrier();  // every rank is here, or this throws after the timeout: the split cannot hang
+  Options options;
+  options.timeout = timeout();
+  options.mpi_segment_bytes = segment_bytes_;
+  return std::make_unique<MpiCommunicator>(*this, rank_ / ranks_per_host, options);
 }
 
 void MpiCommunicator::learn_hosts(Clock::time_point deadline) {
@@ -116,6 +150,18 @@ void MpiCommunicator::learn_hosts(Clock::time_point deadline) {
   }
 }
 
+int MpiCommunicator::ranks_per_host() const {
+  // Hosts of equal size, each a run of consecutive ranks (as mpirun fills them by slot).
+  int per_host = 1;
+  while (per_host < size_ && hosts_[per_host] == hosts_[0]) ++per_host;
+  if (size_ % per_host != 0) return 0;
+  for (int r = 0; r < size_; ++r) {
+    if (hosts_[r] != hosts_[r - r % per_host]) return 0;
+    if (r % per_host == 0 && r > 0 && hosts_[r] == hosts_[r - 1]) return 0;
+  }
+  return per_host;
+}
+
 std::string MpiCommunicator::where(const std::vector<int>& ranks) const {
   // On one host the names say nothing more; across hosts, each late rank's.
   if (std::all_of(hosts_.begin(), hosts_.end(),
@@ -131,6 +177,10 @@ std::string MpiCommunicator::where(const std::vector<int>& ranks) const {
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  if (parent_) {
+    std::lock_guard<std::mutex> lock(parent_->children_mu_);
+    std::erase(parent_->children_, this);
+  }
   Runtime& runtime = Runtime::get();
   runtime.progress().drain();
   runtime.remove_wake_hook(this);
@@ -156,6 +206,9 @@ void MpiCommunicator::abort_group(const std::string& reason) noexcept {
 
 void MpiCommunicator::fail(const std::string& reason, bool tell_peers) noexcept {
   if (failure_.fail(reason) && tell_peers) notice_pending_.store(true, std::memory_order_release);
+  // Ranks waiting in a host group of this one fail with it (their peers hear of it here).
+  std::lock_guard<std::mutex> lock(children_mu_);
+  for (MpiCommunicator* child : children_) child->fail(reason, false);
 }
 
 void MpiCommunicator::send_notice() {

@@ -42,6 +42,9 @@ struct WireCall {
 class MpiCommunicator final : public Front {
  public:
   explicit MpiCommunicator(const Options& options);
+  // A host group of `parent` (host_group()): the parent's data and control communicators split
+  // by host. The parent must outlive it; it fails whenever the parent fails.
+  MpiCommunicator(MpiCommunicator& parent, int host, const Options& options);
   ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -55,6 +58,8 @@ class MpiCommunicator final : public Front {
   // " (rank 1 is on host h1)" for ranks on other hosts than the rest share; "" on one host.
   std::string where(const std::vector<int>& ranks) const;
   void reserve(std::size_t count, DType dtype) override;
+  std::unique_ptr<Communicator> host_group(int ranks_per_host) override;
+  int ranks_per_host() const override;
   // Staging bytes a reduction of count elements of elem_bytes each needs (see reserve()).
   std::size_t staging_bytes_for(std::size_t count, std::size_t elem_bytes) const;
 
@@ -108,6 +113,7 @@ class MpiCommunicator final : public Front {
   std::vector<WireCall> calls_;
   std::vector<Call> peer_calls_;                 // calls_ as Calls, for the front's mismatch check
   void learn_hosts(Clock::time_point deadline);  // progress thread, at construction
+  void listen(Clock::time_point deadline);       // progress thread: hosts, then notices
   std::vector<std::string> hosts_;               // each rank's host name (processor name)
   // Counted where the bytes are handed to MPI: data under the collective being moved, the
   // handshake and notices as control.
@@ -127,6 +133,9 @@ class MpiCommunicator final : public Front {
 
   FailureLatch failure_;
   std::atomic<bool> notice_pending_{false};  // this rank has a reason to tell its peers
+  MpiCommunicator* parent_ = nullptr;        // a host group's
+  std::mutex children_mu_;
+  std::vector<MpiCommunicator*> children_;  // host groups made from this one (children_mu_)
 };
 
 }  // namespace zerodp::comm::mpi

@@ -11,11 +11,30 @@
 namespace zerodp::comm::threads {
 
 ThreadCommunicator::ThreadCommunicator(std::shared_ptr<Group> group, int rank,
-                                       const Options& options)
-    : Front(options), group_(std::move(group)), rank_(rank) {}
+                                       const Options& options, bool leave_on_destruction)
+    : Front(options),
+      group_(std::move(group)),
+      rank_(rank),
+      options_(options),
+      leave_on_destruction_(leave_on_destruction) {}
 
 ThreadCommunicator::~ThreadCommunicator() {
   progress_.drain();
+  if (leave_on_destruction_) group_->leave(rank_);
+}
+
+std::unique_ptr<Communicator> ThreadCommunicator::host_group(int ranks_per_host) {
+  if (ranks_per_host < 1 || size() % ranks_per_host != 0) {
+    throw UsageError("ranks per host must divide the " + std::to_string(size()) + " ranks, got " +
+                     std::to_string(ranks_per_host));
+  }
+  // Every rank makes its splits in the same order, so the count names the split.
+  std::shared_ptr<Group> host =
+      group_->host_group(splits_++, rank_ / ranks_per_host, ranks_per_host);
+  Options options = options_;
+  options.timeout = timeout();
+  return std::make_unique<ThreadCommunicator>(std::move(host), rank_ % ranks_per_host, options,
+                                              true);
 }
 
 void ThreadCommunicator::leave() {

@@ -21,8 +21,10 @@ namespace zerodp::comm::threads {
 
 class ThreadCommunicator final : public Front {
  public:
-  ThreadCommunicator(std::shared_ptr<Group> group, int rank, const Options& options);
-  // Finishes the collectives already issued, then stops the progress thread.
+  ThreadCommunicator(std::shared_ptr<Group> group, int rank, const Options& options,
+                     bool leave_on_destruction = false);
+  // Finishes the collectives already issued, then stops the progress thread (and, for a host
+  // group, leaves it).
   ~ThreadCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -34,6 +36,9 @@ class ThreadCommunicator final : public Front {
   // The rank's function has returned: lets issued collectives finish, then tells the peers
   // that this rank will issue no more (so that theirs fail at once instead of timing out).
   void leave();
+
+  std::unique_ptr<Communicator> host_group(int ranks_per_host) override;
+  int ranks_per_host() const override { return size(); }
 
  private:
   static ProgressHooks inline_hooks() {
@@ -55,6 +60,9 @@ class ThreadCommunicator final : public Front {
 
   std::shared_ptr<Group> group_;
   const int rank_;
+  const Options options_;
+  const bool leave_on_destruction_;
+  std::uint64_t splits_ = 0;  // host groups made: the same count on every rank
   // Whoever executes (one at a time): the collective executing, and the phases reached.
   std::uint64_t seq_ = 0;
   std::uint64_t phase_ = 0;

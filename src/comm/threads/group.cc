@@ -85,6 +85,17 @@ std::string Group::missing_ranks(std::uint64_t phase, const Call& call, bool* an
 
 void Group::fail(const std::string& reason) noexcept {
   if (failure_.fail(reason)) bell_.ring();
+  // A host's ranks may be waiting in the host's group: they fail with this one.
+  std::lock_guard<std::mutex> lock(hosts_mu_);
+  for (auto& [key, host] : hosts_) host->fail(reason);
+}
+
+std::shared_ptr<Group> Group::host_group(std::uint64_t split, int host, int size) {
+  std::lock_guard<std::mutex> lock(hosts_mu_);
+  std::shared_ptr<Group>& group = hosts_[{split, host}];
+  if (!group) group = std::make_shared<Group>(size);
+  if (failed()) group->fail(reason());
+  return group;
 }
 
 void Group::leave(int rank) noexcept {

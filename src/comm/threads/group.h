@@ -15,9 +15,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/bell.h"
@@ -49,6 +51,10 @@ class Group {
 
   // rank will issue no more collectives (its function returned).
   void leave(int rank) noexcept;
+
+  // The group of `size` ranks that host `host` of split number `split` forms (the first rank
+  // to ask creates it, the others get the same one). It fails whenever this group fails.
+  std::shared_ptr<Group> host_group(std::uint64_t split, int host, int size);
 
   // The verdict compute() gives on call seq, computed by the first rank that asks and handed
   // to the others: a check over every rank's buffers needs doing once per collective, not once
@@ -85,6 +91,8 @@ class Group {
   // How many ranks have left: the waiters look for which only when some have, so that a wait
   // costs O(1) however many ranks there are.
   std::atomic<int> left_count_{0};
+  std::mutex hosts_mu_;
+  std::map<std::pair<std::uint64_t, int>, std::shared_ptr<Group>> hosts_;  // guarded by hosts_mu_
   std::mutex verdict_mu_;
   std::uint64_t verdict_seq_ = ~std::uint64_t{0};  // no call has that number
   std::string verdict_;

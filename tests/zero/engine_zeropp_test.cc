@@ -1,14 +1,19 @@
-// qwZ in the engine (--zeropp qwz): stage 3's parameter gathers move int8 payloads.
+// ZeRO++ in the engine. qwZ (--zeropp qwz): stage 3's parameter gathers move int8 payloads.
 //  - With blocks of one element every value is its block's maximum and comes back exactly, so
 //    a run is bitwise the plain ZeRO-3 run: the quantized gathers put every chunk, padded or
 //    short, where the 16-bit gathers put it.
 //  - The bytes the backend counts for the gathers are the payloads' (common/quantize.h), and the
 //    host-level prediction (predict_host_send_bytes) is what the ranks counted.
 //  - A run is repeatable bit for bit, and it trains.
+// hpZ (--zeropp hpz): the backward gathers from each host's secondary copy over the host's
+// communicator. It computes with the weights it would have gathered, so a run is bitwise the
+// run without it (with qwZ too), and the ring bytes counted on both communicators are the
+// prediction's.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mutex>
+#include <tuple>
 
 #include "zero/engine_testing.h"
 #include "zerodp/common/partition.h"
@@ -25,13 +30,15 @@ using testing::train_mlp;
 // and, at N = 4, the 6-element bucket leaves a rank with an empty chunk.
 const model::MlpConfig kConfig{17, 5};
 
-zero::EngineOptions options(bool qwz, std::size_t block) {
+zero::EngineOptions options(bool qwz, std::size_t block, int hpz_ranks = 0) {
   zero::EngineOptions o;
   o.stage = Stage::zero3;
   o.micro_batch = 2;
   o.bucket_bytes = 300;
   o.qwz = qwz;
   o.qwz_block = block;
+  o.hpz = hpz_ranks > 0;
+  o.ranks_per_host = hpz_ranks;
   return o;
 }
 
@@ -118,6 +125,77 @@ TEST(QwzTraining, RepeatsBitForBitAndTrains) {
     ASSERT_TRUE(std::isfinite(mean(run->losses, 25)));
     EXPECT_LT(mean(run->losses, 25), 0.9f * mean(run->losses, 0));
   }
+}
+
+// (ranks, ranks per host) with hosts of 1, 2 and all ranks.
+class Hpz : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(Hpz, TheBackwardFromTheHostsCopyIsBitwiseTheRunWithout) {
+  const auto [ranks, per_host] = GetParam();
+  for (bool qwz : {false, true}) {
+    SCOPED_TRACE(qwz ? "with qwZ" : "without qwZ");
+    const auto without = train_mlp(kConfig, options(qwz, 7), ranks, 5);
+    const auto with = train_mlp(kConfig, options(qwz, 7, per_host), ranks, 5);
+    EXPECT_EQ(with.losses, without.losses);
+    EXPECT_EQ(with.master, without.master);
+  }
+}
+
+TEST_P(Hpz, RingBytesOnBothCommunicatorsAreThePrediction) {
+  const auto [ranks, per_host] = GetParam();
+  const int steps = 2;
+  std::vector<std::uint64_t> ring(ranks), world_gathers(ranks);
+  std::mutex mu;
+  const data::SyntheticRegression samples = testing::mlp_samples(kConfig);
+  comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
+    model::Mlp mlp(kConfig);
+    zero::Engine engine(mlp, comm, samples, options(true, 7, per_host));
+    engine.step(1e-2f);
+    engine.flush();
+    const comm::Stats before = engine.comm_stats(), world_before = comm.stats();
+    for (int s = 0; s < steps; ++s) engine.step(1e-2f);
+    engine.flush();
+    const comm::Stats after = engine.comm_stats(), world_after = comm.stats();
+    std::lock_guard lock(mu);
+    ring[comm.rank()] = after.ring_bytes() - before.ring_bytes();
+    world_gathers[comm.rank()] = world_after[comm::Collective::all_gather].ring_bytes -
+                                 world_before[comm::Collective::all_gather].ring_bytes;
+  });
+  predict::EngineRun run;
+  run.model = predict::MlpShape{kConfig.width, std::uint64_t(kConfig.depth)};
+  run.stage = Stage::zero3;
+  run.ranks = ranks;
+  run.bucket_bytes = 300;
+  run.qwz = true;
+  run.qwz_block = 7;
+  run.hpz_ranks = per_host;
+  model::Mlp mlp(kConfig);
+  const Partition part =
+      make_partition(model::param_counts(mlp.units()), bucket_elements(300), ranks, 0);
+  std::uint64_t forward = 0;  // the group's gathers: the forward's payloads only
+  for (const Bucket& b : part.buckets) {
+    forward += std::uint64_t(ranks - 1) * quantized_payload(b.count, ranks, 7);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const std::uint64_t scalars = ranks == 1
+                                      ? 0
+                                      : 4 * (3 - shard_of(3, ranks, r).size) +
+                                            4 * (3 - shard_of(3, ranks, (r + 1) % ranks).size);
+    EXPECT_EQ(ring[r], steps * (predict::predict_rank_ring_bytes(run, r) + scalars)) << r;
+    EXPECT_EQ(world_gathers[r], steps * forward) << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndHosts, Hpz,
+                         ::testing::Values(std::tuple{1, 1}, std::tuple{2, 1}, std::tuple{2, 2},
+                                           std::tuple{4, 2}, std::tuple{4, 4}, std::tuple{3, 3},
+                                           std::tuple{4, 1}));
+
+TEST(HpzOptions, HostsMustDivideTheRanks) {
+  EXPECT_THROW(train_mlp(kConfig, options(false, 7, 3), 4, 1), UsageError);
+  zero::EngineOptions o = options(false, 7, 2);
+  o.stage = Stage::zero1;
+  EXPECT_THROW(o.validate(), InvalidArgument);
 }
 
 TEST(QwzOptions, OnlyStage3QuantizesItsGathersAndTheBlockIsBounded) {
