@@ -4,8 +4,9 @@
 #
 #   scripts/bench_cluster_efficiency.sh [--build DIR] [--rounds R] [--rate RATE] [--stages "0 3"]
 #
-# A stage may be 3+qwz: ZeRO-3 with quantized weight gathers (--zeropp qwz, docs/zeropp.md), at
-# ZeRO-3's micro-batch, so the two compare step for step.
+# A stage may be 3+ZEROPP (3+qwz, 3+hpz, 3+qwz,hpz): ZeRO-3 with ZeRO++ (--zeropp ZEROPP,
+# docs/zeropp.md; one rank per host, so hpZ's hosts are single ranks), at ZeRO-3's micro-batch,
+# so they compare step for step.
 #
 # 2 hosts (scripts/cluster.sh: network namespaces, veth, TCP, a tbf shaper at RATE, default
 # 200mbit), one rank each, a 2.1M-parameter MLP, 9 measured steps. ZeRO-0 runs at micro-batch
@@ -40,12 +41,12 @@ for round in $(seq "$rounds"); do
     micro=256 zeropp=none
     case "$stage" in
       3) micro=384 ;;
-      3+qwz) micro=384 zeropp=qwz ;;
+      3+qwz|3+hpz|3+qwz,hpz) micro=384 zeropp=${stage#3+} ;;
       0|1|2) ;;
-      *) echo "--stages: expected 0, 1, 2, 3 or 3+qwz, got '$stage'" >&2; exit 2 ;;
+      *) echo "--stages: expected 0, 1, 2, 3, 3+qwz, 3+hpz or 3+qwz,hpz, got '$stage'" >&2; exit 2 ;;
     esac
     if ! ZERODP="$zerodp" scripts/cluster.sh --hosts 2 --rate "$rate" -- measure --params 2M \
-        --stage "${stage%+qwz}" --zeropp "$zeropp" --micro-batch "$micro" --steps 9 --json \
+        --stage "${stage%%+*}" --zeropp "$zeropp" --micro-batch "$micro" --steps 9 --json \
         > "$work/$stage.$round.json" 2> "$work/err"; then
       cat "$work/err" >&2
       exit 1
@@ -62,7 +63,7 @@ print("| stage | overlap | step, measured | step, replayed | efficiency, measure
 print("|---|---|---|---|---|---|---|")
 for stage in stages:
     runs = [json.load(open(f"{work}/{stage}.{r}.json"))["timing"] for r in range(1, rounds + 1)]
-    name = "ZeRO-3 + qwZ" if stage == "3+qwz" else f"ZeRO-{stage}"
+    name = f"ZeRO-{stage}".replace("+", " + ").replace("qwz", "qwZ").replace("hpz", "hpZ")
     for label, key in (("overlap + prefetch", ""), ("none", "_no_overlap")):
         measured = [t["efficiency" + key] for t in runs]
         replayed = [t["predicted_efficiency" + key] for t in runs]

@@ -55,6 +55,11 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.qwz = o.qwz;
   run.qwz_block = o.qwz_block;
   if (o.hpz) {
+    if (o.ranks_per_host > 0 && ranks % o.ranks_per_host != 0) {
+      throw InvalidArgument("ranks_per_host",
+                            field_ref("ranks_per_host") + ": " + std::to_string(o.ranks_per_host) +
+                                " does not divide the " + std::to_string(ranks) + " ranks");
+    }
     int per_host = o.ranks_per_host > 0 ? o.ranks_per_host : backend_ranks_per_host;
     if (per_host <= 0 && launch.backend == "mpi") {
       const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
