@@ -142,7 +142,7 @@ TEST_P(Hpz, TheBackwardFromTheHostsCopyIsBitwiseTheRunWithout) {
 }
 
 TEST_P(Hpz, RingBytesOnBothCommunicatorsAreThePrediction) {
-  const auto [ranks, per_host] = GetParam();
+  const int ranks = std::get<0>(GetParam()), per_host = std::get<1>(GetParam());
   const int steps = 2;
   std::vector<std::uint64_t> ring(ranks), world_gathers(ranks);
   std::mutex mu;
