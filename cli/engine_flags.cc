@@ -31,13 +31,13 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
                   "with the least N or stage that fits [none]");
   app->add_option("--zeropp", f.zeropp,
                   "stage 3: ZeRO++'s communication, none or a list of qwz (int8 parameter "
-                  "gathers) and hpz (backward gathers inside each host); qgz is predicted by "
-                  "'zerodp plan --zeropp' only [none]");
+                  "gathers), hpz (backward gathers inside each host) and qgz (int8 gradient "
+                  "all-to-alls, inside each host then across) [none]");
   app->add_option("--ranks-per-host", f.ranks_per_host,
-                  "with --zeropp hpz: consecutive ranks per host [threads: all ranks, one "
-                  "host]");
+                  "with --zeropp hpz or qgz: consecutive ranks per host [threads: all ranks, one "
+                  "host; mpi: from the host names]");
   app->add_option("--qwz-block", f.qwz_block,
-                  "with --zeropp qwz: elements per quantization block, each with its own "
+                  "with --zeropp qwz or qgz: elements per quantization block, each with its own "
                   "scale, 1 to 16777216 [256]");
   app->add_flag("--no-prefetch", f.no_prefetch, "stage 3: gather each unit only when needed");
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
@@ -46,7 +46,7 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
 namespace {
 
 // --zeropp: none, or a comma-separated list of the planner's words (plan --zeropp). The engine
-// runs qwZ and hpZ; qgZ is refused by name rather than ignored.
+// runs all three.
 void read_zeropp(const std::string& text, zero::EngineOptions& o) {
   if (text == "none") return;
   std::string item;
@@ -59,11 +59,11 @@ void read_zeropp(const std::string& text, zero::EngineOptions& o) {
     } else if (item == "hpz") {
       o.hpz = true;
     } else if (item == "qgz") {
-      throw UsageError("--zeropp: the engine runs qwz; " + item +
-                       " is predicted by 'zerodp plan --zeropp' but not built into the engine yet");
+      o.qgz = true;
     } else {
-      throw UsageError("--zeropp: expected none or a list of qwz and hpz such as qwz,hpz, got " +
-                       quote(text));
+      throw UsageError(
+          "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, got " +
+          quote(text));
     }
   }
 }
@@ -99,7 +99,9 @@ zero::EngineOptions engine_options(const EngineFlags& f, std::size_t default_mic
   read_zeropp(f.zeropp, o);
   o.qwz_block = units::parse_whole_in(f.qwz_block, "--qwz-block", 1, kMaxQuantBlock);
   if (!f.ranks_per_host.empty()) {
-    if (!o.hpz) throw UsageError("--ranks-per-host: it sets hpZ's hosts; give --zeropp hpz too");
+    if (!o.hpz && !o.qgz) {
+      throw UsageError("--ranks-per-host: it sets ZeRO++'s hosts; give --zeropp hpz or qgz too");
+    }
     o.ranks_per_host = static_cast<int>(
         units::parse_whole_in(f.ranks_per_host, "--ranks-per-host", 1, run::kMaxMpiRanks));
   }

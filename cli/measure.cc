@@ -104,6 +104,8 @@ void run_measure(MeasureFlags f, bool stage_given) {
     zero::EngineOptions o = base;
     o.stage = stage;
     o.qwz = base.qwz && stage == Stage::zero3;  // ZeRO++ is stage 3's
+    o.hpz = base.hpz && stage == Stage::zero3;
+    o.qgz = base.qgz && stage == Stage::zero3;
     run::check_memory(
         {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_field()}, o,
         launch);
@@ -129,6 +131,8 @@ void run_measure(MeasureFlags f, bool stage_given) {
       zero::EngineOptions o = base;
       o.stage = stage;
       o.qwz = base.qwz && stage == Stage::zero3;  // ZeRO++ is stage 3's
+      o.hpz = base.hpz && stage == Stage::zero3;
+      o.qgz = base.qgz && stage == Stage::zero3;
       run::RankMeasure mine;
       try {  // a budget refuses in the engine's setup or in the first step
         mine = run::measure_rank(comm, spec, launch, o, steps, link);

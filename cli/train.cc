@@ -85,7 +85,8 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   take("--zeropp", f.engine.zeropp, run, "zeropp");
   take("--qwz-block", f.engine.qwz_block, run, "qwz_block");
   if (unset("--ranks-per-host") && run.value("ranks_per_host", 0) > 0 &&
-      f.engine.zeropp.find("hpz") != std::string::npos) {
+      (f.engine.zeropp.find("hpz") != std::string::npos ||
+       f.engine.zeropp.find("qgz") != std::string::npos)) {
     f.engine.ranks_per_host = std::to_string(run.value("ranks_per_host", 0));
   }
   const checkpoint::Manifest& m = ck.manifest();

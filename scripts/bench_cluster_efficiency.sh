@@ -4,7 +4,7 @@
 #
 #   scripts/bench_cluster_efficiency.sh [--build DIR] [--rounds R] [--rate RATE] [--stages "0 3"]
 #
-# A stage may be 3+ZEROPP (3+qwz, 3+hpz, 3+qwz,hpz): ZeRO-3 with ZeRO++ (--zeropp ZEROPP,
+# A stage may be 3+ZEROPP (3+qwz, 3+qwz,hpz,qgz, ...): ZeRO-3 with ZeRO++ (--zeropp ZEROPP,
 # docs/zeropp.md; one rank per host, so hpZ's hosts are single ranks), at ZeRO-3's micro-batch,
 # so they compare step for step.
 #
@@ -41,9 +41,10 @@ for round in $(seq "$rounds"); do
     micro=256 zeropp=none
     case "$stage" in
       3) micro=384 ;;
-      3+qwz|3+hpz|3+qwz,hpz) micro=384 zeropp=${stage#3+} ;;
+      3+*) micro=384 zeropp=${stage#3+} ;;  # zerodp names a bad list itself
       0|1|2) ;;
-      *) echo "--stages: expected 0, 1, 2, 3, 3+qwz, 3+hpz or 3+qwz,hpz, got '$stage'" >&2; exit 2 ;;
+      *) echo "--stages: expected 0, 1, 2, 3 or 3+ZEROPP such as 3+qwz,hpz,qgz, got '$stage'" >&2
+         exit 2 ;;
     esac
     if ! ZERODP="$zerodp" scripts/cluster.sh --hosts 2 --rate "$rate" -- measure --params 2M \
         --stage "${stage%%+*}" --zeropp "$zeropp" --micro-batch "$micro" --steps 9 --json \
@@ -63,7 +64,8 @@ print("| stage | overlap | step, measured | step, replayed | efficiency, measure
 print("|---|---|---|---|---|---|---|")
 for stage in stages:
     runs = [json.load(open(f"{work}/{stage}.{r}.json"))["timing"] for r in range(1, rounds + 1)]
-    name = f"ZeRO-{stage}".replace("+", " + ").replace("qwz", "qwZ").replace("hpz", "hpZ")
+    name = (f"ZeRO-{stage}".replace("+", " + ").replace("qwz", "qwZ").replace("hpz", "hpZ")
+            .replace("qgz", "qgZ"))
     for label, key in (("overlap + prefetch", ""), ("none", "_no_overlap")):
         measured = [t["efficiency" + key] for t in runs]
         replayed = [t["predicted_efficiency" + key] for t in runs]

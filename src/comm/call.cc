@@ -16,6 +16,8 @@ std::string_view collective_name(Collective c) {
       return "broadcast";
     case Collective::barrier:
       return "barrier";
+    case Collective::all_to_all:
+      return "all_to_all";
   }
   return "unknown collective";
 }
@@ -62,6 +64,8 @@ std::uint64_t ring_bytes_sent(const Call& call, int ranks, int rank) {
       return next == call.root || ranks == 1 ? 0 : count * elem;
     case Collective::barrier:
       return 0;
+    case Collective::all_to_all:
+      return std::uint64_t(ranks - 1) * count * elem;
   }
   return 0;
 }

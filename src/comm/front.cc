@@ -103,6 +103,11 @@ Handle Front::broadcast_async(void* data, std::size_t count, DType dtype, int ro
                 .out = data});
 }
 
+Handle Front::all_to_all_async(const void* in, void* out, std::size_t count, DType dtype) {
+  return issue(
+      {.kind = Collective::all_to_all, .dtype = dtype, .count = count, .in = in, .out = out});
+}
+
 void Front::barrier() {
   issue({.kind = Collective::barrier}).wait();
 }

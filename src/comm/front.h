@@ -77,6 +77,7 @@ class Front : public Communicator, private Executor {
   Handle reduce_scatter_async(const void* in, void* out, std::size_t count, DType dtype) final;
   Handle all_gather_async(const void* in, void* out, std::size_t count, DType dtype) final;
   Handle broadcast_async(void* data, std::size_t count, DType dtype, int root) final;
+  Handle all_to_all_async(const void* in, void* out, std::size_t count, DType dtype) final;
   void barrier() final;
   void abort(const std::string& reason) noexcept final;
   void set_timeout(std::chrono::milliseconds timeout) final;

@@ -198,7 +198,14 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units);
   if (shards.gradients) {
     scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
-    set(Category::buckets, 2 * (2 * max_bucket + 2 * max_chunk));
+    u128 buckets = 2 * (2 * max_bucket + 2 * max_chunk);
+    if (run.qgz_ranks > 0 && shards.parameters) {
+      const u128 hosts = u128(run.ranks / run.qgz_ranks);
+      const u128 payload = quantized_payload(std::uint64_t(max_bucket), run.ranks, run.qwz_block);
+      buckets += 2 * (2 * u128(run.ranks) * payload + 2 * hosts * payload + 4 * hosts * max_chunk) +
+                 2 * max_chunk;
+    }
+    set(Category::buckets, buckets);
   }
   set(Category::scratch32, scratch);
   set(Category::comm_buffers,
@@ -251,6 +258,14 @@ std::vector<RankPeak> predict_peak(const EngineRun& run) {
   return peaks;
 }
 
+std::uint64_t qgz_bytes_to(const EngineRun& run, std::uint64_t count, int rank, int peer) {
+  const int h = run.qgz_ranks;
+  if (peer == rank || h <= 0) return 0;
+  const std::uint64_t payload = quantized_payload(count, run.ranks, run.qwz_block);
+  if (peer / h == rank / h) return std::uint64_t(run.ranks / h) * payload;  // inside the host
+  return peer % h == rank % h ? payload : 0;  // across hosts, to the same place
+}
+
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host) {
   ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0 && run.bucket_bytes >= 2);
   const UnitLayout layout = unit_layout(run.model);
@@ -275,7 +290,10 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
                                     : 2 * mine;
         // hpZ: the backward's gather stays in the hpZ host (counted below).
         const std::uint64_t world_gathers = gathers == 2 && run.hpz_ranks > 0 ? 1 : gathers;
-        sent[host] += 2 * scatters * theirs + world_gathers * gathered;
+        const std::uint64_t scattered = gathers == 2 && run.qgz_ranks > 0
+                                            ? qgz_bytes_to(run, bucket.count, r, j)
+                                            : 2 * scatters * theirs;
+        sent[host] += scattered + world_gathers * gathered;
         if (gathers == 2 && run.hpz_ranks > 0 && j / run.hpz_ranks == r / run.hpz_ranks) {
           sent[host] += 2 * shard_of(bucket.count, run.hpz_ranks, r % run.hpz_ranks).size;
         }
@@ -294,7 +312,11 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
   const bool params_sharded = sharding(run.stage).parameters;
   std::uint64_t bytes = 0;
   for (const Bucket& bucket : part.buckets) {
-    const std::uint64_t scatter = 2 * (bucket.count - shard_of(bucket.count, n, rank).size);
+    std::uint64_t scatter = 2 * (bucket.count - shard_of(bucket.count, n, rank).size);
+    if (params_sharded && run.qgz_ranks > 0) {
+      scatter = 0;
+      for (int peer = 0; peer < n; ++peer) scatter += qgz_bytes_to(run, bucket.count, rank, peer);
+    }
     std::uint64_t gather = 2 * (bucket.count - shard_of(bucket.count, n, (rank + 1) % n).size);
     if (params_sharded && run.qwz) {
       gather = std::uint64_t(n - 1) * quantized_payload(bucket.count, n, run.qwz_block);

@@ -70,6 +70,31 @@ double backward_gather_seconds(const EngineRun& run, int ranks_per_host, const L
   return collective_seconds(host, ranks_per_host, link, LinkCollective::all_gather, count, 2);
 }
 
+// One of qgZ's two all-to-alls of a bucket (peak.h's qgz_bytes_to), the host's (`inside`) or
+// the hosts': the handshake and a round trip when it crosses the link, and the most any host
+// sends over it.
+double qgz_seconds(const EngineRun& run, int ranks_per_host, const Link& link, std::uint64_t count,
+                   bool inside) {
+  const int n = run.ranks;
+  if (n / ranks_per_host <= 1) return 0.0;
+  const double bytes_per_second = link.bits_per_second / 8.0 / link.framing;
+  double seconds = 0.0;
+  {
+    std::vector<double> sent(n / ranks_per_host, 0.0);
+    for (int r = 0; r < n; ++r) {
+      for (int j = 0; j < n; ++j) {
+        const bool same_qgz_host = j / run.qgz_ranks == r / run.qgz_ranks;
+        if (same_qgz_host != inside || j / ranks_per_host == r / ranks_per_host) continue;
+        sent[r / ranks_per_host] += double(qgz_bytes_to(run, count, r, j));
+      }
+    }
+    const double most = *std::max_element(sent.begin(), sent.end());
+    if (most > 0)
+      seconds += link.delay_seconds + 2.0 * link.delay_seconds + most / bytes_per_second;
+  }
+  return seconds;
+}
+
 class EngineSchedule {
  public:
   EngineSchedule(const EngineRun& run, int ranks_per_host, const Link& link,
@@ -88,7 +113,15 @@ class EngineSchedule {
     const LinkCollective reduce =
         sharding.optimizer_states ? LinkCollective::reduce_scatter : LinkCollective::all_reduce;
     for (const Bucket& b : part_.buckets) {
-      reduce_.push_back(collective_seconds(run, ranks_per_host, link, reduce, b.count, 2));
+      if (run.qgz_ranks > 0 && params_sharded_) {
+        // qgZ: the host's all-to-all travels from its issue; the hosts' one starts only when
+        // the slot lands (zero/grad_reducer.h), and is waited at once.
+        reduce_.push_back(qgz_seconds(run, ranks_per_host, link, b.count, true));
+        reduce_second_.push_back(qgz_seconds(run, ranks_per_host, link, b.count, false));
+      } else {
+        reduce_.push_back(collective_seconds(run, ranks_per_host, link, reduce, b.count, 2));
+        reduce_second_.push_back(-1.0);
+      }
       gather_back_.push_back(backward_gather_seconds(run, ranks_per_host, link, b.count));
       gather_.push_back(gather_seconds(run, ranks_per_host, link, b.count));
     }
@@ -102,6 +135,10 @@ class EngineSchedule {
     for (std::uint64_t k = 0; k < run_.grad_accum; ++k) {
       forward();
       backward(k + 1 == run_.grad_accum);
+    }
+    if (grads_sharded_) {  // the reducer's finish(): slot 0, then slot 1
+      land(0);
+      land(1);
     }
     for (int id : reductions_) replay_.wait(id);
     reductions_.clear();
@@ -168,16 +205,25 @@ class EngineSchedule {
     for (int b : part_.unit_buckets[unit]) {
       if (grads_sharded_) {
         // Two staging buffers: a bucket waits until the one issued two buckets ago landed.
-        replay_.wait(in_slot_[next_slot_]);
+        land(next_slot_);
         in_slot_[next_slot_] = replay_.issue(reduce_[b]);
-        if (!overlap_) replay_.wait(in_slot_[next_slot_]);
+        slot_bucket_[next_slot_] = b;
         reductions_.push_back(in_slot_[next_slot_]);
+        if (!overlap_) land(next_slot_);
         next_slot_ ^= 1;
       } else if (last_micro) {
         reductions_.push_back(replay_.issue(reduce_[b]));
         if (!overlap_) replay_.wait(reductions_.back());
       }
     }
+  }
+
+  // A staging slot's reduction lands: waited, and with qgZ followed by the hosts' all-to-all.
+  void land(int slot) {
+    replay_.wait(in_slot_[slot]);
+    const int b = slot_bucket_[slot];
+    if (b >= 0 && reduce_second_[b] >= 0) replay_.wait(replay_.issue(reduce_second_[b]));
+    in_slot_[slot] = slot_bucket_[slot] = -1;
   }
 
   const EngineRun& run_;
@@ -187,6 +233,7 @@ class EngineSchedule {
   Partition part_;
   bool grads_sharded_ = false, params_sharded_ = false, gathers_after_update_ = false;
   std::vector<double> reduce_, gather_;  // per bucket
+  std::vector<double> reduce_second_;    // per bucket: qgZ's hosts' all-to-all; -1 without
   std::vector<double> gather_back_;      // per bucket: stage 3's backward gather (hpZ: the host's)
   double scalars_ = 0;
   Replay replay_;
@@ -194,6 +241,7 @@ class EngineSchedule {
   std::vector<std::vector<int>> carried_;   // stages 1, 2: per unit, gathers from the update
   std::vector<int> reductions_;
   int in_slot_[2] = {-1, -1};
+  int slot_bucket_[2] = {-1, -1};
   int next_slot_ = 0;
 };
 

@@ -54,7 +54,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.prefetch = o.prefetch;
   run.qwz = o.qwz;
   run.qwz_block = o.qwz_block;
-  if (o.hpz) {
+  if (o.hpz || o.qgz) {
     if (o.ranks_per_host > 0 && ranks % o.ranks_per_host != 0) {
       throw InvalidArgument("ranks_per_host",
                             field_ref("ranks_per_host") + ": " + std::to_string(o.ranks_per_host) +
@@ -65,7 +65,10 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
       const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
       per_host = local ? std::atoi(local) : 0;
     }
-    run.hpz_ranks = per_host > 0 && per_host <= ranks && ranks % per_host == 0 ? per_host : ranks;
+    const int hosts_of =
+        per_host > 0 && per_host <= ranks && ranks % per_host == 0 ? per_host : ranks;
+    run.hpz_ranks = o.hpz ? hosts_of : 0;
+    run.qgz_ranks = o.qgz ? hosts_of : 0;
   }
   run.mpi = launch.backend == "mpi";
   run.mpi_segment_bytes = launch.options.mpi_segment_bytes;
@@ -73,8 +76,12 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
 }
 
 std::string zeropp_value(const zero::EngineOptions& o) {
-  if (o.qwz && o.hpz) return "qwz,hpz";
-  return o.qwz ? "qwz" : o.hpz ? "hpz" : "none";
+  std::string words;
+  for (auto [on, word] :
+       {std::pair{o.qwz, "qwz"}, std::pair{o.hpz, "hpz"}, std::pair{o.qgz, "qgz"}}) {
+    if (on) words += (words.empty() ? "" : ",") + std::string(word);
+  }
+  return words.empty() ? "none" : words;
 }
 
 std::string zeropp_description(const predict::EngineRun& run) {
@@ -83,6 +90,10 @@ std::string zeropp_description(const predict::EngineRun& run) {
   if (run.hpz_ranks > 0) {
     parts += (parts.empty() ? "" : " and ") + std::string("hpZ (hosts of ") +
              std::to_string(run.hpz_ranks) + (run.hpz_ranks == 1 ? " rank)" : " ranks)");
+  }
+  if (run.qgz_ranks > 0) {
+    parts += (parts.empty() ? "" : " and ") + std::string("qgZ (int8 all-to-alls, hosts of ") +
+             std::to_string(run.qgz_ranks) + (run.qgz_ranks == 1 ? " rank)" : " ranks)");
   }
   return parts.empty() ? "" : " with " + parts;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,12 +26,12 @@ double seconds_since(Clock::time_point t0) {
 // collectives (the communicator counts it), so a region's figure is its own work.
 class ComputeClock {
  public:
-  // host: hpZ's host communicator, whose waits are waits too; null without.
-  ComputeClock(const comm::Communicator& comm, const comm::Communicator* host)
-      : comm_(comm), host_(host), at_(Clock::now()), waited_(waited()) {}
+  // waited: the seconds blocked in all the engine's communicators so far (Impl::stats).
+  explicit ComputeClock(std::function<double()> waited)
+      : waited_now_(std::move(waited)), at_(Clock::now()), waited_(waited_now_()) {}
   double lap() {
     const auto now = Clock::now();
-    const double waited = this->waited();
+    const double waited = waited_now_();
     const double seconds = std::chrono::duration<double>(now - at_).count() - (waited - waited_);
     at_ = now;
     waited_ = waited;
@@ -38,11 +39,7 @@ class ComputeClock {
   }
 
  private:
-  double waited() const {
-    return comm_.stats().wait_seconds() + (host_ ? host_->stats().wait_seconds() : 0.0);
-  }
-  const comm::Communicator& comm_;
-  const comm::Communicator* host_;
+  std::function<double()> waited_now_;
   Clock::time_point at_;
   double waited_;
 };
@@ -83,6 +80,12 @@ void EngineOptions::validate() const {
   if (qwz && stage != Stage::zero3) {
     throw InvalidArgument("zeropp", field_ref("zeropp") +
                                         ": qwz quantizes stage 3's parameter gathers; expected "
+                                        "stage 3, got stage " +
+                                        std::to_string(stage_number(stage)));
+  }
+  if (qgz && stage != Stage::zero3) {
+    throw InvalidArgument("zeropp", field_ref("zeropp") +
+                                        ": qgz quantizes stage 3's gradient reductions; expected "
                                         "stage 3, got stage " +
                                         std::to_string(stage_number(stage)));
   }
@@ -159,11 +162,13 @@ struct Engine::Impl {
 
   // hpZ: this rank's host (declared before the gatherer, which issues on it).
   std::unique_ptr<comm::Communicator> host;
-  std::optional<ParamGatherer> gatherer;  // stage 3
+  std::unique_ptr<comm::Communicator> peers;  // qgZ: this rank's place on every host
+  std::optional<ParamGatherer> gatherer;      // stage 3
   // The step's collectives are the group's and, with hpZ, the host's.
   comm::Stats stats() const {
     comm::Stats s = comm.stats();
     if (host) s += host->stats();
+    if (peers) s += peers->stats();
     return s;
   }
   std::optional<GradReducer> reducer;
@@ -233,13 +238,13 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       read_grad32[u] = Buffer<float>(ledger, Category::scratch32, units[u].param_count);
   }
 
-  if (opt.hpz) {
+  if (opt.hpz || opt.qgz) {
     const int per_host = opt.ranks_per_host > 0 ? opt.ranks_per_host : comm.ranks_per_host();
     if (per_host == 0) {
       throw InvalidArgument("ranks_per_host",
                             field_ref("ranks_per_host") +
                                 ": the hosts hold unequal or scattered ranks; give the ranks per "
-                                "host for hpZ's secondary partition");
+                                "host for ZeRO++'s hosts");
     }
     if (ranks % per_host != 0) {
       throw InvalidArgument("ranks_per_host",
@@ -247,13 +252,14 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
                                 " does not divide the " + std::to_string(ranks) + " ranks");
     }
     host = comm.host_group(per_host);
+    if (opt.qgz) peers = comm.peer_group(per_host);
   }
   if (!full_params()) {
     gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch,
-                     opt.qwz ? opt.qwz_block : 0, host.get());
+                     opt.qwz ? opt.qwz_block : 0, opt.hpz ? host.get() : nullptr);
   }
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
-                  grads16.data());
+                  grads16.data(), host.get(), peers.get(), opt.qgz ? opt.qwz_block : 0);
   // The largest reductions a step issues: a bucket of 16-bit grads, and the scalars.
   comm.reserve(part.max_bucket, opt.precision);
   comm.reserve(3, DType::f32);
@@ -334,7 +340,7 @@ void Engine::Impl::forward_pass(std::vector<double>* unit_seconds) {
   std::vector<int> order(units.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   if (gatherer) gatherer->begin_pass(order, params16.data(), ParamGatherer::Pass::forward);
-  ComputeClock clock(comm, host.get());
+  ComputeClock clock([this] { return stats().wait_seconds(); });
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (gatherer) gatherer->acquire(i);
     model.forward(order[i], views(order[i], false));
@@ -351,7 +357,7 @@ void Engine::Impl::backward_pass(bool first_micro, bool last_micro,
     if (is_read[u]) std::fill_n(read_grad32.data()[u].data(), units[u].param_count, 0.0f);
   }
   if (gatherer) gatherer->begin_pass(order, params16.data(), ParamGatherer::Pass::backward);
-  ComputeClock clock(comm, host.get());
+  ComputeClock clock([this] { return stats().wait_seconds(); });
   for (std::size_t i = 0; i < order.size(); ++i) {
     const int unit = order[i];
     if (gatherer) gatherer->acquire(i);
@@ -495,7 +501,7 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
     e.backward_pass(k == 0, k == K - 1, &result.unit_backward_seconds);
   }
   e.reducer->finish();
-  ComputeClock optimizer_clock(e.comm, e.host.get());
+  ComputeClock optimizer_clock([&e] { return e.stats().wait_seconds(); });
 
   // One small all-reduce carries the loss, the squared norm and the overflow and stop flags.
   // It runs when no ZeRO collective is in flight, so its bytes can be told apart exactly.

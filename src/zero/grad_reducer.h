@@ -12,6 +12,16 @@
 //           reduces (there is no full buffer to accumulate into); micro-steps after the first
 //           add the reduced chunk into the shard.
 // With overlap off, every collective is waited as soon as it is issued.
+//
+// qgZ (stage 3 with host and peer communicators, docs/zeropp.md): a bucket's reduce-scatter is
+// two quantized all-to-alls instead. Ranks form K hosts of H; rank r = hH + l. First, inside
+// the host, rank r sends host peer l' the int8 payloads (common/quantize.h) of the K world
+// chunks c_{h'H+l'}, and sums what its peers sent for the chunks c_{h'H+l} in fp32, in host
+// rank order; then, across hosts, it sends rank h'H+l its partial sum of c_{h'H+l}, rounded
+// to 16 bits and quantized, and sums what the K hosts sent for its own chunk c_r in host order,
+// rounding once to 16 bits. The first all-to-all travels while backward goes on; the second
+// runs when the slot is next needed (or at finish). Fixed orders: bitwise repeatable for the
+// same ranks and hosts.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +41,8 @@ class GradReducer {
   // grads16: the full 16-bit grads (gradients not sharded) or this rank's grad shard.
   GradReducer(Sharding sharding, const std::vector<model::UnitInfo>& units,
               const Partition& partition, comm::Communicator& comm, Ledger& ledger, DType dtype,
-              bool overlap, std::uint16_t* grads16);
+              bool overlap, std::uint16_t* grads16, comm::Communicator* host = nullptr,
+              comm::Communicator* peers = nullptr, std::size_t qgz_block = 0);
 
   // The unit's complete fp32 gradient for this micro-step.
   void unit_done(int unit, std::span<const float> grads32, bool first_micro, bool last_micro);
@@ -44,8 +55,12 @@ class GradReducer {
   struct InFlight {
     comm::Handle handle;
     int bucket = -1;
-    bool add = false;  // add the reduced chunk into the shard when it lands
+    bool add = false;              // add the reduced chunk into the shard when it lands
+    std::uint16_t* out = nullptr;  // qgZ: where the reduced chunk goes
   };
+  // qgZ: the host all-to-all's payloads of the staged bucket, then (complete) the rest.
+  comm::Handle quantized_scatter(int slot, const Bucket& bucket);
+  void finish_quantized(int slot, const Bucket& bucket, std::uint16_t* out);
   // Full gradients: accumulates the unit's grads; on the last micro-step, reduces them.
   void add_to_full(int unit, std::span<const float> grads32, bool first_micro, bool last_micro);
   // Sharded gradients: reduce-scatters each bucket of the unit into the grad shard.
@@ -68,6 +83,14 @@ class GradReducer {
   InFlight in_flight_[2];
   int next_slot_ = 0;
   Buffer<float> add_scratch_;  // fp32 of one landed chunk, to add it into the shard
+  // qgZ: per slot, the host all-to-all's send and receive payloads (N of them), the fp32
+  // partial sums of K chunks, and the cross-host all-to-all's payloads (K each way).
+  comm::Communicator* host_ = nullptr;
+  comm::Communicator* peers_ = nullptr;
+  std::size_t qgz_block_ = 0;
+  Buffer<std::uint8_t> host_send_[2], host_recv_[2], peer_send_[2], peer_recv_[2];
+  Buffer<float> partial_[2];
+  Buffer<std::uint16_t> half_;  // one chunk in 16 bits, to quantize or to sum
 };
 
 }  // namespace zerodp::zero

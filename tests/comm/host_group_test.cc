@@ -1,7 +1,8 @@
 // Hosts (Communicator::host_group) on the threads backend: a host's collectives see its own
 // ranks only and count in its own stats; the group's failure fails every host, and a rank that
-// drops its host communicator fails the host's waiting peers at once. And u8: gathered as
-// bytes, never reduced.
+// drops its host communicator fails the host's waiting peers at once; the peer groups (one place
+// on every host) are the complement. all_to_all delivers block r of every rank to rank r and
+// counts (N-1) blocks each way. And u8: gathered as bytes, never reduced.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -107,6 +108,56 @@ TEST(HostGroup, ARankThatDropsItsHostFailsTheHostsPeersAtOnce) {
   });
   EXPECT_THAT(error, HasSubstr("rank 1"));
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+}
+
+TEST(HostGroup, PeerGroupsJoinTheSamePlaceOfEveryHost) {
+  std::mutex mu;
+  std::vector<float> sums(6);
+  run_thread_ranks(6, {}, [&](Communicator& comm) {
+    const std::unique_ptr<Communicator> peers = comm.peer_group(2);  // hosts {0,1} {2,3} {4,5}
+    EXPECT_EQ(peers->size(), 3);
+    EXPECT_EQ(peers->rank(), comm.rank() / 2);
+    float x = float(1 << comm.rank());
+    peers->all_reduce(&x, 1, DType::f32);
+    std::lock_guard lock(mu);
+    sums[comm.rank()] = x;
+  });
+  EXPECT_EQ(sums, (std::vector<float>{21, 42, 21, 42, 21, 42}));
+}
+
+TEST(AllToAll, EveryRankGetsItsBlockOfEveryRankAndCountsThem) {
+  for (DType dtype : {DType::u8, DType::f32, DType::bf16}) {
+    std::mutex mu;
+    std::vector<std::vector<std::uint8_t>> got(3);
+    run_thread_ranks(3, {}, [&](Communicator& comm) {
+      const std::size_t block = 2, elem = dtype_size(dtype);
+      std::vector<std::uint8_t> in(3 * block * elem), out(in.size(), 0xee);
+      // Byte k of the block for rank j from rank r: 100 r + 10 j + k.
+      for (int j = 0; j < 3; ++j) {
+        for (std::size_t k = 0; k < block * elem; ++k) {
+          in[j * block * elem + k] = std::uint8_t(100 * comm.rank() + 10 * j + k);
+        }
+      }
+      comm.all_to_all(in.data(), out.data(), block, dtype);
+      const CollectiveStats s = comm.stats()[Collective::all_to_all];
+      EXPECT_EQ(s.ring_bytes, 2 * block * elem);
+      EXPECT_EQ(s.sent_bytes, 2 * block * elem);
+      EXPECT_EQ(s.received_bytes, 2 * block * elem);
+      // in and out may not overlap.
+      EXPECT_THROW(comm.all_to_all(in.data(), in.data() + 1, block, dtype), Error);
+      std::lock_guard lock(mu);
+      got[comm.rank()] = out;
+    });
+    const std::size_t bytes = 2 * dtype_size(dtype);
+    for (int r = 0; r < 3; ++r) {
+      for (int j = 0; j < 3; ++j) {
+        for (std::size_t k = 0; k < bytes; ++k) {
+          EXPECT_EQ(got[r][j * bytes + k], std::uint8_t(100 * j + 10 * r + k))
+              << dtype_name(dtype) << " rank " << r << " block " << j;
+        }
+      }
+    }
+  }
 }
 
 TEST(BytesDType, GatheredAsBytesAndNeverReduced) {

@@ -30,6 +30,11 @@ echo "stage 3 with qwZ: threads $threads, mpi $mpi_hash"
 hpz_hash=$(mpi train $gpt --stage 3 --zeropp qwz,hpz --ranks-per-host 1 --qwz-block 5 | hash_of)
 echo "stage 3 with qwZ and hpZ: mpi $hpz_hash"
 [ "$hpz_hash" = "$threads" ] || { echo "FAIL: hpZ changed the bits"; exit 1; }
+# qgZ: the two quantized all-to-alls sum in the same fixed order on both backends.
+threads=$("$zerodp" train $gpt --ranks 3 --stage 3 --zeropp qwz,qgz --ranks-per-host 1 | hash_of)
+mpi_hash=$(mpi train $gpt --stage 3 --zeropp qwz,qgz --ranks-per-host 1 | hash_of)
+echo "stage 3 with qwZ and qgZ: threads $threads, mpi $mpi_hash"
+[ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: qgZ differs"; exit 1; }
 
 # A checkpoint written by 3 MPI processes resumes on 2 thread ranks at another stage.
 mpi train $gpt --stage 3 --save-dir "$work/ck" --save-every 3 >/dev/null
@@ -41,7 +46,9 @@ echo "resume from an MPI checkpoint on threads: ok"
 mpi measure --stage 2 --params 4224 --steps 1 --json > "$work/m.json"
 mpi measure --stage 3 --zeropp qwz --params 4224 --steps 1 --json > "$work/q.json"
 mpi measure --stage 3 --zeropp qwz,hpz --ranks-per-host 1 --params 4224 --steps 1 --json > "$work/h.json"
-python3 - "$work/m.json" "$work/q.json" "$work/h.json" <<'PY'
+mpi measure --stage 3 --zeropp qwz,hpz,qgz --ranks-per-host 3 --params 4224 --steps 1 --json \
+  > "$work/g.json"
+python3 - "$work/m.json" "$work/q.json" "$work/h.json" "$work/g.json" <<'PY'
 import json, sys
 for path in sys.argv[1:]:
     m = json.load(open(path))

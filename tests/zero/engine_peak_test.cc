@@ -5,6 +5,7 @@
 // its predicted peak trains; one byte less is refused with the one-line message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -41,7 +42,8 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
   o.qwz = run.qwz;
   o.qwz_block = run.qwz_block;
   o.hpz = run.hpz_ranks > 0;
-  o.ranks_per_host = run.hpz_ranks;
+  o.qgz = run.qgz_ranks > 0;
+  o.ranks_per_host = std::max(run.hpz_ranks, run.qgz_ranks);
   o.rank_memory = budget;
   Measured m;
   m.ledgers.resize(run.ranks);
@@ -136,10 +138,10 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
 
 // qwZ's staging rides with each gather slot, hpZ's secondary copy is held from setup: still
 // exact, for blocks that cut chunks short and hosts of one rank, two, or all.
-class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int, int>> {};
+class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int, int, bool>> {};
 
 TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
-  const auto [gpt, ranks, prefetch, block, hosts] = GetParam();
+  const auto [gpt, ranks, prefetch, block, hosts, qgz] = GetParam();
   predict::EngineRun run = run_of({gpt, 3, ranks, prefetch, false, 1});
   run.qwz = block > 0;
   run.qwz_block = block > 0 ? block : 256;
@@ -147,6 +149,8 @@ TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
   // where the ranks pair up, else one host.
   const int paired = ranks % 2 == 0 ? 2 : ranks;
   run.hpz_ranks = hosts == 1 ? 1 : hosts == 2 ? paired : block == 0 ? ranks : 0;
+  // qgZ over the same hosts (all ranks when hpZ is off), with qwZ's block.
+  run.qgz_ranks = qgz ? (run.hpz_ranks > 0 ? run.hpz_ranks : ranks) : 0;
   const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
   const Measured measured = train(run, 0);
   for (int r = 0; r < run.ranks; ++r) {
@@ -159,7 +163,7 @@ TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
   }
   // The staging and the copy are there: more than the plain run's gathered params.
   run.qwz = false;
-  run.hpz_ranks = 0;
+  run.hpz_ranks = run.qgz_ranks = 0;
   EXPECT_GT(predicted[0][Category::gathered_params],
             predict::predict_rank_peak(run, 0)[Category::gathered_params]);
 }
@@ -168,7 +172,7 @@ TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(Models, PeakQwz,
                          ::testing::Combine(::testing::Bool(), ::testing::Range(1, 5),
                                             ::testing::Bool(), ::testing::Values(0, 5, 256),
-                                            ::testing::Values(0, 1, 2)));
+                                            ::testing::Values(0, 1, 2), ::testing::Bool()));
 
 // The boundary is exact: the predicted peak as the budget trains; a byte less is refused, at
 // the allocation that would cross it, with rank, category and bytes in one line.

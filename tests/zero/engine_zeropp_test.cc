@@ -11,6 +11,7 @@
 // prediction's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <tuple>
@@ -30,7 +31,7 @@ using testing::train_mlp;
 // and, at N = 4, the 6-element bucket leaves a rank with an empty chunk.
 const model::MlpConfig kConfig{17, 5};
 
-zero::EngineOptions options(bool qwz, std::size_t block, int hpz_ranks = 0) {
+zero::EngineOptions options(bool qwz, std::size_t block, int hpz_ranks = 0, int qgz_ranks = 0) {
   zero::EngineOptions o;
   o.stage = Stage::zero3;
   o.micro_batch = 2;
@@ -38,8 +39,30 @@ zero::EngineOptions options(bool qwz, std::size_t block, int hpz_ranks = 0) {
   o.qwz = qwz;
   o.qwz_block = block;
   o.hpz = hpz_ranks > 0;
-  o.ranks_per_host = hpz_ranks;
+  o.qgz = qgz_ranks > 0;
+  o.ranks_per_host = std::max(hpz_ranks, qgz_ranks);
   return o;
+}
+
+// The run the tests above train, as the planner sees it.
+predict::EngineRun planned(int ranks, bool qwz, std::size_t block, int hpz_ranks = 0,
+                           int qgz_ranks = 0) {
+  predict::EngineRun run;
+  run.model = predict::MlpShape{kConfig.width, std::uint64_t(kConfig.depth)};
+  run.stage = Stage::zero3;
+  run.ranks = ranks;
+  run.bucket_bytes = 300;
+  run.qwz = qwz;
+  run.qwz_block = block;
+  run.hpz_ranks = hpz_ranks;
+  run.qgz_ranks = qgz_ranks;
+  return run;
+}
+
+// The ring bytes of the step's scalar all-reduce (3 fp32): 4 (3 - |c_r|) + 4 (3 - |c_{r+1}|).
+std::uint64_t scalar_ring_bytes(int ranks, int r) {
+  if (ranks == 1) return 0;
+  return 4 * (3 - shard_of(3, ranks, r).size) + 4 * (3 - shard_of(3, ranks, (r + 1) % ranks).size);
 }
 
 class Qwz : public ::testing::TestWithParam<int> {};
@@ -84,22 +107,12 @@ TEST_P(Qwz, GathersSendThePayloadsThePredictionCounts) {
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(gathered[r], steps * per_step) << "rank " << r;
 
   // One rank per host: the host prediction is each rank's gathers and reduce-scatters.
-  predict::EngineRun run;
-  run.model = predict::MlpShape{kConfig.width, std::uint64_t(kConfig.depth)};
-  run.stage = Stage::zero3;
-  run.ranks = ranks;
-  run.bucket_bytes = 300;
-  run.qwz = true;
-  run.qwz_block = block;
+  const predict::EngineRun run = planned(ranks, true, block);
   const std::vector<std::uint64_t> hosts = predict::predict_host_send_bytes(run, 1);
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(steps * hosts[r], gathered[r] + scattered[r]) << "rank " << r;
-    // The ring prediction `measure` prints: the step's collectives and the scalars' (12 bytes
-    // all-reduced: 4 (3 - |c_r|) + 4 (3 - |c_{r+1}|)).
-    const std::uint64_t scalars = ranks == 1
-                                      ? 0
-                                      : 4 * (3 - shard_of(3, ranks, r).size) +
-                                            4 * (3 - shard_of(3, ranks, (r + 1) % ranks).size);
+    // The ring prediction `measure` prints, and the scalars'.
+    const std::uint64_t scalars = scalar_ring_bytes(ranks, r);
     EXPECT_EQ(ring[r], steps * (predict::predict_rank_ring_bytes(run, r) + scalars))
         << "rank " << r;
   }
@@ -161,14 +174,7 @@ TEST_P(Hpz, RingBytesOnBothCommunicatorsAreThePrediction) {
     world_gathers[comm.rank()] = world_after[comm::Collective::all_gather].ring_bytes -
                                  world_before[comm::Collective::all_gather].ring_bytes;
   });
-  predict::EngineRun run;
-  run.model = predict::MlpShape{kConfig.width, std::uint64_t(kConfig.depth)};
-  run.stage = Stage::zero3;
-  run.ranks = ranks;
-  run.bucket_bytes = 300;
-  run.qwz = true;
-  run.qwz_block = 7;
-  run.hpz_ranks = per_host;
+  const predict::EngineRun run = planned(ranks, true, 7, per_host);
   model::Mlp mlp(kConfig);
   const Partition part =
       make_partition(model::param_counts(mlp.units()), bucket_elements(300), ranks, 0);
@@ -177,10 +183,7 @@ TEST_P(Hpz, RingBytesOnBothCommunicatorsAreThePrediction) {
     forward += std::uint64_t(ranks - 1) * quantized_payload(b.count, ranks, 7);
   }
   for (int r = 0; r < ranks; ++r) {
-    const std::uint64_t scalars = ranks == 1
-                                      ? 0
-                                      : 4 * (3 - shard_of(3, ranks, r).size) +
-                                            4 * (3 - shard_of(3, ranks, (r + 1) % ranks).size);
+    const std::uint64_t scalars = scalar_ring_bytes(ranks, r);
     EXPECT_EQ(ring[r], steps * (predict::predict_rank_ring_bytes(run, r) + scalars)) << r;
     EXPECT_EQ(world_gathers[r], steps * forward) << r;
   }
@@ -189,6 +192,56 @@ TEST_P(Hpz, RingBytesOnBothCommunicatorsAreThePrediction) {
 INSTANTIATE_TEST_SUITE_P(RanksAndHosts, Hpz,
                          ::testing::Values(std::tuple{1, 1}, std::tuple{2, 1}, std::tuple{2, 2},
                                            std::tuple{4, 2}, std::tuple{4, 4}, std::tuple{3, 3},
+                                           std::tuple{4, 1}));
+
+// qgZ: (ranks, ranks per host).
+class Qgz : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(Qgz, RepeatsBitForBitAndTrainsAsThePlainRunDoes) {
+  const auto [ranks, per_host] = GetParam();
+  zero::EngineOptions quantized = options(true, 7, per_host, per_host), plain = options(false, 7);
+  quantized.micro_batch = plain.micro_batch = 8;
+  const auto first = train_mlp(kConfig, quantized, ranks, 20);
+  const auto again = train_mlp(kConfig, quantized, ranks, 20);
+  EXPECT_EQ(first.master, again.master);
+  EXPECT_EQ(first.losses, again.losses);
+  const auto base = train_mlp(kConfig, plain, ranks, 20);
+  auto mean = [](const std::vector<float>& l, int from) {
+    return (l[from] + l[from + 1] + l[from + 2] + l[from + 3] + l[from + 4]) / 5;
+  };
+  for (const auto* run : {&base, &first}) {
+    ASSERT_TRUE(std::isfinite(mean(run->losses, 15)));
+    EXPECT_LT(mean(run->losses, 15), 0.9f * mean(run->losses, 0));
+  }
+}
+
+TEST_P(Qgz, RingBytesOfAllThreeAreThePrediction) {
+  const int ranks = std::get<0>(GetParam()), per_host = std::get<1>(GetParam());
+  const int steps = 2;
+  std::vector<std::uint64_t> ring(ranks);
+  std::mutex mu;
+  const data::SyntheticRegression samples = testing::mlp_samples(kConfig);
+  comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
+    model::Mlp mlp(kConfig);
+    zero::Engine engine(mlp, comm, samples, options(true, 7, per_host, per_host));
+    engine.step(1e-2f);
+    engine.flush();
+    const comm::Stats before = engine.comm_stats();
+    for (int s = 0; s < steps; ++s) engine.step(1e-2f);
+    engine.flush();
+    std::lock_guard lock(mu);
+    ring[comm.rank()] = engine.comm_stats().ring_bytes() - before.ring_bytes();
+  });
+  const predict::EngineRun run = planned(ranks, true, 7, per_host, per_host);
+  for (int r = 0; r < ranks; ++r) {
+    const std::uint64_t scalars = scalar_ring_bytes(ranks, r);
+    EXPECT_EQ(ring[r], steps * (predict::predict_rank_ring_bytes(run, r) + scalars)) << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndHosts, Qgz,
+                         ::testing::Values(std::tuple{1, 1}, std::tuple{2, 1}, std::tuple{2, 2},
+                                           std::tuple{4, 2}, std::tuple{4, 4}, std::tuple{3, 1},
                                            std::tuple{4, 1}));
 
 TEST(HpzOptions, HostsMustDivideTheRanks) {

@@ -43,6 +43,8 @@
 //      all_gather:     step s = 0..N-2 sends chunk (r-s) mod N, so every chunk but c_{r+1}:
 //                      bytes = (count - |c_{(r+1) mod N}|) * dtype size
 //      all_reduce:     reduce_scatter + all_gather (twice (N-1)/N of the buffer on average)
+//      all_to_all:     every block but its own to its owner, directly (no ring):
+//                      bytes = (N-1) * count * dtype size (count: elements per block)
 //      broadcast:      a pipelined chain from the root: every rank forwards the whole buffer
 //                      to rank r+1 except the one whose successor is the root:
 //                      bytes = count * dtype size, or 0 if (r+1) mod N == root (or N == 1)
@@ -82,8 +84,15 @@
 
 namespace zerodp::comm {
 
-enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier };
-inline constexpr int kCollectiveCount = 5;
+enum class Collective : std::uint8_t {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  barrier,
+  all_to_all
+};
+inline constexpr int kCollectiveCount = 6;
 std::string_view collective_name(Collective c);
 
 struct CollectiveStats {
@@ -164,6 +173,11 @@ class Communicator {
   virtual Handle all_gather_async(const void* in, void* out, std::size_t count, DType dtype) = 0;
   // data holds count elements; on completion every rank holds root's.
   virtual Handle broadcast_async(void* data, std::size_t count, DType dtype, int root) = 0;
+  // in holds N blocks of count elements, block j for rank j; out receives N blocks, block j
+  // from rank j (this rank's own block copied). in and out apart. Moves data only: any dtype,
+  // u8 included. Both backends send each block straight to its owner, sent = received =
+  // (N-1) count elements per rank.
+  virtual Handle all_to_all_async(const void* in, void* out, std::size_t count, DType dtype) = 0;
   virtual void barrier() = 0;
 
   void all_reduce(void* data, std::size_t count, DType dtype) {
@@ -177,6 +191,9 @@ class Communicator {
   }
   void broadcast(void* data, std::size_t count, DType dtype, int root) {
     broadcast_async(data, count, dtype, root).wait();
+  }
+  void all_to_all(const void* in, void* out, std::size_t count, DType dtype) {
+    all_to_all_async(in, out, count, dtype).wait();
   }
 
   // Marks the group failed with this rank's reason (see the contract). Never throws.
@@ -205,6 +222,9 @@ class Communicator {
   // this one does (an abort or a timeout here fails it too); a rank that destroys it has left
   // it. Its collectives are ordered with this one's as issued, and its stats are its own.
   virtual std::unique_ptr<Communicator> host_group(int ranks_per_host) = 0;
+  // The ranks at this rank's place on every host (r mod ranks_per_host equal), rank
+  // r / ranks_per_host in it: where qgZ's second all-to-all runs. The same terms as host_group.
+  virtual std::unique_ptr<Communicator> peer_group(int ranks_per_host) = 0;
   // The ranks per host the backend knows: threads, all of them (one process); MPI, the ranks
   // sharing a processor name when every host holds that many consecutive ranks, else 0.
   virtual int ranks_per_host() const = 0;

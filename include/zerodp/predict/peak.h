@@ -11,7 +11,9 @@
 //   master32, adam_m, adam_v 4 bytes × (Φ whole, or the shard)
 //   scratch32                4 × (largest unit with the units it reads + largest unit + every
 //                            unit that others read) + 4 × largest chunk (grads sharded)
-//   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk)
+//   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk);
+//                            qgZ adds, per slot of two, 2 N and 2 K payloads of the largest
+//                            bucket and K fp32 chunks, and one 16-bit chunk
 //   gathered_params          params sharded: slots × 2 × largest unit, slots being the most
 //                            units held at once by the gather order (with prefetch: the next
 //                            unit's too); with qwZ each slot adds its staging, N payloads of
@@ -67,7 +69,12 @@ struct EngineRun {
   bool qwz = false;               // stage 3: quantized param gathers (engine.h)
   std::uint64_t qwz_block = 256;  // elements per quantization block
   int hpz_ranks = 0;  // stage 3 with hpZ: the ranks per host its secondary copy spans; 0: off
+  int qgz_ranks = 0;  // stage 3 with qgZ: the ranks per host of its first all-to-all; 0: off
 };
+
+// qgZ's two all-to-alls of a bucket of `count` elements (zero/grad_reducer.h): the bytes rank
+// `rank` sends to `peer` (0 to itself), with ranks in hosts of run.qgz_ranks.
+std::uint64_t qgz_bytes_to(const EngineRun& run, std::uint64_t count, int rank, int peer);
 
 struct RankPeak {
   std::uint64_t peak_bytes = 0;

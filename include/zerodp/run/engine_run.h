@@ -25,7 +25,7 @@ namespace zerodp::run {
 predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& options,
                               const Launch& launch, int ranks, int backend_ranks_per_host = 0);
 
-// --zeropp's value for these options: "none", "qwz", "hpz" or "qwz,hpz".
+// --zeropp's value for these options: "none", or its words in the order qwz, hpz, qgz.
 std::string zeropp_value(const zero::EngineOptions& options);
 // " with qwZ (int8 gathers, blocks of 256) and hpZ (hosts of 2 ranks)", or "" without ZeRO++:
 // for the run's header and its dry run.

@@ -83,6 +83,10 @@ struct EngineOptions {
   // the host's own communicator (Communicator::host_group), so it never leaves the host. The
   // backward computes with the forward's weights, as without: not a bit changes.
   bool hpz = false;
+  // --zeropp qgz (stage 3): each bucket's gradient reduce-scatter becomes two quantized
+  // all-to-alls, inside the host and then across hosts (int8 blocks of qwz_block, summed in
+  // fp32 in a fixed order): bitwise repeatable for the same ranks and hosts.
+  bool qgz = false;
   int ranks_per_host = 0;  // --ranks-per-host: consecutive ranks per host; 0: the backend's
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,

@@ -112,6 +112,24 @@ void MpiCommunicator::all_gather(const Call& call, const void* in, void* out) {
   wait_posted(call, "data");
 }
 
+void MpiCommunicator::all_to_all(const Call& call) {
+  const int n = size_, r = rank_;
+  const std::size_t block = call.count * dtype_size(call.dtype);
+  if (block == 0) return;
+  const auto* in = static_cast<const unsigned char*>(call.in);
+  auto* out = static_cast<unsigned char*>(call.out);
+  for (int step = 1; step < n; ++step) {
+    const int j = (r + step) % n;
+    post_send(in + std::size_t(j) * block, block, j);
+  }
+  for (int step = 1; step < n; ++step) {
+    const int j = (r + step) % n;
+    post_recv(out + std::size_t(j) * block, block, j);
+  }
+  copy(out + std::size_t(r) * block, in + std::size_t(r) * block, block);
+  wait_posted(call, "data");
+}
+
 void MpiCommunicator::broadcast(const Call& call) {
   if (call.count == 0) return;
   const std::size_t bytes = call.count * dtype_size(call.dtype);
@@ -143,6 +161,9 @@ void MpiCommunicator::collective(const Call& call) {
     }
     case Collective::broadcast:
       broadcast(call);
+      break;
+    case Collective::all_to_all:
+      all_to_all(call);
       break;
     case Collective::barrier:
       break;

@@ -95,14 +95,14 @@ void MpiCommunicator::listen(Clock::time_point deadline) {
         "MPI_Irecv");
 }
 
-MpiCommunicator::MpiCommunicator(MpiCommunicator& parent, int host, const Options& options)
+MpiCommunicator::MpiCommunicator(MpiCommunicator& parent, int color, const Options& options)
     : Front(options), segment_bytes_(parent.segment_bytes_), parent_(&parent) {
   Runtime& runtime = Runtime::get();
   runtime.progress().run([&] {
     // MPI_Comm_split blocks until every rank calls it; host_group() has just passed a barrier
     // of the parent (with its timeout), so every rank is here.
-    check(MPI_Comm_split(parent.data_, host, parent.rank_, &data_), "MPI_Comm_split");
-    check(MPI_Comm_split(parent.control_, host, parent.rank_, &control_), "MPI_Comm_split");
+    check(MPI_Comm_split(parent.data_, color, parent.rank_, &data_), "MPI_Comm_split");
+    check(MPI_Comm_split(parent.control_, color, parent.rank_, &control_), "MPI_Comm_split");
     check(MPI_Comm_rank(data_, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(data_, &size_), "MPI_Comm_size");
     listen(Clock::now() + options.timeout);
@@ -114,6 +114,14 @@ MpiCommunicator::MpiCommunicator(MpiCommunicator& parent, int host, const Option
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::host_group(int ranks_per_host) {
+  return split(ranks_per_host, rank_ / std::max(ranks_per_host, 1));
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::peer_group(int ranks_per_host) {
+  return split(ranks_per_host, rank_ % std::max(ranks_per_host, 1));
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int ranks_per_host, int color) {
   if (ranks_per_host < 1 || size_ % ranks_per_host != 0) {
     throw UsageError("ranks per host must divide the " + std::to_string(size_) + " ranks, got " +
                      std::to_string(ranks_per_host));
@@ -122,7 +130,7 @@ std::unique_ptr<Communicator> MpiCommunicator::host_group(int ranks_per_host) {
   Options options;
   options.timeout = timeout();
   options.mpi_segment_bytes = segment_bytes_;
-  return std::make_unique<MpiCommunicator>(*this, rank_ / ranks_per_host, options);
+  return std::make_unique<MpiCommunicator>(*this, color, options);
 }
 
 void MpiCommunicator::learn_hosts(Clock::time_point deadline) {

@@ -42,9 +42,10 @@ struct WireCall {
 class MpiCommunicator final : public Front {
  public:
   explicit MpiCommunicator(const Options& options);
-  // A host group of `parent` (host_group()): the parent's data and control communicators split
-  // by host. The parent must outlive it; it fails whenever the parent fails.
-  MpiCommunicator(MpiCommunicator& parent, int host, const Options& options);
+  // A host or peer group of `parent` (host_group(), peer_group()): the parent's data and control
+  // communicators split by `color`, ranks in the parent's order. The parent must outlive it; it
+  // fails whenever the parent fails.
+  MpiCommunicator(MpiCommunicator& parent, int color, const Options& options);
   ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -59,6 +60,7 @@ class MpiCommunicator final : public Front {
   std::string where(const std::vector<int>& ranks) const;
   void reserve(std::size_t count, DType dtype) override;
   std::unique_ptr<Communicator> host_group(int ranks_per_host) override;
+  std::unique_ptr<Communicator> peer_group(int ranks_per_host) override;
   int ranks_per_host() const override;
   // Staging bytes a reduction of count elements of elem_bytes each needs (see reserve()).
   std::size_t staging_bytes_for(std::size_t count, std::size_t elem_bytes) const;
@@ -89,6 +91,7 @@ class MpiCommunicator final : public Front {
   void reduce_scatter(const Call& call, const void* in, void* out);
   void all_gather(const Call& call, const void* in, void* out);
   void broadcast(const Call& call);
+  void all_to_all(const Call& call);
 
   // Failure state of this rank's view of the group; the first reason is kept.
   void fail(const std::string& reason, bool tell_peers) noexcept;
@@ -113,8 +116,9 @@ class MpiCommunicator final : public Front {
   std::vector<WireCall> calls_;
   std::vector<Call> peer_calls_;                 // calls_ as Calls, for the front's mismatch check
   void learn_hosts(Clock::time_point deadline);  // progress thread, at construction
-  void listen(Clock::time_point deadline);       // progress thread: hosts, then notices
-  std::vector<std::string> hosts_;               // each rank's host name (processor name)
+  std::unique_ptr<Communicator> split(int ranks_per_host, int color);
+  void listen(Clock::time_point deadline);  // progress thread: hosts, then notices
+  std::vector<std::string> hosts_;          // each rank's host name (processor name)
   // Counted where the bytes are handed to MPI: data under the collective being moved, the
   // handshake and notices as control.
   mutable MovedBytes moved_;

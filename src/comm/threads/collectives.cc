@@ -111,6 +111,22 @@ void all_gather(const Group& g, int rank, std::uint64_t seq) {
   }
 }
 
+void all_to_all(const Group& g, int rank, std::uint64_t seq) {
+  const Call& call = g.call(rank, seq);
+  const int n = g.size();
+  const std::size_t block = bytes_of(call.count, call.dtype);
+  // Block `rank` of every peer's input, in ring order from this rank.
+  for (int s = 0; s < n; ++s) {
+    const int j = (rank + s) % n;
+    const char* src = static_cast<const char*>(g.call(j, seq).in) + std::size_t(rank) * block;
+    if (block > 0) copy(at(call.out, std::size_t(j) * call.count, call.dtype), src, block);
+    if (j != rank) {
+      g.moved(j).count(call.kind, block, 0);
+      g.moved(rank).count(call.kind, 0, block);
+    }
+  }
+}
+
 void broadcast(const Group& g, int rank, std::uint64_t seq) {
   const Call& call = g.call(rank, seq);
   if (rank == call.root || call.count == 0) return;
@@ -150,6 +166,8 @@ std::vector<Range> ranges_of(const Group& g, int rank, std::uint64_t seq) {
       return {range(call.out, full, rank != call.root)};
     case Collective::barrier:
       return {};
+    case Collective::all_to_all:
+      return {range(call.in, g.size() * full, false), range(call.out, g.size() * full, true)};
   }
   return {};
 }
@@ -162,6 +180,9 @@ namespace {
 // offset (all_gather), or apart; any other overlap of the two is a violation.
 bool overlaps_itself(const Group& g, int rank, std::uint64_t seq, const std::vector<Range>& own) {
   const Call& call = g.call(rank, seq);
+  if (call.kind == Collective::all_to_all) {
+    return own[0].begin != own[0].end && overlap(own[0], own[1]);  // no aliasing at all
+  }
   if (call.kind != Collective::reduce_scatter && call.kind != Collective::all_gather) return false;
   const Range& in = own[0];
   const Range& out = own[1];
@@ -180,7 +201,10 @@ std::string first_violation(const Group& g, std::uint64_t seq,
     const Call& call = g.call(r, seq);
     if (overlaps_itself(g, r, seq, ranges[r])) {
       return "rank " + std::to_string(r) + " passed overlapping in and out buffers to " +
-             describe(call) + " (out may only alias in + its chunk offset, or be apart)";
+             describe(call) +
+             (call.kind == Collective::all_to_all
+                  ? " (they must be apart)"
+                  : " (out may only alias in + its chunk offset, or be apart)");
     }
     // Across ranks: nothing one rank writes may be touched by another.
     for (int q = r + 1; q < n; ++q) {
@@ -264,6 +288,9 @@ bool run_collective(const Group& g, int rank, std::uint64_t seq) {
       return true;
     case Collective::broadcast:
       broadcast(g, rank, seq);
+      return true;
+    case Collective::all_to_all:
+      all_to_all(g, rank, seq);
       return true;
     case Collective::barrier:
       return false;

@@ -1,5 +1,6 @@
 #include "comm/threads/communicator.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -24,17 +25,26 @@ ThreadCommunicator::~ThreadCommunicator() {
 }
 
 std::unique_ptr<Communicator> ThreadCommunicator::host_group(int ranks_per_host) {
-  if (ranks_per_host < 1 || size() % ranks_per_host != 0) {
-    throw UsageError("ranks per host must divide the " + std::to_string(size()) + " ranks, got " +
-                     std::to_string(ranks_per_host));
+  return split(ranks_per_host, rank_ / std::max(ranks_per_host, 1), ranks_per_host,
+               rank_ % std::max(ranks_per_host, 1));
+}
+
+std::unique_ptr<Communicator> ThreadCommunicator::peer_group(int ranks_per_host) {
+  const int per_host = std::max(ranks_per_host, 1);
+  return split(ranks_per_host, rank_ % per_host, size() / per_host, rank_ / per_host);
+}
+
+std::unique_ptr<Communicator> ThreadCommunicator::split(int ranks_per_host, int color, int size,
+                                                        int index) {
+  if (ranks_per_host < 1 || this->size() % ranks_per_host != 0) {
+    throw UsageError("ranks per host must divide the " + std::to_string(this->size()) +
+                     " ranks, got " + std::to_string(ranks_per_host));
   }
   // Every rank makes its splits in the same order, so the count names the split.
-  std::shared_ptr<Group> host =
-      group_->host_group(splits_++, rank_ / ranks_per_host, ranks_per_host);
+  std::shared_ptr<Group> group = group_->host_group(splits_++, color, size);
   Options options = options_;
   options.timeout = timeout();
-  return std::make_unique<ThreadCommunicator>(std::move(host), rank_ % ranks_per_host, options,
-                                              true);
+  return std::make_unique<ThreadCommunicator>(std::move(group), index, options, true);
 }
 
 void ThreadCommunicator::leave() {

@@ -38,6 +38,7 @@ class ThreadCommunicator final : public Front {
   void leave();
 
   std::unique_ptr<Communicator> host_group(int ranks_per_host) override;
+  std::unique_ptr<Communicator> peer_group(int ranks_per_host) override;
   int ranks_per_host() const override { return size(); }
 
  private:
@@ -62,7 +63,9 @@ class ThreadCommunicator final : public Front {
   const int rank_;
   const Options options_;
   const bool leave_on_destruction_;
-  std::uint64_t splits_ = 0;  // host groups made: the same count on every rank
+  std::uint64_t splits_ = 0;  // host and peer groups made: the same count on every rank
+  // A split: this rank joins group `color` of `size` ranks as rank `index`.
+  std::unique_ptr<Communicator> split(int ranks_per_host, int color, int size, int index);
   // Whoever executes (one at a time): the collective executing, and the phases reached.
   std::uint64_t seq_ = 0;
   std::uint64_t phase_ = 0;

@@ -52,9 +52,10 @@ class Group {
   // rank will issue no more collectives (its function returned).
   void leave(int rank) noexcept;
 
-  // The group of `size` ranks that host `host` of split number `split` forms (the first rank
-  // to ask creates it, the others get the same one). It fails whenever this group fails.
-  std::shared_ptr<Group> host_group(std::uint64_t split, int host, int size);
+  // The group of `size` ranks that color `color` of split number `split` forms (a host, or the
+  // ranks at one place on every host; the first rank to ask creates it, the others get the
+  // same one). It fails whenever this group fails.
+  std::shared_ptr<Group> host_group(std::uint64_t split, int color, int size);
 
   // The verdict compute() gives on call seq, computed by the first rank that asks and handed
   // to the others: a check over every rank's buffers needs doing once per collective, not once
