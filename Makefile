@@ -15,12 +15,16 @@ TSAN_BUILD ?= build-tsan
 # The planner's web page (docs/web.md): the site a static server serves, and its CMake tree
 # beside it (WEB_BUILD.cmake).
 WEB_BUILD ?= build-web
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 HARDENING_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DZERODP_MPI=OFF -DZERODP_BUILD_BENCH=OFF \
   -DZERODP_PYTHON=OFF
+# The planner's arithmetic tests (plan, deepspeed, report, catalog) are left out of the ASan build:
+# its parsers meet hostile input under ASan in the fuzz targets and the CLI tests, and two full
+# builds of every test would not fit make test's half hour on two cores (docs/hardening.md).
+ASAN_TEST_DIRS = "-DZERODP_TEST_DIRS=common;comm;zero;model;data;optim;checkpoint;run;predict;cli;export"
 ASAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=address,undefined -DZERODP_FUZZ=ON \
-  -DZERODP_FUZZ_SECONDS=$(FUZZ_SECONDS)
+  -DZERODP_FUZZ_SECONDS=$(FUZZ_SECONDS) $(ASAN_TEST_DIRS)
 TSAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=thread -DZERODP_BUILD_CLI=OFF \
   "-DZERODP_TEST_DIRS=comm;zero"
 
@@ -73,15 +77,17 @@ asan-build: setup-test
 	@cmake -S . -B $(ASAN_BUILD) $(ASAN_FLAGS) > /dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Every in-process test under ASan + UBSan.
+# The in-process tests of ASAN_TEST_DIRS under ASan + UBSan.
 asan: asan-build
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE fuzz
 
-# The communicator's and the engine's tests under TSan.
+# The communicator's and the engine's tests under TSan, but the peak's exhaustive grids (770
+# runs of the ledger against its prediction: arithmetic, and the threads they start are the
+# other tests' too).
 tsan: setup-test
 	@cmake -S . -B $(TSAN_BUILD) $(TSAN_FLAGS) > /dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS)
-	@cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -E '^(Gpt|Mlp)/Peak\.|^Models/PeakQwz\.'
 
 # Each fuzz target replays its corpus (fuzz/corpus/<name>/), then fuzzes for FUZZ_SECONDS.
 fuzz: asan-build
