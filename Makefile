@@ -15,7 +15,7 @@ TSAN_BUILD ?= build-tsan
 # The planner's web page (docs/web.md): the site a static server serves, and its CMake tree
 # beside it (WEB_BUILD.cmake).
 WEB_BUILD ?= build-web
-FUZZ_SECONDS ?= 15
+FUZZ_SECONDS ?= 10
 HARDENING_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DZERODP_MPI=OFF -DZERODP_BUILD_BENCH=OFF \
   -DZERODP_PYTHON=OFF
@@ -26,7 +26,7 @@ ASAN_TEST_DIRS = "-DZERODP_TEST_DIRS=common;comm;zero;model;data;optim;checkpoin
 ASAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=address,undefined -DZERODP_FUZZ=ON \
   -DZERODP_FUZZ_SECONDS=$(FUZZ_SECONDS) $(ASAN_TEST_DIRS)
 TSAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=thread -DZERODP_BUILD_CLI=OFF \
-  "-DZERODP_TEST_DIRS=comm;zero"
+  "-DZERODP_TEST_DIRS=comm;zero" "-DZERODP_TEST_LIBS=zerodp_zero;zerodp_predict;zerodp_sanitizer_options"
 
 # make install's prefix; the .deb's is /usr.
 PREFIX ?= /usr/local
@@ -81,13 +81,13 @@ asan-build: setup-test
 asan: asan-build
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE fuzz
 
-# The communicator's and the engine's tests under TSan, but the peak's exhaustive grids (770
-# runs of the ledger against its prediction: arithmetic, and the threads they start are the
-# other tests' too).
+# The communicator's and the engine's tests under TSan, built with only the parts they use, but
+# the peak's exhaustive grids (770 runs of the ledger against its prediction: arithmetic, and
+# the threads they start are the other tests' too) and the layer probes (the release build's).
 tsan: setup-test
 	@cmake -S . -B $(TSAN_BUILD) $(TSAN_FLAGS) > /dev/null
-	@cmake --build $(TSAN_BUILD) -j $(JOBS)
-	@cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -E '^(Gpt|Mlp)/Peak\.|^Models/PeakQwz\.'
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target zerodp_tests
+	@cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -E '^(Gpt|Mlp)/Peak\.|^Models/PeakQwz\.|^layers\.'
 
 # Each fuzz target replays its corpus (fuzz/corpus/<name>/), then fuzzes for FUZZ_SECONDS.
 fuzz: asan-build
