@@ -8,6 +8,7 @@
 #include <string>
 
 #include "zero/grad_reducer.h"
+#include "zero/host_groups.h"
 #include "zero/param_gatherer.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/error.h"
@@ -160,17 +161,10 @@ struct Engine::Impl {
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
   std::vector<bool> is_read;
 
-  // hpZ: this rank's host (declared before the gatherer, which issues on it).
-  std::unique_ptr<comm::Communicator> host;
-  std::unique_ptr<comm::Communicator> peers;  // qgZ: this rank's place on every host
-  std::optional<ParamGatherer> gatherer;      // stage 3
-  // The step's collectives are the group's and, with hpZ, the host's.
-  comm::Stats stats() const {
-    comm::Stats s = comm.stats();
-    if (host) s += host->stats();
-    if (peers) s += peers->stats();
-    return s;
-  }
+  // ZeRO++'s host and peers (declared before the gatherer and the reducer, which issue on them).
+  HostGroups hosts;
+  std::optional<ParamGatherer> gatherer;  // stage 3
+  comm::Stats stats() const { return hosts.stats_with(comm); }
   std::optional<GradReducer> reducer;
   std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight
 
@@ -238,28 +232,13 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       read_grad32[u] = Buffer<float>(ledger, Category::scratch32, units[u].param_count);
   }
 
-  if (opt.hpz || opt.qgz) {
-    const int per_host = opt.ranks_per_host > 0 ? opt.ranks_per_host : comm.ranks_per_host();
-    if (per_host == 0) {
-      throw InvalidArgument("ranks_per_host",
-                            field_ref("ranks_per_host") +
-                                ": the hosts hold unequal or scattered ranks; give the ranks per "
-                                "host for ZeRO++'s hosts");
-    }
-    if (ranks % per_host != 0) {
-      throw InvalidArgument("ranks_per_host",
-                            field_ref("ranks_per_host") + ": " + std::to_string(per_host) +
-                                " does not divide the " + std::to_string(ranks) + " ranks");
-    }
-    host = comm.host_group(per_host);
-    if (opt.qgz) peers = comm.peer_group(per_host);
-  }
+  hosts = HostGroups::open(comm, opt);
   if (!full_params()) {
     gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch,
-                     opt.qwz ? opt.qwz_block : 0, opt.hpz ? host.get() : nullptr);
+                     opt.qwz ? opt.qwz_block : 0, opt.hpz ? hosts.host.get() : nullptr);
   }
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
-                  grads16.data(), host.get(), peers.get(), opt.qgz ? opt.qwz_block : 0);
+                  grads16.data(), hosts.host.get(), hosts.peers.get(), opt.qgz ? opt.qwz_block : 0);
   // The largest reductions a step issues: a bucket of 16-bit grads, and the scalars.
   comm.reserve(part.max_bucket, opt.precision);
   comm.reserve(3, DType::f32);

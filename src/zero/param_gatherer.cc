@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include "zerodp/common/quantize.h"
-
 #include "zerodp/common/error.h"
+#include "zerodp/common/quantize.h"
 
 namespace zerodp::zero {
 
@@ -20,6 +19,7 @@ ParamGatherer::ParamGatherer(const std::vector<model::UnitInfo>& units, const Pa
       qwz_block_(qwz_block),
       state_(units.size(), State::sharded),
       slot_of_(units.size(), -1),
+      source_(units.size(), Source::ranks),
       pending_(units.size()),
       host_(host) {
   if (host_) {
@@ -76,7 +76,10 @@ void ParamGatherer::issue(int unit) {
   free_slots_.pop_back();
   slot_of_[unit] = slot;
   state_[unit] = State::gathering;
-  if (host_ && pass_ == Pass::backward && secondary_fresh_[unit]) {
+  source_[unit] = host_ && pass_ == Pass::backward && secondary_fresh_[unit] ? Source::host_copy
+                  : qwz_block_ > 0 ? Source::ranks_quantized
+                                   : Source::ranks;
+  if (source_[unit] == Source::host_copy) {
     // hpZ: the host's ranks hold the unit between them; nothing leaves the host.
     std::uint16_t* out = slots_[slot].data();
     for (int b : partition_.unit_buckets[unit]) {
@@ -87,7 +90,7 @@ void ParamGatherer::issue(int unit) {
     }
     return;
   }
-  if (qwz_block_ > 0) {
+  if (source_[unit] == Source::ranks_quantized) {
     const int ranks = comm_.size();
     std::uint8_t* staged = staged_[slot].data();
     for (int b : partition_.unit_buckets[unit]) {
@@ -122,9 +125,7 @@ void ParamGatherer::acquire(std::size_t step) {
     if (state_[u] != State::gathering) continue;
     for (comm::Handle& h : pending_[u]) h.wait();
     pending_[u].clear();
-    const bool quantized =
-        qwz_block_ > 0 && !(host_ && pass_ == Pass::backward && secondary_fresh_[u]);
-    if (quantized) dequantize(u);
+    if (source_[u] == Source::ranks_quantized) dequantize(u);
     if (host_ && pass_ == Pass::forward) keep_secondary(u);
     state_[u] = State::gathered;
   }

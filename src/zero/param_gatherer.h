@@ -53,6 +53,8 @@ class ParamGatherer {
 
  private:
   enum class State : std::uint8_t { sharded, gathering, gathered };
+  // Where a unit's gather comes from, decided once when it is issued.
+  enum class Source : std::uint8_t { ranks, ranks_quantized, host_copy };
   void issue(int unit);
   void dequantize(int unit);
   void keep_secondary(int unit);
@@ -72,7 +74,8 @@ class ParamGatherer {
   const std::uint16_t* shard16_ = nullptr;
 
   std::vector<State> state_;
-  std::vector<int> slot_of_;  // per unit, -1 when sharded
+  std::vector<int> slot_of_;    // per unit, -1 when sharded
+  std::vector<Source> source_;  // per unit: meaningful while gathering
   std::vector<std::vector<comm::Handle>> pending_;
   std::vector<Buffer<std::uint16_t>> slots_;
   std::vector<Buffer<std::uint8_t>> staged_;  // qwZ: per slot
