@@ -87,7 +87,7 @@ void add_eval_command(CLI::App& root) {
   app->callback([flags] { run_eval(*flags); });
 }
 
-const bool registered = register_command(40, add_eval_command);
+const bool eval_registered = register_command(40, add_eval_command);
 
 }  // namespace
 }  // namespace zerodp::cli

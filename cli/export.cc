@@ -154,7 +154,7 @@ void add_export_command(CLI::App& root) {
   app->callback([flags] { run_export(*flags); });
 }
 
-const bool registered = register_command(60, add_export_command);
+const bool export_registered = register_command(60, add_export_command);
 
 }  // namespace
 }  // namespace zerodp::cli

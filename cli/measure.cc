@@ -173,7 +173,7 @@ void add_measure_command(CLI::App& root) {
   app->callback([flags, app] { run_measure(*flags, app->count("--stage") > 0); });
 }
 
-const bool registered = register_command(20, add_measure_command);
+const bool measure_registered = register_command(20, add_measure_command);
 
 }  // namespace
 }  // namespace zerodp::cli

@@ -86,7 +86,7 @@ void add_sample_command(CLI::App& root) {
   app->callback([flags] { run_sample(*flags); });
 }
 
-const bool registered = register_command(50, add_sample_command);
+const bool sample_registered = register_command(50, add_sample_command);
 
 }  // namespace
 }  // namespace zerodp::cli

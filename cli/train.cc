@@ -395,7 +395,7 @@ void add_train_command(CLI::App& root) {
   app->callback([flags, app] { run_train(*flags, *app); });
 }
 
-const bool registered = register_command(30, add_train_command);
+const bool train_registered = register_command(30, add_train_command);
 
 }  // namespace
 }  // namespace zerodp::cli

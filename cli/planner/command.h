@@ -20,7 +20,7 @@ struct CommandRegistration {
 std::vector<CommandRegistration>& command_registry();
 
 // Usage, at namespace scope in a command's file:
-//   const bool registered = zerodp::cli::register_command(10, add_plan_command);
+//   const bool plan_registered = zerodp::cli::register_command(10, add_plan_command);
 bool register_command(int order, std::function<void(CLI::App& root)> add);
 
 // Every option of every command given an empty value ("--data ''", "--resume ''") is refused

@@ -337,7 +337,7 @@ void add_plan_command(CLI::App& root) {
   });
 }
 
-const bool registered = register_command(10, add_plan_command);
+const bool plan_registered = register_command(10, add_plan_command);
 
 }  // namespace
 }  // namespace zerodp::cli

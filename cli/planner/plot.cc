@@ -123,7 +123,7 @@ void add_plot_command(CLI::App& root) {
   cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 
-const bool registered = register_command(11, add_plot_command);
+const bool plot_registered = register_command(11, add_plot_command);
 
 }  // namespace
 }  // namespace zerodp::cli

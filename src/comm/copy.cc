@@ -9,10 +9,6 @@
 
 namespace zerodp::comm {
 
-namespace {
-constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
-}  // namespace
-
 void copy(void* dst, const void* src, std::size_t bytes) {
 #if defined(__AVX2__)
   if (bytes >= kStreamBytes) {

@@ -8,6 +8,10 @@
 
 namespace zerodp::comm {
 
+// Writes of at least this many bytes (copy()'s, and a sum's fp32 output apart from its inputs)
+// go with streaming stores.
+inline constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
+
 // dst and src must not overlap. The copy is complete and visible to other threads that
 // synchronise with this one afterwards (streaming stores are fenced).
 void copy(void* dst, const void* src, std::size_t bytes);

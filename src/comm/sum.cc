@@ -24,9 +24,8 @@ namespace {
 // Elements per block: the fp32 accumulator (8 KiB) and the block of every input stay in L1/L2
 // while the block is summed and written out.
 constexpr std::size_t kBlock = 2048;
-// An fp32 output of at least this many bytes, apart from every input, is written with
-// streaming stores: it would not stay in cache anyway, and they spare reading its lines first.
-constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
+// An fp32 output of at least kStreamBytes, apart from every input, is written with streaming
+// stores: it would not stay in cache anyway, and they spare reading its lines first.
 
 // The order of the additions, for n inputs x_0..x_{n-1} of one block:
 //   n == 2:  out = x_0 + x_1

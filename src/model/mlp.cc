@@ -13,15 +13,15 @@ namespace zerodp::model {
 namespace {
 
 // GELU, tanh approximation, as GPT-2.
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2 / pi)
 inline float gelu(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kGeluScale * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 inline float gelu_grad(float x) {
-  const float inner = kGeluScale * (x + 0.044715f * x * x * x);
+  const float inner = kSqrt2OverPi * (x + 0.044715f * x * x * x);
   const float th = std::tanh(inner);
   const float sech2 = 1.0f - th * th;
-  return 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+  return 0.5f * (1.0f + th) + 0.5f * x * sech2 * kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace zerodp::plan {
 namespace {
 
 using u128 = unsigned __int128;
-constexpr u128 kMax64 = std::numeric_limits<std::uint64_t>::max();
+constexpr u128 kMaxUint64 = std::numeric_limits<std::uint64_t>::max();
 
 // The largest multiple of Φ any planner figure reaches: the whole model state, or the seed's
 // two-direction ZeRO-3 volume (two gathers of P and one reduce-scatter of G, doubled), which
@@ -70,7 +70,7 @@ void check_fits_in_64_bits(std::uint64_t params, const BytesPerParam& bpp) {
                           ": expected P,G,K with P >= 1 and G >= 1 such as 2,2,12");
   }
   const std::uint64_t multiple = largest_multiple(bpp);
-  if (u128(params) * multiple <= kMax64) return;
+  if (u128(params) * multiple <= kMaxUint64) return;
   throw InvalidArgument(
       field_ref("params") + ": expected a count whose bytes fit in 64 bits, got " +
       std::to_string(params) + " (" + std::to_string(multiple) +
@@ -81,7 +81,7 @@ void check_fits_in_64_bits(std::uint64_t params, const BytesPerParam& bpp) {
 std::uint64_t model_state_bytes(std::uint64_t params, int ranks, Stage stage,
                                 const BytesPerParam& bpp) {
   ZERODP_CHECK(ranks >= 1);
-  ZERODP_CHECK(u128(params) * largest_multiple(bpp) <= kMax64);
+  ZERODP_CHECK(u128(params) * largest_multiple(bpp) <= kMaxUint64);
   const StageSplit split = stage_split(stage, bpp);
   // Rank 0 always holds a full shard, so its capacity is what every rank must allocate.
   const std::uint64_t shard = shard_of(params, ranks, 0).capacity;
@@ -89,7 +89,7 @@ std::uint64_t model_state_bytes(std::uint64_t params, int ranks, Stage stage,
 }
 
 std::uint64_t floor_bytes(std::uint64_t params, Stage stage, const BytesPerParam& bpp) {
-  ZERODP_CHECK(u128(params) * largest_multiple(bpp) <= kMax64);
+  ZERODP_CHECK(u128(params) * largest_multiple(bpp) <= kMaxUint64);
   return stage_split(stage, bpp).replicated * params;
 }
 

@@ -73,7 +73,7 @@ std::string percent(double v) {
 }
 
 // The measure table names stage 0 with its number, as --stage takes it.
-std::string stage_label(Stage stage) {
+std::string table_stage_label(Stage stage) {
   return stage == Stage::dp ? "DP (0)" : std::string(stage_name(stage));
 }
 
@@ -228,7 +228,7 @@ void add_time_rows(StageTable& t) {
 }
 
 void print_every_rank(std::string& out, const StageMeasure& st) {
-  out += "\n" + stage_label(st.stage) + ", every rank\n";
+  out += "\n" + table_stage_label(st.stage) + ", every rank\n";
   Table r;
   r.row({"rank", "model state", "predicted", "diff", "peak (ledger)", "predicted", "diff",
          "sent/step", "predicted", "diff"});
@@ -252,7 +252,7 @@ std::string measurement_table(const MeasureSetup& s, const std::vector<StageMeas
   print_setup(out, s);
   StageTable t{stages, {}};
   std::vector<std::string> header = {"Model state per rank"};
-  for (const auto& st : stages) header.push_back(stage_label(st.stage));
+  for (const auto& st : stages) header.push_back(table_stage_label(st.stage));
   t.row(header);
   add_model_state_rows(t, s);
   t.row({""});

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "testing/temp_dir.h"
 #include "zerodp/comm/communicator.h"
 #include "zerodp/common/error.h"
 #include "zerodp/model/mlp.h"
@@ -30,11 +31,7 @@ model::MlpConfig mlp_config() {
 
 const std::string kModel = R"({"type": "mlp", "width": 12, "depth": 3})";
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ckpt_" + name;
-  fs::remove_all(dir);
-  return dir;
-}
+using zerodp::testing::fresh_path;
 
 struct Run {
   int ranks = 2;
@@ -77,7 +74,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST(Checkpoint, ResumeIsBitwiseOnEveryStage) {
   for (int stage = 0; stage <= 3; ++stage) {
-    const std::string dir = fresh_dir("resume" + std::to_string(stage));
+    const std::string dir = fresh_path("resume" + std::to_string(stage));
     const auto straight = train({2, stage, 20, "", ""});
     train({2, stage, 10, dir, ""});
     const auto resumed = train({2, stage, 20, "", dir});
@@ -86,7 +83,7 @@ TEST(Checkpoint, ResumeIsBitwiseOnEveryStage) {
 }
 
 TEST(Checkpoint, ReshardsToAnyRanksAndStage) {
-  const std::string dir = fresh_dir("reshard");
+  const std::string dir = fresh_path("reshard");
   const auto saved = train({3, 3, 5, dir, ""});
   for (auto [ranks, stage] : {std::pair{1, 0}, {2, 1}, {4, 2}, {5, 3}}) {
     // Zero further steps: the loaded weights are exactly the saved ones.
@@ -98,7 +95,7 @@ TEST(Checkpoint, ReshardsToAnyRanksAndStage) {
 }
 
 TEST(Checkpoint, LatestIgnoresAnIncompleteCheckpoint) {
-  const std::string dir = fresh_dir("incomplete");
+  const std::string dir = fresh_path("incomplete");
   train({2, 2, 4, dir, ""});
   // A save killed before its manifest: shards but no manifest.
   fs::create_directories(dir + "/step-00000009");
@@ -108,7 +105,7 @@ TEST(Checkpoint, LatestIgnoresAnIncompleteCheckpoint) {
 }
 
 TEST(Checkpoint, KeepsOnlyTheNewest) {
-  const std::string dir = fresh_dir("keep");
+  const std::string dir = fresh_path("keep");
   for (int steps : {1, 2, 3}) train({2, 1, steps, dir, steps == 1 ? "" : dir});
   EXPECT_FALSE(fs::exists(dir + "/step-00000001"));
   EXPECT_TRUE(fs::exists(dir + "/step-00000002/manifest.json"));
@@ -125,7 +122,7 @@ std::string open_error(const std::string& path) {
 }
 
 TEST(Checkpoint, BrokenShardsAreNamed) {
-  const std::string dir = fresh_dir("broken");
+  const std::string dir = fresh_path("broken");
   train({2, 1, 3, dir, ""});
   const std::string folder = dir + "/step-00000003";
   const std::string shard = folder + "/rank-00001-of-00002.bin";
@@ -150,7 +147,7 @@ TEST(Checkpoint, BrokenShardsAreNamed) {
 }
 
 TEST(Checkpoint, BrokenManifestsAreNamed) {
-  const std::string dir = fresh_dir("manifest");
+  const std::string dir = fresh_path("manifest");
   train({2, 0, 2, dir, ""});
   const std::string manifest = dir + "/step-00000002/manifest.json";
   std::ifstream in(manifest);
@@ -205,11 +202,11 @@ TEST(Checkpoint, BrokenManifestsAreNamed) {
   EXPECT_NE(open_error(dir).find("format version 99"), std::string::npos);
   std::ofstream(manifest) << "{ not json";
   EXPECT_NE(open_error(dir).find("not valid JSON"), std::string::npos);
-  EXPECT_NE(open_error(fresh_dir("empty")).find("no complete checkpoint"), std::string::npos);
+  EXPECT_NE(open_error(fresh_path("empty")).find("no complete checkpoint"), std::string::npos);
 }
 
 TEST(Checkpoint, AFailedSaveLeavesThePreviousOneIntact) {
-  const std::string dir = fresh_dir("readonly");
+  const std::string dir = fresh_path("readonly");
   train({2, 2, 2, dir, ""});
   // The next save cannot create its folder: a file stands where the folder would go.
   std::ofstream(dir + "/step-00000003") << "in the way";

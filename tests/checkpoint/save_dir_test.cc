@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "testing/temp_dir.h"
 #include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/comm/communicator.h"
 #include "zerodp/common/error.h"
@@ -24,13 +25,9 @@ namespace fs = std::filesystem;
 using checkpoint::Checkpoint;
 using checkpoint::SaveDir;
 
-const std::string kModel = R"({"type": "mlp", "width": 8, "depth": 2})";
+const std::string kMlpModel = R"({"type": "mlp", "width": 8, "depth": 2})";
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/savedir_" + name;
-  fs::remove_all(dir);
-  return dir;
-}
+using zerodp::testing::fresh_path;
 
 // Trains to each of `saves` in turn under `claim`, saving at each, starting from `resumed`.
 void run_saving(const SaveDir& claim, const Checkpoint* resumed, std::vector<int> saves,
@@ -47,7 +44,7 @@ void run_saving(const SaveDir& claim, const Checkpoint* resumed, std::vector<int
     if (resumed) engine.import_state(resumed->reader(), resumed->state());
     for (int step : saves) {
       while (engine.steps_done() < step) engine.step(1e-2f);
-      checkpoint::save(claim.path(), engine, comm, kModel, "{}", keep);
+      checkpoint::save(claim.path(), engine, comm, kMlpModel, "{}", keep);
     }
   });
 }
@@ -72,7 +69,7 @@ bool has(const std::string& text, const std::string& part) {
 }
 
 TEST(SaveDir, AFreshRunRefusesAnotherRunsCheckpoints) {
-  const std::string dir = fresh_dir("foreign");
+  const std::string dir = fresh_path("foreign");
   fresh_run(dir, {2, 3});
   const std::string e = usage_error([&] { SaveDir::claim(dir, nullptr); });
   EXPECT_TRUE(has(e, "save_dir: '" + dir + "' holds checkpoints of another run (step-00000003)"))
@@ -84,7 +81,7 @@ TEST(SaveDir, AFreshRunRefusesAnotherRunsCheckpoints) {
 }
 
 TEST(SaveDir, EmptyOrIncompleteLeftoversAreFine) {
-  const std::string dir = fresh_dir("leftovers");
+  const std::string dir = fresh_path("leftovers");
   fs::create_directories(dir + "/step-00000009");
   std::ofstream(dir + "/step-00000009/rank-00000-of-00002.bin") << "partial";
   fresh_run(dir, {1});
@@ -92,7 +89,7 @@ TEST(SaveDir, EmptyOrIncompleteLeftoversAreFine) {
 }
 
 TEST(SaveDir, OneRunAtATimeAndTheHolderIsNamed) {
-  const std::string dir = fresh_dir("lock");
+  const std::string dir = fresh_path("lock");
   {
     const SaveDir first = SaveDir::claim(dir, nullptr);
     EXPECT_EQ(first.run_id().size(), 32u);
@@ -105,7 +102,7 @@ TEST(SaveDir, OneRunAtATimeAndTheHolderIsNamed) {
 }
 
 TEST(SaveDir, AFileOrAnUnusableFolderIsRefused) {
-  const std::string dir = fresh_dir("file");
+  const std::string dir = fresh_path("file");
   std::ofstream(dir) << "not a folder";
   EXPECT_TRUE(has(usage_error([&] { SaveDir::claim(dir, nullptr); }), "is not a folder")) << dir;
   EXPECT_TRUE(has(usage_error([&] { SaveDir::claim(dir + "/sub", nullptr); }),
@@ -113,7 +110,7 @@ TEST(SaveDir, AFileOrAnUnusableFolderIsRefused) {
 }
 
 TEST(SaveDir, AResumeKeepsTheRunIdAndRefusesAnotherRunsFolder) {
-  const std::string a = fresh_dir("run_a"), b = fresh_dir("run_b");
+  const std::string a = fresh_path("run_a"), b = fresh_path("run_b");
   fresh_run(a, {2});
   fresh_run(b, {2});
   const Checkpoint ck = Checkpoint::open(a);
@@ -125,7 +122,7 @@ TEST(SaveDir, AResumeKeepsTheRunIdAndRefusesAnotherRunsFolder) {
 }
 
 TEST(SaveDir, ARewindSetsTheLaterCheckpointsAside) {
-  const std::string dir = fresh_dir("rewind");
+  const std::string dir = fresh_path("rewind");
   fresh_run(dir, {1, 2, 3, 4}, /*keep=*/4);
   const Checkpoint ck = Checkpoint::open(dir + "/step-00000002");
   {
@@ -152,7 +149,7 @@ TEST(SaveDir, ARewindSetsTheLaterCheckpointsAside) {
 }
 
 TEST(SaveDir, PruningKeepsTheNewCheckpointAndOnlyRemovesThisRunsOwn) {
-  const std::string dir = fresh_dir("prune"), other = fresh_dir("prune_other");
+  const std::string dir = fresh_path("prune"), other = fresh_path("prune_other");
   fresh_run(other, {5});
   const SaveDir claim = SaveDir::claim(dir, nullptr);
   run_saving(claim, nullptr, {1});
@@ -168,7 +165,7 @@ TEST(SaveDir, PruningKeepsTheNewCheckpointAndOnlyRemovesThisRunsOwn) {
 }
 
 TEST(SaveDir, ARunWithoutAnIdIsAnotherRunUnlessResumed) {
-  const std::string dir = fresh_dir("legacy");
+  const std::string dir = fresh_path("legacy");
   fresh_run(dir, {2});
   const std::string manifest = dir + "/step-00000002/manifest.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(manifest));
@@ -184,7 +181,7 @@ TEST(SaveDir, ARunWithoutAnIdIsAnotherRunUnlessResumed) {
 }
 
 TEST(SaveDir, CheckpointContainingFindsTheFolder) {
-  const std::string dir = fresh_dir("containing");
+  const std::string dir = fresh_path("containing");
   fresh_run(dir, {1});
   const std::string folder = fs::weakly_canonical(dir + "/step-00000001").string();
   EXPECT_EQ(checkpoint::checkpoint_containing(dir + "/step-00000001/manifest.json"), folder);
@@ -196,7 +193,7 @@ TEST(SaveDir, CheckpointContainingFindsTheFolder) {
 
 // Each field edited alone in a good manifest: refused, and named.
 TEST(SaveDir, ManifestFieldsAreReadIntoTheirTypeAndRange) {
-  const std::string dir = fresh_dir("fields");
+  const std::string dir = fresh_path("fields");
   fresh_run(dir, {2});
   const std::string manifest = dir + "/step-00000002/manifest.json";
   const nlohmann::json good = nlohmann::json::parse(std::ifstream(manifest));
@@ -232,10 +229,10 @@ TEST(SaveDir, ManifestFieldsAreReadIntoTheirTypeAndRange) {
 }
 
 TEST(SaveDir, CheckModelNamesAKeyOnlyOneSideHas) {
-  const std::string dir = fresh_dir("check_model");
+  const std::string dir = fresh_path("check_model");
   fresh_run(dir, {1});
   const Checkpoint ck = Checkpoint::open(dir);
-  nlohmann::json more = nlohmann::json::parse(kModel);
+  nlohmann::json more = nlohmann::json::parse(kMlpModel);
   more["heads"] = 2;
   try {
     ck.check_model(more.dump());
@@ -249,7 +246,7 @@ TEST(SaveDir, CheckModelNamesAKeyOnlyOneSideHas) {
 // load: those with a run id and the one written before run ids. Their two shards are laid out
 // as the script and the fuzzer write them.
 TEST(SaveDir, TheFuzzSeedManifestsStillLoad) {
-  const std::string dir = fresh_dir("seeds");
+  const std::string dir = fresh_path("seeds");
   fs::create_directories(dir);
   constexpr std::uint64_t kElements = 142;
   for (std::uint32_t s = 0; s < 2; ++s) {

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string>
 
+#include "testing/temp_dir.h"
+
 namespace zerodp::testing {
 
 struct CliResult {
@@ -74,12 +76,18 @@ inline std::size_t line_count(const std::string& text) {
   return n;
 }
 
-// An empty folder of this test process's own under the test's temporary folder.
-inline std::string fresh_folder(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+// The "weights_sha256" of a run's --json line.
+inline std::string weights_of(const CliResult& r) {
+  return nlohmann::json::parse(r.out)["weights_sha256"].get<std::string>();
+}
+
+// `zerodp args` exits 2 with one line that holds `message` and no C++ type name.
+inline void expect_refused(const std::string& args, const std::string& message) {
+  const CliResult r = run_zerodp(args);
+  EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << args << ": " << r.err;
+  EXPECT_EQ(r.err.find("std::"), std::string::npos) << args << ": " << r.err;
 }
 
 }  // namespace zerodp::testing

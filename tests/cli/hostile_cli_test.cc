@@ -23,9 +23,7 @@ using testing::line_count;
 using testing::run_zerodp;
 using testing::slurp;
 
-std::string folder(const std::string& name) {
-  return testing::fresh_folder("hostile_" + name);
-}
+using zerodp::testing::fresh_folder;
 
 void put(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -41,7 +39,7 @@ void expect_refused(const testing::CliResult& r, const std::string& part) {
 const std::string kTinyMlp = "train --model mlp --params 20K --ranks 1 --steps 2 --log-every 1";
 
 TEST(HostileFiles, ALockFileThatIsALinkIsRefusedAndItsTargetUntouched) {
-  const std::string dir = folder("lock_link");
+  const std::string dir = fresh_folder("lock_link");
   put(dir + "/victim", "precious\n");
   fs::create_directories(dir + "/ck");
   fs::create_symlink(dir + "/victim", dir + "/ck/.zerodp-lock");
@@ -51,7 +49,7 @@ TEST(HostileFiles, ALockFileThatIsALinkIsRefusedAndItsTargetUntouched) {
 }
 
 TEST(HostileFiles, ALockFileThatIsAHardLinkIsRefusedAndItsTargetUntouched) {
-  const std::string dir = folder("lock_hardlink");
+  const std::string dir = fresh_folder("lock_hardlink");
   put(dir + "/victim", "precious\n");
   fs::create_directories(dir + "/ck");
   fs::create_hard_link(dir + "/victim", dir + "/ck/.zerodp-lock");
@@ -61,7 +59,7 @@ TEST(HostileFiles, ALockFileThatIsAHardLinkIsRefusedAndItsTargetUntouched) {
 }
 
 TEST(HostileFiles, LinksPlantedAtTheOldTemporaryNamesAreNotWrittenThrough) {
-  const std::string dir = folder("planted_tmp");
+  const std::string dir = fresh_folder("planted_tmp");
   put(dir + "/victim", "precious\n");
   fs::create_symlink(dir + "/victim", dir + "/fig.svg.tmp");
   const auto plot = run_zerodp("plot --params 1e9 --out '" + dir + "/fig.svg'");
@@ -76,7 +74,7 @@ TEST(HostileFiles, LinksPlantedAtTheOldTemporaryNamesAreNotWrittenThrough) {
 }
 
 TEST(HostileFiles, AnOutputThatIsAFifoOrADeviceIsRefusedAndLeftAsItIs) {
-  const std::string dir = folder("special_out");
+  const std::string dir = fresh_folder("special_out");
   ASSERT_EQ(::mkfifo((dir + "/fifo.svg").c_str(), 0644), 0);
   expect_refused(run_zerodp("plot --params 1e9 --out '" + dir + "/fifo.svg'"),
                  "--out: '" + dir + "/fifo.svg' is a FIFO (named pipe), not a file");
@@ -93,7 +91,7 @@ TEST(HostileFiles, AnOutputThatIsAFifoOrADeviceIsRefusedAndLeftAsItIs) {
 
 TEST(HostileFiles, ACurveThatCannotBeWrittenIsFoundBeforeTheFirstStep) {
   // Before: every step ran, then the run failed writing its curve.
-  const std::string dir = folder("curve");
+  const std::string dir = fresh_folder("curve");
   fs::create_directories(dir + "/out");
   ASSERT_EQ(::mkfifo((dir + "/out/loss.svg").c_str(), 0644), 0);
   const auto r = run_zerodp(kTinyMlp + " --out '" + dir + "/out'");
@@ -105,7 +103,7 @@ TEST(HostileFiles, ACurveThatCannotBeWrittenIsFoundBeforeTheFirstStep) {
 }
 
 TEST(HostileFiles, SpecialFilesAsConfigsAreRefusedAtOnce) {
-  const std::string dir = folder("special_in");
+  const std::string dir = fresh_folder("special_in");
   expect_refused(run_zerodp("plan --model-config /dev/zero --gpus 8", "timeout 20 "),
                  "--model-config: cannot read '/dev/zero' (is a device, not a file");
   expect_refused(
@@ -122,7 +120,7 @@ TEST(HostileFiles, SpecialFilesAsConfigsAreRefusedAtOnce) {
 }
 
 TEST(HostileJson, NestingAHundredThousandDeepIsOneLineNotACrash) {
-  const std::string dir = folder("deep");
+  const std::string dir = fresh_folder("deep");
   const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
   put(dir + "/ds.json", "{\"zero_optimization\": {\"stage\": " + deep + "}}");
   put(dir + "/config.json", "{\"model_type\": \"llama\", \"vocab_size\": " + deep + "}");
@@ -133,7 +131,7 @@ TEST(HostileJson, NestingAHundredThousandDeepIsOneLineNotACrash) {
 }
 
 TEST(HostileJson, ADeepManifestIsOneLineNamingIt) {
-  const std::string dir = folder("deep_manifest");
+  const std::string dir = fresh_folder("deep_manifest");
   ASSERT_EQ(run_zerodp("train --layers 1 --hidden 32 --heads 2 --seq-len 16 --micro-batch 2 "
                        "--ranks 1 --steps 1 --out '' --save-dir '" +
                        dir + "/ck'")
@@ -157,7 +155,7 @@ TEST(HostileJson, ADeepManifestIsOneLineNamingIt) {
 }
 
 TEST(HostileNumbers, NumbersNoReaderHoldsAreRefusedNamingTheFileOrTheField) {
-  const std::string dir = folder("numbers");
+  const std::string dir = fresh_folder("numbers");
   put(dir + "/stage.json", "{\"zero_optimization\": {\"stage\": 1e400}}");
   expect_refused(
       run_zerodp("plan --params 1e9 --gpus 8 --deepspeed-config '" + dir + "/stage.json'"),
@@ -202,7 +200,7 @@ TEST(HostileNumbers, AStageThatHoldsMoreThanDpSavesANegativeFraction) {
 }
 
 TEST(HostileText, ControlCharactersAndMegabytesFromAConfigNeverReachTheTerminalRaw) {
-  const std::string dir = folder("text");
+  const std::string dir = fresh_folder("text");
   // An unknown key that would forge a line, and an optimizer type of a megabyte.
   put(dir + "/ds.json",
       "{\"zero_optimization\": {\"stage\": 1}, "

@@ -26,9 +26,7 @@ using testing::line_count;
 using testing::run_zerodp;
 using testing::slurp;
 
-std::string folder(const std::string& name) {
-  return testing::fresh_folder("hostile_run_" + name);
-}
+using zerodp::testing::fresh_folder;
 
 bool holds(const testing::CliResult& r, const std::string& part) {
   return r.err.find(part) != std::string::npos;
@@ -39,7 +37,7 @@ const std::string kRun = kBare + "--out '' ";
 const std::string kMlp = kRun + "--steps 2 ";
 
 TEST(HostileRuns, ASaveFolderInsideAnotherRunsFolderIsRefused) {
-  const std::string dir = folder("nested");
+  const std::string dir = fresh_folder("nested");
   ASSERT_EQ(run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/a'").status, 0);
   ASSERT_TRUE(fs::exists(dir + "/a/step-00000002/manifest.json"));
   // Inside a checkpoint: run A's --keep would remove the folder, and run B's with it.
@@ -55,7 +53,7 @@ TEST(HostileRuns, ASaveFolderInsideAnotherRunsFolderIsRefused) {
 }
 
 TEST(HostileRuns, PruningRemovesOnlyWhatASaveWrote) {
-  const std::string dir = folder("prune");
+  const std::string dir = fresh_folder("prune");
   const std::string ck = dir + "/ck";
   ASSERT_EQ(run_zerodp(kMlp + "--ranks 2 --save-dir '" + ck + "'").status, 0);
   // Someone else's file in the old checkpoint: the run that prunes it must leave it.
@@ -83,7 +81,7 @@ std::string checkpoint_with_samples_done(const std::string& dir, std::uint64_t s
 }
 
 TEST(HostileRuns, ADataPositionBeyondWhatAManifestRecordsIsRefused) {
-  const std::string dir = folder("samples");
+  const std::string dir = fresh_folder("samples");
   const std::string step = checkpoint_with_samples_done(dir, (std::uint64_t{1} << 63) - 8);
   const auto r = run_zerodp(kRun + "--ranks 1 --steps 4 --resume '" + step + "'");
   EXPECT_EQ(r.status, 1) << r.err;
@@ -92,7 +90,7 @@ TEST(HostileRuns, ADataPositionBeyondWhatAManifestRecordsIsRefused) {
 }
 
 TEST(HostileRuns, AResumeThatWouldPassTheLargestDataPositionIsRefusedBeforeItsFirstStep) {
-  const std::string dir = folder("samples_end");
+  const std::string dir = fresh_folder("samples_end");
   // 2^62 - 8 is accepted; two more steps of 8 samples each would pass 2^62.
   const std::string step = checkpoint_with_samples_done(dir, (std::uint64_t{1} << 62) - 8);
   const auto r = run_zerodp(kRun + "--ranks 1 --steps 4 --resume '" + step + "' --save-dir '" +
@@ -106,7 +104,7 @@ TEST(HostileRuns, AResumeThatWouldPassTheLargestDataPositionIsRefusedBeforeItsFi
 TEST(HostileRuns, ADivergedRunStopsNamingTheStepAndSavesNothingOfIt) {
   int refused_evals = 0;
   for (const std::string precision : {"bf16", "fp16"}) {
-    const std::string dir = folder("diverged_" + precision);
+    const std::string dir = fresh_folder("diverged_" + precision);
     const auto r = run_zerodp(
         "train --layers 1 --hidden 32 --heads 2 --seq-len 16 --micro-batch 2 --ranks 2 --steps 30 "
         "--lr 1e30 --log-every 1 --out '' "
@@ -139,7 +137,7 @@ TEST(HostileRuns, ADivergedRunStopsNamingTheStepAndSavesNothingOfIt) {
 }
 
 TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
-  const std::string dir = folder("rank_fails");
+  const std::string dir = fresh_folder("rank_fails");
   // Rank 3's shard name is taken by a folder: only rank 3's write fails.
   fs::create_directories(dir + "/ck/step-00000002/rank-00003-of-00004.bin");
   const auto r = run_zerodp(kMlp + "--ranks 4 --save-dir '" + dir + "/ck'");
@@ -151,7 +149,7 @@ TEST(HostileRuns, ASaveThatFailsOnOneRankIsReportedWithThatRanksReason) {
 }
 
 TEST(HostileRuns, ALossCurveThatIsNotOneIsRefusedWithItsNameEscaped) {
-  const std::string dir = folder("curve");
+  const std::string dir = fresh_folder("curve");
   ASSERT_EQ(run_zerodp(kMlp + "--ranks 1 --save-dir '" + dir + "/ck'").status, 0);
   // A folder whose name clears the screen, holding a loss.csv that is not a curve.
   const std::string out = dir + "/\x1b[2Jout";
@@ -184,7 +182,7 @@ class SmallDisk {
 };
 
 TEST(HostileRuns, ASaveOnAFullDiskFailsWithTheCauseAndLeavesNoHalfCheckpoint) {
-  const std::string dir = folder("full_disk");
+  const std::string dir = fresh_folder("full_disk");
   fs::create_directories(dir + "/disk");
   const SmallDisk disk(dir + "/disk", 64);  // a shard of this model alone is 120 KiB
   if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);

@@ -37,12 +37,7 @@ std::string run_on_pty(const std::string& args, const std::string& env) {
   return out;
 }
 
-void expect_refused(const std::string& args, const std::string& message) {
-  const auto r = run_zerodp(args);
-  EXPECT_EQ(r.status, 2) << args << ": " << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
-}
+using zerodp::testing::expect_refused;
 
 TEST(MessagesCli, UnderMpirunTheLogIsPlainLinesEveryLogEvery) {
   // Before: the bar with \r and escape codes on every step, one endless line in the log.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "testing/temp_dir.h"
 #include "zerodp/checkpoint/checkpoint.h"
 
 extern char** environ;
@@ -22,14 +23,10 @@ namespace fs = std::filesystem;
 
 const std::string kModel = "--layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 ";
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/resume_cli_" + name;
-  fs::remove_all(dir);
-  return dir;
-}
+using zerodp::testing::fresh_path;
 
 TEST(ResumeCli, KilledBeforeItsManifestTheSaveIsIgnoredAndTheRunResumes) {
-  const std::string dir = fresh_dir("inject");
+  const std::string dir = fresh_path("inject");
   // Dies by SIGKILL at the save of step 6, with both shards written and no manifest.
   const auto killed =
       testing::run_zerodp("train " + kModel + "--ranks 2 --steps 10 --save-every 3 --save-dir '" +
@@ -60,7 +57,7 @@ TEST(ResumeCli, KilledBeforeItsManifestTheSaveIsIgnoredAndTheRunResumes) {
 }
 
 TEST(ResumeCli, KillNineAtRandomMomentsNeverLosesTheRun) {
-  const std::string dir = fresh_dir("kill9");
+  const std::string dir = fresh_path("kill9");
   std::int64_t last_step = 0;
   for (int delay_ms : {500, 900, 1300}) {
     std::vector<std::string> args = {

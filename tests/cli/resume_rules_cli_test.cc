@@ -14,7 +14,7 @@ namespace zerodp {
 namespace {
 namespace fs = std::filesystem;
 
-const std::string kModel = "--layers 1 --heads 2 --hidden 32 --seq-len 16 ";
+const std::string kRulesModel = "--layers 1 --heads 2 --hidden 32 --seq-len 16 ";
 
 std::string shell_word(const std::string& path) {
   return "'" + path + "'";
@@ -30,7 +30,7 @@ class ResumeRules : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     text_ = write(root_ + "/text", 'a');
-    const auto saved = testing::run_zerodp("train " + kModel + "--data " + shell_word(text_) +
+    const auto saved = testing::run_zerodp("train " + kRulesModel + "--data " + shell_word(text_) +
                                            " --ranks 2 --micro-batch 2 --steps 6 --save-every 2 "
                                            "--keep 3 --save-dir " +
                                            shell_word(root_ + "/ck") + " --out '' --json");
@@ -48,7 +48,7 @@ class ResumeRules : public ::testing::Test {
   // Resumes with `flags` (and the saved run's data unless they name another).
   testing::CliResult resume(const std::string& flags, bool same_data = true, int steps = 6) const {
     return testing::run_zerodp(
-        "train " + kModel + (same_data ? "--data " + shell_word(text_) : "") + " --steps " +
+        "train " + kRulesModel + (same_data ? "--data " + shell_word(text_) : "") + " --steps " +
         std::to_string(steps) + " --resume " + shell_word(ck()) + " --out '' " + flags);
   }
 
@@ -155,7 +155,7 @@ TEST_F(ResumeRules, NoFlagButTheStepsContinuesTheRunAsTheCheckpointRecordsIt) {
   // From step 6 to 8 with every flag the run was started with, then with none but --steps: the
   // checkpoint's model, data, batch, schedule, stage and ranks, so the same bits.
   const auto told =
-      testing::run_zerodp("train " + kModel + "--data " + shell_word(text_) +
+      testing::run_zerodp("train " + kRulesModel + "--data " + shell_word(text_) +
                           " --ranks 2 --micro-batch 2 --stage 3 --steps 8 --resume " +
                           shell_word(root_ + "/ck/step-00000006") + " --out '' --json");
   ASSERT_EQ(told.status, 0) << told.err;

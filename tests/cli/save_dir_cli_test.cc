@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/cli_testing.h"
+#include "testing/temp_dir.h"
 #include "zerodp/checkpoint/checkpoint.h"
 
 namespace zerodp {
@@ -20,23 +21,17 @@ namespace fs = std::filesystem;
 const std::string kTrain =
     "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 --ranks 2 --out '' ";
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/save_dir_cli_" + name;
-  fs::remove_all(dir);
-  return dir;
-}
+using zerodp::testing::fresh_path;
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::string weights_of(const testing::CliResult& r) {
-  return nlohmann::json::parse(r.out)["weights_sha256"].get<std::string>();
-}
+using zerodp::testing::weights_of;
 
 // The reproduction: a folder with another run's steps 22 and 23.
 TEST(SaveDirCli, AnotherRunsFolderIsRefusedAtStart) {
-  const std::string dir = fresh_dir("foreign");
+  const std::string dir = fresh_path("foreign");
   ASSERT_EQ(testing::run_zerodp(kTrain + "--steps 2 --save-dir '" + dir + "'").status, 0);
   fs::rename(dir + "/step-00000002", dir + "/step-00000023");
   const auto r = testing::run_zerodp(kTrain + "--steps 5 --save-every 1 --save-dir '" + dir + "'");
@@ -49,7 +44,7 @@ TEST(SaveDirCli, AnotherRunsFolderIsRefusedAtStart) {
 }
 
 TEST(SaveDirCli, AFolderBeingWrittenIsRefusedNamingTheHolder) {
-  const std::string dir = fresh_dir("locked");
+  const std::string dir = fresh_path("locked");
   const auto held = checkpoint::SaveDir::claim(dir, nullptr);  // this process is the other run
   const auto r = testing::run_zerodp(kTrain + "--steps 2 --save-dir '" + dir + "'");
   EXPECT_EQ(r.status, 2);
@@ -62,7 +57,7 @@ TEST(SaveDirCli, AFolderBeingWrittenIsRefusedNamingTheHolder) {
 // Two independent runs into one folder at once (as mpirun without --backend mpi starts them):
 // whichever comes second is refused, by the lock or by the first one's checkpoints.
 TEST(SaveDirCli, OfTwoRunsStartedTogetherOneIsRefused) {
-  const std::string dir = fresh_dir("two");
+  const std::string dir = fresh_path("two");
   const std::string one = "'" ZERODP_BIN "' " + kTrain + "--steps 3 --save-every 1 --save-dir '" +
                           dir + "' >/dev/null 2>&1";
   const auto r = testing::run_zerodp("--help >/dev/null; (" + one + "; echo $?) & (" + one +
@@ -70,7 +65,7 @@ TEST(SaveDirCli, OfTwoRunsStartedTogetherOneIsRefused) {
   EXPECT_TRUE(r.out == "0\n2\n" || r.out == "2\n0\n") << r.out;
   EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 3);
   if (std::system("command -v mpirun >/dev/null 2>&1") == 0) {
-    const std::string mpi_dir = fresh_dir("two_mpi");
+    const std::string mpi_dir = fresh_path("two_mpi");
     const auto m = testing::run_zerodp(
         "--help >/dev/null; mpirun -np 2 --oversubscribe --allow-run-as-root '" ZERODP_BIN "' " +
             kTrain + "--steps 2 --save-dir '" + mpi_dir + "' 2>&1 >/dev/null; echo $?",
@@ -85,7 +80,7 @@ TEST(SaveDirCli, OfTwoRunsStartedTogetherOneIsRefused) {
 }
 
 TEST(SaveDirCli, SaveDirAloneSavesAtTheEnd) {
-  const std::string dir = fresh_dir("end");
+  const std::string dir = fresh_path("end");
   const auto r = testing::run_zerodp(kTrain + "--steps 3 --save-dir '" + dir + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.has("saved " + dir + "/step-00000003")) << r.out;
@@ -94,7 +89,7 @@ TEST(SaveDirCli, SaveDirAloneSavesAtTheEnd) {
 }
 
 TEST(SaveDirCli, ASaveDirThatIsAFileIsRefusedBeforeTraining) {
-  const std::string file = fresh_dir("file");
+  const std::string file = fresh_path("file");
   std::ofstream(file) << "a file";
   const auto r = testing::run_zerodp(kTrain + "--steps 2 --save-every 1 --save-dir '" + file + "'");
   EXPECT_EQ(r.status, 2);
@@ -103,7 +98,7 @@ TEST(SaveDirCli, ASaveDirThatIsAFileIsRefusedBeforeTraining) {
 }
 
 TEST(SaveDirCli, ARewindSetsTheLaterCheckpointsAsideAndResumesRight) {
-  const std::string dir = fresh_dir("rewind");
+  const std::string dir = fresh_path("rewind");
   ASSERT_EQ(
       testing::run_zerodp(kTrain + "--steps 4 --save-every 1 --keep 4 --save-dir '" + dir + "'")
           .status,
@@ -152,7 +147,7 @@ TEST(SaveDirCli, ARewindSetsTheLaterCheckpointsAsideAndResumesRight) {
 }
 
 TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
-  const std::string dir = fresh_dir("export");
+  const std::string dir = fresh_path("export");
   ASSERT_EQ(testing::run_zerodp(kTrain + "--steps 1 --save-dir '" + dir + "'").status, 0);
   const std::string folder = dir + "/step-00000001";
   const std::string manifest = testing::slurp(folder + "/manifest.json");
@@ -165,7 +160,7 @@ TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
   EXPECT_FALSE(fs::exists(folder + "/config.json"));
   EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 1);  // shards and manifest intact
 
-  const std::string work = fresh_dir("export_out");
+  const std::string work = fresh_path("export_out");
   fs::create_directories(work + "/folder");
   const auto empty =
       testing::run_zerodp("export --checkpoint '" + dir + "' --out ''", "cd '" + work + "' && ");

@@ -20,6 +20,7 @@
 #include <regex>
 
 #include "cli/cli_testing.h"
+#include "testing/temp_dir.h"
 
 extern char** environ;
 
@@ -31,11 +32,7 @@ const std::string kRun =
     "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 "
     "--ranks 2 --steps 400 --log-every 1";
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/stop_cli_" + std::to_string(getpid()) + name;
-  fs::remove_all(dir);
-  return dir;
-}
+using zerodp::testing::fresh_path;
 
 std::vector<std::string> words(const std::string& text) {
   std::vector<std::string> out;
@@ -125,9 +122,7 @@ std::vector<long long> csv_steps(const std::string& path) {
   return steps;
 }
 
-std::string weights_of(const testing::CliResult& r) {
-  return nlohmann::json::parse(r.out)["weights_sha256"].get<std::string>();
-}
+using zerodp::testing::weights_of;
 
 // Starts the run, and sends `sig` once it has printed its first step.
 std::unique_ptr<Child> stopped_run(const std::string& extra, int sig) {
@@ -138,7 +133,7 @@ std::unique_ptr<Child> stopped_run(const std::string& extra, int sig) {
 }
 
 TEST(StopCli, SigtermSavesAndResumesToTheBitsOfARunNeverStopped) {
-  const std::string dir = fresh_dir("ck"), out = fresh_dir("out"), straight = fresh_dir("st");
+  const std::string dir = fresh_path("ck"), out = fresh_path("out"), straight = fresh_path("st");
   auto run = stopped_run("--save-dir " + dir + " --out " + out, SIGTERM);
   const int status = run->finish();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 143) << status << run->out << run->err;
@@ -171,7 +166,7 @@ TEST(StopCli, SigtermSavesAndResumesToTheBitsOfARunNeverStopped) {
 }
 
 TEST(StopCli, SigintWithoutSaveDirStillWritesTheCurveAndSaysSo) {
-  const std::string out = fresh_dir("int");
+  const std::string out = fresh_path("int");
   auto run = stopped_run("--out " + out, SIGINT);
   const int status = run->finish();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << run->err;
@@ -186,7 +181,7 @@ TEST(StopCli, SigintWithoutSaveDirStillWritesTheCurveAndSaysSo) {
 }
 
 TEST(StopCli, ASecondSignalEndsTheRunAtOnce) {
-  const std::string dir = fresh_dir("twice");
+  const std::string dir = fresh_path("twice");
   auto run = stopped_run("--save-dir " + dir + " --out ''", SIGTERM);
   // The first signal is handled (it says so), and the run cannot end before the test reads
   // its stdout (a full pipe): the second one finds it still running.
@@ -197,7 +192,7 @@ TEST(StopCli, ASecondSignalEndsTheRunAtOnce) {
 }
 
 TEST(StopCli, AResumedRunKeepsTheEarlierHistoryAndDropsWhatItSupersedes) {
-  const std::string dir = fresh_dir("hist"), out = fresh_dir("histout");
+  const std::string dir = fresh_path("hist"), out = fresh_path("histout");
   const std::string model = "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --ranks 2 ";
   ASSERT_EQ(testing::run_zerodp(model + "--steps 6 --save-every 3 --keep 3 --save-dir " + dir +
                                 " --out " + out)

@@ -12,13 +12,7 @@ namespace {
 
 using testing::run_zerodp;
 
-void expect_refused(const std::string& args, const std::string& message) {
-  const auto r = run_zerodp(args);
-  EXPECT_EQ(r.status, 2) << args << ": " << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
-  EXPECT_EQ(r.err.find("std::"), std::string::npos) << args << ": " << r.err;
-}
+using zerodp::testing::expect_refused;
 
 TEST(ValuesCli, CountsNeverWrapAt32Bits) {
   // Before: 4294967298 trained on 2 ranks, 2147483648 said "got -2147483648", 4294967297

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "testing/temp_dir.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
 #include "zerodp/common/json_text.h"
@@ -22,13 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A fresh folder per test.
-std::string folder(const std::string& name) {
-  const std::string dir =
-      ::testing::TempDir() + "/file_test_" + std::to_string(::getpid()) + "_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using zerodp::testing::fresh_folder;
 
 void put(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -40,7 +35,7 @@ std::string text_of(const std::string& path) {
 }
 
 TEST(ReadBounded, ReadsARegularFileAndALinkToOne) {
-  const std::string dir = folder("read");
+  const std::string dir = fresh_folder("read");
   put(dir + "/a.json", "{\"x\": 1}");
   fs::create_symlink(dir + "/a.json", dir + "/link.json");
   std::string why;
@@ -53,7 +48,7 @@ TEST(ReadBounded, ReadsARegularFileAndALinkToOne) {
 }
 
 TEST(ReadBounded, RefusesWhatIsNotAFileWithoutBlockingOrReadingForever) {
-  const std::string dir = folder("special");
+  const std::string dir = fresh_folder("special");
   std::string why;
   EXPECT_FALSE(read_bounded(dir + "/missing", 100, why).has_value());
   EXPECT_EQ(why, "no such file");
@@ -73,7 +68,7 @@ TEST(ReadBounded, RefusesWhatIsNotAFileWithoutBlockingOrReadingForever) {
 }
 
 TEST(AtomicFile, NeverWritesThroughALinkAtTheTarget) {
-  const std::string dir = folder("link_target");
+  const std::string dir = fresh_folder("link_target");
   put(dir + "/victim", "precious");
   fs::create_symlink(dir + "/victim", dir + "/out.svg");
   EXPECT_EQ(unreplaceable_because(dir + "/out.svg"), "is a symbolic link");
@@ -89,7 +84,7 @@ TEST(AtomicFile, NeverWritesThroughALinkAtTheTarget) {
 TEST(AtomicFile, ALinkPlantedUnderTheOldTemporaryNameIsNeverOpened) {
   // Before: NAME.tmp was opened with O_CREAT | O_TRUNC, so a link planted there was written
   // through. The temporary name is now the writer's own, created with O_EXCL | O_NOFOLLOW.
-  const std::string dir = folder("planted_tmp");
+  const std::string dir = fresh_folder("planted_tmp");
   put(dir + "/victim", "precious");
   fs::create_symlink(dir + "/victim", dir + "/manifest.json.tmp");
   write_file_atomically(dir + "/manifest.json", "{}\n");
@@ -98,7 +93,7 @@ TEST(AtomicFile, ALinkPlantedUnderTheOldTemporaryNameIsNeverOpened) {
 }
 
 TEST(AtomicFile, ReplacesARegularFileAndRefusesFifosDevicesAndFolders) {
-  const std::string dir = folder("replace");
+  const std::string dir = fresh_folder("replace");
   put(dir + "/old", "old");
   write_file_atomically(dir + "/old", "new");
   EXPECT_EQ(text_of(dir + "/old"), "new");
@@ -123,7 +118,7 @@ TEST(AtomicFile, ReplacesARegularFileAndRefusesFifosDevicesAndFolders) {
 }
 
 TEST(AtomicFile, ADestroyedWriterLeavesNoTemporaryAndNoTarget) {
-  const std::string dir = folder("abandon");
+  const std::string dir = fresh_folder("abandon");
   {
     AtomicFile file(dir + "/half");
     file.write("half of it");

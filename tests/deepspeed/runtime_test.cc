@@ -8,7 +8,7 @@
 #include "zerodp/plan/feasibility.h"
 
 namespace zerodp::deepspeed {
-namespace {
+namespace runtime_test {
 
 constexpr std::uint64_t kPhi = 8'000'000'000, kLargest = 500'000'000;
 const plan::BytesPerParam kMixed{2, 2, 12};
@@ -185,5 +185,5 @@ TEST(Runtime, WithoutTermsTheLeastNIsTheModelStateOnes) {
   }
 }
 
-}  // namespace
+}  // namespace runtime_test
 }  // namespace zerodp::deepspeed

@@ -6,7 +6,7 @@
 #include "zerodp/plan/comm.h"
 
 namespace zerodp::deepspeed {
-namespace {
+namespace topology_test {
 
 // 64 · 1.1e9: every division below is exact, so the expected values are plain integers.
 constexpr std::uint64_t kPhi = 70'400'000'000;
@@ -81,5 +81,5 @@ TEST(Topology, SecondsAddTheTwoPhases) {
   EXPECT_EQ(zeropp_summary({}), "off");
 }
 
-}  // namespace
+}  // namespace topology_test
 }  // namespace zerodp::deepspeed
