@@ -19,6 +19,6 @@ fi
 # /usr/share/nodejs, which a node that is not Debian's own does not search.
 export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
 
-emcmake cmake -S "$root/web" -B "$site.cmake" -DCMAKE_BUILD_TYPE=Release \
+emcmake cmake -S "$root/web" -B "$site.cmake" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
   -DZERODP_WEB_SITE="$site" > /dev/null
 cmake --build "$site.cmake" -j "${JOBS:-$(nproc)}"
