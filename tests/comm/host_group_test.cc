@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -86,6 +88,42 @@ TEST(HostGroup, TheGroupsAbortFailsTheHostsCollectives) {
                                 }),
                Error);
   EXPECT_THAT(errors[2], HasSubstr("rank 3 aborted: out of data"));
+}
+
+// A failure that reaches a collective while its data moves must not let a rank return before
+// its peers are done with its buffer: once the call has thrown, the buffer is its caller's again.
+// Here the host's two ranks all-reduce 8 MiB over and over while another rank aborts the group;
+// after the throw each rank fills its buffer and looks again 20 ms later. A peer still summing
+// into it would change it. Thirty trials, the abort 5 to 14 ms after the start.
+TEST(HostGroup, AFailureWhileDataMovesLeavesNoPeerWritingABufferGivenBack) {
+  constexpr std::size_t kCount = std::size_t{1} << 21;
+  for (int trial = 0; trial < 30; ++trial) {
+    Options options;
+    options.timeout = std::chrono::seconds(60);
+    std::atomic<int> changed{0};
+    EXPECT_THROW(
+        run_thread_ranks(4, options,
+                         [&](Communicator& comm) {
+                           const auto host = comm.host_group(2);
+                           if (comm.rank() == 3) {
+                             std::this_thread::sleep_for(std::chrono::milliseconds(5 + trial % 10));
+                             comm.abort("stop");
+                           }
+                           if (comm.rank() >= 2) return;
+                           std::vector<float> x(kCount, 1.0f);
+                           try {
+                             for (;;) host->all_reduce(x.data(), kCount, DType::f32);
+                           } catch (const Error&) {
+                             std::fill(x.begin(), x.end(), -7.0f);
+                             std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                             changed += std::any_of(x.begin(), x.end(),
+                                                    [](float v) { return v != -7.0f; });
+                             throw;
+                           }
+                         }),
+        Error);
+    EXPECT_EQ(changed.load(), 0) << "trial " << trial;
+  }
 }
 
 TEST(HostGroup, ARankThatDropsItsHostFailsTheHostsPeersAtOnce) {

@@ -52,25 +52,23 @@ void ThreadCommunicator::leave() {
   group_->leave(rank_);
 }
 
-void ThreadCommunicator::sync(const Work& work, Clock::time_point deadline) {
-  group_->arrive(rank_, ++phase_, work.call().seq);
-  group_->await(phase_, work.call(), work.timeout(), deadline);
-}
-
 void ThreadCommunicator::arrive(const Work& work, Clock::time_point deadline) {
   seq_ = work.call().seq;
   group_->slot(rank_, seq_) = work.call();
-  sync(work, deadline);
+  group_->arrive(rank_, ++phase_, seq_);
+  group_->await(phase_, work.call(), work.timeout(), deadline);
 }
 
-void ThreadCommunicator::move_data(const Work& work, Clock::time_point deadline) {
+void ThreadCommunicator::move_data(const Work& /*work*/, Clock::time_point /*deadline*/) {
   // One verdict over every rank's buffers, before any data moves.
   const std::string bad = group_->verdict(seq_, [&] { return check_buffers(*group_, seq_); });
   if (!bad.empty()) {
     group_->fail(bad);
     throw Error(group_->reason());
   }
-  if (run_collective(*group_, rank_, seq_)) sync(work, deadline);
+  if (run_collective(*group_, rank_, seq_)) {
+    group_->depart(rank_, ++phase_, seq_);
+  }
 }
 
 }  // namespace zerodp::comm::threads

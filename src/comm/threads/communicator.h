@@ -56,8 +56,6 @@ class ThreadCommunicator final : public Front {
   void abort_group(const std::string& reason) noexcept override { group_->fail(reason); }
   bool failed() const override { return group_->failed(); }
   std::string reason() const override { return group_->reason(); }
-  // Waits for every rank to reach the next phase of work's collective.
-  void sync(const Work& work, Clock::time_point deadline);
 
   std::shared_ptr<Group> group_;
   const int rank_;

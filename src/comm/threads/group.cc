@@ -20,6 +20,13 @@ int spin_for(int ranks) {
 Group::Group(int ranks) : ranks_(ranks), spin_(spin_for(ranks)), state_(ranks) {}
 
 void Group::arrive(int rank, std::uint64_t phase, std::uint64_t seq) {
+  // A rank that withdrew from a phase had the group failed first: it must not arrive again,
+  // or its arrival at a later phase would stand in for the one it withdrew.
+  if (failed()) throw Error(reason());
+  count_arrival(rank, phase, seq);
+}
+
+void Group::count_arrival(int rank, std::uint64_t phase, std::uint64_t seq) {
   state_[rank].seq.store(seq, std::memory_order_relaxed);
   state_[rank].phase.store(phase, std::memory_order_relaxed);
   // acq_rel: this rank's writes (its Call, its data) happen before whatever a peer does
@@ -46,7 +53,13 @@ void Group::await(std::uint64_t phase, const Call& call, std::chrono::millisecon
     return false;
   };
   const bool in_time = bell_.wait_until(done, deadline, spin_);
-  if (arrivals_.load(std::memory_order_acquire) >= target) return;
+  // Giving up withdraws this rank's arrival, unless the phase completed first: then the peers
+  // may be reading this rank's buffers, and it goes on with them.
+  std::uint64_t seen = arrivals_.load(std::memory_order_acquire);
+  do {
+    if (seen >= target) return;
+  } while (!arrivals_.compare_exchange_weak(seen, seen - 1, std::memory_order_acq_rel,
+                                            std::memory_order_acquire));
   if (!failed()) {
     bool any_left = false;
     const std::string who = missing_ranks(phase, call, &any_left);
@@ -57,6 +70,13 @@ void Group::await(std::uint64_t phase, const Call& call, std::chrono::millisecon
     }
   }
   throw Error(reason());
+}
+
+void Group::depart(int rank, std::uint64_t phase, std::uint64_t seq) {
+  count_arrival(rank, phase, seq);
+  const std::uint64_t target = phase * static_cast<std::uint64_t>(ranks_);
+  bell_.wait_until([&] { return arrivals_.load(std::memory_order_acquire) >= target; },
+                   Clock::time_point::max(), spin_);
 }
 
 std::string Group::missing_ranks(std::uint64_t phase, const Call& call, bool* any_left) const {

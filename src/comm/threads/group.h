@@ -37,12 +37,19 @@ class Group {
   Call& slot(int rank, std::uint64_t seq) { return state_[rank].calls[seq % 2]; }
   const Call& call(int rank, std::uint64_t seq) const { return state_[rank].calls[seq % 2]; }
 
-  // rank reached phase (1, 2, ... in order) while executing call seq.
+  // rank reached phase (1, 2, ... in order) while executing call seq. Throws Error, arriving
+  // nowhere, once the group has failed.
   void arrive(int rank, std::uint64_t phase, std::uint64_t seq);
-  // Blocks until every rank has arrived at phase. Throws Error (after failing the group) if
-  // the deadline passes, or at once if a missing rank has left or the group has failed.
+  // An arrival phase: blocks until every rank has arrived at phase. Throws Error (after failing
+  // the group) if the deadline passes, or at once if a missing rank has left or the group has
+  // failed; a rank that throws withdraws its arrival first, so the phase then completes for no
+  // rank. Either every rank goes on to read its peers' buffers or none does.
   void await(std::uint64_t phase, const Call& call, std::chrono::milliseconds timeout,
              Clock::time_point deadline);
+  // A departure phase: arrives at phase and blocks until every rank has, failure or not. A
+  // peer may still be reading this rank's buffers, and every rank that completed the arrival
+  // phase gets here without waiting on another, so the wait ends.
+  void depart(int rank, std::uint64_t phase, std::uint64_t seq);
 
   // Marks the group failed; the first reason is kept. Wakes every waiter.
   void fail(const std::string& reason) noexcept;
@@ -84,6 +91,7 @@ class Group {
   };
 
   std::string missing_ranks(std::uint64_t phase, const Call& call, bool* any_left) const;
+  void count_arrival(int rank, std::uint64_t phase, std::uint64_t seq);
 
   const int ranks_;
   const int spin_;
