@@ -53,60 +53,6 @@ struct Flags {
 
 }  // namespace
 
-void EngineOptions::validate() const {
-  stage_from_number(stage_number(stage));  // a Stage cast from a number out of range
-  if (precision == DType::f32) {
-    throw InvalidArgument("precision", field_ref("precision") +
-                                           ": expected bf16 or fp16 (the engine stores 16-bit "
-                                           "params)");
-  }
-  if (bucket_bytes < 2) {
-    throw InvalidArgument(
-        "bucket_bytes",
-        field_ref("bucket_bytes") + ": expected a size of at least 2B (one 16-bit element)");
-  }
-  if (grad_accum < 1) {
-    throw InvalidArgument("grad_accum", field_ref("grad_accum") +
-                                            ": expected a whole number >= 1, got " +
-                                            std::to_string(grad_accum));
-  }
-  if (micro_batch < 1) {
-    throw InvalidArgument("micro_batch",
-                          field_ref("micro_batch") + ": expected a whole number >= 1");
-  }
-  if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm)) {
-    throw InvalidArgument("clip_norm",
-                          field_ref("clip_norm") + ": expected a norm >= 0 (0 disables clipping)");
-  }
-  if (qwz && stage != Stage::zero3) {
-    throw InvalidArgument("zeropp", field_ref("zeropp") +
-                                        ": qwz quantizes stage 3's parameter gathers; expected "
-                                        "stage 3, got stage " +
-                                        std::to_string(stage_number(stage)));
-  }
-  if (qgz && stage != Stage::zero3) {
-    throw InvalidArgument("zeropp", field_ref("zeropp") +
-                                        ": qgz quantizes stage 3's gradient reductions; expected "
-                                        "stage 3, got stage " +
-                                        std::to_string(stage_number(stage)));
-  }
-  if (hpz && stage != Stage::zero3) {
-    throw InvalidArgument("zeropp", field_ref("zeropp") +
-                                        ": hpz keeps stage 3's parameters inside each host; "
-                                        "expected stage 3, got stage " +
-                                        std::to_string(stage_number(stage)));
-  }
-  if (ranks_per_host < 0) {
-    throw InvalidArgument("ranks_per_host",
-                          field_ref("ranks_per_host") + ": expected a whole number >= 1");
-  }
-  if (qwz_block < 1 || qwz_block > kMaxQuantBlock) {
-    throw InvalidArgument("qwz_block", field_ref("qwz_block") + ": expected 1 to " +
-                                           std::to_string(kMaxQuantBlock) + " elements, got " +
-                                           std::to_string(qwz_block));
-  }
-}
-
 struct Engine::Impl {
   Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s, const EngineOptions& o);
 
