@@ -12,6 +12,7 @@
 #include "model_flags.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
+#include "zerodp/model/gemm.h"
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/measurement.h"
@@ -76,9 +77,10 @@ void run_measure(MeasureFlags f, bool stage_given) {
     throw UsageError("--stage and --all-stages exclude each other: give one");
   }
   if (f.model.model == "mlp" && f.model.params.empty()) f.model.params = "10M";
-  const run::ModelSpec spec(f.model);
+  run::ModelSpec spec(f.model);
   run::Launch launch = launch_options(f.engine);
   zero::EngineOptions base = engine_options(f.engine, 8);
+  const std::string compute_line = spec.resolve_compute(base.precision);
   // Under MPI, measure's own settings are the run's too: every rank must measure the same.
   for (const run::ConfigField& field : run::kConfigFields) {
     const nlohmann::json config = spec.config_json();
@@ -118,6 +120,8 @@ void run_measure(MeasureFlags f, bool stage_given) {
   setup.steps = steps;
   setup.micro_batch = base.micro_batch;
   setup.precision = std::string(dtype_name(base.precision));
+  if (spec.is_gpt()) setup.compute = std::string(model::compute_name(spec.gpt().compute));
+  setup.compute_line = compute_line;
   setup.backend = launch.backend;
   setup.rss_per_process = launch.backend == "mpi";
 

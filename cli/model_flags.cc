@@ -14,6 +14,9 @@ void add_model_flags(CLI::App* app, run::ModelChoice& f, const std::string& defa
   app->add_option("--seq-len", f.seq_len, "gpt: context length [128]");
   app->add_flag("--checkpoint-activations", f.checkpoint_activations,
                 "gpt: keep each block's input only and recompute the block in backward");
+  app->add_option("--compute", f.compute,
+                  "gpt: the type matrix products multiply in: auto, fp32 or bf16 (bf16 inputs, "
+                  "fp32 sums) [auto: bf16 where the CPU has fast bf16 products, else fp32]");
   app->add_option("--params", f.params,
                   "mlp: size in parameters, e.g. 10M [" + default_mlp_params + "]");
   app->add_option("--data-seed", f.data_seed, "which windows the sample stream draws [1234]");

@@ -70,6 +70,8 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
     if (unset("--checkpoint-activations")) {
       f.model.checkpoint_activations = model.value("checkpoint_activations", false);
     }
+    // A checkpoint from before --compute computed in fp32.
+    if (unset("--compute")) f.model.compute = model.value("compute", std::string("fp32"));
   }
   take("--data-seed", f.model.data_seed, model, "data_seed");
   take("--steps", f.steps, run, "steps");
@@ -101,6 +103,7 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
 run::TrainSettings train_settings(const TrainFlags& f) {
   run::TrainSettings s(run::ModelSpec(f.model), engine_options(f.engine, 8),
                        launch_options(f.engine));
+  s.compute_line = s.spec.resolve_compute(s.options.precision);
   // Step counts: checkpoint folders are named step-%08d and found in name order, so a step
   // has at most 8 digits (and 99,999,999 steps is years of training).
   constexpr std::uint64_t kSteps = 99'999'999;
@@ -150,6 +153,7 @@ class TrainLog final : public run::TrainObserver {
         stage_number(o.stage), qwz.c_str(), comm.size(), std::string(comm.backend_name()).c_str(),
         std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
         (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
+    if (!s.compute_line.empty()) std::printf("%s\n", s.compute_line.c_str());
     for (const std::string& note : s.resume_notes) {
       std::printf("%s\n", name_fields(note, flag_of_field).c_str());
     }

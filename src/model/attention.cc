@@ -24,7 +24,7 @@ constexpr std::size_t kBlock = 64;
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* inp, std::size_t B, std::size_t T,
-                       std::size_t C, std::size_t NH) {
+                       std::size_t C, std::size_t NH, const GemmCompute& how) {
   const std::size_t C3 = 3 * C, HS = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
   for (std::size_t b = 0; b < B; ++b) {
@@ -36,7 +36,7 @@ void attention_forward(float* out, float* att, const float* inp, std::size_t B, 
       // Scores of queries [i0, i0 + m) against keys [0, i0 + m).
       for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
         const std::size_t m = std::min(kBlock, T - i0);
-        gemm(Trans::no, Trans::yes, m, i0 + m, HS, scale, q + i0 * C3, C3, k, C3, 0.0f, a + i0 * T,
+        gemm(how, Trans::no, Trans::yes, m, i0 + m, HS, scale, q + i0 * C3, C3, k, C3, 0.0f, a + i0 * T,
              T);
       }
       for (std::size_t t = 0; t < T; ++t) {
@@ -50,7 +50,7 @@ void attention_forward(float* out, float* att, const float* inp, std::size_t B, 
       }
       for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
         const std::size_t m = std::min(kBlock, T - i0);
-        gemm(Trans::no, Trans::no, m, HS, i0 + m, 1.0f, a + i0 * T, T, v, C3, 0.0f,
+        gemm(how, Trans::no, Trans::no, m, HS, i0 + m, 1.0f, a + i0 * T, T, v, C3, 0.0f,
              out + (b * T + i0) * C + h * HS, C);
       }
     }
@@ -59,7 +59,7 @@ void attention_forward(float* out, float* att, const float* inp, std::size_t B, 
 
 void attention_backward(float* dinp, float* scratch, const float* dout, const float* inp,
                         const float* att, std::size_t B, std::size_t T, std::size_t C,
-                        std::size_t NH) {
+                        std::size_t NH, const GemmCompute& how) {
   const std::size_t C3 = 3 * C, HS = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
   float* datt = scratch;  // [T, T], becomes d(scores) in place
@@ -76,10 +76,10 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
       for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
         const std::size_t m = std::min(kBlock, T - i0);
         // datt = dout v^T for queries [i0, i0 + m) and keys [0, i0 + m).
-        gemm(Trans::no, Trans::yes, m, i0 + m, HS, 1.0f, dout_h + i0 * C, C, v, C3, 0.0f,
+        gemm(how, Trans::no, Trans::yes, m, i0 + m, HS, 1.0f, dout_h + i0 * C, C, v, C3, 0.0f,
              datt + i0 * T, T);
         // dv = att^T dout for keys [i0, i0 + m), over the queries [i0, T) that see them.
-        gemm(Trans::yes, Trans::no, m, HS, T - i0, 1.0f, a + i0 * T + i0, T, dout_h + i0 * C, C,
+        gemm(how, Trans::yes, Trans::no, m, HS, T - i0, 1.0f, a + i0 * T + i0, T, dout_h + i0 * C, C,
              0.0f, dv + i0 * C3, C3);
       }
       // Softmax backward, row by row: dscore = att * (datt - sum(att * datt)), times the scale
@@ -95,9 +95,9 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
       for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
         const std::size_t m = std::min(kBlock, T - i0);
         // dq = dscore k for queries [i0, i0 + m); dk = dscore^T q for keys [i0, i0 + m).
-        gemm(Trans::no, Trans::no, m, HS, i0 + m, 1.0f, datt + i0 * T, T, k, C3, 0.0f, dq + i0 * C3,
+        gemm(how, Trans::no, Trans::no, m, HS, i0 + m, 1.0f, datt + i0 * T, T, k, C3, 0.0f, dq + i0 * C3,
              C3);
-        gemm(Trans::yes, Trans::no, m, HS, T - i0, 1.0f, datt + i0 * T + i0, T, q + i0 * C3, C3,
+        gemm(how, Trans::yes, Trans::no, m, HS, T - i0, 1.0f, datt + i0 * T + i0, T, q + i0 * C3, C3,
              0.0f, dk + i0 * C3, C3);
       }
     }

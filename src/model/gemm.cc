@@ -3,8 +3,16 @@
 #include <cblas.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::model {
 namespace {
@@ -23,25 +31,25 @@ double clock_seconds(GemmClock clock) {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-}  // namespace
-
-void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
-          const float* a, const float* b, float beta, float* c) {
-  // Stored row-major: A is m x k (or k x m when transposed), B is k x n (or n x k).
-  const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
-  gemm(trans_a, trans_b, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
-}
-
-void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
-          const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
-          std::size_t ldc) {
-  if (m == 0 || n == 0) return;
-  const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
-  const GemmClock clock = g_clock.load(std::memory_order_relaxed);
-  const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
+void sgemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha,
+           const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+           std::size_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+// rows x cols of a stored matrix (row stride ld) into `to`, packed, each rounded to bf16.
+void round_to_bf16(float* to, const float* from, std::size_t rows, std::size_t cols,
+                   std::size_t ld) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = from + r * ld;
+    float* out = to + r * cols;
+    for (std::size_t i = 0; i < cols; ++i) out[i] = bf16_to_float(float_to_bf16(row[i]));
+  }
+}
+
+void count(GemmClock clock, double t0, std::size_t m, std::size_t n, std::size_t k) {
   if (clock != GemmClock::off) {
     const double seconds = clock_seconds(clock) - t0;
     g_calls.fetch_add(1, std::memory_order_relaxed);
@@ -50,6 +58,72 @@ void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_
         std::memory_order_relaxed);
     g_seconds.fetch_add(seconds, std::memory_order_relaxed);
   }
+}
+
+}  // namespace
+
+std::string_view compute_name(Compute compute) {
+  return compute == Compute::bf16 ? "bf16" : "fp32";
+}
+
+bool cpu_has_native_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amx_bf16 = (edx >> 22) & 1u;
+  const unsigned max_subleaf = eax;
+  bool avx512_bf16 = false;
+  if (max_subleaf >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    avx512_bf16 = (eax >> 5) & 1u;
+  }
+  return avx512_bf16 || amx_bf16;
+#else
+  return false;
+#endif
+}
+
+void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          const float* a, const float* b, float beta, float* c) {
+  gemm(GemmCompute{}, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+}
+
+void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+          std::size_t ldc) {
+  gemm(GemmCompute{}, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
+          std::size_t k, float alpha, const float* a, const float* b, float beta, float* c) {
+  // Stored row-major: A is m x k (or k x m when transposed), B is k x n (or n x k).
+  const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
+  gemm(how, trans_a, trans_b, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+}
+
+void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
+          std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
+          std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
+  const GemmClock clock = g_clock.load(std::memory_order_relaxed);
+  const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
+  if (how.compute == Compute::fp32) {
+    sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    // The stored matrices, packed: A is a_rows x a_cols, B is b_rows x b_cols.
+    const std::size_t a_rows = ta ? k : m, a_cols = ta ? m : k;
+    const std::size_t b_rows = tb ? n : k, b_cols = tb ? k : n;
+    ZERODP_CHECK_MSG(a_rows * a_cols + b_rows * b_cols <= how.scratch.size(),
+                     "gemm: the bf16 scratch is smaller than the operands");
+    float* a16 = how.scratch.data();
+    float* b16 = a16 + a_rows * a_cols;
+    round_to_bf16(a16, a, a_rows, a_cols, lda);
+    round_to_bf16(b16, b, b_rows, b_cols, ldb);
+    // OpenBLAS wants a row stride of at least 1, also of an empty matrix.
+    sgemm(ta, tb, m, n, k, alpha, a16, std::max<std::size_t>(a_cols, 1), b16,
+          std::max<std::size_t>(b_cols, 1), beta, c, ldc);
+  }
+  count(clock, t0, m, n, k);
 }
 
 void set_blas_threads(int threads) {

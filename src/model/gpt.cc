@@ -9,6 +9,8 @@
 //   final          ln_f output and statistics, logits, probabilities, losses.
 //   scratch        backward only: the residual stream's gradient dres [BT, C], carried from
 //                  unit to unit and updated in place, and per-block gradients used in turn.
+// In bf16 compute, each lane (below) also has a scratch its products round their operands
+// into, a Buffer of its own, sized for the lane's rows (GptConfig::gemm_scratch_floats).
 // The residual stream's gradient needs no copies: both branches of x + f(x) read dres, and
 // the LayerNorm backward at the branch's start adds its part into dres.
 //
@@ -102,6 +104,11 @@ struct GptModel::Impl {
   std::size_t max_view = 0;
   std::vector<Buffer<float>> lane_grads, lane_datt;  // [lanes - 1]
 
+  // bf16 compute: lane p's products round their operands into floats
+  // [p lane_scratch, (p + 1) lane_scratch) of gemm_scratch. Empty in fp32.
+  Buffer<float> gemm_scratch;
+  std::size_t lane_scratch = 0;
+
   explicit Impl(const GptConfig& config)
       : cfg(config),
         units(gpt_units(config)),
@@ -128,6 +135,24 @@ struct GptModel::Impl {
       lane_datt.emplace_back(ledger, Category::activations, T * T);
     }
     if (n > 1) pool = std::make_unique<LanePool>(n);
+    allocate_gemm_scratch();
+  }
+
+  // For the current capacity and lanes: the rows of the largest lane, ceil(capacity / lanes)
+  // samples.
+  void allocate_gemm_scratch() {
+    gemm_scratch = {};
+    lane_scratch = 0;
+    if (cfg.compute == Compute::fp32 || capacity == 0) return;
+    const std::size_t per_lane = (capacity + std::size_t(lanes) - 1) / std::size_t(lanes);
+    lane_scratch = cfg.gemm_scratch_floats(per_lane * T);
+    gemm_scratch = Buffer<float>(ledger, Category::activations, std::size_t(lanes) * lane_scratch);
+  }
+
+  // How lane p computes its products.
+  GemmCompute how(int lane) {
+    if (cfg.compute == Compute::fp32) return {};
+    return {cfg.compute, {gemm_scratch.data() + std::size_t(lane) * lane_scratch, lane_scratch}};
   }
 
   // Samples [first, first + count) of the current micro-batch that lane p computes.
@@ -156,7 +181,7 @@ struct GptModel::Impl {
   void allocate(std::size_t samples) {
     const std::size_t BT = samples * T;
     // The old buffers go first: a larger batch never holds both.
-    arena = {}, tokens = {}, targets = {};
+    arena = {}, tokens = {}, targets = {}, gemm_scratch = {};
     capacity = 0;
     arena = Buffer<float>(ledger, Category::activations,
                           (cfg.activation_bytes(samples) - 2 * BT) / sizeof(float));
@@ -200,12 +225,14 @@ struct GptModel::Impl {
     datt = take(T * T);
     ZERODP_CHECK(next == arena.data() + arena.size());
     capacity = samples;
+    allocate_gemm_scratch();
   }
 
   void set_ledger(Ledger* to) {
     arena.recount(to), tokens.recount(to), targets.recount(to);
     for (auto& b : lane_grads) b.recount(to);
     for (auto& b : lane_datt) b.recount(to);
+    gemm_scratch.recount(to);
     ledger = to;
   }
 
@@ -236,29 +263,30 @@ struct GptModel::Impl {
   }
 
   // Block l (0-based) from x[l] into x[l + 1], for samples s.
-  void block_forward(std::size_t l, const float* params, const Samples& s) {
+  void block_forward(std::size_t l, const float* params, const Samples& s, const GemmCompute& how) {
     const BlockTensors<const float> w(params, units[l + 1]);
     const BlockActs a = acts(l, s);
     const std::size_t BT = s.count * T, r0 = s.first * T;
     const float* in = x[l] + r0 * C;
     layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, in, w[kLn1Weight], w[kLn1Bias], BT, C);
-    matmul_forward(a.qkv, a.ln1, w[kAttnWeight], w[kAttnBias], BT, C, 3 * C);
-    attention_forward(a.atty, a.att, a.qkv, s.count, T, C, NH);
-    matmul_residual_forward(a.res2, in, a.atty, w[kAttnProjWeight], w[kAttnProjBias], BT, C, C);
+    matmul_forward(a.qkv, a.ln1, w[kAttnWeight], w[kAttnBias], BT, C, 3 * C, how);
+    attention_forward(a.atty, a.att, a.qkv, s.count, T, C, NH, how);
+    matmul_residual_forward(a.res2, in, a.atty, w[kAttnProjWeight], w[kAttnProjBias], BT, C, C,
+                            how);
     layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w[kLn2Weight], w[kLn2Bias], BT, C);
-    matmul_forward(a.fch, a.ln2, w[kFcWeight], w[kFcBias], BT, C, 4 * C);
+    matmul_forward(a.fch, a.ln2, w[kFcWeight], w[kFcBias], BT, C, 4 * C, how);
     gelu_forward_keep_slope(a.fch_gelu, a.fch, a.fch, BT * 4 * C);
     matmul_residual_forward(x[l + 1] + r0 * C, a.res2, a.fch_gelu, w[kFcProjWeight], w[kFcProjBias],
-                            BT, 4 * C, C);
+                            BT, 4 * C, C, how);
   }
 
   // On entry dres = d loss / d x[l + 1]; on exit dres = d loss / d x[l] (samples s).
   void block_backward(std::size_t l, const float* params, float* grads, const Samples& s,
-                      float* att_scratch) {
+                      float* att_scratch, const GemmCompute& how) {
     const BlockTensors<const float> w(params, units[l + 1]);
     const BlockTensors<float> g(grads, units[l + 1]);
     if (cfg.checkpoint_activations)
-      block_forward(l, params, s);  // refills acts(l); rewrites
+      block_forward(l, params, s, how);  // refills acts(l); rewrites
                                     // x[l + 1] with the same bits
     const BlockActs a = acts(l, s);
     const std::size_t BT = s.count * T, r0 = s.first * T;
@@ -269,33 +297,35 @@ struct GptModel::Impl {
     float* df = dfch + r0 * 4 * C;  // d fch_gelu, then d fch in place
     // MLP branch: x[l+1] = res2 + fcproj, so d fcproj = dres.
     matmul_backward(df, g[kFcProjWeight], g[kFcProjBias], dr, a.fch_gelu, w[kFcProjWeight], BT,
-                    4 * C, C);
+                    4 * C, C, how);
     gelu_backward_from_slope(df, g[kFcBias], a.fch, df, BT, 4 * C);
-    matmul_backward(dl, g[kFcWeight], nullptr, df, a.ln2, w[kFcWeight], BT, C, 4 * C);
+    matmul_backward(dl, g[kFcWeight], nullptr, df, a.ln2, w[kFcWeight], BT, C, 4 * C, how);
     layernorm_backward(dr, g[kLn2Weight], g[kLn2Bias], dl, a.res2, w[kLn2Weight], a.ln2_mean,
                        a.ln2_rstd, BT, C);  // dres is now d res2
     // Attention branch: res2 = x + attproj, so d attproj = dres.
     matmul_backward(dy, g[kAttnProjWeight], g[kAttnProjBias], dr, a.atty, w[kAttnProjWeight], BT, C,
-                    C);
-    attention_backward(dq, att_scratch, dy, a.qkv, a.att, s.count, T, C, NH);
-    matmul_backward(dl, g[kAttnWeight], g[kAttnBias], dq, a.ln1, w[kAttnWeight], BT, C, 3 * C);
+                    C, how);
+    attention_backward(dq, att_scratch, dy, a.qkv, a.att, s.count, T, C, NH, how);
+    matmul_backward(dl, g[kAttnWeight], g[kAttnBias], dq, a.ln1, w[kAttnWeight], BT, C, 3 * C,
+                    how);
     layernorm_backward(dr, g[kLn1Weight], g[kLn1Bias], dl, x[l] + r0 * C, w[kLn1Weight], a.ln1_mean,
                        a.ln1_rstd, BT, C);  // dres is now d x[l]
   }
 
-  void final_forward(const float* params, const float* embeddings, const Samples& s) {
+  void final_forward(const float* params, const float* embeddings, const Samples& s,
+                     const GemmCompute& how) {
     const std::size_t BT = s.count * T, r0 = s.first * T;
     const float* wte = embeddings + units[0].tensors[kWte].offset;
     layernorm_forward(lnf + r0 * C, lnf_mean + r0, lnf_rstd + r0, x[L] + r0 * C,
                       params + units[L + 1].tensors[kLnfWeight].offset,
                       params + units[L + 1].tensors[kLnfBias].offset, BT, C);
-    matmul_forward(logits + r0 * V, lnf + r0 * C, wte, nullptr, BT, C, V);  // LM head tied to wte
+    matmul_forward(logits + r0 * V, lnf + r0 * C, wte, nullptr, BT, C, V, how);  // tied to wte
     crossentropy_softmax_forward(probs + r0 * V, losses + r0, logits + r0 * V, targets.data() + r0,
                                  BT, V);
   }
 
   void final_backward(const float* params, const float* embeddings, float* grads,
-                      float* embedding_grads, const Samples& s) {
+                      float* embedding_grads, const Samples& s, const GemmCompute& how) {
     const std::size_t BT = s.count * T, r0 = s.first * T;
     const auto& lnf_tensors = units[L + 1].tensors;
     const std::size_t wte_offset = units[0].tensors[kWte].offset;
@@ -304,7 +334,7 @@ struct GptModel::Impl {
     crossentropy_softmax_backward(dlogits + r0 * V, probs + r0 * V, targets.data() + r0, dloss, BT,
                                   V);
     matmul_backward(dln + r0 * C, embedding_grads + wte_offset, nullptr, dlogits + r0 * V,
-                    lnf + r0 * C, embeddings + wte_offset, BT, C, V);
+                    lnf + r0 * C, embeddings + wte_offset, BT, C, V, how);
     float* dr = dres + r0 * C;
     std::fill(dr, dr + BT * C, 0.0f);  // the residual stream's gradient starts here
     layernorm_backward(dr, grads + lnf_tensors[kLnfWeight].offset,
@@ -315,15 +345,15 @@ struct GptModel::Impl {
 
   void forward(std::size_t u, const UnitViews& views) {
     const float* p = views.params[0].data();
-    for_lanes([&](Samples s, int) {
+    for_lanes([&](Samples s, int lane) {
       if (u == 0) {
         encoder_forward(x[0] + s.first * T * C, tokens.data() + s.first * T,
                         p + units[0].tensors[kWte].offset, p + units[0].tensors[kWpe].offset,
                         s.count, T, C);
       } else if (u <= L) {
-        block_forward(u - 1, p, s);
+        block_forward(u - 1, p, s, how(lane));
       } else {
-        final_forward(p, views.params[1].data(), s);
+        final_forward(p, views.params[1].data(), s, how(lane));
       }
     });
     if (u == L + 1) {
@@ -336,16 +366,16 @@ struct GptModel::Impl {
 
   // Unit u's backward for samples s, adding its gradients into grads (one pointer per view).
   void unit_backward(std::size_t u, const UnitViews& views, const std::vector<float*>& grads,
-                     const Samples& s, float* att_scratch) {
+                     const Samples& s, float* att_scratch, const GemmCompute& how) {
     const float* p = views.params[0].data();
     float* g = grads[0];
     if (u == 0) {
       encoder_backward(g + units[0].tensors[kWte].offset, g + units[0].tensors[kWpe].offset,
                        dres + s.first * T * C, tokens.data() + s.first * T, s.count, T, C);
     } else if (u <= L) {
-      block_backward(u - 1, p, g, s, att_scratch);
+      block_backward(u - 1, p, g, s, att_scratch, how);
     } else {
-      final_backward(p, views.params[1].data(), g, grads[1], s);
+      final_backward(p, views.params[1].data(), g, grads[1], s, how);
     }
   }
 
@@ -353,12 +383,12 @@ struct GptModel::Impl {
     std::vector<float*> own(views.grads.size());
     for (std::size_t i = 0; i < own.size(); ++i) own[i] = views.grads[i].data();
     if (lanes == 1) {
-      unit_backward(u, views, own, {0, B}, datt);
+      unit_backward(u, views, own, {0, B}, datt, how(0));
       return;
     }
     for_lanes([&](Samples s, int lane) {
       if (lane == 0) {
-        unit_backward(u, views, own, s, datt);
+        unit_backward(u, views, own, s, datt, how(0));
         return;
       }
       // This lane's gradients, laid out view after view in its private buffer.
@@ -369,7 +399,7 @@ struct GptModel::Impl {
         std::fill_n(at, views.grads[i].size(), 0.0f);
         at += views.grads[i].size();
       }
-      unit_backward(u, views, mine, s, lane_datt[std::size_t(lane - 1)].data());
+      unit_backward(u, views, mine, s, lane_datt[std::size_t(lane - 1)].data(), how(lane));
     });
     // views += lane 1 + lane 2 + ..., in lane order; lane p sums elements [p n / P, (p+1) n / P)
     // of every view. Lanes without samples added nothing.
@@ -465,13 +495,14 @@ std::size_t GptModel::activation_bytes() const {
   const Impl& m = *impl_;
   if (m.capacity == 0) return 0;
   const std::size_t lane_floats = std::size_t(m.lanes - 1) * (m.max_view + m.T * m.T);
-  return m.cfg.activation_bytes(m.capacity) + 4 * lane_floats;
+  return m.cfg.activation_bytes(m.capacity) + 4 * (lane_floats + m.gemm_scratch.size());
 }
 
 std::string GptModel::describe() const {
   const GptConfig& c = impl_->cfg;
   std::string s = c.describe() + ": " + std::to_string(c.param_count()) + " parameters";
   if (c.checkpoint_activations) s += ", activation checkpointing";
+  if (c.compute != Compute::fp32) s += ", " + std::string(compute_name(c.compute)) + " compute";
   return s;
 }
 

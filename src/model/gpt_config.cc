@@ -1,4 +1,5 @@
 // The GPT's configuration, its flat layout (units and tensors) and its initialisation.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -58,6 +59,16 @@ std::size_t GptConfig::activation_bytes(std::size_t micro_batch) const {
                                    + (10 * C + V)) +               // backward scratch
                              T * T;                                // attention backward scratch
   return 4 * floats + 2 * BT;                                      // + tokens and targets
+}
+
+std::size_t GptConfig::gemm_scratch_floats(std::size_t rows) const {
+  if (compute == Compute::fp32) return 0;
+  const std::size_t C = hidden, T = seq_len, V = vocab, R = rows;
+  // Left operands: a matmul's input [R, C] or [R, 4C], an output gradient [R, OC] with OC up to
+  // max(4C, V); attention's probabilities or their gradient, at most T x T. Right operands: a
+  // weight [OC, C] or [C, 4C]; in the weight gradient the input [R, C] or [R, 4C]; attention's
+  // q, k, v or output gradient of one head, T x HS, at most T C <= 4 R C.
+  return std::max(R * std::max(4 * C, V), T * T) + std::max({4 * C * C, V * C, 4 * R * C});
 }
 
 std::string GptConfig::describe() const {

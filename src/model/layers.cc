@@ -80,28 +80,30 @@ void layernorm_backward(float* __restrict dinp, float* __restrict dweight, float
 }
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                    std::size_t BT, std::size_t C, std::size_t OC) {
+                    std::size_t BT, std::size_t C, std::size_t OC, const GemmCompute& how) {
   if (bias != nullptr) {
     for (std::size_t i = 0; i < BT; ++i) std::memcpy(out + i * OC, bias, OC * sizeof(float));
   }
-  gemm(Trans::no, Trans::yes, BT, OC, C, 1.0f, inp, weight, bias != nullptr ? 1.0f : 0.0f, out);
+  gemm(how, Trans::no, Trans::yes, BT, OC, C, 1.0f, inp, weight, bias != nullptr ? 1.0f : 0.0f,
+       out);
 }
 
 void matmul_residual_forward(float* out, const float* residual, const float* inp,
                              const float* weight, const float* bias, std::size_t BT, std::size_t C,
-                             std::size_t OC) {
+                             std::size_t OC, const GemmCompute& how) {
   for (std::size_t i = 0; i < BT; ++i) {
     const float* r = residual + i * OC;
     float* o = out + i * OC;
     for (std::size_t c = 0; c < OC; ++c) o[c] = r[c] + bias[c];
   }
-  gemm(Trans::no, Trans::yes, BT, OC, C, 1.0f, inp, weight, 1.0f, out);
+  gemm(how, Trans::no, Trans::yes, BT, OC, C, 1.0f, inp, weight, 1.0f, out);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, std::size_t BT, std::size_t C, std::size_t OC) {
-  gemm(Trans::no, Trans::no, BT, C, OC, 1.0f, dout, weight, 0.0f, dinp);   // dout @ W
-  gemm(Trans::yes, Trans::no, OC, C, BT, 1.0f, dout, inp, 1.0f, dweight);  // += dout^T @ inp
+                     const float* weight, std::size_t BT, std::size_t C, std::size_t OC,
+                     const GemmCompute& how) {
+  gemm(how, Trans::no, Trans::no, BT, C, OC, 1.0f, dout, weight, 0.0f, dinp);   // dout @ W
+  gemm(how, Trans::yes, Trans::no, OC, C, BT, 1.0f, dout, inp, 1.0f, dweight);  // += dout^T @ inp
   if (dbias != nullptr) {
     for (std::size_t i = 0; i < BT; ++i) {
       const float* dout_i = dout + i * OC;

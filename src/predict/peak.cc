@@ -138,6 +138,15 @@ std::uint64_t gpt_activation_bytes(const GptShape& s, std::uint64_t micro_batch,
     }
     bytes += 4 * u128(model_threads - 1) * (max_view + T * T);
   }
+  if (s.bf16_compute) {
+    // Every thread rounds the operands of its products into a scratch sized for the rows of
+    // the largest thread's share of the micro-batch.
+    const u128 P = std::max(model_threads, 1);
+    const u128 R = (u128(micro_batch) + P - 1) / P * T;
+    const u128 left = std::max(R * std::max(4 * C, V), T * T);
+    const u128 right = std::max({4 * C * C, V * C, 4 * R * C});
+    bytes += 4 * P * (left + right);
+  }
   return saturate(bytes);
 }
 

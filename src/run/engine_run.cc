@@ -41,7 +41,8 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
                                   .hidden = std::uint64_t(g.hidden),
                                   .seq_len = std::uint64_t(g.seq_len),
                                   .vocab = std::uint64_t(g.vocab),
-                                  .checkpoint_activations = g.checkpoint_activations};
+                                  .checkpoint_activations = g.checkpoint_activations,
+                                  .bf16_compute = g.compute == model::Compute::bf16};
   } else {
     run.model =
         predict::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};

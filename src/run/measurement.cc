@@ -378,6 +378,7 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
   j["params"] = s.params;
   j["backend"] = s.backend;
   j["model"] = s.model;
+  if (!s.compute.empty()) j["compute"] = s.compute;
   j["steps"] = s.steps;
   const RankMeasure& r0 = st.ranks[0];
   j["predicted"] = {{"model_state_bytes", r0.predicted_state},

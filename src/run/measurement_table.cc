@@ -111,6 +111,7 @@ void print_setup(std::string& out, const MeasureSetup& s) {
          "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
          "0's unless said.\n\n",
          s.steps, s.micro_batch);
+  if (!s.compute_line.empty()) out.insert(out.size() - 1, s.compute_line + "\n");
 }
 
 // The planner's formula, its prediction and the ledger's model-state categories.

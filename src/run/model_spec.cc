@@ -36,6 +36,13 @@ void check_model_inputs(const ModelChoice& f, bool gpt) {
     if (!value->empty()) refuse(field);
   }
   if (f.checkpoint_activations) refuse("checkpoint_activations");
+  if (f.compute != "auto") refuse("compute");
+}
+
+model::Compute parse_compute(const std::string& text) {
+  if (text == "fp32") return model::Compute::fp32;
+  if (text == "bf16") return model::Compute::bf16;
+  throw InvalidArgument::expected("compute", "auto, fp32 or bf16", text);
 }
 
 // A GPT size, or its default when not given, in the range GptConfig::validate() takes.
@@ -79,6 +86,8 @@ ModelSpec::ModelSpec(const ModelChoice& f) {
   gpt_.hidden = gpt_size(f.hidden, "hidden", 256, 1 << 16);
   gpt_.seq_len = gpt_size(f.seq_len, "seq_len", 128, 1 << 16);
   gpt_.checkpoint_activations = f.checkpoint_activations;
+  compute_auto_ = f.compute == "auto";
+  if (!compute_auto_) gpt_.compute = parse_compute(f.compute);
   gpt_.validate();
   load_data(f.data);
 }
@@ -97,6 +106,10 @@ ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) 
   gpt_.hidden = c.at("n_embd").get<int>();
   gpt_.seq_len = c.at("n_positions").get<int>();
   gpt_.checkpoint_activations = c.value("checkpoint_activations", false);
+  // Checkpoints from before --compute were computed in fp32.
+  if (c.contains("compute") && c.at("compute").is_string()) {
+    gpt_.compute = parse_compute(c.at("compute").get<std::string>());
+  }
   gpt_.validate();
   if (!data_override.empty()) {
     load_data(data_override, 100);
@@ -139,7 +152,8 @@ std::uint64_t ModelSpec::activation_bytes(std::uint64_t micro_batch) const {
                                         .hidden = std::uint64_t(gpt_.hidden),
                                         .seq_len = std::uint64_t(gpt_.seq_len),
                                         .vocab = std::uint64_t(gpt_.vocab),
-                                        .checkpoint_activations = gpt_.checkpoint_activations},
+                                        .checkpoint_activations = gpt_.checkpoint_activations,
+                                        .bf16_compute = gpt_.compute == model::Compute::bf16},
                                        micro_batch);
 }
 
@@ -157,6 +171,32 @@ std::string ModelSpec::describe() const {
   return gpt_.describe() + "; " + units::format_count(param_count()) + " parameters";
 }
 
+std::string ModelSpec::resolve_compute(DType precision) {
+  if (!is_gpt_) return {};
+  std::string why;
+  if (compute_auto_) {
+    compute_auto_ = false;
+    gpt_.compute = model::Compute::fp32;
+    if (precision != DType::bf16) {
+      why = "auto: the 16-bit format is " + std::string(dtype_name(precision));
+    } else if (!model::cpu_has_native_bf16()) {
+      why = "auto: this CPU has no bf16 products (AVX512-BF16 or AMX-BF16)";
+    } else {
+      // The one bf16 kernel rounds the operands and sums with fp32 products: slower than fp32.
+      why = "auto: zerodp's bf16 products emulate bf16 and run slower than fp32; "
+            "--compute bf16 runs them";
+    }
+  }
+  std::string line = "compute: " + std::string(model::compute_name(gpt_.compute));
+  if (gpt_.compute == model::Compute::bf16) {
+    line += " products (bf16 inputs, fp32 sums), emulated";
+  } else {
+    line += " products";
+  }
+  if (!why.empty()) line += " (" + why + ")";
+  return line;
+}
+
 nlohmann::json ModelSpec::config_json() const {
   if (!is_gpt_) {
     return {{"type", "mlp"},
@@ -172,6 +212,7 @@ nlohmann::json ModelSpec::config_json() const {
           {"n_positions", gpt_.seq_len},
           {"vocab_size", gpt_.vocab},
           {"checkpoint_activations", gpt_.checkpoint_activations},
+          {"compute", std::string(model::compute_name(gpt_.compute))},
           {"data", data_path_},
           {"data_seed", data_seed_},
           {"params", param_count()}};

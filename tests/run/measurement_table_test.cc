@@ -13,7 +13,7 @@ bool has(const std::string& text, const std::string& part) {
 }
 
 TEST(MeasurementTable, ShowsMeasuredBesidePredictedWithTheWorstRankSDifference) {
-  MeasureSetup setup{"mlp, 4 layers", 4224, 2, "threads", false, 3, 2, "bf16"};
+  MeasureSetup setup{"mlp, 4 layers", 4224, 2, "threads", false, 3, 2, "bf16", "", ""};
   StageMeasure st{Stage::zero2, {}};
   for (int r = 0; r < 2; ++r) {
     RankMeasure m;

@@ -3,7 +3,8 @@
 // Architecture (GPT-2's, at byte level): vocabulary 256, learned position embeddings, L
 // pre-LayerNorm blocks  x += attn(ln_1(x)); x += mlp(ln_2(x))  with causal multi-head
 // self-attention and an MLP of width 4C with GELU (tanh approximation), a final LayerNorm
-// and an LM head tied to the token embedding. LayerNorm eps 1e-5. fp32 compute.
+// and an LM head tied to the token embedding. LayerNorm eps 1e-5. fp32 everywhere, except the
+// matrix products under GptConfig::compute = bf16 (bf16 inputs, fp32 sums; zerodp/model/gemm.h).
 //
 // Units over the flat layout (see docs/gpt.md for the tensor table):
 //   unit 0        "embeddings"  wte.weight [256, C], wpe.weight [T, C]
@@ -19,7 +20,8 @@
 // any before arrives, and reused; forward and backward allocate nothing. activation_bytes()
 // is exactly GptConfig::activation_bytes(largest micro-batch seen), plus, with P threads,
 // (P - 1) private gradient buffers (the largest unit with the units it reads) and attention
-// scratch (T^2 floats): every one of them a Buffer in the ledger given by set_ledger(), in
+// scratch (T^2 floats), plus in bf16 compute P scratches of GptConfig::gemm_scratch_floats()
+// for the rows of the largest part (ceil(B / P) T): every one of them a Buffer in the ledger given by set_ledger(), in
 // Category::activations (predict::gpt_activation_bytes predicts the same sum).
 //
 // Threads (set_threads): 1 by default, all the work on the caller's thread (the GEMMs then use
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "zerodp/model/gemm.h"
 #include "zerodp/model/model.h"
 
 namespace zerodp::model {
@@ -55,6 +58,10 @@ struct GptConfig {
   // backward. Activations drop from L sets of block internals to one, for about one more
   // forward of the blocks per step; gradients are bitwise the same.
   bool checkpoint_activations = false;
+  // --compute: the type the matrix products multiply in. bf16 rounds both operands of every
+  // product to bf16 and sums in fp32; the weights, gradients and every other operation are the
+  // same. fp32 gives the bits of a model without the field.
+  Compute compute = Compute::fp32;
 
   // Throws InvalidArgument naming the field (layers, heads, hidden, seq_len) and the accepted
   // values.
@@ -68,6 +75,12 @@ struct GptConfig {
   //   4 * ( BT [ (L+1) C  +  S (17 C + 4 + NH T)  +  (C + 2 V + 3)  +  (14 C + V) ]  +  T T )
   //   + 2 BT
   std::size_t activation_bytes(std::size_t micro_batch) const;
+
+  // Floats of the scratch one thread's bf16 products round their operands into, for `rows`
+  // positions (B T of its samples) at once: the largest left operand plus the largest right,
+  //   max(R max(4C, V), T T)  +  max(4 C C, V C, 4 R C),      R = rows.
+  // 0 in fp32 compute.
+  std::size_t gemm_scratch_floats(std::size_t rows) const;
 
   // "GPT-2 (byte-level): 4 layers, 4 heads, hidden 256, context 128, vocab 256"
   std::string describe() const;

@@ -14,10 +14,17 @@
 // Weights of matmuls are stored [OC, C] (as torch.nn.Linear), so out = inp @ weight^T + bias.
 // No layer allocates; attention_backward takes its scratch from the caller. No output of a
 // call may overlap another of its arguments, except where a function says so.
+//
+// The layers with matrix products (matmul_*, attention_*) take a last argument `how`: the
+// compute of their products and its scratch (zerodp/model/gemm.h), fp32 when not given. Every
+// other operation (norms, softmax, GELU, the loss, every sum outside the products) is fp32
+// whatever the compute.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "zerodp/model/gemm.h"
 
 namespace zerodp::model {
 
@@ -49,19 +56,22 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C],
 void matmul_forward(float* out,                              // [B*T, OC]
                     const float* inp,                        // [B*T, C]
                     const float* weight, const float* bias,  // [OC, C], [OC] or null
-                    std::size_t BT, std::size_t C, std::size_t OC);
+                    std::size_t BT, std::size_t C, std::size_t OC,
+                    const GemmCompute& how = {});
 // out = residual + inp @ weight^T + bias, through one GEMM that accumulates into out: a
 // residual connection after a projection, without the projection's own buffer or a pass to add.
 void matmul_residual_forward(float* out,                              // [B*T, OC]
                              const float* residual,                   // [B*T, OC]
                              const float* inp,                        // [B*T, C]
                              const float* weight, const float* bias,  // [OC, C], [OC]
-                             std::size_t BT, std::size_t C, std::size_t OC);
+                             std::size_t BT, std::size_t C, std::size_t OC,
+                    const GemmCompute& how = {});
 // Writes dinp; adds into dweight and dbias (dbias may be null when bias was).
 void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [OC, C], [OC]
                      const float* dout,                          // [B*T, OC]
                      const float* inp, const float* weight,      // [B*T, C], [OC, C]
-                     std::size_t BT, std::size_t C, std::size_t OC);
+                     std::size_t BT, std::size_t C, std::size_t OC,
+                    const GemmCompute& how = {});
 
 // Causal multi-head self-attention. inp holds q, k, v side by side on each row; head h owns
 // columns [h*HS, (h+1)*HS) of each, HS = C / NH. att keeps the softmax probabilities, with
@@ -69,12 +79,14 @@ void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [O
 // softmax subtracts the row maximum.
 void attention_forward(float* out, float* att,  // [B, T, C], [B, NH, T, T]
                        const float* inp,        // [B, T, 3C]
-                       std::size_t B, std::size_t T, std::size_t C, std::size_t NH);
+                       std::size_t B, std::size_t T, std::size_t C, std::size_t NH,
+                    const GemmCompute& how = {});
 // Writes dinp (every element of q, k and v has one producer). scratch: T*T floats.
 void attention_backward(float* dinp, float* scratch,         // [B, T, 3C], [T, T]
                         const float* dout,                   // [B, T, C]
                         const float* inp, const float* att,  // [B, T, 3C], [B, NH, T, T]
-                        std::size_t B, std::size_t T, std::size_t C, std::size_t NH);
+                        std::size_t B, std::size_t T, std::size_t C, std::size_t NH,
+                    const GemmCompute& how = {});
 
 // GELU, tanh approximation (GPT-2's "gelu_new"):
 // out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as x sigmoid(2 (...)).

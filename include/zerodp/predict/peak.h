@@ -47,6 +47,7 @@ namespace zerodp::predict {
 struct GptShape {
   std::uint64_t layers = 4, heads = 4, hidden = 256, seq_len = 128, vocab = 256;
   bool checkpoint_activations = false;
+  bool bf16_compute = false;  // --compute bf16: each model thread's product scratch
 };
 // The MLP (zerodp/model/mlp.h): depth layers of width × width + width.
 struct MlpShape {
@@ -96,7 +97,8 @@ std::uint64_t param_count(const EngineModel& model);
 // What GptModel allocates for a micro-batch of B samples (its arena, tokens and targets) plus,
 // with P model threads, (P - 1) lanes of private gradients and attention scratch; B T = BT:
 //   4 (BT [(L+1) C + S (15 C + 4 + NH T) + (C + 2 V + 3) + (10 C + V)] + T²) + 2 BT
-//   + 4 (P - 1) (largest unit view + T²),       S = 1 with checkpointing, L without.
+//   + 4 (P - 1) (largest unit view + T²),       S = 1 with checkpointing, L without,
+//   + in bf16 compute 4 P (max(R max(4C, V), T²) + max(4C², V C, 4 R C)), R = ceil(B / P) T.
 std::uint64_t gpt_activation_bytes(const GptShape& shape, std::uint64_t micro_batch,
                                    int model_threads = 1);
 // What the MLP allocates: (2 depth + 4) B width floats.

@@ -87,6 +87,9 @@ struct MeasureSetup {
   int steps = 0;
   std::size_t micro_batch = 0;
   std::string precision;
+  // gpt: the products' compute ("fp32", "bf16") and the line saying why (ModelSpec::
+  // resolve_compute()); empty for the MLP.
+  std::string compute, compute_line;
 };
 
 // One stage's measurement as `zerodp measure --json` prints it (keys in docs/engine.md):

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "zerodp/common/dtype.h"
 #include "zerodp/common/error.h"
 #include "zerodp/data/samples.h"
 #include "zerodp/data/text_data.h"
@@ -25,6 +26,7 @@ struct ModelChoice {
   std::string params;                          // mlp [1M]
   std::string layers, heads, hidden, seq_len;  // gpt [4, 4, 256, 128]
   bool checkpoint_activations = false;
+  std::string compute = "auto";  // gpt: auto, fp32 or bf16 (resolve_compute())
   std::string data;  // gpt: a file; empty for the default corpus
   std::string data_seed = "1234";
   // mlp: the exact width and depth, in place of params (a resumed checkpoint's, which a
@@ -45,7 +47,8 @@ inline constexpr ConfigField kConfigFields[] = {
     {"type", "model", true},           {"n_layer", "layers", true},
     {"n_head", "heads", true},         {"n_embd", "hidden", true},
     {"n_positions", "seq_len", true},  {"checkpoint_activations", "checkpoint_activations", false},
-    {"data_seed", "data_seed", false}, {"width", "params", true},
+    {"compute", "compute", false},     {"data_seed", "data_seed", false},
+    {"width", "params", true},
     {"depth", "params", true},         {"vocab_size", nullptr, false},
     {"params", "params", false},
 };
@@ -76,6 +79,12 @@ class ModelSpec {
   std::string size_field() const { return is_gpt_ ? field_ref("hidden") : field_ref("params"); }
   std::string describe() const;
   nlohmann::json config_json() const;
+
+  // --compute auto settled for a run in `precision`: auto is bf16 when the 16-bit format is
+  // bf16 and the CPU multiplies bf16 in hardware with a kernel faster than fp32's, fp32
+  // otherwise; fp32 and bf16 stay. Sets gpt().compute; returns the header's line, "compute:
+  // fp32 (auto: ...)" with the reason auto chose. A spec from a checkpoint has it settled.
+  std::string resolve_compute(DType precision);
   // The data's identity: the text file's path as given ("" for the default corpus), and its
   // bytes' fingerprint, "fnv1a64 fe680f168f8bdd96, 237320 bytes" ("synthetic" for the MLP).
   // Two runs read the same data when the fingerprints are equal, whatever the paths.
@@ -92,6 +101,7 @@ class ModelSpec {
   std::string data_path_;
   std::string data_fingerprint_ = "synthetic";
   std::uint64_t data_seed_ = 1234;
+  bool compute_auto_ = false;  // --compute auto, not yet resolved
 };
 
 }  // namespace zerodp::run

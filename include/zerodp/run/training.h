@@ -42,6 +42,7 @@ struct TrainSettings {
   std::string save_dir;  // the folder for checkpoints; empty: none
   std::string resume;    // the checkpoint (or save folder) to resume; empty: a new run
   std::vector<std::string> resume_notes;  // what a resume changed (on_ranks()), for rank 0
+  std::string compute_line;  // the products' compute and why (ModelSpec::resolve_compute())
 
   // The run's settings a checkpoint records.
   nlohmann::json run_record() const;
