@@ -71,7 +71,8 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
       f.model.checkpoint_activations = model.value("checkpoint_activations", false);
     }
     // A checkpoint from before --compute computed in fp32.
-    if (unset("--compute")) f.model.compute = model.value("compute", std::string("fp32"));
+    if (unset("--compute")) f.model.compute = "fp32";
+    take("--compute", f.model.compute, model, "compute");
   }
   take("--data-seed", f.model.data_seed, model, "data_seed");
   take("--steps", f.steps, run, "steps");

@@ -132,8 +132,8 @@ void Checkpoint::check_model(const std::string& model_config) const {
     if (!saved.contains(key)) keys.push_back(key);
   for (const auto& k : keys) {
     const std::string key = k.get<std::string>();
-    if (key == "data" || key == "checkpoint_activations")
-      continue;  // weights do not depend on them
+    // The weights' shape does not depend on these: how they were computed, and from where.
+    if (key == "data" || key == "checkpoint_activations" || key == "compute") continue;
     if (!saved.contains(key) || !model.contains(key) || model.at(key) != saved.at(key)) {
       throw Error((fs::path(impl_->folder) / kManifestFile).string() +
                   ": a checkpoint of another model configuration: " + shown(key) + " is " +

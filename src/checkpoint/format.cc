@@ -45,6 +45,7 @@ std::string model_digest(const nlohmann::json& model) {
   nlohmann::json weights = model;
   weights.erase("data");
   weights.erase("checkpoint_activations");
+  weights.erase("compute");
   const std::string text =
       weights.dump(-1, ' ', false,
                    nlohmann::json::error_handler_t::replace);  // keys sorted: one text per config

@@ -35,9 +35,9 @@ std::string step_folder(const std::string& save_dir, std::int64_t step);
 bool is_complete(const std::filesystem::path& folder);
 
 // The SHA-256 (hex) of a model config without the keys the weights do not depend on ("data",
-// "checkpoint_activations"). Each shard's header holds it, so that a manifest whose model was
-// changed afterwards is refused: another head count has the same parameter count, and would
-// otherwise be read silently as another model.
+// "checkpoint_activations", "compute"). Each shard's header holds it, so that a manifest whose
+// model was changed afterwards is refused: another head count has the same parameter count, and
+// would otherwise be read silently as another model.
 std::string model_digest(const nlohmann::json& model);
 
 // The header save() writes at the start of the shard of `rank` of `ranks`, with the

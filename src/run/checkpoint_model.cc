@@ -42,6 +42,8 @@ void check_gpt_config(const json& model) {
     throw Error("model.data is " + shown_json(model.at("data")) + ", expected a file name");
   if (model.contains("checkpoint_activations") && !model.at("checkpoint_activations").is_boolean())
     throw Error("model.checkpoint_activations is not true or false");
+  if (model.contains("compute") && model.at("compute") != "fp32" && model.at("compute") != "bf16")
+    throw Error("model.compute is " + shown_json(model.at("compute")) + ", expected fp32 or bf16");
 }
 
 }  // namespace

@@ -180,11 +180,12 @@ std::string ModelSpec::resolve_compute(DType precision) {
     if (precision != DType::bf16) {
       why = "auto: the 16-bit format is " + std::string(dtype_name(precision));
     } else if (!model::cpu_has_native_bf16()) {
-      why = "auto: this CPU has no bf16 products (AVX512-BF16 or AMX-BF16)";
+      why = "auto: no AVX512-BF16 or AMX-BF16 on this CPU";
     } else {
       // The one bf16 kernel rounds the operands and sums with fp32 products: slower than fp32.
-      why = "auto: zerodp's bf16 products emulate bf16 and run slower than fp32; "
-            "--compute bf16 runs them";
+      why =
+          "auto: zerodp's bf16 products emulate bf16 and run slower than fp32; "
+          "--compute bf16 runs them";
     }
   }
   std::string line = "compute: " + std::string(model::compute_name(gpt_.compute));

@@ -100,6 +100,21 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
   mine.options.micro_batch = plan.micro_batch;
   mine.options.grad_accum = plan.grad_accum;
   mine.resume_notes = plan.notes;
+  // The products' compute may change on resume (the state is the same in either), and is said:
+  // the steps from here on have the other compute's bits. A checkpoint without it was fp32.
+  if (spec.is_gpt()) {
+    const nlohmann::json saved = nlohmann::json::parse(resume_from->manifest().model);
+    const auto it = saved.find("compute");
+    const std::string was = it == saved.end() ? "fp32"
+                            : it->is_string() ? it->get<std::string>()
+                                              : it->dump();
+    const std::string now(model::compute_name(spec.gpt().compute));
+    if (was != now) {
+      mine.resume_notes.push_back("resume: " + field_ref("compute") + " " + now +
+                                  " (the checkpoint's run: " + was +
+                                  "): the products multiply in " + now + " from the next step");
+    }
+  }
   // The samples the rest of the run draws must keep the data position within what a manifest
   // records, or the run would write a checkpoint its own reader refuses.
   const zero::EngineState& state = resume_from->state();

@@ -31,6 +31,20 @@ constexpr double sum_error(double n, double abs_sum) {
   return gamma(n) * abs_sum;
 }
 
+// bf16 compute (zerodp/model/gemm.h) rounds both operands of every product to bf16 first:
+// u_b = 2^-8 is bf16's unit roundoff (8 significant bits, rounded to nearest).
+inline constexpr double kBf16UnitRoundoff = 0x1p-8;
+
+// The most an n-term dot product in bf16 compute, whose exact |terms| |a b| add up to abs_sum,
+// can be off from the exact dot product of the UNROUNDED operands: each term becomes
+// a b (1 + d1)(1 + d2) with |d1|, |d2| <= u_b, off by (2 u_b + u_b^2) |a b|; that rounded term
+// is exact in fp32 (8 + 8 significant bits), and the fp32 sum of the rounded terms errs by
+// gamma(n) sum |rounded terms| <= gamma(n) (1 + u_b)^2 abs_sum.
+constexpr double bf16_dot_error(double n, double abs_sum) {
+  const double ub = kBf16UnitRoundoff;
+  return (2 * ub + ub * ub + gamma(n) * (1 + ub) * (1 + ub)) * abs_sum;
+}
+
 // sum |terms| of every element of the product C [m x n] = A [m x k] B [k x n] (row-major):
 // |A| |B|, in double.
 inline std::vector<double> abs_product(std::span<const float> a, std::span<const float> b,

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <variant>
 
 #include "zerodp/data/samples.h"
@@ -59,6 +60,7 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
       model::GptConfig c;
       c.layers = int(g->layers), c.heads = int(g->heads), c.hidden = int(g->hidden);
       c.seq_len = int(g->seq_len), c.checkpoint_activations = g->checkpoint_activations;
+      c.compute = g->bf16_compute ? model::Compute::bf16 : model::Compute::fp32;
       model = std::make_unique<model::GptModel>(c);
       samples = std::make_unique<data::TextWindows>(text, 1234);
     } else {
@@ -136,6 +138,26 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
                                             ::testing::Values(false), ::testing::Values(1, 2)),
                          case_name);
 
+// bf16 compute adds each model thread's product scratch to the activations: still exact, at
+// every stage, with and without checkpointing.
+TEST(PeakBf16, PredictionEqualsTheLedgerOnEveryRank) {
+  for (int stage = 0; stage < 4; ++stage) {
+    for (const bool checkpointing : {false, true}) {
+      SCOPED_TRACE("stage " + std::to_string(stage) + (checkpointing ? ", checkpointing" : ""));
+      predict::EngineRun run = run_of({true, stage, 3, true, checkpointing, 1});
+      std::get<predict::GptShape>(run.model).bf16_compute = true;
+      const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
+      const Measured measured = train(run, 0);
+      for (int r = 0; r < run.ranks; ++r) {
+        EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total()) << "rank " << r;
+        EXPECT_EQ(predicted[r][Category::activations],
+                  measured.ledgers[r].at_peak(Category::activations))
+            << "rank " << r;
+      }
+    }
+  }
+}
+
 // qwZ's staging rides with each gather slot, hpZ's secondary copy is held from setup: still
 // exact, for blocks that cut chunks short and hosts of one rank, two, or all.
 class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int, int, bool>> {};
@@ -204,13 +226,18 @@ TEST(PeakBudget, ThePredictedPeakTrainsAndOneByteLessIsRefused) {
 
 // The formulas of predict/peak.h against the models themselves.
 TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
-  for (const bool checkpointing : {false, true}) {
-    for (const int threads : {1, 3}) {
+  for (const auto& [checkpointing, bf16] : {std::pair{false, false}, std::pair{true, false},
+                                            std::pair{false, true}, std::pair{true, true}}) {
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + " compute, " + std::to_string(threads) +
+                   " threads" + (checkpointing ? ", checkpointing" : ""));
       predict::GptShape g = kGpt;
       g.checkpoint_activations = checkpointing;
+      g.bf16_compute = bf16;
       model::GptConfig c;
       c.layers = int(g.layers), c.heads = int(g.heads), c.hidden = int(g.hidden);
       c.seq_len = int(g.seq_len), c.checkpoint_activations = checkpointing;
+      c.compute = bf16 ? model::Compute::bf16 : model::Compute::fp32;
       model::GptModel model(c);
       Ledger ledger;
       model.set_ledger(&ledger);
