@@ -36,8 +36,8 @@ void attention_forward(float* out, float* att, const float* inp, std::size_t B, 
       // Scores of queries [i0, i0 + m) against keys [0, i0 + m).
       for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
         const std::size_t m = std::min(kBlock, T - i0);
-        gemm(how, Trans::no, Trans::yes, m, i0 + m, HS, scale, q + i0 * C3, C3, k, C3, 0.0f, a + i0 * T,
-             T);
+        gemm(how, Trans::no, Trans::yes, m, i0 + m, HS, scale, q + i0 * C3, C3, k, C3, 0.0f,
+             a + i0 * T, T);
       }
       for (std::size_t t = 0; t < T; ++t) {
         float* row = a + t * T;
@@ -79,8 +79,8 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
         gemm(how, Trans::no, Trans::yes, m, i0 + m, HS, 1.0f, dout_h + i0 * C, C, v, C3, 0.0f,
              datt + i0 * T, T);
         // dv = att^T dout for keys [i0, i0 + m), over the queries [i0, T) that see them.
-        gemm(how, Trans::yes, Trans::no, m, HS, T - i0, 1.0f, a + i0 * T + i0, T, dout_h + i0 * C, C,
-             0.0f, dv + i0 * C3, C3);
+        gemm(how, Trans::yes, Trans::no, m, HS, T - i0, 1.0f, a + i0 * T + i0, T, dout_h + i0 * C,
+             C, 0.0f, dv + i0 * C3, C3);
       }
       // Softmax backward, row by row: dscore = att * (datt - sum(att * datt)), times the scale
       // the forward applied to the scores.
@@ -95,10 +95,10 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
       for (std::size_t i0 = 0; i0 < T; i0 += kBlock) {
         const std::size_t m = std::min(kBlock, T - i0);
         // dq = dscore k for queries [i0, i0 + m); dk = dscore^T q for keys [i0, i0 + m).
-        gemm(how, Trans::no, Trans::no, m, HS, i0 + m, 1.0f, datt + i0 * T, T, k, C3, 0.0f, dq + i0 * C3,
-             C3);
-        gemm(how, Trans::yes, Trans::no, m, HS, T - i0, 1.0f, datt + i0 * T + i0, T, q + i0 * C3, C3,
-             0.0f, dk + i0 * C3, C3);
+        gemm(how, Trans::no, Trans::no, m, HS, i0 + m, 1.0f, datt + i0 * T, T, k, C3, 0.0f,
+             dq + i0 * C3, C3);
+        gemm(how, Trans::yes, Trans::no, m, HS, T - i0, 1.0f, datt + i0 * T + i0, T, q + i0 * C3,
+             C3, 0.0f, dk + i0 * C3, C3);
       }
     }
   }

@@ -287,7 +287,7 @@ struct GptModel::Impl {
     const BlockTensors<float> g(grads, units[l + 1]);
     if (cfg.checkpoint_activations)
       block_forward(l, params, s, how);  // refills acts(l); rewrites
-                                    // x[l + 1] with the same bits
+                                         // x[l + 1] with the same bits
     const BlockActs a = acts(l, s);
     const std::size_t BT = s.count * T, r0 = s.first * T;
     float* dr = dres + r0 * C;
@@ -306,8 +306,7 @@ struct GptModel::Impl {
     matmul_backward(dy, g[kAttnProjWeight], g[kAttnProjBias], dr, a.atty, w[kAttnProjWeight], BT, C,
                     C, how);
     attention_backward(dq, att_scratch, dy, a.qkv, a.att, s.count, T, C, NH, how);
-    matmul_backward(dl, g[kAttnWeight], g[kAttnBias], dq, a.ln1, w[kAttnWeight], BT, C, 3 * C,
-                    how);
+    matmul_backward(dl, g[kAttnWeight], g[kAttnBias], dq, a.ln1, w[kAttnWeight], BT, C, 3 * C, how);
     layernorm_backward(dr, g[kLn1Weight], g[kLn1Bias], dl, x[l] + r0 * C, w[kLn1Weight], a.ln1_mean,
                        a.ln1_rstd, BT, C);  // dres is now d x[l]
   }

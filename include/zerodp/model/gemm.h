@@ -67,8 +67,8 @@ const char* blas_core_name();
 
 // Time spent in gemm(), for benchmarks. Off by default: gemm() then reads no clock. When on,
 // the calls of every thread are added up: calls, 2 m n k flops each, and the seconds they
-// took on the chosen clock, bf16's rounding of the operands included (thread_cpu: the calling thread's CPU time, to which helper
-// OpenBLAS threads add nothing).
+// took on the chosen clock, bf16's rounding of the operands included (thread_cpu: the calling
+// thread's CPU time, to which helper OpenBLAS threads add nothing).
 enum class GemmClock { off, wall, thread_cpu };
 void set_gemm_clock(GemmClock clock);
 struct GemmStats {

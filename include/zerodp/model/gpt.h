@@ -21,8 +21,8 @@
 // is exactly GptConfig::activation_bytes(largest micro-batch seen), plus, with P threads,
 // (P - 1) private gradient buffers (the largest unit with the units it reads) and attention
 // scratch (T^2 floats), plus in bf16 compute P scratches of GptConfig::gemm_scratch_floats()
-// for the rows of the largest part (ceil(B / P) T): every one of them a Buffer in the ledger given by set_ledger(), in
-// Category::activations (predict::gpt_activation_bytes predicts the same sum).
+// for the rows of the largest part (ceil(B / P) T): every one of them a Buffer in the ledger given
+// by set_ledger(), in Category::activations (predict::gpt_activation_bytes predicts the same sum).
 //
 // Threads (set_threads): 1 by default, all the work on the caller's thread (the GEMMs then use
 // as many threads as OpenBLAS is set to). With P > 1, each unit's forward and backward split

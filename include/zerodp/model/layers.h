@@ -56,8 +56,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C],
 void matmul_forward(float* out,                              // [B*T, OC]
                     const float* inp,                        // [B*T, C]
                     const float* weight, const float* bias,  // [OC, C], [OC] or null
-                    std::size_t BT, std::size_t C, std::size_t OC,
-                    const GemmCompute& how = {});
+                    std::size_t BT, std::size_t C, std::size_t OC, const GemmCompute& how = {});
 // out = residual + inp @ weight^T + bias, through one GEMM that accumulates into out: a
 // residual connection after a projection, without the projection's own buffer or a pass to add.
 void matmul_residual_forward(float* out,                              // [B*T, OC]
@@ -65,13 +64,12 @@ void matmul_residual_forward(float* out,                              // [B*T, O
                              const float* inp,                        // [B*T, C]
                              const float* weight, const float* bias,  // [OC, C], [OC]
                              std::size_t BT, std::size_t C, std::size_t OC,
-                    const GemmCompute& how = {});
+                             const GemmCompute& how = {});
 // Writes dinp; adds into dweight and dbias (dbias may be null when bias was).
 void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [OC, C], [OC]
                      const float* dout,                          // [B*T, OC]
                      const float* inp, const float* weight,      // [B*T, C], [OC, C]
-                     std::size_t BT, std::size_t C, std::size_t OC,
-                    const GemmCompute& how = {});
+                     std::size_t BT, std::size_t C, std::size_t OC, const GemmCompute& how = {});
 
 // Causal multi-head self-attention. inp holds q, k, v side by side on each row; head h owns
 // columns [h*HS, (h+1)*HS) of each, HS = C / NH. att keeps the softmax probabilities, with
@@ -80,13 +78,13 @@ void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [O
 void attention_forward(float* out, float* att,  // [B, T, C], [B, NH, T, T]
                        const float* inp,        // [B, T, 3C]
                        std::size_t B, std::size_t T, std::size_t C, std::size_t NH,
-                    const GemmCompute& how = {});
+                       const GemmCompute& how = {});
 // Writes dinp (every element of q, k and v has one producer). scratch: T*T floats.
 void attention_backward(float* dinp, float* scratch,         // [B, T, 3C], [T, T]
                         const float* dout,                   // [B, T, C]
                         const float* inp, const float* att,  // [B, T, 3C], [B, NH, T, T]
                         std::size_t B, std::size_t T, std::size_t C, std::size_t NH,
-                    const GemmCompute& how = {});
+                        const GemmCompute& how = {});
 
 // GELU, tanh approximation (GPT-2's "gelu_new"):
 // out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as x sigmoid(2 (...)).

@@ -27,7 +27,7 @@ struct ModelChoice {
   std::string layers, heads, hidden, seq_len;  // gpt [4, 4, 256, 128]
   bool checkpoint_activations = false;
   std::string compute = "auto";  // gpt: auto, fp32 or bf16 (resolve_compute())
-  std::string data;  // gpt: a file; empty for the default corpus
+  std::string data;              // gpt: a file; empty for the default corpus
   std::string data_seed = "1234";
   // mlp: the exact width and depth, in place of params (a resumed checkpoint's, which a
   // parameter count would not always give back).
@@ -44,13 +44,12 @@ struct ConfigField {
   std::string name() const { return input ? field_ref(input) : std::string("vocabulary"); }
 };
 inline constexpr ConfigField kConfigFields[] = {
-    {"type", "model", true},           {"n_layer", "layers", true},
-    {"n_head", "heads", true},         {"n_embd", "hidden", true},
-    {"n_positions", "seq_len", true},  {"checkpoint_activations", "checkpoint_activations", false},
-    {"compute", "compute", false},     {"data_seed", "data_seed", false},
-    {"width", "params", true},
-    {"depth", "params", true},         {"vocab_size", nullptr, false},
-    {"params", "params", false},
+    {"type", "model", true},          {"n_layer", "layers", true},
+    {"n_head", "heads", true},        {"n_embd", "hidden", true},
+    {"n_positions", "seq_len", true}, {"checkpoint_activations", "checkpoint_activations", false},
+    {"compute", "compute", false},    {"data_seed", "data_seed", false},
+    {"width", "params", true},        {"depth", "params", true},
+    {"vocab_size", nullptr, false},   {"params", "params", false},
 };
 
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
