@@ -5,7 +5,8 @@
 //
 //   build/bench/bench_gpt_train [--stages 0,1,2,3] [--ranks 1,2,4] [--configs S:N,...]
 //                               [--warmup 3] [--steps 5] [--repeats 5] [--model-threads P]
-//                               [--blas-threads K] [--micro-batch 8] [--cpu] [--json]
+//                               [--blas-threads K] [--micro-batch 8] [--compute fp32|bf16]
+//                               [--cpu] [--json]
 //
 // For each (stage, N): --warmup steps are run and dropped, then --repeats blocks of --steps
 // steps are timed between barriers; the median block gives tokens/s (global tokens: N x
@@ -16,6 +17,10 @@
 // GptModel::set_threads) with one OpenBLAS thread each; with --model-threads 1 it computes on
 // one thread and its GEMMs use OpenBLAS's default (OPENBLAS_NUM_THREADS, else the cores) or
 // --blas-threads.
+//
+// --compute: what the products multiply in (GptConfig::compute; fp32 by default, the bits of
+// `zerodp train --compute fp32`). bf16 is zerodp's emulating kernel (zerodp/model/gemm.h): its
+// time inside gemm() includes the rounding of both operands.
 //
 // Time. Wall clock by default. --cpu, for a machine shared with other work: a block's time is
 // the larger of two lower bounds of the wall time it would take on an idle machine, both from
@@ -76,6 +81,7 @@ struct Args {
   std::vector<std::pair<int, int>> configs;  // (stage, ranks)
   int warmup = 3, steps = 5, repeats = 5, blas_threads = 0, model_threads = 0;
   std::size_t micro_batch = 8;
+  model::Compute compute = model::Compute::fp32;
   bool cpu = false, json = false;
 };
 
@@ -175,6 +181,13 @@ Args parse_args(int argc, char** argv) {
       a.blas_threads = whole(1);
     } else if (s == "--micro-batch") {
       a.micro_batch = static_cast<std::size_t>(whole(1));
+    } else if (s == "--compute") {
+      const std::string v = value();
+      if (v != "fp32" && v != "bf16") {
+        std::fprintf(stderr, "--compute: expected fp32 or bf16, got '%s'\n", v.c_str());
+        std::exit(2);
+      }
+      a.compute = v == "bf16" ? model::Compute::bf16 : model::Compute::fp32;
     } else if (s == "--cpu") {
       a.cpu = true;
     } else if (s == "--json") {
@@ -323,14 +336,18 @@ void print_environment(const Args& args, const model::GptConfig& cfg, int cores,
         "{\"environment\": {\"OPENBLAS_CORETYPE\": \"%s\", \"OPENBLAS_L2_SIZE\": \"%s\", "
         "\"OPENBLAS_NUM_THREADS\": \"%s\", \"openblas_core\": \"%s\", \"cores\": %d, "
         "\"blas_threads_default\": %d, \"sgemm_gflops_1_thread\": %.1f, "
-        "\"sgemm_gflops_all_threads\": %.1f, \"time\": \"%s\"}}\n",
+        "\"sgemm_gflops_all_threads\": %.1f, \"compute\": \"%s\", \"time\": \"%s\"}}\n",
         env("OPENBLAS_CORETYPE").c_str(), env("OPENBLAS_L2_SIZE").c_str(),
         env("OPENBLAS_NUM_THREADS").c_str(), model::blas_core_name(), cores, default_threads,
-        sgemm_one, sgemm_all, args.cpu ? "cpu" : "wall");
+        sgemm_one, sgemm_all, std::string(model::compute_name(args.compute)).c_str(),
+        args.cpu ? "cpu" : "wall");
     return;
   }
-  std::printf("zerodp bench_gpt_train: %s: %zu parameters, micro-batch %zu per rank, bf16\n",
-              cfg.describe().c_str(), cfg.param_count(), args.micro_batch);
+  std::printf(
+      "zerodp bench_gpt_train: %s: %zu parameters, micro-batch %zu per rank, bf16 params, %s "
+      "products\n",
+      cfg.describe().c_str(), cfg.param_count(), args.micro_batch,
+      std::string(model::compute_name(args.compute)).c_str());
   std::printf(
       "environment: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE=%s, OPENBLAS_NUM_THREADS=%s; "
       "OpenBLAS core %s, %d BLAS threads by default; %d cores\n",
@@ -376,6 +393,7 @@ void print_result(const Args& args, const Result& r) {
 int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   model::GptConfig cfg;  // the configuration: the defaults
+  cfg.compute = args.compute;
   const data::TextWindows samples(
       std::make_shared<const data::TextData>(
           data::TextData::default_corpus(static_cast<std::size_t>(cfg.seq_len))),

@@ -106,10 +106,9 @@ ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) 
   gpt_.hidden = c.at("n_embd").get<int>();
   gpt_.seq_len = c.at("n_positions").get<int>();
   gpt_.checkpoint_activations = c.value("checkpoint_activations", false);
-  // Checkpoints from before --compute were computed in fp32.
-  if (c.contains("compute") && c.at("compute").is_string()) {
-    gpt_.compute = parse_compute(c.at("compute").get<std::string>());
-  }
+  // A checkpoint's model is evaluated, sampled and exported in fp32 compute, whatever its run
+  // trained in (config "compute"): the most exact figure, and the one PyTorch computes from an
+  // export. A resume takes the run's compute through its flags (zerodp train).
   gpt_.validate();
   if (!data_override.empty()) {
     load_data(data_override, 100);

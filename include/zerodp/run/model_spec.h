@@ -57,7 +57,7 @@ class ModelSpec {
  public:
   // Throws InvalidArgument naming the input at fault, Error when the data cannot be read.
   explicit ModelSpec(const ModelChoice& choice);
-  // From a checkpoint manifest's "model" object (see config_json()).
+  // From a checkpoint manifest's "model" object (see config_json()), in fp32 compute.
   // A data_override is a file to evaluate: all of it is the validation split.
   explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
 
