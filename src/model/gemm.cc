@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <semaphore>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -31,12 +34,32 @@ double clock_seconds(GemmClock clock) {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// How many threads may be inside OpenBLAS at once. OpenBLAS keeps each calling thread's
+// working buffer in a table of 2 x MAX_THREADS entries (its build's limit, 64 in Debian's
+// 0.3.21: 128 entries); past it, it grows an auxiliary table, and in 0.3.21 that growth races
+// with other threads' frees: with 1024 thread ranks a free wrote into a table already moved and
+// the process died of SIGSEGV (in blas_memory_free). So callers past half of MAX_THREADS wait,
+// leaving the other half of the table to OpenBLAS's own threads. Two cores gain nothing from
+// more than a few concurrent products anyway.
+std::counting_semaphore<>& sgemm_callers() {
+  static std::counting_semaphore<> callers([] {
+    const char* config = openblas_get_config();
+    const char* at = config ? std::strstr(config, "MAX_THREADS=") : nullptr;
+    const long max_threads = at ? std::strtol(at + std::strlen("MAX_THREADS="), nullptr, 10) : 0;
+    return static_cast<std::ptrdiff_t>(std::clamp(max_threads / 2, 1L, 1024L));
+  }());
+  return callers;
+}
+
 void sgemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha,
            const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
            std::size_t ldc) {
+  std::counting_semaphore<>& callers = sgemm_callers();
+  callers.acquire();
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  callers.release();
 }
 
 // rows x cols of a stored matrix (row stride ld) into `to`, packed, each rounded to bf16.
