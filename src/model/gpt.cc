@@ -145,8 +145,11 @@ struct GptModel::Impl {
     lane_scratch = 0;
     if (cfg.compute == Compute::fp32 || capacity == 0) return;
     const std::size_t per_lane = (capacity + std::size_t(lanes) - 1) / std::size_t(lanes);
-    lane_scratch = cfg.gemm_scratch_floats(per_lane * T);
-    gemm_scratch = Buffer<float>(ledger, Category::activations, std::size_t(lanes) * lane_scratch);
+    const std::size_t floats = cfg.gemm_scratch_floats(per_lane * T);
+    // Set only once allocated: a budget that refuses it leaves every lane an empty scratch,
+    // which gemm() refuses, rather than a size over no memory.
+    gemm_scratch = Buffer<float>(ledger, Category::activations, std::size_t(lanes) * floats);
+    lane_scratch = floats;
   }
 
   // How lane p computes its products.

@@ -111,7 +111,7 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
     const std::string now(model::compute_name(spec.gpt().compute));
     if (was != now) {
       mine.resume_notes.push_back("resume: " + field_ref("compute") + " " + now +
-                                  " (the checkpoint's run: " + was +
+                                  " (the checkpoint's run: " + printable(was, 16) +
                                   "): the products multiply in " + now + " from the next step");
     }
   }

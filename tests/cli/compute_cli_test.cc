@@ -11,7 +11,6 @@ namespace zerodp {
 namespace {
 
 using testing::expect_refused;
-using testing::has;
 using testing::run_zerodp;
 using testing::weights_of;
 
@@ -55,9 +54,10 @@ TEST(ComputeCli, Bf16ResumesBitwise) {
   const auto other =
       run_zerodp(kComputeRun + "--steps 3 --compute fp32 --resume '" + dir + "/step-00000002'");
   ASSERT_EQ(other.status, 0) << other.err;
-  EXPECT_TRUE(has(other.out,
-                  "resume: --compute fp32 (the checkpoint's run: bf16): the products multiply in "
-                  "fp32 from the next step"))
+  EXPECT_TRUE(
+      testing::has(other.out,
+                   "resume: --compute fp32 (the checkpoint's run: bf16): the products multiply in "
+                   "fp32 from the next step"))
       << other.out;
 }
 
@@ -65,17 +65,19 @@ TEST(ComputeCli, Bf16ResumesBitwise) {
 TEST(ComputeCli, TheHeaderSaysWhichComputeAndWhy) {
   const auto bf16 = run_zerodp(kComputeRun + "--steps 1 --compute bf16");
   ASSERT_EQ(bf16.status, 0) << bf16.err;
-  EXPECT_TRUE(has(bf16.out, "\ncompute: bf16 products (bf16 inputs, fp32 sums), emulated\n"))
+  EXPECT_TRUE(
+      testing::has(bf16.out, "\ncompute: bf16 products (bf16 inputs, fp32 sums), emulated\n"))
       << bf16.out;
   const auto fp16 = run_zerodp(kComputeRun + "--steps 1 --precision fp16");
   ASSERT_EQ(fp16.status, 0) << fp16.err;
-  EXPECT_TRUE(has(fp16.out, "\ncompute: fp32 products (auto: the 16-bit format is fp16)\n"))
+  EXPECT_TRUE(
+      testing::has(fp16.out, "\ncompute: fp32 products (auto: the 16-bit format is fp16)\n"))
       << fp16.out;
   // bf16 products emulated are slower than fp32's, so auto is fp32 on every CPU, for a reason
   // that depends on the CPU.
   const auto autos = run_zerodp(kComputeRun + "--steps 1");
   ASSERT_EQ(autos.status, 0) << autos.err;
-  EXPECT_TRUE(has(autos.out, "\ncompute: fp32 products (auto: ")) << autos.out;
+  EXPECT_TRUE(testing::has(autos.out, "\ncompute: fp32 products (auto: ")) << autos.out;
   const auto measured = run_zerodp(
       "measure --model gpt --layers 1 --heads 2 --hidden 32 --seq-len 16 --ranks 2 --steps 1 "
       "--compute "

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -141,20 +140,6 @@ TEST(GemmBf16, StaysWithinBf16sBoundOfTheExactProduct) {
       std::printf("  worst |error| / bound %.3f\n", worst);
     }
   }
-}
-
-TEST(GemmBf16, Fp32ComputeIsTheFp32ProductsBits) {
-  // GemmCompute{} is the fp32 gemm: the same bits as the call without it.
-  StridedProduct with(false, true, 6, 5, 40);
-  const auto av = testing::random_vector(with.a.size(), 31, 1.0);
-  const auto bv = testing::random_vector(with.b.size(), 32, 1.0);
-  with.a.assign(av.begin(), av.end());
-  with.b.assign(bv.begin(), bv.end());
-  StridedProduct without = with;
-  with.run({}, 0.5f);
-  gemm(Trans::no, Trans::yes, without.m, without.n, without.k, 1.0f, without.a.data(), without.lda,
-       without.b.data(), without.ldb, 0.5f, without.c.data(), without.ldc);
-  EXPECT_EQ(0, std::memcmp(with.c.data(), without.c.data(), with.c.size() * sizeof(float)));
 }
 
 }  // namespace

@@ -488,7 +488,7 @@ TEST(GptModel, Bf16ComputeGradientsStayWithinTheirRoundingOfFp32s) {
 // the process if a product does not fit.
 TEST(GptModel, Bf16ScratchHoldsEveryProductOfEachThread) {
   for (const auto& [hidden, seq_len, samples] :
-       {std::tuple{8, 4, 3}, std::tuple{64, 4, 1}, std::tuple{16, 32, 5}}) {
+       {std::tuple{8, 4, 3}, std::tuple{128, 4, 1}, std::tuple{16, 32, 5}}) {
     for (const int threads : {1, 2, 3}) {
       GptConfig c = config(1, 2, hidden, seq_len);
       c.compute = Compute::bf16;
