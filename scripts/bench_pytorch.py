@@ -11,6 +11,9 @@ Modes (one line of results each):
   single  one process, --threads intra-op threads (default 2)
   ddp     DistributedDataParallel over gloo, --ranks processes x 1 thread
   zero    DDP + ZeroRedundancyOptimizer (PyTorch's ZeRO-1: AdamW states sharded), same shape
+With --autocast, each forward runs under torch.autocast("cpu", dtype=torch.bfloat16): linear
+layers and batched products multiply in bf16 (oneDNN's bf16 matmul on a CPU with AVX512-BF16
+or AMX), the one-line change a PyTorch user makes; the weights, gradients and AdamW stay fp32.
 PyTorch 1.13's FullyShardedDataParallel needs CUDA (it has no CPU path in 1.13), so there is
 no ZeRO-3 column.
 
@@ -28,7 +31,7 @@ OPENBLAS_NUM_THREADS to the threads per process: PyTorch 1.13 from Debian calls 
 (libblas.so.3) for its GEMMs, and two spinning pools on two cores halve the speed. Other
 variables (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE) are left as they are and printed.
 
-  /usr/bin/python3 scripts/bench_pytorch.py [--modes single,ddp,zero] [--cpu] [--json]
+  /usr/bin/python3 scripts/bench_pytorch.py [--modes single,ddp,zero] [--autocast] [--cpu] [--json]
 """
 
 import argparse
@@ -49,6 +52,7 @@ def parse_args():
     p.add_argument("--steps", type=int, default=5, help="steps per timed block [5]")
     p.add_argument("--repeats", type=int, default=5, help="timed blocks; the median is kept [5]")
     p.add_argument("--foreach", action="store_true", help="AdamW(foreach=True)")
+    p.add_argument("--autocast", action="store_true", help="forward under bf16 autocast")
     p.add_argument("--bucket-mb", type=float, default=25, help="DDP bucket_cap_mb [25]")
     p.add_argument("--cpu", action="store_true", help="process CPU time / cores used, not wall")
     p.add_argument("--json", action="store_true", help="one JSON object per mode, nothing else")
@@ -145,7 +149,11 @@ def run(rank, ranks, threads, mode, args, out):
     inputs, targets = windows[:, :, :-1].contiguous(), windows[:, :, 1:].contiguous()
 
     def step(i):
-        loss = model(inputs[i % 16], targets[i % 16])
+        if args.autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(inputs[i % 16], targets[i % 16])
+        else:
+            loss = model(inputs[i % 16], targets[i % 16])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -243,6 +251,7 @@ def measure(mode, args):
         "min": min(rates),
         "max": max(rates),
         "repeats": len(rates),
+        "autocast": "bf16" if args.autocast else "none",
         "time": "cpu" if args.cpu else "wall",
     }
 
@@ -261,7 +270,8 @@ def main():
         print(
             f"PyTorch {torch.__version__}, {CONFIG['layers']} layers, {CONFIG['heads']} heads, "
             f"hidden {CONFIG['hidden']}, context {CONFIG['seq_len']}, vocab {CONFIG['vocab']}: "
-            f"{PARAMS} parameters, fp32, AdamW, micro-batch {args.micro_batch} per rank"
+            f"{PARAMS} parameters, fp32{' with bf16 autocast' if args.autocast else ''}, AdamW, "
+            f"micro-batch {args.micro_batch} per rank"
         )
         print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()) + f"; {os.cpu_count()} cores")
         print(

@@ -4,13 +4,18 @@
 # bench_gpt_train) and Debian's python3-torch (apt-get install -y python3-torch).
 #
 #   scripts/bench_speed.sh [--build DIR] [--rounds R] [--wall] [--quiet P] [--out FILE]
+#                          [--autocast auto|yes|no]
 #
 # Two environments, one after the other: the environment as it is, then the same command with
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for that command alone (env -u), zerodp and
 # PyTorch alike. In each, R rounds (default 3); a round runs zerodp's four configurations
 # (stage 0 at N = 1; stages 0, 1, 3 at N = 2) and then PyTorch's three (1 process x 2 threads;
 # DDP 2 x 1; DDP + ZeroRedundancyOptimizer 2 x 1), each the median of 3 blocks of 5 steps after
-# 3 warm-up steps. A ratio is taken inside each round, where both sides ran minutes apart
+# 3 warm-up steps. With the bf16 autocast peers (--autocast yes; auto, the default: where the
+# CPU has AVX512-BF16 or AMX-BF16, since elsewhere PyTorch's bf16 products have no fast kernel
+# and would only lengthen the run), each round also runs PyTorch's three modes under
+# torch.autocast("cpu", dtype=torch.bfloat16), and zerodp's side of those ratios is its
+# default compute (--compute auto: fp32 while its bf16 products are emulated). A ratio is taken inside each round, where both sides ran minutes apart
 # under the same load, and the median over rounds is printed with its range; beside it, the
 # ratio of the two sides' fastest blocks over all rounds (the least disturbed). A goal is "met"
 # when both clear it, "NOT met" when neither does, "unclear" otherwise.
@@ -24,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build rounds=3 clock=--cpu out=bench_speed.jsonl quiet=
+build=build rounds=3 clock=--cpu out=bench_speed.jsonl quiet= autocast=auto
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -32,10 +37,16 @@ while [[ $# -gt 0 ]]; do
     --wall) clock=""; shift ;;
     --out) out="$2"; shift 2 ;;
     --quiet) quiet="$2"; shift 2 ;;
-    *) echo "bench_speed.sh: unknown argument '$1' (expected --build DIR, --rounds R, --wall, --quiet P, --out FILE)" >&2; exit 2 ;;
+    --autocast) autocast="$2"; shift 2 ;;
+    *) echo "bench_speed.sh: unknown argument '$1' (expected --build DIR, --rounds R, --wall, --quiet P, --out FILE, --autocast auto|yes|no)" >&2; exit 2 ;;
   esac
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench_speed.sh: --rounds: expected a whole number >= 1, got '$rounds'" >&2; exit 2; }
+case "$autocast" in
+  yes|no) ;;
+  auto) if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then autocast=yes; else autocast=no; fi ;;
+  *) echo "bench_speed.sh: --autocast: expected auto, yes or no, got '$autocast'" >&2; exit 2 ;;
+esac
 bench="$build/bench/bench_gpt_train"
 if [[ ! -x "$bench" ]]; then
   echo "bench_speed.sh: $bench not found: build it with cmake --build $build --target bench_gpt_train" >&2
@@ -71,6 +82,12 @@ run_env() {  # $1: label; the rest: the env prefix of the commands
     echo "[$label] round $r/$rounds: PyTorch (cpu pressure avg10 $p %)" >&2
     "$@" /usr/bin/python3 scripts/bench_pytorch.py --json $clock --repeats 3 --steps 5 --warmup 3 |
       sed "s/^{/{\"env\": \"$label\", \"round\": $r, \"impl\": \"torch\", \"pressure\": $p, /" >> "$out"
+    if [[ "$autocast" == yes ]]; then
+      p=$(wait_quiet)
+      echo "[$label] round $r/$rounds: PyTorch with bf16 autocast (cpu pressure avg10 $p %)" >&2
+      "$@" /usr/bin/python3 scripts/bench_pytorch.py --json $clock --autocast --repeats 3 --steps 5 --warmup 3 |
+        sed "s/^{/{\"env\": \"$label\", \"round\": $r, \"impl\": \"torch\", \"pressure\": $p, /" >> "$out"
+    fi
   done
 }
 run_env as-is env
@@ -87,11 +104,17 @@ def pick(env, rnd, impl, **kv):
     raise SystemExit(f"bench_speed.sh: no result for {env} round {rnd} {impl} {kv}")
 
 goals = [  # (label, zerodp side, other side, goal)
-    ("stage 0 N=1 / PyTorch 1 process x 2", ("zerodp", dict(stage=0, ranks=1)), ("torch", dict(mode="single")), 1.5),
-    ("stage 0 N=2 / DDP 2 x 1", ("zerodp", dict(stage=0, ranks=2)), ("torch", dict(mode="ddp")), 1.25),
-    ("stage 1 N=2 / DDP + ZeRO-1 2 x 1", ("zerodp", dict(stage=1, ranks=2)), ("torch", dict(mode="zero")), 1.25),
+    ("stage 0 N=1 / PyTorch 1 process x 2", ("zerodp", dict(stage=0, ranks=1)), ("torch", dict(mode="single", autocast="none")), 1.5),
+    ("stage 0 N=2 / DDP 2 x 1", ("zerodp", dict(stage=0, ranks=2)), ("torch", dict(mode="ddp", autocast="none")), 1.25),
+    ("stage 1 N=2 / DDP + ZeRO-1 2 x 1", ("zerodp", dict(stage=1, ranks=2)), ("torch", dict(mode="zero", autocast="none")), 1.25),
     ("stage 3 N=2 / stage 0 N=2", ("zerodp", dict(stage=3, ranks=2)), ("zerodp", dict(stage=0, ranks=2)), 0.85),
 ]
+if any(r.get("autocast") == "bf16" for r in rows):
+    goals += [
+        ("stage 0 N=1 / PyTorch + autocast 1 x 2", ("zerodp", dict(stage=0, ranks=1)), ("torch", dict(mode="single", autocast="bf16")), 1.6),
+        ("stage 0 N=2 / DDP + autocast 2 x 1", ("zerodp", dict(stage=0, ranks=2)), ("torch", dict(mode="ddp", autocast="bf16")), 1.5),
+        ("stage 1 N=2 / ZeRO-1 + autocast 2 x 1", ("zerodp", dict(stage=1, ranks=2)), ("torch", dict(mode="zero", autocast="bf16")), 1.5),
+    ]
 for env in ("as-is", "unset"):
     rounds = sorted({r["round"] for r in rows if r["env"] == env})
     e = next(r["environment"] for r in rows if r["env"] == env and "environment" in r)
