@@ -21,17 +21,17 @@ namespace zerodp {
 namespace {
 namespace fs = std::filesystem;
 
-const std::string kModel = "--layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 ";
+const std::string kResumeModel = "--layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 ";
 
 using zerodp::testing::fresh_path;
 
 TEST(ResumeCli, KilledBeforeItsManifestTheSaveIsIgnoredAndTheRunResumes) {
   const std::string dir = fresh_path("inject");
   // Dies by SIGKILL at the save of step 6, with both shards written and no manifest.
-  const auto killed =
-      testing::run_zerodp("train " + kModel + "--ranks 2 --steps 10 --save-every 3 --save-dir '" +
-                              dir + "' --out '' --json 2>/dev/null; exit $?",
-                          "ZERODP_INJECT_KILL_BEFORE_MANIFEST=6 ");
+  const auto killed = testing::run_zerodp("train " + kResumeModel +
+                                              "--ranks 2 --steps 10 --save-every 3 --save-dir '" +
+                                              dir + "' --out '' --json 2>/dev/null; exit $?",
+                                          "ZERODP_INJECT_KILL_BEFORE_MANIFEST=6 ");
   EXPECT_NE(killed.status, 0);
   EXPECT_TRUE(fs::exists(dir + "/step-00000006/rank-00000-of-00002.bin"));
   EXPECT_FALSE(fs::exists(dir + "/step-00000006/manifest.json"));
@@ -43,12 +43,12 @@ TEST(ResumeCli, KilledBeforeItsManifestTheSaveIsIgnoredAndTheRunResumes) {
       testing::run_zerodp("train --steps 10 --resume '" + dir + "/step-00000003' --out '' --json");
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   const auto straight =
-      testing::run_zerodp("train " + kModel + "--ranks 2 --steps 10 --out '' --json");
+      testing::run_zerodp("train " + kResumeModel + "--ranks 2 --steps 10 --out '' --json");
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["weights_sha256"],
             nlohmann::json::parse(straight.out)["weights_sha256"]);
   const auto resharded =
-      testing::run_zerodp("train " + kModel + "--ranks 4 --stage 1 --steps 10 --resume '" + dir +
-                          "/step-00000003' --out '' --json");
+      testing::run_zerodp("train " + kResumeModel + "--ranks 4 --stage 1 --steps 10 --resume '" +
+                          dir + "/step-00000003' --out '' --json");
   ASSERT_EQ(resharded.status, 0) << resharded.err;
   // Another N (4 x micro-batch 1: the global batch of 4 kept) and stage: other rounding, the
   // same data stream and batch, so the same curve closely.
@@ -87,9 +87,9 @@ TEST(ResumeCli, KillNineAtRandomMomentsNeverLosesTheRun) {
     last_step = step;
   }
   ASSERT_GT(last_step, 0) << "no save completed: the machine is too slow for these delays";
-  const auto resumed =
-      testing::run_zerodp("train " + kModel + "--ranks 2 --steps " + std::to_string(last_step + 3) +
-                          " --resume '" + dir + "' --out '' --json");
+  const auto resumed = testing::run_zerodp("train " + kResumeModel + "--ranks 2 --steps " +
+                                           std::to_string(last_step + 3) + " --resume '" + dir +
+                                           "' --out '' --json");
   EXPECT_EQ(resumed.status, 0) << resumed.err;
 }
 

@@ -23,10 +23,6 @@ const std::string kTrain =
 
 using zerodp::testing::fresh_path;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 using zerodp::testing::weights_of;
 
 // The reproduction: a folder with another run's steps 22 and 23.
@@ -48,8 +44,9 @@ TEST(SaveDirCli, AFolderBeingWrittenIsRefusedNamingTheHolder) {
   const auto held = checkpoint::SaveDir::claim(dir, nullptr);  // this process is the other run
   const auto r = testing::run_zerodp(kTrain + "--steps 2 --save-dir '" + dir + "'");
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(has(r.err, "--save-dir: '" + dir + "' is being written by another run (pid " +
-                             std::to_string(getpid()) + " on "))
+  EXPECT_TRUE(testing::has(r.err, "--save-dir: '" + dir +
+                                      "' is being written by another run (pid " +
+                                      std::to_string(getpid()) + " on "))
       << r.err;
   EXPECT_FALSE(checkpoint::latest(dir));
 }
@@ -73,8 +70,8 @@ TEST(SaveDirCli, OfTwoRunsStartedTogetherOneIsRefused) {
     EXPECT_FALSE(m.out.ends_with("\n0\n") || m.out == "0\n")
         << "mpirun ran two trainings into one folder";
     // Refused for the right reason: by the lock, or by the first one's checkpoints.
-    EXPECT_TRUE(has(m.out, "is being written by another run") ||
-                has(m.out, "holds checkpoints of another run"))
+    EXPECT_TRUE(testing::has(m.out, "is being written by another run") ||
+                testing::has(m.out, "holds checkpoints of another run"))
         << m.out;
   }
 }
@@ -93,7 +90,7 @@ TEST(SaveDirCli, ASaveDirThatIsAFileIsRefusedBeforeTraining) {
   std::ofstream(file) << "a file";
   const auto r = testing::run_zerodp(kTrain + "--steps 2 --save-every 1 --save-dir '" + file + "'");
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(has(r.err, "--save-dir: '" + file + "' is not a folder")) << r.err;
+  EXPECT_TRUE(testing::has(r.err, "--save-dir: '" + file + "' is not a folder")) << r.err;
   EXPECT_FALSE(r.has("step 1/"));
 }
 
@@ -109,7 +106,7 @@ TEST(SaveDirCli, ARewindSetsTheLaterCheckpointsAsideAndResumesRight) {
   const auto refused = testing::run_zerodp(on_three + "--steps 4 --resume '" + dir +
                                            "/step-00000002' --save-dir '" + dir + "'");
   ASSERT_EQ(refused.status, 2) << refused.err;
-  EXPECT_TRUE(has(refused.err, "cannot split it evenly")) << refused.err;
+  EXPECT_TRUE(testing::has(refused.err, "cannot split it evenly")) << refused.err;
   EXPECT_EQ(checkpoint::Checkpoint::open(dir).state().step, 4);
   for (const auto& e : fs::directory_iterator(dir)) {
     EXPECT_NE(e.path().filename().string().rfind("superseded-", 0), 0u) << e.path();
@@ -117,10 +114,10 @@ TEST(SaveDirCli, ARewindSetsTheLaterCheckpointsAsideAndResumesRight) {
   const auto r = testing::run_zerodp(kTrain + "--steps 4 --resume '" + dir +
                                      "/step-00000002' --save-dir '" + dir + "' --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(has(r.err,
-                  "rewound to step 2: moved 2 later checkpoint(s) of this run "
-                  "(step-00000003 to step-00000004) to '" +
-                      dir + "/superseded-"))
+  EXPECT_TRUE(testing::has(r.err,
+                           "rewound to step 2: moved 2 later checkpoint(s) of this run "
+                           "(step-00000003 to step-00000004) to '" +
+                               dir + "/superseded-"))
       << r.err;
   // The superseded checkpoints are kept aside, whole; what --resume and eval now find is the
   // rewound run's step 4, bitwise the same as a run never interrupted.
@@ -154,7 +151,7 @@ TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
   for (const std::string& out : {folder + "/manifest.json", folder + "/model.safetensors"}) {
     const auto r = testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + out + "'");
     EXPECT_EQ(r.status, 2) << out;
-    EXPECT_TRUE(has(r.err, "is inside the checkpoint")) << r.err;
+    EXPECT_TRUE(testing::has(r.err, "is inside the checkpoint")) << r.err;
   }
   EXPECT_EQ(testing::slurp(folder + "/manifest.json"), manifest);
   EXPECT_FALSE(fs::exists(folder + "/config.json"));
@@ -165,7 +162,7 @@ TEST(SaveDirCli, ExportNeverWritesIntoACheckpoint) {
   const auto empty =
       testing::run_zerodp("export --checkpoint '" + dir + "' --out ''", "cd '" + work + "' && ");
   EXPECT_EQ(empty.status, 2);
-  EXPECT_TRUE(has(empty.err, "--out: expected a value, got an empty one")) << empty.err;
+  EXPECT_TRUE(testing::has(empty.err, "--out: expected a value, got an empty one")) << empty.err;
   // An empty folder takes the Hugging Face files, and nothing else is left behind.
   const auto folder_out =
       testing::run_zerodp("export --checkpoint '" + dir + "' --out '" + work + "/folder'");

@@ -28,7 +28,7 @@ namespace zerodp {
 namespace {
 namespace fs = std::filesystem;
 
-const std::string kRun =
+const std::string kStopRun =
     "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 2 "
     "--ranks 2 --steps 400 --log-every 1";
 
@@ -126,7 +126,7 @@ using zerodp::testing::weights_of;
 
 // Starts the run, and sends `sig` once it has printed its first step.
 std::unique_ptr<Child> stopped_run(const std::string& extra, int sig) {
-  auto run = std::make_unique<Child>(words(kRun + " " + extra));
+  auto run = std::make_unique<Child>(words(kStopRun + " " + extra));
   EXPECT_TRUE(run->wait_for(1, "step 1/400")) << run->out;
   run->signal(sig);
   return run;
@@ -153,10 +153,10 @@ TEST(StopCli, SigtermSavesAndResumesToTheBitsOfARunNeverStopped) {
   EXPECT_TRUE(fs::exists(out + "/loss.svg"));
 
   // Resumed with the same --steps: the bits, and the loss history, of a run never stopped.
-  const auto resumed = testing::run_zerodp(kRun + " --resume " + dir + " --save-dir " + dir +
+  const auto resumed = testing::run_zerodp(kStopRun + " --resume " + dir + " --save-dir " + dir +
                                            " --out " + out + " --json");
   ASSERT_EQ(resumed.status, 0) << resumed.err;
-  const auto never = testing::run_zerodp(kRun + " --out " + straight + " --json");
+  const auto never = testing::run_zerodp(kStopRun + " --out " + straight + " --json");
   ASSERT_EQ(never.status, 0) << never.err;
   EXPECT_EQ(weights_of(resumed), weights_of(never));
   expected.resize(400);

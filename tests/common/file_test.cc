@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 // A fresh folder per test.
 using zerodp::testing::fresh_folder;
 
-void put(const std::string& path, const std::string& text) {
+void put_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
@@ -36,7 +36,7 @@ std::string text_of(const std::string& path) {
 
 TEST(ReadBounded, ReadsARegularFileAndALinkToOne) {
   const std::string dir = fresh_folder("read");
-  put(dir + "/a.json", "{\"x\": 1}");
+  put_file(dir + "/a.json", "{\"x\": 1}");
   fs::create_symlink(dir + "/a.json", dir + "/link.json");
   std::string why;
   EXPECT_EQ(read_bounded(dir + "/a.json", 100, why), "{\"x\": 1}");
@@ -69,7 +69,7 @@ TEST(ReadBounded, RefusesWhatIsNotAFileWithoutBlockingOrReadingForever) {
 
 TEST(AtomicFile, NeverWritesThroughALinkAtTheTarget) {
   const std::string dir = fresh_folder("link_target");
-  put(dir + "/victim", "precious");
+  put_file(dir + "/victim", "precious");
   fs::create_symlink(dir + "/victim", dir + "/out.svg");
   EXPECT_EQ(unreplaceable_because(dir + "/out.svg"), "is a symbolic link");
   EXPECT_THROW(write_file_atomically(dir + "/out.svg", "<svg/>"), Error);
@@ -85,7 +85,7 @@ TEST(AtomicFile, ALinkPlantedUnderTheOldTemporaryNameIsNeverOpened) {
   // Before: NAME.tmp was opened with O_CREAT | O_TRUNC, so a link planted there was written
   // through. The temporary name is now the writer's own, created with O_EXCL | O_NOFOLLOW.
   const std::string dir = fresh_folder("planted_tmp");
-  put(dir + "/victim", "precious");
+  put_file(dir + "/victim", "precious");
   fs::create_symlink(dir + "/victim", dir + "/manifest.json.tmp");
   write_file_atomically(dir + "/manifest.json", "{}\n");
   EXPECT_EQ(text_of(dir + "/victim"), "precious");
@@ -94,7 +94,7 @@ TEST(AtomicFile, ALinkPlantedUnderTheOldTemporaryNameIsNeverOpened) {
 
 TEST(AtomicFile, ReplacesARegularFileAndRefusesFifosDevicesAndFolders) {
   const std::string dir = fresh_folder("replace");
-  put(dir + "/old", "old");
+  put_file(dir + "/old", "old");
   write_file_atomically(dir + "/old", "new");
   EXPECT_EQ(text_of(dir + "/old"), "new");
 

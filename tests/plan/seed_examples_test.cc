@@ -16,7 +16,7 @@ namespace zerodp::plan {
 namespace {
 
 constexpr double kGB = 1e9, kTB = 1e12;
-const BytesPerParam kAdam{};  // the seed's mixed-precision Adam: 2 + 2 + 12
+const BytesPerParam kSeedAdam{};  // the seed's mixed-precision Adam: 2 + 2 + 12
 
 double gb(std::uint64_t bytes) {
   return static_cast<double>(bytes) / kGB;
@@ -25,7 +25,7 @@ double tb(std::uint64_t bytes) {
   return static_cast<double>(bytes) / kTB;
 }
 std::uint64_t M(Stage s, std::uint64_t params, int n) {
-  return model_state_bytes(params, n, s, kAdam);
+  return model_state_bytes(params, n, s, kSeedAdam);
 }
 
 TEST(SeedExample1, BaselineVsEveryStageAtPhi1e9N8) {
@@ -38,10 +38,10 @@ TEST(SeedExample1, BaselineVsEveryStageAtPhi1e9N8) {
 
 TEST(SeedExample3, FloorsAsNGrowsWithoutBound) {
   const std::uint64_t phi = 1'000'000'000;
-  EXPECT_EQ(floor_bytes(phi, Stage::zero1, kAdam), 4'000'000'000u);  // 4 GB
-  EXPECT_EQ(floor_bytes(phi, Stage::zero2, kAdam), 2'000'000'000u);  // 2 GB
-  EXPECT_EQ(floor_bytes(phi, Stage::zero3, kAdam), 0u);              // 0 GB
-  EXPECT_EQ(floor_bytes(phi, Stage::dp, kAdam), 16'000'000'000u);
+  EXPECT_EQ(floor_bytes(phi, Stage::zero1, kSeedAdam), 4'000'000'000u);  // 4 GB
+  EXPECT_EQ(floor_bytes(phi, Stage::zero2, kSeedAdam), 2'000'000'000u);  // 2 GB
+  EXPECT_EQ(floor_bytes(phi, Stage::zero3, kSeedAdam), 0u);              // 0 GB
+  EXPECT_EQ(floor_bytes(phi, Stage::dp, kSeedAdam), 16'000'000'000u);
 }
 
 TEST(SeedExample4, TinyModelActivationsDominate) {
@@ -67,36 +67,36 @@ TEST(SeedExample5, Gpt3NeedsFortySevenGpusUnderZero3) {
   const std::uint64_t phi = 175'000'000'000;
   const std::uint64_t budget = 60'000'000'000;  // 80 GB − 20 GB of activations
   EXPECT_EQ(16 * phi, 2'800'000'000'000u);      // 2800 GB of state
-  EXPECT_EQ(min_gpus(phi, Stage::zero3, kAdam, budget), 47u);
+  EXPECT_EQ(min_gpus(phi, Stage::zero3, kSeedAdam, budget), 47u);
   EXPECT_NEAR(gb(M(Stage::zero3, phi, 47)), 59.6, 0.05);  // ≤ 60 ✓
   EXPECT_NEAR(gb(M(Stage::zero3, phi, 46)), 60.9, 0.05);  // > 60 ✗
-  EXPECT_TRUE(fits(phi, 47, Stage::zero3, kAdam, budget));
-  EXPECT_FALSE(fits(phi, 46, Stage::zero3, kAdam, budget));
+  EXPECT_TRUE(fits(phi, 47, Stage::zero3, kSeedAdam, budget));
+  EXPECT_FALSE(fits(phi, 46, Stage::zero3, kSeedAdam, budget));
   EXPECT_EQ(M(Stage::zero3, phi, 64), 43'750'000'000u);  // the parent's 43.75 GB at N = 64
   // The floors of DP, ZeRO-1, ZeRO-2 (2800, 700, 350 GB) exceed 60 GB: no N at all.
-  EXPECT_FALSE(min_gpus(phi, Stage::dp, kAdam, budget));
-  EXPECT_FALSE(min_gpus(phi, Stage::zero1, kAdam, budget));
-  EXPECT_FALSE(min_gpus(phi, Stage::zero2, kAdam, budget));
+  EXPECT_FALSE(min_gpus(phi, Stage::dp, kSeedAdam, budget));
+  EXPECT_FALSE(min_gpus(phi, Stage::zero1, kSeedAdam, budget));
+  EXPECT_FALSE(min_gpus(phi, Stage::zero2, kSeedAdam, budget));
   // In practice one rounds to a node: 48 with nodes of 8, 64 with nodes of 64.
-  EXPECT_EQ(min_gpus(phi, Stage::zero3, kAdam, budget, 8), 48u);
-  EXPECT_EQ(min_gpus(phi, Stage::zero3, kAdam, budget, 64), 64u);
+  EXPECT_EQ(min_gpus(phi, Stage::zero3, kSeedAdam, budget, 8), 48u);
+  EXPECT_EQ(min_gpus(phi, Stage::zero3, kSeedAdam, budget, 64), 64u);
 }
 
 TEST(SeedExample6, CommunicationAndTheThreeTimesRule) {
   const std::uint64_t phi = 175'000'000'000;
-  const std::uint64_t dp = seed_step_bytes(Stage::dp, phi, kAdam, 64);
-  const std::uint64_t z3 = seed_step_bytes(Stage::zero3, phi, kAdam, 64);
+  const std::uint64_t dp = seed_step_bytes(Stage::dp, phi, kSeedAdam, 64);
+  const std::uint64_t z3 = seed_step_bytes(Stage::zero3, phi, kSeedAdam, 64);
   EXPECT_EQ(dp, 344'531'250'000u);  // 3.445e11 bytes exactly: 350e9 · 63 / 64
   EXPECT_NEAR(tb(dp), 0.34, 0.005);
   EXPECT_NEAR(tb(z3), 1.03, 0.005);
   EXPECT_EQ(z3, 3 * dp);  // ratio 3 exactly
   // Both directions: the parent's 2.06 TB.
-  EXPECT_NEAR(tb(seed_step_bytes(Stage::zero3, phi, kAdam, 64, Directions::both)), 2.06, 0.01);
+  EXPECT_NEAR(tb(seed_step_bytes(Stage::zero3, phi, kSeedAdam, 64, Directions::both)), 2.06, 0.01);
   // The ring convention: DP all-reduce sends 4Φ(N−1)/N, ZeRO-3 6Φ(N−1)/N, ratio 1.5.
-  EXPECT_EQ(ring_step_bytes(Stage::dp, phi, kAdam, 64), 2 * dp);
-  EXPECT_EQ(ring_step_bytes(Stage::zero3, phi, kAdam, 64), z3);
-  EXPECT_EQ(2 * ring_step_bytes(Stage::zero3, phi, kAdam, 64),
-            3 * ring_step_bytes(Stage::dp, phi, kAdam, 64));
+  EXPECT_EQ(ring_step_bytes(Stage::dp, phi, kSeedAdam, 64), 2 * dp);
+  EXPECT_EQ(ring_step_bytes(Stage::zero3, phi, kSeedAdam, 64), z3);
+  EXPECT_EQ(2 * ring_step_bytes(Stage::zero3, phi, kSeedAdam, 64),
+            3 * ring_step_bytes(Stage::dp, phi, kSeedAdam, 64));
 }
 
 TEST(SeedExample7, EfficiencyWithoutAndWithOverlap) {
@@ -145,12 +145,12 @@ TEST(SeedSelfTest, AnswersOfTheRecall) {
   // At N = 1 ZeRO-3 saves nothing: every scheme holds 16Φ.
   for (Stage s : kStages) EXPECT_EQ(M(s, phi, 1), 16 * phi);
   // ZeRO-1's floor is 4Φ: params and grads stay replicated.
-  EXPECT_EQ(floor_bytes(phi, Stage::zero1, kAdam), 4 * phi);
+  EXPECT_EQ(floor_bytes(phi, Stage::zero1, kSeedAdam), 4 * phi);
   // ZeRO-3 costs exactly 3× DP's communication, whatever N and Φ (seed convention).
   for (int n : {2, 8, 64, 1000}) {
     for (std::uint64_t p : {1'000'000'000ull, 175'000'000'000ull}) {
-      EXPECT_EQ(seed_step_bytes(Stage::zero3, p, kAdam, n),
-                3 * seed_step_bytes(Stage::dp, p, kAdam, n));
+      EXPECT_EQ(seed_step_bytes(Stage::zero3, p, kSeedAdam, n),
+                3 * seed_step_bytes(Stage::dp, p, kSeedAdam, n));
     }
   }
   // ZeRO is a bad choice when activations dominate (example 4 above).

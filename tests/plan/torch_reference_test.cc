@@ -69,7 +69,7 @@ std::string read_file(const fs::path& path) {
 // One config (a family's file, or that file with fields changed) at three shapes, the batch of
 // one among them (fused projections and the labels are kept differently there).
 void expect_equal_counts(const std::string& name, const json& config_json) {
-  const fs::path path = fs::path(testing::TempDir()) / (name + ".json");
+  const fs::path path = fs::path(::testing::TempDir()) / (name + ".json");
   std::ofstream(path) << config_json.dump();
   const ModelConfig config = parse_model_config(config_json.dump(), name);
   const std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {{8, 2}, {12, 3}, {16, 1}};
@@ -96,7 +96,7 @@ void expect_equal_counts(const std::string& name, const json& config_json) {
   }
 }
 
-class TorchReference : public testing::Test {
+class TorchReference : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!torch_installed())
@@ -165,7 +165,7 @@ TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSave
   llama["num_key_value_heads"] = 1;
   llama["head_dim"] = 8;
   llama["num_hidden_layers"] = 1;
-  const fs::path path = fs::path(testing::TempDir()) / "llama_vocab.json";
+  const fs::path path = fs::path(::testing::TempDir()) / "llama_vocab.json";
   std::ofstream(path) << llama.dump();
   const std::vector<json> results = counted(path, "128x4");
   ASSERT_EQ(results.size(), 1u);

@@ -12,7 +12,7 @@ namespace {
 
 using testing::train_mlp;
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+bool same_weight_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
@@ -44,7 +44,7 @@ TEST_P(StageEquivalence, TenStepsGiveBitwiseIdenticalWeights) {
   for (int stage = 1; stage <= 3; ++stage) {
     o.stage = stage_from_number(stage);
     const auto run = train_mlp(small_mlp(), o, c.ranks, 10);
-    EXPECT_TRUE(same_bits(run.master, reference.master)) << "stage " << stage;
+    EXPECT_TRUE(same_weight_bits(run.master, reference.master)) << "stage " << stage;
     EXPECT_EQ(run.losses, reference.losses) << "stage " << stage;
   }
 }
@@ -70,9 +70,9 @@ TEST(StageEquivalence, PrefetchAndOverlapDoNotChangeTheBits) {
   const auto reference = train_mlp(small_mlp(), o, 4, 5);
   o.prefetch = false;
   o.overlap = false;
-  EXPECT_TRUE(same_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
+  EXPECT_TRUE(same_weight_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
   o.stage = Stage::zero1;
-  EXPECT_TRUE(same_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
+  EXPECT_TRUE(same_weight_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
 }
 
 TEST(StageEquivalence, FewerParametersThanRanks) {
@@ -84,7 +84,7 @@ TEST(StageEquivalence, FewerParametersThanRanks) {
   const auto reference = train_mlp(tiny, o, 8, 3);
   for (int stage = 1; stage <= 3; ++stage) {
     o.stage = stage_from_number(stage);
-    EXPECT_TRUE(same_bits(train_mlp(tiny, o, 8, 3).master, reference.master)) << stage;
+    EXPECT_TRUE(same_weight_bits(train_mlp(tiny, o, 8, 3).master, reference.master)) << stage;
   }
 }
 
@@ -103,8 +103,8 @@ TEST(GradAccumulation, PairsOfStagesMatchBitwiseAndAllMatchClosely) {
     o.stage = stage_from_number(stage);
     master[stage] = train_mlp(small_mlp(), o, 3, 10).master;
   }
-  EXPECT_TRUE(same_bits(master[0], master[1]));
-  EXPECT_TRUE(same_bits(master[2], master[3]));
+  EXPECT_TRUE(same_weight_bits(master[0], master[1]));
+  EXPECT_TRUE(same_weight_bits(master[2], master[3]));
   double worst = 0.0;
   for (std::size_t i = 0; i < master[0].size(); ++i) {
     worst = std::max(worst, double(std::fabs(master[0][i] - master[2][i])));

@@ -25,8 +25,8 @@ namespace {
 // Small shapes whose units span several buckets with uneven shards (bucket 1 KiB = 512
 // elements), so every per-rank term differs between ranks somewhere.
 constexpr std::uint64_t kBucketBytes = 1024;
-const predict::GptShape kGpt{.layers = 2, .heads = 2, .hidden = 16, .seq_len = 8};
-const predict::MlpShape kMlp{.width = 24, .depth = 3};
+const predict::GptShape kPeakGpt{.layers = 2, .heads = 2, .hidden = 16, .seq_len = 8};
+const predict::MlpShape kPeakMlp{.width = 24, .depth = 3};
 
 struct Measured {
   std::vector<Ledger> ledgers;  // per rank, after the steps
@@ -77,18 +77,18 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
   return m;
 }
 
-using Case = std::tuple<bool /*gpt*/, int /*stage*/, int /*ranks*/, bool /*prefetch*/,
-                        bool /*checkpointing*/, int /*grad_accum*/>;
+using PeakCase = std::tuple<bool /*gpt*/, int /*stage*/, int /*ranks*/, bool /*prefetch*/,
+                            bool /*checkpointing*/, int /*grad_accum*/>;
 
-predict::EngineRun run_of(const Case& c) {
+predict::EngineRun run_of(const PeakCase& c) {
   const auto [gpt, stage, ranks, prefetch, checkpointing, accum] = c;
   predict::EngineRun run;
   if (gpt) {
-    predict::GptShape g = kGpt;
+    predict::GptShape g = kPeakGpt;
     g.checkpoint_activations = checkpointing;
     run.model = g;
   } else {
-    run.model = kMlp;
+    run.model = kPeakMlp;
   }
   run.stage = stage_from_number(stage);
   run.ranks = ranks;
@@ -99,7 +99,7 @@ predict::EngineRun run_of(const Case& c) {
   return run;
 }
 
-class Peak : public ::testing::TestWithParam<Case> {};
+class Peak : public ::testing::TestWithParam<PeakCase> {};
 
 TEST_P(Peak, PredictionEqualsTheLedgerOnEveryRank) {
   const predict::EngineRun run = run_of(GetParam());
@@ -120,7 +120,7 @@ TEST_P(Peak, PredictionEqualsTheLedgerOnEveryRank) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+std::string case_name(const ::testing::TestParamInfo<PeakCase>& info) {
   const auto [gpt, stage, ranks, prefetch, checkpointing, accum] = info.param;
   return std::string(gpt ? "gpt" : "mlp") + "_stage" + std::to_string(stage) + "_n" +
          std::to_string(ranks) + (prefetch ? "" : "_noprefetch") +
@@ -231,7 +231,7 @@ TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
     for (const int threads : {1, 2, 3}) {
       SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + " compute, " + std::to_string(threads) +
                    " threads" + (checkpointing ? ", checkpointing" : ""));
-      predict::GptShape g = kGpt;
+      predict::GptShape g = kPeakGpt;
       g.checkpoint_activations = checkpointing;
       g.bf16_compute = bf16;
       model::GptConfig c;
@@ -257,13 +257,13 @@ TEST(PeakFormulas, LayoutAndActivationsAreWhatTheModelsAllocate) {
       }
     }
   }
-  model::Mlp mlp({kMlp.width, int(kMlp.depth)});
+  model::Mlp mlp({kPeakMlp.width, int(kPeakMlp.depth)});
   Ledger ledger;
   mlp.set_ledger(&ledger);
-  const std::vector<float> x(4 * kMlp.width, 0.5f);
+  const std::vector<float> x(4 * kPeakMlp.width, 0.5f);
   mlp.begin_micro_batch({.samples = 4, .inputs = x, .targets = x});
-  EXPECT_EQ(ledger.live(Category::activations), predict::mlp_activation_bytes(kMlp, 4));
-  EXPECT_EQ(predict::param_count(kMlp), mlp.param_count());
+  EXPECT_EQ(ledger.live(Category::activations), predict::mlp_activation_bytes(kPeakMlp, 4));
+  EXPECT_EQ(predict::param_count(kPeakMlp), mlp.param_count());
   mlp.set_ledger(nullptr);
 }
 

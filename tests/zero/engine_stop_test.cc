@@ -12,7 +12,7 @@
 namespace zerodp {
 namespace {
 
-model::MlpConfig small_mlp() {
+model::MlpConfig stop_test_mlp() {
   model::MlpConfig c;
   c.width = 12;
   c.depth = 3;
@@ -30,10 +30,10 @@ std::vector<RankSteps> train(int ranks, int stage, zero::EngineOptions o, int st
                              const std::function<bool(int, int)>& asks) {
   std::vector<RankSteps> out(ranks);
   std::mutex mu;
-  const data::SyntheticRegression samples = testing::mlp_samples(small_mlp());
+  const data::SyntheticRegression samples = testing::mlp_samples(stop_test_mlp());
   o.stage = stage_from_number(stage);  // before the ranks start: they share o
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
-    model::Mlp mlp(small_mlp());
+    model::Mlp mlp(stop_test_mlp());
     zero::Engine engine(mlp, comm, samples, o);
     RankSteps mine;
     for (int s = 0; s < steps; ++s) {
@@ -75,7 +75,7 @@ TEST(EngineStop, NoRequestFunctionCostsTheSameBytesAsBefore) {
   // 3 floats of loss, norm and flags: what the planner and `zerodp measure` count.
   zero::EngineOptions o;
   o.micro_batch = 2;
-  const testing::TrainRun run = testing::train_mlp(small_mlp(), o, 4, 2);
+  const testing::TrainRun run = testing::train_mlp(stop_test_mlp(), o, 4, 2);
   const auto asked = train(4, 3, o, 2, [](int rank, int) { return rank == 3; });
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(asked[r].steps[0].scalar_bytes + asked[r].steps[1].scalar_bytes,
