@@ -49,9 +49,7 @@ TEST(GptModel, Bf16ComputeGradientsStayWithinTheirRoundingOfFp32s) {
   double worst = 0;
   for (const auto& u : fp32.units()) {
     for (std::size_t t = 0; t < u.tensors.size(); ++t) {
-      const std::size_t begin = u.param_offset + u.tensors[t].offset;
-      const std::size_t end =
-          u.param_offset + (t + 1 < u.tensors.size() ? u.tensors[t + 1].offset : u.param_count);
+      const auto [begin, end] = gpt_testing::tensor_range(u, t);
       double diff = 0, norm = 0;
       for (std::size_t i = begin; i < end; ++i) {
         diff += (double{g16[i]} - g32[i]) * (double{g16[i]} - g32[i]);

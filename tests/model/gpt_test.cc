@@ -141,9 +141,7 @@ TEST(GptModel, InitIsGpt2sAndAPureFunctionOfSeedAndUnit) {
   EXPECT_NE(a[0], b[0]);
 
   auto stats = [&](const UnitInfo& u, std::size_t t) {
-    const std::size_t begin = u.param_offset + u.tensors[t].offset;
-    const std::size_t end =
-        u.param_offset + (t + 1 < u.tensors.size() ? u.tensors[t + 1].offset : u.param_count);
+    const auto [begin, end] = gpt_testing::tensor_range(u, t);
     double s = 0, s2 = 0;
     for (std::size_t i = begin; i < end; ++i) {
       s += a[i];
@@ -220,9 +218,7 @@ TEST(GptModel, GradientMatchesFiniteDifferences) {
   double worst = 0;
   for (const auto& u : model.units()) {
     for (std::size_t t = 0; t < u.tensors.size(); ++t) {
-      const std::size_t begin = u.param_offset + u.tensors[t].offset;
-      const std::size_t end =
-          u.param_offset + (t + 1 < u.tensors.size() ? u.tensors[t + 1].offset : u.param_count);
+      const auto [begin, end] = gpt_testing::tensor_range(u, t);
       // Five coordinates spread over the tensor, and the tensor's largest gradient.
       std::vector<std::size_t> which;
       std::size_t largest = 0;

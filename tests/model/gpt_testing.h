@@ -36,4 +36,14 @@ inline std::vector<std::uint8_t> random_windows(std::size_t B, std::size_t T, st
   return w;
 }
 
+// Tensor t of unit u: elements [begin, end) of the flat layout (a tensor runs to the next one,
+// the last to the unit's end).
+struct TensorRange {
+  std::size_t begin = 0, end = 0;
+};
+inline TensorRange tensor_range(const UnitInfo& u, std::size_t t) {
+  return {u.param_offset + u.tensors[t].offset,
+          u.param_offset + (t + 1 < u.tensors.size() ? u.tensors[t + 1].offset : u.param_count)};
+}
+
 }  // namespace zerodp::model::gpt_testing
