@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what zerodp needs, from Debian's packages only, for one purpose:
 #   scripts/setup.sh run    what `make run`, `make install` and `make deb` need: the compilers,
-#                           the libraries the program links, pybind11 for `import zerodp`
+#                           the libraries the program links (oneDNN among them, the bf16
+#                           kernel), pybind11 for `import zerodp`
 #   scripts/setup.sh web    run's, and emscripten with node's parser for the page (make web)
 #   scripts/setup.sh test   all of it: web's, clang and its sanitizer runtimes, the network tools
 #                           of the cluster tests, chromium for the page's tests, PyTorch for the
-#                           checks against it, bash-completion for the completion's test,
-#                           oneDNN for the kernel benchmark (bench/bench_gemm)
+#                           checks against it, bash-completion for the completion's test
 # (no argument: test). Idempotent: asks apt for nothing when every package is already installed.
 set -euo pipefail
 
@@ -15,12 +15,12 @@ run=(
   libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   python3 python3-dev pybind11-dev
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   libssl-dev
   libopenmpi-dev openmpi-bin
 )
 web=(emscripten node-acorn)
-test=(clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion libdnnl-dev)
+test=(clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion)
 
 case "${1:-test}" in
   run) packages=("${run[@]}") ;;

@@ -14,6 +14,7 @@
 #include <cpuid.h>
 #endif
 
+#include "model/onednn_matmul.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/error.h"
 
@@ -89,6 +90,33 @@ std::string_view compute_name(Compute compute) {
   return compute == Compute::bf16 ? "bf16" : "fp32";
 }
 
+std::string_view gemm_kernel_name(GemmKernel kernel) {
+  return kernel == GemmKernel::onednn ? "oneDNN" : "OpenBLAS";
+}
+
+bool gemm_kernel_available(GemmKernel kernel, Compute compute) {
+  return kernel == GemmKernel::openblas || onednn::available(compute);
+}
+
+GemmKernel bf16_kernel() {
+  static const GemmKernel kernel = cpu_has_native_bf16() && onednn::available(Compute::bf16)
+                                       ? GemmKernel::onednn
+                                       : GemmKernel::openblas;
+  return kernel;
+}
+
+std::size_t gemm_scratch_floats(GemmKernel kernel, Compute compute, Trans trans_a, Trans trans_b,
+                                std::size_t m, std::size_t n, std::size_t k, float alpha,
+                                std::size_t lda, std::size_t ldb, float beta, std::size_t ldc) {
+  if (m == 0 || n == 0) return 0;
+  if (kernel == GemmKernel::onednn) {
+    const std::size_t bytes = onednn::scratch_bytes(
+        compute, trans_a == Trans::yes, trans_b == Trans::yes, m, n, k, alpha, lda, ldb, beta, ldc);
+    return (bytes + sizeof(float) - 1) / sizeof(float);
+  }
+  return compute == Compute::bf16 ? m * k + k * n : 0;
+}
+
 bool cpu_has_native_bf16() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -130,7 +158,9 @@ void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, s
   const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
   const GemmClock clock = g_clock.load(std::memory_order_relaxed);
   const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
-  if (how.compute == Compute::fp32) {
+  if (how.kernel == GemmKernel::onednn) {
+    onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else if (how.compute == Compute::fp32) {
     sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
     // The stored matrices, packed: A is a_rows x a_cols, B is b_rows x b_cols.

@@ -10,7 +10,9 @@
 //   scratch        backward only: the residual stream's gradient dres [BT, C], carried from
 //                  unit to unit and updated in place, and per-block gradients used in turn.
 // In bf16 compute, each lane (below) also has a scratch its products round their operands
-// into, a Buffer of its own, sized for the lane's rows (GptConfig::gemm_scratch_floats).
+// into, a Buffer of its own, sized for the lane's rows (GptConfig::gemm_scratch_floats). The
+// products run on bf16_kernel(); oneDNN's needs (bf16 operands at 2 bytes, its scratchpad)
+// are taken from the same scratch, sized in floats for the emulation's 4-byte operands.
 // The residual stream's gradient needs no copies: both branches of x + f(x) read dres, and
 // the LayerNorm backward at the branch's start adds its part into dres.
 //
@@ -155,7 +157,9 @@ struct GptModel::Impl {
   // How lane p computes its products.
   GemmCompute how(int lane) {
     if (cfg.compute == Compute::fp32) return {};
-    return {cfg.compute, {gemm_scratch.data() + std::size_t(lane) * lane_scratch, lane_scratch}};
+    return {cfg.compute,
+            {gemm_scratch.data() + std::size_t(lane) * lane_scratch, lane_scratch},
+            bf16_kernel()};
   }
 
   // Samples [first, first + count) of the current micro-batch that lane p computes.

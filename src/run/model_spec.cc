@@ -172,6 +172,7 @@ std::string ModelSpec::describe() const {
 
 std::string ModelSpec::resolve_compute(DType precision) {
   if (!is_gpt_) return {};
+  const bool native = model::bf16_kernel() == model::GemmKernel::onednn;
   std::string why;
   if (compute_auto_) {
     compute_auto_ = false;
@@ -180,16 +181,20 @@ std::string ModelSpec::resolve_compute(DType precision) {
       why = "auto: the 16-bit format is " + std::string(dtype_name(precision));
     } else if (!model::cpu_has_native_bf16()) {
       why = "auto: no AVX512-BF16 or AMX-BF16 on this CPU";
-    } else {
-      // The one bf16 kernel rounds the operands and sums with fp32 products: slower than fp32.
+    } else if (!native) {
+      // Emulated bf16 rounds the operands and sums with fp32 products: slower than fp32.
       why =
-          "auto: zerodp's bf16 products emulate bf16 and run slower than fp32; "
-          "--compute bf16 runs them";
+          "auto: zerodp was built without oneDNN, and emulated bf16 products run slower than "
+          "fp32; --compute bf16 runs them";
+    } else {
+      gpt_.compute = model::Compute::bf16;
+      why = "auto: the 16-bit format is bf16 and this CPU multiplies bf16";
     }
   }
   std::string line = "compute: " + std::string(model::compute_name(gpt_.compute));
   if (gpt_.compute == model::Compute::bf16) {
-    line += " products (bf16 inputs, fp32 sums), emulated";
+    line += native ? " products (bf16 inputs, fp32 sums), oneDNN's bf16 matmul"
+                   : " products (bf16 inputs, fp32 sums), emulated";
   } else {
     line += " products";
   }

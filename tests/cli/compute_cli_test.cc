@@ -6,6 +6,7 @@
 
 #include "cli/cli_testing.h"
 #include "testing/temp_dir.h"
+#include "zerodp/model/gemm.h"
 
 namespace zerodp {
 namespace {
@@ -63,21 +64,28 @@ TEST(ComputeCli, Bf16ResumesBitwise) {
 
 // The header says which compute runs and, for auto, why.
 TEST(ComputeCli, TheHeaderSaysWhichComputeAndWhy) {
+  // The kernel is oneDNN's where this CPU multiplies bf16 (and oneDNN has the kernel), the
+  // emulation elsewhere.
+  const bool native = model::bf16_kernel() == model::GemmKernel::onednn;
+  const std::string bf16_line = std::string("compute: bf16 products (bf16 inputs, fp32 sums), ") +
+                                (native ? "oneDNN's bf16 matmul" : "emulated");
   const auto bf16 = run_zerodp(kComputeRun + "--steps 1 --compute bf16");
   ASSERT_EQ(bf16.status, 0) << bf16.err;
-  EXPECT_TRUE(
-      testing::has(bf16.out, "\ncompute: bf16 products (bf16 inputs, fp32 sums), emulated\n"))
-      << bf16.out;
+  EXPECT_TRUE(testing::has(bf16.out, "\n" + bf16_line + "\n")) << bf16.out;
   const auto fp16 = run_zerodp(kComputeRun + "--steps 1 --precision fp16");
   ASSERT_EQ(fp16.status, 0) << fp16.err;
   EXPECT_TRUE(
       testing::has(fp16.out, "\ncompute: fp32 products (auto: the 16-bit format is fp16)\n"))
       << fp16.out;
-  // bf16 products emulated are slower than fp32's, so auto is fp32 on every CPU, for a reason
-  // that depends on the CPU.
+  // auto (with bf16 the 16-bit format) is bf16 where the CPU multiplies bf16; elsewhere fp32,
+  // emulated bf16 products being slower than fp32's, for a reason that depends on the CPU.
   const auto autos = run_zerodp(kComputeRun + "--steps 1");
   ASSERT_EQ(autos.status, 0) << autos.err;
-  EXPECT_TRUE(testing::has(autos.out, "\ncompute: fp32 products (auto: ")) << autos.out;
+  EXPECT_TRUE(testing::has(
+      autos.out, native ? "\n" + bf16_line +
+                              " (auto: the 16-bit format is bf16 and this CPU multiplies bf16)\n"
+                        : std::string("\ncompute: fp32 products (auto: ")))
+      << autos.out;
   const auto measured = run_zerodp(
       "measure --model gpt --layers 1 --heads 2 --hidden 32 --seq-len 16 --ranks 2 --steps 1 "
       "--compute "

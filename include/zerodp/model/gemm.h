@@ -1,19 +1,29 @@
-// Matrix products for the models, through OpenBLAS. Row-major, fp32 in and out.
+// Matrix products for the models. Row-major, fp32 in and out.
 //
 // C[m x n] = alpha * op(A) * op(B) + beta * C, where op(X) is X or its transpose. Shapes are
 // the shapes of op(A) [m x k] and op(B) [k x n]; leading dimensions are those of the stored,
 // untransposed row-major matrices. beta = 1 accumulates, which is how backward adds gradients.
 //
 // Compute (the type the products multiply in):
-//  - fp32: cblas_sgemm on the operands as they are.
+//  - fp32: the operands as they are.
 //  - bf16: each element of A and B is first rounded to the nearest bf16 (ties to even), then
 //    the products are summed in fp32: bf16 inputs, fp32 accumulation, as a CPU's bf16 dot
 //    instructions and PyTorch's bf16 autocast compute. A product of two bf16 values has at
 //    most 16 significant bits, so it is exact in fp32, and only the inputs' rounding (unit
-//    roundoff 2^-8 each) and the fp32 sum round. This kernel rounds the operands into the
-//    caller's scratch and sums with sgemm: the same numbers on every CPU, but slower than fp32
-//    (it adds a pass over both operands). It is the reference a native bf16 kernel is held to.
-// The same arguments give the same bits on one machine, every call, in either compute.
+//    roundoff 2^-8 each) and the fp32 sum round.
+// Kernel (the library that multiplies):
+//  - openblas: cblas_sgemm. In bf16 it rounds the operands into the caller's scratch and sums
+//    with sgemm: bf16 emulated, the same numbers on every CPU up to the sum's order, slower
+//    than fp32 (a pass over both operands more). It is the reference the others are held to.
+//  - onednn: oneDNN's matmul primitive (the CPU kernels PyTorch runs), created once per shape
+//    and cached for the process. In bf16 it rounds the operands into the scratch as bf16
+//    (2 bytes each) and multiplies them with the CPU's bf16 dot instructions: native bf16.
+//    The working memory oneDNN declares for a product (its scratchpad, e.g. B copied into
+//    the layout its dot instructions read) is taken from the scratch too. Like OpenBLAS's
+//    per-thread packing buffers, what a library allocates inside itself and keeps across
+//    calls is its own, outside the caller's count (docs/memory.md).
+// The same arguments give the same bits on one machine, every call, in every compute and
+// kernel, from any number of threads at once.
 #pragma once
 
 #include <cstddef>
@@ -28,18 +38,39 @@ enum class Trans { no, yes };
 enum class Compute { fp32, bf16 };
 std::string_view compute_name(Compute compute);  // "fp32", "bf16"
 
-// How one caller's products are computed: the compute and, for bf16, the scratch the operands
-// are rounded into, at least stored(A) + stored(B) floats of the largest product (m k + k n).
-// A scratch is one thread's: two threads computing at once need two.
+enum class GemmKernel { openblas, onednn };
+std::string_view gemm_kernel_name(GemmKernel kernel);  // "OpenBLAS", "oneDNN"
+
+// How one caller's products are computed: the compute, the kernel, and the scratch the kernel
+// works in, at least gemm_scratch_floats() of the caller's largest product. A scratch is one
+// thread's: two threads computing at once need two.
 struct GemmCompute {
   Compute compute = Compute::fp32;
   std::span<float> scratch{};
+  GemmKernel kernel = GemmKernel::openblas;
 };
 
 // Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16, from CPUID).
 bool cpu_has_native_bf16();
 
-// The product in `how.compute`. bf16: ZERODP_CHECK that the scratch holds both operands.
+// Whether `kernel` computes in `compute` in this build on this CPU: openblas always; onednn
+// when zerodp was built with oneDNN and oneDNN has a matmul for it here (bf16: a CPU with
+// AVX-512, which oneDNN 2.6 requires for bf16 even where it is not native).
+bool gemm_kernel_available(GemmKernel kernel, Compute compute);
+
+// The kernel the GPT's bf16 products run on: onednn where the CPU multiplies bf16 natively
+// and oneDNN has the kernel, openblas (emulated) elsewhere. Decided once per process.
+GemmKernel bf16_kernel();
+
+// Floats of scratch the product needs in `compute` on `kernel`: openblas, fp32 none, bf16
+// stored(A) + stored(B); onednn, its operands in bf16 (2 bytes an element, each operand
+// 64-byte aligned; none in fp32) and oneDNN's own working memory for this shape.
+std::size_t gemm_scratch_floats(GemmKernel kernel, Compute compute, Trans trans_a, Trans trans_b,
+                                std::size_t m, std::size_t n, std::size_t k, float alpha,
+                                std::size_t lda, std::size_t ldb, float beta, std::size_t ldc);
+
+// The product in `how.compute` on `how.kernel`. ZERODP_CHECK that the kernel is available and
+// that the scratch holds what gemm_scratch_floats() says.
 void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
           std::size_t ldb, float beta, float* c, std::size_t ldc);
@@ -57,8 +88,9 @@ void gemm(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_
           const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
           std::size_t ldc);
 
-// OpenBLAS threads, process-wide. With several ranks as threads of one process, set 1:
-// two thread pools on two cores spin against each other, and concurrent calls queue.
+// The threads one product runs on, process-wide: OpenBLAS's, and oneDNN's (each call sets its
+// calling thread's OpenMP threads to this). With several ranks as threads of one process, set
+// 1: two thread pools on two cores spin against each other, and concurrent calls queue.
 void set_blas_threads(int threads);
 int blas_threads();
 // OpenBLAS's name for the kernels it chose ("Zen", "Haswell", "SkylakeX", ...): what
@@ -68,7 +100,7 @@ const char* blas_core_name();
 // Time spent in gemm(), for benchmarks. Off by default: gemm() then reads no clock. When on,
 // the calls of every thread are added up: calls, 2 m n k flops each, and the seconds they
 // took on the chosen clock, bf16's rounding of the operands included (thread_cpu: the calling
-// thread's CPU time, to which helper OpenBLAS threads add nothing).
+// thread's CPU time, to which helper OpenBLAS or OpenMP threads add nothing).
 enum class GemmClock { off, wall, thread_cpu };
 void set_gemm_clock(GemmClock clock);
 struct GemmStats {

@@ -1,0 +1,229 @@
+#include "model/onednn_matmul.h"
+
+#include "zerodp/common/error.h"
+
+#if ZERODP_HAVE_ONEDNN
+
+#include <dlfcn.h>
+
+#include <bit>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+
+#include "zerodp/common/dtype.h"
+
+namespace zerodp::model::onednn {
+namespace {
+
+using dim = dnnl::memory::dim;
+using dt = dnnl::memory::data_type;
+
+constexpr std::size_t kAlign = 64;  // bytes: a cache line, and an AVX-512 register
+
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+// Everything a primitive is specialised for. In bf16 the operands are packed, so their leading
+// dimensions are not part of it (they are set to 0 in the key).
+struct Key {
+  Compute compute;
+  bool ta, tb;
+  std::size_t m, n, k, lda, ldb, ldc;
+  std::uint32_t alpha_bits, beta_bits;
+  int threads;
+  auto operator<=>(const Key&) const = default;
+};
+
+struct Entry {
+  dnnl::matmul product;
+  dnnl::memory::desc a, b, c, scratchpad;
+  std::size_t operand_bytes = 0;  // bf16: both packed operands, aligned; fp32: 0
+  std::size_t scratch_bytes = 0;  // operand_bytes + oneDNN's scratchpad
+};
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN (Debian's build) runs on OpenMP: its threads are the calling thread's OpenMP threads.
+// The functions are looked up in the process rather than linked, so that a build by a compiler
+// with another OpenMP runtime (clang's libomp) still sets the one oneDNN reads (libgomp).
+void use_threads(int threads) {
+  using Get = int (*)();
+  using Set = void (*)(int);
+  static const Get get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  static const Set set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (get != nullptr && set != nullptr && get() != threads) set(threads);
+}
+
+// op(X) [rows x cols] as stored: X row-major with row stride ld, or X^T of it.
+dnnl::memory::desc operand(std::size_t rows, std::size_t cols, bool trans, std::size_t ld,
+                           dt type) {
+  const dim r = static_cast<dim>(rows), c = static_cast<dim>(cols), l = static_cast<dim>(ld);
+  return trans ? dnnl::memory::desc({r, c}, type, {1, l})
+               : dnnl::memory::desc({r, c}, type, {l, 1});
+}
+
+std::unique_ptr<Entry> create(const Key& key, float alpha, float beta) {
+  use_threads(key.threads);
+  auto e = std::make_unique<Entry>();
+  const bool bf16 = key.compute == Compute::bf16;
+  const dt input = bf16 ? dt::bf16 : dt::f32;
+  // bf16: the stored operands packed, so the row stride of A is its stored width.
+  const std::size_t lda = bf16 ? (key.ta ? key.m : key.k) : key.lda;
+  const std::size_t ldb = bf16 ? (key.tb ? key.k : key.n) : key.ldb;
+  e->a = operand(key.m, key.k, key.ta, lda, input);
+  e->b = operand(key.k, key.n, key.tb, ldb, input);
+  e->c = dnnl::memory::desc({dim(key.m), dim(key.n)}, dt::f32, {dim(key.ldc), 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(beta);
+    attr.set_post_ops(sum);
+  }
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), attr, cpu_engine());
+  e->scratchpad = pd.scratchpad_desc();
+  e->product = dnnl::matmul(pd);
+  if (bf16) e->operand_bytes = aligned(2 * key.m * key.k) + aligned(2 * key.k * key.n);
+  e->scratch_bytes = e->operand_bytes + e->scratchpad.get_size();
+  return e;
+}
+
+// The cached primitive for the product, created on first use; null where oneDNN has none for
+// it here (`why` then says oneDNN's reason). Entries are never removed, so a returned pointer
+// stays valid; a model has a few dozen shapes.
+const Entry* find(Compute compute, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k,
+                  float alpha, std::size_t lda, std::size_t ldb, float beta, std::size_t ldc,
+                  std::string* why = nullptr) {
+  const bool bf16 = compute == Compute::bf16;
+  const Key key{compute,
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                bf16 ? 0 : lda,
+                bf16 ? 0 : ldb,
+                ldc,
+                std::bit_cast<std::uint32_t>(alpha),
+                std::bit_cast<std::uint32_t>(beta),
+                std::max(blas_threads(), 1)};
+  static std::mutex mutex;
+  static std::map<Key, std::unique_ptr<Entry>> cache;
+  std::lock_guard lock(mutex);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second.get();
+  try {
+    return cache.emplace(key, create(key, alpha, beta)).first->second.get();
+  } catch (const dnnl::error& e) {
+    if (why != nullptr) *why = e.what();
+    return nullptr;
+  }
+}
+
+const Entry& entry(Compute compute, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k,
+                   float alpha, std::size_t lda, std::size_t ldb, float beta, std::size_t ldc) {
+  std::string why;
+  const Entry* e = find(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc, &why);
+  ZERODP_CHECK_MSG(e != nullptr, "gemm: oneDNN has no " + std::string(compute_name(compute)) +
+                                     " matmul for this product here: " + why);
+  return *e;
+}
+
+// rows x cols of a stored matrix (row stride ld) into `to`, packed, each rounded to bf16.
+void pack_bf16(std::uint16_t* to, const float* from, std::size_t rows, std::size_t cols,
+               std::size_t ld) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = from + r * ld;
+    std::uint16_t* out = to + r * cols;
+    for (std::size_t i = 0; i < cols; ++i) out[i] = float_to_bf16(row[i]);
+  }
+}
+
+}  // namespace
+
+bool available(Compute compute) {
+  // oneDNN decides by the CPU and the data types, not the shape: one product answers for all.
+  static const bool fp32 = find(Compute::fp32, false, false, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16);
+  static const bool bf16 = find(Compute::bf16, false, false, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16);
+  return compute == Compute::bf16 ? bf16 : fp32;
+}
+
+std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std::size_t n,
+                          std::size_t k, float alpha, std::size_t lda, std::size_t ldb, float beta,
+                          std::size_t ldc) {
+  if (m == 0 || n == 0 || k == 0) return 0;
+  return entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc).scratch_bytes;
+}
+
+void matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::size_t m,
+            std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
+            const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  if (k == 0) {  // no products: C = beta C (and beta = 0 writes zeros, whatever C held)
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    }
+    return;
+  }
+  const Entry& e = entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
+  ZERODP_CHECK_MSG(e.scratch_bytes <= scratch.size_bytes(),
+                   "gemm: the oneDNN scratch is smaller than gemm_scratch_floats()");
+  auto* base = reinterpret_cast<unsigned char*>(scratch.data());
+  void* a_data = const_cast<float*>(a);
+  void* b_data = const_cast<float*>(b);
+  if (compute == Compute::bf16) {
+    auto* a16 = reinterpret_cast<std::uint16_t*>(base);
+    auto* b16 = reinterpret_cast<std::uint16_t*>(base + aligned(2 * m * k));
+    pack_bf16(a16, a, ta ? k : m, ta ? m : k, lda);
+    pack_bf16(b16, b, tb ? n : k, tb ? k : n, ldb);
+    a_data = a16;
+    b_data = b16;
+  }
+  use_threads(std::max(blas_threads(), 1));
+  const dnnl::engine& engine = cpu_engine();
+  thread_local dnnl::stream stream(engine);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(e.a, engine, a_data)},
+                                             {DNNL_ARG_WEIGHTS, dnnl::memory(e.b, engine, b_data)},
+                                             {DNNL_ARG_DST, dnnl::memory(e.c, engine, c)}};
+  if (e.scratch_bytes > e.operand_bytes) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratchpad, engine, base + e.operand_bytes));
+  }
+  e.product.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace zerodp::model::onednn
+
+#else  // built without oneDNN
+
+namespace zerodp::model::onednn {
+
+bool available(Compute) {
+  return false;
+}
+
+std::size_t scratch_bytes(Compute, bool, bool, std::size_t, std::size_t, std::size_t, float,
+                          std::size_t, std::size_t, float, std::size_t) {
+  ZERODP_CHECK_MSG(false, "gemm: zerodp was built without oneDNN");
+  return 0;
+}
+
+void matmul(Compute, std::span<float>, bool, bool, std::size_t, std::size_t, std::size_t, float,
+            const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t) {
+  ZERODP_CHECK_MSG(false, "gemm: zerodp was built without oneDNN");
+}
+
+}  // namespace zerodp::model::onednn
+
+#endif
