@@ -6,13 +6,15 @@
 // and prints; not a pass/fail test. The choice of kernel library is made from its output
 // (docs/dependencies.md).
 //
-//   build/bench/bench_gemm [--threads K] [--rounds R] [--seconds S]
+//   build/bench/bench_gemm [--threads K] [--rounds R] [--seconds S] [--json]
 //
 // Each round times every kernel on every size once, one after the other, so that the rounds
 // are side by side; a timing repeats the product for at least S seconds (default 0.2). Printed:
 // the median GFLOP/s over R rounds (default 5) and their range. "bf16 + convert" also rounds
 // both fp32 operands to bf16 (oneDNN reorders) on every call: the cost of multiplying in bf16
-// operands that are kept in fp32.
+// operands that are kept in fp32. "zerodp bf16 gemm()" is the GPT's own bf16 product: gemm() on
+// bf16_kernel(), oneDNN's where the CPU multiplies bf16, the emulation elsewhere. --json: one
+// line per product and kernel instead of the table.
 #include <omp.h>
 
 #include <algorithm>
@@ -141,8 +143,13 @@ int parse_int(const char* flag, const char* text, int low) {
 int main(int argc, char** argv) {
   int threads = 2, rounds = 5;
   double at_least = 0.2;
+  bool json = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--json") {
+      json = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "bench_gemm: %s: expected a value after it\n", a.c_str());
       return 2;
@@ -154,7 +161,8 @@ int main(int argc, char** argv) {
     } else if (a == "--seconds") {
       at_least = parse_int("--seconds (tenths)", argv[++i], 1) / 10.0;
     } else {
-      std::fprintf(stderr, "bench_gemm: unknown argument %s (--threads, --rounds, --seconds)\n",
+      std::fprintf(stderr,
+                   "bench_gemm: unknown argument %s (--threads, --rounds, --seconds, --json)\n",
                    a.c_str());
       return 2;
     }
@@ -162,12 +170,14 @@ int main(int argc, char** argv) {
   zerodp::model::set_blas_threads(threads);
   omp_set_num_threads(threads);
   const dnnl_version_t* v = dnnl_version();
-  std::printf("CPU: %s; avx512_bf16: %s, amx_bf16: %s\n", cpu_model().c_str(),
-              cpu_flag("avx512_bf16") ? "yes" : "no", cpu_flag("amx_bf16") ? "yes" : "no");
-  std::printf(
-      "OpenBLAS core %s, oneDNN %d.%d.%d; %d threads each; %d rounds of >= %.1f s a "
-      "kernel\n\n",
-      zerodp::model::blas_core_name(), v->major, v->minor, v->patch, threads, rounds, at_least);
+  if (!json)
+    std::printf("CPU: %s; avx512_bf16: %s, amx_bf16: %s\n", cpu_model().c_str(),
+                cpu_flag("avx512_bf16") ? "yes" : "no", cpu_flag("amx_bf16") ? "yes" : "no");
+  if (!json)
+    std::printf(
+        "OpenBLAS core %s, oneDNN %d.%d.%d; %d threads each; %d rounds of >= %.1f s a "
+        "kernel\n\n",
+        zerodp::model::blas_core_name(), v->major, v->minor, v->patch, threads, rounds, at_least);
 
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
@@ -231,11 +241,35 @@ int main(int argc, char** argv) {
       names.push_back("reorders + " + bf16->kernel);
     }
 
+    // zerodp's own bf16 products, as the GPT makes them (gemm() on bf16_kernel(): oneDNN's
+    // where the CPU multiplies bf16, the emulation elsewhere), the rounding of the fp32
+    // operands into the scratch included.
+    const zerodp::model::GemmKernel kernel16 = zerodp::model::bf16_kernel();
+    std::vector<float> scratch(zerodp::model::gemm_scratch_floats(
+        kernel16, zerodp::model::Compute::bf16, c.ta, c.tb, m, n, k, 1.0f, lda, ldb, c.beta, n));
+    kernels.emplace_back("zerodp bf16 gemm()", [&, lda, ldb] {
+      zerodp::model::gemm({zerodp::model::Compute::bf16, scratch, kernel16}, c.ta, c.tb, m, n, k,
+                          1.0f, a.data(), lda, b.data(), ldb, c.beta, out.data(), n);
+    });
+    names.push_back(kernel16 == zerodp::model::GemmKernel::onednn ? "oneDNN bf16, rounds operands"
+                                                                  : "emulated: rounds, then sgemm");
+
     std::vector<Series> series(kernels.size());
     for (int r = 0; r < rounds; ++r) {
       for (std::size_t i = 0; i < kernels.size(); ++i) {
         series[i].gflops.push_back(flops / seconds_per_call(kernels[i].second, at_least) * 1e-9);
       }
+    }
+    if (json) {
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        const auto [lo, hi] = std::minmax_element(series[i].gflops.begin(), series[i].gflops.end());
+        std::printf(
+            "{\"case\": \"%s\", \"m\": %zu, \"n\": %zu, \"k\": %zu, \"kernel\": \"%s\", "
+            "\"impl\": \"%s\", \"gflops\": %.2f, \"min\": %.2f, \"max\": %.2f, \"threads\": %d}\n",
+            c.name, m, n, k, kernels[i].first.c_str(), names[i].c_str(), median(series[i].gflops),
+            *lo, *hi, threads);
+      }
+      continue;
     }
     std::printf("%s: m %zu, n %zu, k %zu, op(A) %s, op(B) %s%s\n", c.name, m, n, k,
                 c.ta == Trans::no ? "A" : "A^T", c.tb == Trans::no ? "B" : "B^T",

@@ -19,21 +19,23 @@
 // --blas-threads.
 //
 // --compute: what the products multiply in (GptConfig::compute; fp32 by default, the bits of
-// `zerodp train --compute fp32`). bf16 is zerodp's emulating kernel (zerodp/model/gemm.h): its
-// time inside gemm() includes the rounding of both operands.
+// `zerodp train --compute fp32`). bf16 runs on the GPT's bf16 kernel (zerodp/model/gemm.h):
+// oneDNN's where the CPU multiplies bf16, the emulation elsewhere; its time inside gemm()
+// includes the rounding of both operands.
 //
 // Time. Wall clock by default. --cpu, for a machine shared with other work: a block's time is
 // the larger of two lower bounds of the wall time it would take on an idle machine, both from
 // CPU time, which other processes barely move: the process's CPU time over the cores the run
 // uses (min(N x BLAS threads, cores)), and the CPU time of the busiest rank thread.
 //
-// Columns: GEMM share is the compute threads' time inside sgemm over their time in the block:
-// wall, over wall x threads; with --cpu, their CPU time inside sgemm (times the OpenBLAS
-// threads per call) over the process's CPU time. GFLOP/s counts the model's
-// work, 6 Φ per token (forward 2 Φ, backward 4 Φ) + causal attention 6 L T C per token (the
-// T x T scores and the mixing, each over the T (T+1) / 2 visible pairs, forward and backward):
-// the same count whatever the implementation does. "GEMM/core" divides the flops sgemm actually
-// ran by the time spent inside it, per core. Exposed comm is the engine's time blocked on
+// Columns: GEMM share is the compute threads' time inside gemm() over their time in the block:
+// wall, over wall x threads; with --cpu, their CPU time inside gemm() (times the BLAS threads
+// per call) over the process's CPU time. In bf16 it includes the rounding of the operands,
+// which JSON's convert_share gives alone (on the calling thread, not times the threads). GFLOP/s
+// counts the model's work, 6 Φ per token (forward 2 Φ, backward 4 Φ) + causal attention 6 L T C per
+// token (the T x T scores and the mixing, each over the T (T+1) / 2 visible pairs, forward and
+// backward): the same count whatever the implementation does. "GEMM/core" divides the flops sgemm
+// actually ran by the time spent inside it, per core. Exposed comm is the engine's time blocked on
 // collectives, over the block's time, averaged over ranks.
 #include <time.h>
 
@@ -91,13 +93,14 @@ struct RankBlock {
 };
 // And as the process saw it (rank 0 measures, between barriers).
 struct ProcessBlock {
-  double cpu = 0, gemm_seconds = 0, gemm_flops = 0;
+  double cpu = 0, gemm_seconds = 0, gemm_flops = 0, convert_seconds = 0;
 };
 
 struct Result {
   int stage = 0, ranks = 1, model_threads = 1, blas_threads = 1, cores_used = 1;
   std::vector<double> tokens_per_second;  // per block
-  double step_seconds = 0, gemm_share = 0, gflops = 0, gemm_gflops = 0, exposed_share = 0;
+  double step_seconds = 0, gemm_share = 0, convert_share = 0, gflops = 0, gemm_gflops = 0,
+         exposed_share = 0;
 };
 
 std::vector<int> parse_list(const char* flag, const std::string& text) {
@@ -253,7 +256,8 @@ void time_blocks(const Args& args, const model::GptConfig& cfg, const data::Samp
       rb.wall = wall_seconds() - w0;
       rb.thread_cpu = thread_cpu_seconds() - t0;
       if (rank == 0) {
-        process[b] = {process_cpu_seconds() - c0, g1.seconds - g0.seconds, g1.flops - g0.flops};
+        process[b] = {process_cpu_seconds() - c0, g1.seconds - g0.seconds, g1.flops - g0.flops,
+                      g1.convert_seconds - g0.convert_seconds};
       }
     }
   });
@@ -268,7 +272,7 @@ void summarise(const Args& args, const model::GptConfig& cfg,
   const double flops_per_token =
       6.0 * double(cfg.param_count()) + 6.0 * cfg.layers * double(cfg.seq_len) * double(cfg.hidden);
   std::vector<double> block_seconds(args.repeats);
-  double gemm_share = 0, gemm_rate = 0, exposed = 0;
+  double gemm_share = 0, convert_share = 0, gemm_rate = 0, exposed = 0;
   for (int b = 0; b < args.repeats; ++b) {
     const ProcessBlock& pb = process[b];
     double t = blocks[0][b].wall;
@@ -281,12 +285,16 @@ void summarise(const Args& args, const model::GptConfig& cfg,
     const double threads = double(ranks) * r.model_threads;
     gemm_share += args.cpu ? pb.gemm_seconds * r.blas_threads / pb.cpu
                            : pb.gemm_seconds / (blocks[0][b].wall * threads);
+    // The rounding runs on the calling thread alone, whatever the BLAS threads.
+    convert_share +=
+        args.cpu ? pb.convert_seconds / pb.cpu : pb.convert_seconds / (blocks[0][b].wall * threads);
     gemm_rate += pb.gemm_flops / (pb.gemm_seconds * r.blas_threads);
     for (int k = 0; k < ranks; ++k) exposed += blocks[k][b].exposed / blocks[k][b].wall;
   }
   const double n = double(args.repeats);
   r.step_seconds = median(block_seconds) / args.steps;
   r.gemm_share = gemm_share / n;
+  r.convert_share = convert_share / n;
   r.gemm_gflops = gemm_rate / n * 1e-9;
   r.exposed_share = exposed / (n * ranks);
   r.gflops = median(r.tokens_per_second) * flops_per_token * 1e-9;
@@ -322,6 +330,12 @@ double sgemm_gflops(int threads, bool cpu) {
   return 2.0 * double(n) * double(n) * double(n) / best * 1e-9;
 }
 
+// The kernel the model's products run on: OpenBLAS in fp32; in bf16 the GPT's bf16_kernel().
+const char* kernel_name(model::Compute compute) {
+  if (compute == model::Compute::fp32) return "OpenBLAS";
+  return model::bf16_kernel() == model::GemmKernel::onednn ? "oneDNN bf16" : "OpenBLAS, emulated";
+}
+
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return std::string(v ? v : "(unset)");
@@ -336,18 +350,19 @@ void print_environment(const Args& args, const model::GptConfig& cfg, int cores,
         "{\"environment\": {\"OPENBLAS_CORETYPE\": \"%s\", \"OPENBLAS_L2_SIZE\": \"%s\", "
         "\"OPENBLAS_NUM_THREADS\": \"%s\", \"openblas_core\": \"%s\", \"cores\": %d, "
         "\"blas_threads_default\": %d, \"sgemm_gflops_1_thread\": %.1f, "
-        "\"sgemm_gflops_all_threads\": %.1f, \"compute\": \"%s\", \"time\": \"%s\"}}\n",
+        "\"sgemm_gflops_all_threads\": %.1f, \"compute\": \"%s\", \"kernel\": \"%s\", "
+        "\"time\": \"%s\"}}\n",
         env("OPENBLAS_CORETYPE").c_str(), env("OPENBLAS_L2_SIZE").c_str(),
         env("OPENBLAS_NUM_THREADS").c_str(), model::blas_core_name(), cores, default_threads,
         sgemm_one, sgemm_all, std::string(model::compute_name(args.compute)).c_str(),
-        args.cpu ? "cpu" : "wall");
+        kernel_name(args.compute), args.cpu ? "cpu" : "wall");
     return;
   }
   std::printf(
       "zerodp bench_gpt_train: %s: %zu parameters, micro-batch %zu per rank, bf16 params, %s "
-      "products\n",
+      "products on %s\n",
       cfg.describe().c_str(), cfg.param_count(), args.micro_batch,
-      std::string(model::compute_name(args.compute)).c_str());
+      std::string(model::compute_name(args.compute)).c_str(), kernel_name(args.compute));
   std::printf(
       "environment: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE=%s, OPENBLAS_NUM_THREADS=%s; "
       "OpenBLAS core %s, %d BLAS threads by default; %d cores\n",
@@ -374,10 +389,13 @@ void print_result(const Args& args, const Result& r) {
         "{\"stage\": %d, \"ranks\": %d, \"model_threads\": %d, \"blas_threads\": %d, "
         "\"tokens_per_second\": %.1f, "
         "\"min\": %.1f, \"max\": %.1f, \"step_ms\": %.3f, \"gemm_share\": %.4f, "
+        "\"convert_share\": %.4f, "
         "\"gflops\": %.2f, \"gemm_gflops_per_core\": %.2f, \"exposed_comm_share\": %.4f, "
-        "\"time\": \"%s\"}\n",
+        "\"compute\": \"%s\", \"kernel\": \"%s\", \"time\": \"%s\"}\n",
         r.stage, r.ranks, r.model_threads, r.blas_threads, tps, *lo, *hi, r.step_seconds * 1e3,
-        r.gemm_share, r.gflops, r.gemm_gflops, r.exposed_share, args.cpu ? "cpu" : "wall");
+        r.gemm_share, r.convert_share, r.gflops, r.gemm_gflops, r.exposed_share,
+        std::string(model::compute_name(args.compute)).c_str(), kernel_name(args.compute),
+        args.cpu ? "cpu" : "wall");
   } else {
     const std::string threads =
         std::to_string(r.model_threads) + "x" + std::to_string(r.blas_threads);

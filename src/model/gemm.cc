@@ -14,6 +14,7 @@
 #include <cpuid.h>
 #endif
 
+#include "model/gemm_clock.h"
 #include "model/onednn_matmul.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/error.h"
@@ -23,17 +24,7 @@ namespace {
 
 std::atomic<GemmClock> g_clock{GemmClock::off};
 std::atomic<std::uint64_t> g_calls{0};
-std::atomic<double> g_flops{0.0}, g_seconds{0.0};
-
-double clock_seconds(GemmClock clock) {
-  if (clock == GemmClock::wall) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+std::atomic<double> g_flops{0.0}, g_seconds{0.0}, g_convert_seconds{0.0};
 
 // How many threads may be inside OpenBLAS at once. OpenBLAS keeps each calling thread's
 // working buffer in a table of 2 x MAX_THREADS entries (its build's limit, 64 in Debian's
@@ -73,8 +64,10 @@ void round_to_bf16(float* to, const float* from, std::size_t rows, std::size_t c
   }
 }
 
-void count(GemmClock clock, double t0, std::size_t m, std::size_t n, std::size_t k) {
+void count(GemmClock clock, double t0, double convert_seconds, std::size_t m, std::size_t n,
+           std::size_t k) {
   if (clock != GemmClock::off) {
+    g_convert_seconds.fetch_add(convert_seconds, std::memory_order_relaxed);
     const double seconds = clock_seconds(clock) - t0;
     g_calls.fetch_add(1, std::memory_order_relaxed);
     g_flops.fetch_add(
@@ -158,8 +151,10 @@ void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, s
   const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
   const GemmClock clock = g_clock.load(std::memory_order_relaxed);
   const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
+  double convert_seconds = 0.0;
   if (how.kernel == GemmKernel::onednn) {
-    onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    convert_seconds = onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k, alpha, a, lda, b,
+                                     ldb, beta, c, ldc, clock);
   } else if (how.compute == Compute::fp32) {
     sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
@@ -172,11 +167,12 @@ void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, s
     float* b16 = a16 + a_rows * a_cols;
     round_to_bf16(a16, a, a_rows, a_cols, lda);
     round_to_bf16(b16, b, b_rows, b_cols, ldb);
+    if (clock != GemmClock::off) convert_seconds = clock_seconds(clock) - t0;
     // OpenBLAS wants a row stride of at least 1, also of an empty matrix.
     sgemm(ta, tb, m, n, k, alpha, a16, std::max<std::size_t>(a_cols, 1), b16,
           std::max<std::size_t>(b_cols, 1), beta, c, ldc);
   }
-  count(clock, t0, m, n, k);
+  count(clock, t0, convert_seconds, m, n, k);
 }
 
 void set_blas_threads(int threads) {
@@ -194,7 +190,8 @@ void set_gemm_clock(GemmClock clock) {
 }
 GemmStats gemm_stats() {
   return {g_calls.load(std::memory_order_relaxed), g_flops.load(std::memory_order_relaxed),
-          g_seconds.load(std::memory_order_relaxed)};
+          g_seconds.load(std::memory_order_relaxed),
+          g_convert_seconds.load(std::memory_order_relaxed)};
 }
 
 }  // namespace zerodp::model

@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "model/gemm_clock.h"
 #include "zerodp/common/dtype.h"
 
 namespace zerodp::model::onednn {
@@ -166,15 +167,16 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
   return entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc).scratch_bytes;
 }
 
-void matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::size_t m,
-            std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
-            const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+double matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::size_t m,
+              std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
+              const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc,
+              GemmClock clock) {
   if (k == 0) {  // no products: C = beta C (and beta = 0 writes zeros, whatever C held)
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < n; ++j)
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     }
-    return;
+    return 0.0;
   }
   const Entry& e = entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
   ZERODP_CHECK_MSG(e.scratch_bytes <= scratch.size_bytes(),
@@ -182,13 +184,16 @@ void matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::si
   auto* base = reinterpret_cast<unsigned char*>(scratch.data());
   void* a_data = const_cast<float*>(a);
   void* b_data = const_cast<float*>(b);
+  double convert_seconds = 0.0;
   if (compute == Compute::bf16) {
+    const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
     auto* a16 = reinterpret_cast<std::uint16_t*>(base);
     auto* b16 = reinterpret_cast<std::uint16_t*>(base + aligned(2 * m * k));
     pack_bf16(a16, a, ta ? k : m, ta ? m : k, lda);
     pack_bf16(b16, b, tb ? n : k, tb ? k : n, ldb);
     a_data = a16;
     b_data = b16;
+    if (clock != GemmClock::off) convert_seconds = clock_seconds(clock) - t0;
   }
   use_threads(std::max(blas_threads(), 1));
   const dnnl::engine& engine = cpu_engine();
@@ -201,6 +206,7 @@ void matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::si
   }
   e.product.execute(stream, args);
   stream.wait();
+  return convert_seconds;
 }
 
 }  // namespace zerodp::model::onednn
@@ -219,8 +225,9 @@ std::size_t scratch_bytes(Compute, bool, bool, std::size_t, std::size_t, std::si
   return 0;
 }
 
-void matmul(Compute, std::span<float>, bool, bool, std::size_t, std::size_t, std::size_t, float,
-            const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t) {
+double matmul(Compute, std::span<float>, bool, bool, std::size_t, std::size_t, std::size_t, float,
+              const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t,
+              GemmClock) {
   ZERODP_CHECK_MSG(false, "gemm: zerodp was built without oneDNN");
 }
 

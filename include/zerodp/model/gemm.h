@@ -107,6 +107,7 @@ struct GemmStats {
   std::uint64_t calls = 0;
   double flops = 0.0;
   double seconds = 0.0;
+  double convert_seconds = 0.0;  // of `seconds`, rounding bf16's operands (0 in fp32)
 };
 GemmStats gemm_stats();  // totals of the process since it started
 
