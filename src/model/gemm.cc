@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <semaphore>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -152,9 +153,13 @@ void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, s
   const GemmClock clock = g_clock.load(std::memory_order_relaxed);
   const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
   double convert_seconds = 0.0;
-  if (how.kernel == GemmKernel::onednn) {
-    convert_seconds = onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k, alpha, a, lda, b,
-                                     ldb, beta, c, ldc, clock);
+  // A product oneDNN needs more scratch for than the caller has runs on OpenBLAS (below).
+  const std::optional<double> native =
+      how.kernel == GemmKernel::onednn ? onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k,
+                                                        alpha, a, lda, b, ldb, beta, c, ldc, clock)
+                                       : std::nullopt;
+  if (native) {
+    convert_seconds = *native;
   } else if (how.compute == Compute::fp32) {
     sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {

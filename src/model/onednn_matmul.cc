@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -167,10 +168,10 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
   return entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc).scratch_bytes;
 }
 
-double matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::size_t m,
-              std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
-              const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc,
-              GemmClock clock) {
+std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta, bool tb,
+                             std::size_t m, std::size_t n, std::size_t k, float alpha,
+                             const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                             float beta, float* c, std::size_t ldc, GemmClock clock) {
   if (k == 0) {  // no products: C = beta C (and beta = 0 writes zeros, whatever C held)
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < n; ++j)
@@ -179,8 +180,7 @@ double matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::
     return 0.0;
   }
   const Entry& e = entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
-  ZERODP_CHECK_MSG(e.scratch_bytes <= scratch.size_bytes(),
-                   "gemm: the oneDNN scratch is smaller than gemm_scratch_floats()");
+  if (e.scratch_bytes > scratch.size_bytes()) return std::nullopt;
   auto* base = reinterpret_cast<unsigned char*>(scratch.data());
   void* a_data = const_cast<float*>(a);
   void* b_data = const_cast<float*>(b);
@@ -225,9 +225,9 @@ std::size_t scratch_bytes(Compute, bool, bool, std::size_t, std::size_t, std::si
   return 0;
 }
 
-double matmul(Compute, std::span<float>, bool, bool, std::size_t, std::size_t, std::size_t, float,
-              const float*, std::size_t, const float*, std::size_t, float, float*, std::size_t,
-              GemmClock) {
+std::optional<double> matmul(Compute, std::span<float>, bool, bool, std::size_t, std::size_t,
+                             std::size_t, float, const float*, std::size_t, const float*,
+                             std::size_t, float, float*, std::size_t, GemmClock) {
   ZERODP_CHECK_MSG(false, "gemm: zerodp was built without oneDNN");
 }
 

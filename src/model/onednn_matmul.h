@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 
 #include "zerodp/model/gemm.h"
@@ -30,10 +31,11 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
 
 // C = alpha op(A) op(B) + beta C, m, n >= 1 (gemm() returns before for an empty C). k = 0
 // gives beta C, as sgemm does. Returns the seconds spent rounding the operands to bf16, on
-// `clock` (0 when off, and in fp32).
-double matmul(Compute compute, std::span<float> scratch, bool ta, bool tb, std::size_t m,
-              std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
-              const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc,
-              GemmClock clock);
+// `clock` (0 when off, and in fp32); nothing, having written nothing, when the scratch is
+// smaller than scratch_bytes().
+std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta, bool tb,
+                             std::size_t m, std::size_t n, std::size_t k, float alpha,
+                             const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                             float beta, float* c, std::size_t ldc, GemmClock clock);
 
 }  // namespace zerodp::model::onednn

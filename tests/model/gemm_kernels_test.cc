@@ -337,6 +337,22 @@ TEST_P(GemmKernels, SameBitsEveryCallFromEveryThread) {
   }
 }
 
+TEST(GemmOneDnn, AProductShortOfScratchRunsTheEmulation) {
+  // oneDNN's bf16 operands sit at 64-byte boundaries: a 2 x 4 by 4 x 3 product needs 128 bytes
+  // of it, more than the emulation's 20 floats (80 bytes). Given those 20 floats, gemm() runs
+  // the emulation, so its bits are the emulation's.
+  ZERODP_SKIP_UNLESS_RUNS(GemmKernel::onednn, Compute::bf16);
+  StridedProduct native(false, true, 2, 3, 4);
+  fill_product(native, 61);
+  StridedProduct emulated = native;
+  std::vector<float> scratch(native.scratch_floats(GemmKernel::openblas, Compute::bf16, 1.0f));
+  ASSERT_EQ(scratch.size(), 20u);
+  ASSERT_GT(native.scratch_floats(GemmKernel::onednn, Compute::bf16, 1.0f), scratch.size());
+  native.run({Compute::bf16, scratch, GemmKernel::onednn}, 1.0f);
+  emulated.run({Compute::bf16, scratch, GemmKernel::openblas}, 1.0f);
+  EXPECT_EQ(native.c, emulated.c);
+}
+
 INSTANTIATE_TEST_SUITE_P(, GemmKernels, ::testing::Values(GemmKernel::openblas, GemmKernel::onednn),
                          kernel_name);
 

@@ -69,8 +69,12 @@ std::size_t gemm_scratch_floats(GemmKernel kernel, Compute compute, Trans trans_
                                 std::size_t m, std::size_t n, std::size_t k, float alpha,
                                 std::size_t lda, std::size_t ldb, float beta, std::size_t ldc);
 
-// The product in `how.compute` on `how.kernel`. ZERODP_CHECK that the kernel is available and
-// that the scratch holds what gemm_scratch_floats() says.
+// The product in `how.compute` on `how.kernel`. ZERODP_CHECK that the kernel is available. A
+// product oneDNN needs more scratch for than `how.scratch` holds runs on OpenBLAS instead (in
+// bf16 the emulation: the same bf16 inputs and fp32 sums, in another order, and the same for
+// the same arguments every call); ZERODP_CHECK that the scratch holds what that needs. The
+// GPT sizes its scratch for the emulation (GptConfig::gemm_scratch_floats), so a scratchpad
+// of oneDNN's larger than expected costs speed, never the run.
 void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
           std::size_t ldb, float beta, float* c, std::size_t ldc);
