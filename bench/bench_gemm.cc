@@ -1,8 +1,9 @@
 // The matrix-product kernels a CPU offers zerodp, side by side: OpenBLAS's sgemm (what zerodp
 // multiplies with), oneDNN's fp32 matmul, and oneDNN's bf16 matmul (bf16 inputs, fp32
 // accumulation and output; PyTorch's kernels under bf16 autocast) where the CPU has it. The
-// sizes are 1024^3 and the linear layers of the benchmark GPT (micro-batch 8 x context 128 =
-// 1024 rows, hidden 256), forward and backward, in the layouts the model stores them. Measures
+// sizes are 1024^3, the linear layers of the benchmark GPT (micro-batch 8 x context 128 =
+// 1024 rows, hidden 256), forward and backward, in the layouts the model stores them, and two
+// of one attention head's small products. Measures
 // and prints; not a pass/fail test. The choice of kernel library is made from its output
 // (docs/dependencies.md).
 //
@@ -12,7 +13,9 @@
 // are side by side; a timing repeats the product for at least S seconds (default 0.2). Printed:
 // the median GFLOP/s over R rounds (default 5) and their range. "bf16 + convert" also rounds
 // both fp32 operands to bf16 (oneDNN reorders) on every call: the cost of multiplying in bf16
-// operands that are kept in fp32. "zerodp bf16 gemm()" is the GPT's own bf16 product: gemm() on
+// operands that are kept in fp32. "zerodp gemm() oneDNN fp32" is the same primitive through
+// zerodp's kernel layer: what it adds to a call. "zerodp bf16 gemm()" is the GPT's own bf16
+// product: gemm() on
 // bf16_kernel(), oneDNN's where the CPU multiplies bf16, the emulation elsewhere. --json: one
 // line per product and kernel instead of the table.
 #include <omp.h>
@@ -52,6 +55,10 @@ const Case kCases[] = {
     {"proj forward", Trans::no, Trans::yes, 1024, 256, 1024, 0.0f},
     {"fc dinp", Trans::no, Trans::no, 1024, 256, 1024, 0.0f},
     {"fc dweight", Trans::yes, Trans::no, 1024, 256, 1024, 1.0f},
+    // One head's attention (src/model/attention.cc), 64 queries against 128 keys, head size
+    // 64: small products, where a call's fixed cost shows.
+    {"attn scores", Trans::no, Trans::yes, 64, 128, 64, 0.0f},
+    {"attn mixing", Trans::no, Trans::no, 64, 64, 128, 0.0f},
 };
 
 std::string cpu_model() {
@@ -206,6 +213,14 @@ int main(int argc, char** argv) {
       stream.wait();
     });
     names.push_back(f32.kernel);
+    // The same through zerodp's gemm(): the primitive from its cache, the memory objects made
+    // per call. Beside "oneDNN fp32", what the kernel layer adds to each call.
+    kernels.emplace_back("zerodp gemm() oneDNN fp32", [&, lda, ldb] {
+      zerodp::model::gemm({zerodp::model::Compute::fp32, {}, zerodp::model::GemmKernel::onednn},
+                          c.ta, c.tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, c.beta,
+                          out.data(), n);
+    });
+    names.push_back("cached " + f32.kernel);
 
     // bf16: the primitive exists only where oneDNN has bf16 kernels for this CPU.
     std::optional<OneDnnProduct> bf16;

@@ -101,45 +101,78 @@ std::unique_ptr<Entry> create(const Key& key, float alpha, float beta) {
   return e;
 }
 
+Key make_key(Compute compute, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k,
+             float alpha, std::size_t lda, std::size_t ldb, float beta, std::size_t ldc) {
+  const bool bf16 = compute == Compute::bf16;
+  return {compute,
+          ta,
+          tb,
+          m,
+          n,
+          k,
+          bf16 ? 0 : lda,
+          bf16 ? 0 : ldb,
+          ldc,
+          std::bit_cast<std::uint32_t>(alpha),
+          std::bit_cast<std::uint32_t>(beta),
+          std::max(blas_threads(), 1)};
+}
+
 // The cached primitive for the product, created on first use; null where oneDNN has none for
 // it here (`why` then says oneDNN's reason). Entries are never removed, so a returned pointer
 // stays valid; a model has a few dozen shapes.
-const Entry* find(Compute compute, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k,
-                  float alpha, std::size_t lda, std::size_t ldb, float beta, std::size_t ldc,
-                  std::string* why = nullptr) {
-  const bool bf16 = compute == Compute::bf16;
-  const Key key{compute,
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                bf16 ? 0 : lda,
-                bf16 ? 0 : ldb,
-                ldc,
-                std::bit_cast<std::uint32_t>(alpha),
-                std::bit_cast<std::uint32_t>(beta),
-                std::max(blas_threads(), 1)};
+const Entry* find(const Key& key, std::string* why = nullptr) {
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<Entry>> cache;
   std::lock_guard lock(mutex);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second.get();
   try {
-    return cache.emplace(key, create(key, alpha, beta)).first->second.get();
+    return cache
+        .emplace(key, create(key, std::bit_cast<float>(key.alpha_bits),
+                             std::bit_cast<float>(key.beta_bits)))
+        .first->second.get();
   } catch (const dnnl::error& e) {
     if (why != nullptr) *why = e.what();
     return nullptr;
   }
 }
 
-const Entry& entry(Compute compute, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k,
-                   float alpha, std::size_t lda, std::size_t ldb, float beta, std::size_t ldc) {
+const Entry& entry(const Key& key) {
   std::string why;
-  const Entry* e = find(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc, &why);
-  ZERODP_CHECK_MSG(e != nullptr, "gemm: oneDNN has no " + std::string(compute_name(compute)) +
+  const Entry* e = find(key, &why);
+  ZERODP_CHECK_MSG(e != nullptr, "gemm: oneDNN has no " + std::string(compute_name(key.compute)) +
                                      " matmul for this product here: " + why);
   return *e;
+}
+
+// One thread's memory objects for an entry, made on its first call and pointed at each call's
+// data (set_data_handle) rather than made per call: on the attention's small products, making
+// them cost about 5 % of the product (bench_gemm, "attn scores" at 1 thread). Found without a
+// lock.
+struct Bound {
+  const Entry* entry = nullptr;
+  dnnl::memory a, b, c, scratchpad;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+Bound& bound(const Key& key) {
+  thread_local std::map<Key, Bound> own;
+  Bound& it = own[key];
+  if (it.entry == nullptr) {
+    const Entry& e = entry(key);
+    const dnnl::engine& engine = cpu_engine();
+    it.a = dnnl::memory(e.a, engine, DNNL_MEMORY_NONE);
+    it.b = dnnl::memory(e.b, engine, DNNL_MEMORY_NONE);
+    it.c = dnnl::memory(e.c, engine, DNNL_MEMORY_NONE);
+    it.args = {{DNNL_ARG_SRC, it.a}, {DNNL_ARG_WEIGHTS, it.b}, {DNNL_ARG_DST, it.c}};
+    if (e.scratch_bytes > e.operand_bytes) {
+      it.scratchpad = dnnl::memory(e.scratchpad, engine, DNNL_MEMORY_NONE);
+      it.args.emplace(DNNL_ARG_SCRATCHPAD, it.scratchpad);
+    }
+    it.entry = &e;
+  }
+  return it;
 }
 
 // rows x cols of a stored matrix (row stride ld) into `to`, packed, each rounded to bf16.
@@ -156,8 +189,10 @@ void pack_bf16(std::uint16_t* to, const float* from, std::size_t rows, std::size
 
 bool available(Compute compute) {
   // oneDNN decides by the CPU and the data types, not the shape: one product answers for all.
-  static const bool fp32 = find(Compute::fp32, false, false, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16);
-  static const bool bf16 = find(Compute::bf16, false, false, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16);
+  static const bool fp32 =
+      find(make_key(Compute::fp32, false, false, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16));
+  static const bool bf16 =
+      find(make_key(Compute::bf16, false, false, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16));
   return compute == Compute::bf16 ? bf16 : fp32;
 }
 
@@ -165,7 +200,7 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
                           std::size_t k, float alpha, std::size_t lda, std::size_t ldb, float beta,
                           std::size_t ldc) {
   if (m == 0 || n == 0 || k == 0) return 0;
-  return entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc).scratch_bytes;
+  return entry(make_key(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc)).scratch_bytes;
 }
 
 std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta, bool tb,
@@ -179,7 +214,8 @@ std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta,
     }
     return 0.0;
   }
-  const Entry& e = entry(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
+  Bound& it = bound(make_key(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc));
+  const Entry& e = *it.entry;
   if (e.scratch_bytes > scratch.size_bytes()) return std::nullopt;
   auto* base = reinterpret_cast<unsigned char*>(scratch.data());
   void* a_data = const_cast<float*>(a);
@@ -196,15 +232,12 @@ std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta,
     if (clock != GemmClock::off) convert_seconds = clock_seconds(clock) - t0;
   }
   use_threads(std::max(blas_threads(), 1));
-  const dnnl::engine& engine = cpu_engine();
-  thread_local dnnl::stream stream(engine);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(e.a, engine, a_data)},
-                                             {DNNL_ARG_WEIGHTS, dnnl::memory(e.b, engine, b_data)},
-                                             {DNNL_ARG_DST, dnnl::memory(e.c, engine, c)}};
-  if (e.scratch_bytes > e.operand_bytes) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratchpad, engine, base + e.operand_bytes));
-  }
-  e.product.execute(stream, args);
+  thread_local dnnl::stream stream(cpu_engine());
+  it.a.set_data_handle(a_data);
+  it.b.set_data_handle(b_data);
+  it.c.set_data_handle(c);
+  if (e.scratch_bytes > e.operand_bytes) it.scratchpad.set_data_handle(base + e.operand_bytes);
+  e.product.execute(stream, it.args);
   stream.wait();
   return convert_seconds;
 }
