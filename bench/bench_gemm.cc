@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
       json = true;
       continue;
     }
-    if (i + 1 >= argc) {
+    const bool takes_value = a == "--threads" || a == "--rounds" || a == "--seconds";
+    if (takes_value && i + 1 >= argc) {
       std::fprintf(stderr, "bench_gemm: %s: expected a value after it\n", a.c_str());
       return 2;
     }
