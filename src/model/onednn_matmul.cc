@@ -74,8 +74,10 @@ dnnl::memory::desc operand(std::size_t rows, std::size_t cols, bool trans, std::
                : dnnl::memory::desc({r, c}, type, {l, 1});
 }
 
-std::unique_ptr<Entry> create(const Key& key, float alpha, float beta) {
+std::unique_ptr<Entry> create(const Key& key) {
   use_threads(key.threads);
+  const float alpha = std::bit_cast<float>(key.alpha_bits);
+  const float beta = std::bit_cast<float>(key.beta_bits);
   auto e = std::make_unique<Entry>();
   const bool bf16 = key.compute == Compute::bf16;
   const dt input = bf16 ? dt::bf16 : dt::f32;
@@ -128,10 +130,7 @@ const Entry* find(const Key& key, std::string* why = nullptr) {
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second.get();
   try {
-    return cache
-        .emplace(key, create(key, std::bit_cast<float>(key.alpha_bits),
-                             std::bit_cast<float>(key.beta_bits)))
-        .first->second.get();
+    return cache.emplace(key, create(key)).first->second.get();
   } catch (const dnnl::error& e) {
     if (why != nullptr) *why = e.what();
     return nullptr;
