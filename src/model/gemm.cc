@@ -153,11 +153,13 @@ void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, s
   const GemmClock clock = g_clock.load(std::memory_order_relaxed);
   const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
   double convert_seconds = 0.0;
-  // A product oneDNN needs more scratch for than the caller has runs on OpenBLAS (below).
+  // OpenBLAS (below) runs a product of no terms (k = 0: C = beta C) and one oneDNN needs more
+  // scratch for than the caller has.
   const std::optional<double> native =
-      how.kernel == GemmKernel::onednn ? onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k,
-                                                        alpha, a, lda, b, ldb, beta, c, ldc, clock)
-                                       : std::nullopt;
+      how.kernel == GemmKernel::onednn && k > 0
+          ? onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                           c, ldc, clock)
+          : std::nullopt;
   if (native) {
     convert_seconds = *native;
   } else if (how.compute == Compute::fp32) {

@@ -206,13 +206,6 @@ std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta,
                              std::size_t m, std::size_t n, std::size_t k, float alpha,
                              const float* a, std::size_t lda, const float* b, std::size_t ldb,
                              float beta, float* c, std::size_t ldc, GemmClock clock) {
-  if (k == 0) {  // no products: C = beta C (and beta = 0 writes zeros, whatever C held)
-    for (std::size_t i = 0; i < m; ++i) {
-      for (std::size_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    }
-    return 0.0;
-  }
   Bound& it = bound(make_key(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc));
   const Entry& e = *it.entry;
   if (e.scratch_bytes > scratch.size_bytes()) return std::nullopt;

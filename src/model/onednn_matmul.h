@@ -29,10 +29,10 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
                           std::size_t k, float alpha, std::size_t lda, std::size_t ldb, float beta,
                           std::size_t ldc);
 
-// C = alpha op(A) op(B) + beta C, m, n >= 1 (gemm() returns before for an empty C). k = 0
-// gives beta C, as sgemm does. Returns the seconds spent rounding the operands to bf16, on
-// `clock` (0 when off, and in fp32); nothing, having written nothing, when the scratch is
-// smaller than scratch_bytes().
+// C = alpha op(A) op(B) + beta C, m, n, k >= 1: gemm() returns before for an empty C, and
+// gives a product of no terms (k = 0: C = beta C) to OpenBLAS. Returns the seconds spent
+// rounding the operands to bf16, on `clock` (0 when off, and in fp32); nothing, having written
+// nothing, when the scratch is smaller than scratch_bytes().
 std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta, bool tb,
                              std::size_t m, std::size_t n, std::size_t k, float alpha,
                              const float* a, std::size_t lda, const float* b, std::size_t ldb,
