@@ -281,7 +281,8 @@ int main(int argc, char** argv) {
         const auto [lo, hi] = std::minmax_element(series[i].gflops.begin(), series[i].gflops.end());
         std::printf(
             "{\"case\": \"%s\", \"m\": %zu, \"n\": %zu, \"k\": %zu, \"kernel\": \"%s\", "
-            "\"impl\": \"%s\", \"gflops\": %.2f, \"min\": %.2f, \"max\": %.2f, \"threads\": %d}\n",
+            "\"implementation\": \"%s\", \"gflops\": %.2f, \"min\": %.2f, \"max\": %.2f, "
+            "\"threads\": %d}\n",
             c.name, m, n, k, kernels[i].first.c_str(), names[i].c_str(), median(series[i].gflops),
             *lo, *hi, threads);
       }
