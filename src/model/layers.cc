@@ -3,7 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/avx512.h"
+#include "model/layer_variants.h"
 #include "model/simd_math.h"
+#include "zerodp/common/error.h"
 #include "zerodp/model/gemm.h"
 
 namespace zerodp::model {
@@ -140,11 +143,36 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
   for (std::size_t i = 0; i < N; ++i) dinp[i] = gelu_at(inp[i]).slope * dout[i];
 }
 
-void gelu_forward_keep_slope(float* out, float* slope, const float* inp, std::size_t N) {
+// The forward's GELU is the largest elementwise pass of a step (an exponential per element of
+// [B*T, 4C]): built twice, for the baseline and for AVX-512 (model/avx512.h), the same bits.
+void gelu_forward_keep_slope_baseline(float* out, float* slope, const float* inp, std::size_t N) {
   for (std::size_t i = 0; i < N; ++i) {
     const GeluAt g = gelu_at(inp[i]);
     out[i] = g.value;
     slope[i] = g.slope;
+  }
+}
+
+#if ZERODP_HAVE_AVX512_VARIANTS
+ZERODP_AVX512 void gelu_forward_keep_slope_avx512(float* out, float* slope, const float* inp,
+                                                  std::size_t N) {
+  for (std::size_t i = 0; i < N; ++i) {
+    const GeluAt g = gelu_at(inp[i]);
+    out[i] = g.value;
+    slope[i] = g.slope;
+  }
+}
+#else
+void gelu_forward_keep_slope_avx512(float*, float*, const float*, std::size_t) {
+  ZERODP_CHECK_MSG(false, "gelu_forward_keep_slope_avx512: not built for this target");
+}
+#endif
+
+void gelu_forward_keep_slope(float* out, float* slope, const float* inp, std::size_t N) {
+  if (cpu_runs_avx512()) {
+    gelu_forward_keep_slope_avx512(out, slope, inp, N);
+  } else {
+    gelu_forward_keep_slope_baseline(out, slope, inp, N);
   }
 }
 

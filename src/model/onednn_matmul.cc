@@ -17,8 +17,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "model/bf16_pack.h"
 #include "model/gemm_clock.h"
-#include "zerodp/common/dtype.h"
 
 namespace zerodp::model::onednn {
 namespace {
@@ -172,16 +172,6 @@ Bound& bound(const Key& key) {
     it.entry = &e;
   }
   return it;
-}
-
-// rows x cols of a stored matrix (row stride ld) into `to`, packed, each rounded to bf16.
-void pack_bf16(std::uint16_t* to, const float* from, std::size_t rows, std::size_t cols,
-               std::size_t ld) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = from + r * ld;
-    std::uint16_t* out = to + r * cols;
-    for (std::size_t i = 0; i < cols; ++i) out[i] = float_to_bf16(row[i]);
-  }
 }
 
 }  // namespace
