@@ -65,6 +65,22 @@ void round_to_bf16(float* to, const float* from, std::size_t rows, std::size_t c
   }
 }
 
+// What the front of a scratch holds: the left operand the calling thread's last bf16 product
+// on it rounded there, and in which form (Reuse::a). Kept per thread, as a scratch is one
+// thread's; any product on the scratch rewrites its front, so each product sets it anew.
+enum class Rounded { none, fp32_values, bf16_packed };
+struct FrontOfScratch {
+  const float* scratch = nullptr;
+  const float* a = nullptr;
+  std::size_t rows = 0, cols = 0, ld = 0;
+  Rounded form = Rounded::none;
+  bool holds(const float* s, const float* x, std::size_t r, std::size_t c, std::size_t l,
+             Rounded f) const {
+    return form == f && scratch == s && a == x && rows == r && cols == c && ld == l;
+  }
+};
+thread_local FrontOfScratch t_front;
+
 void count(GemmClock clock, double t0, double convert_seconds, std::size_t m, std::size_t n,
            std::size_t k) {
   if (clock != GemmClock::off) {
@@ -147,33 +163,41 @@ void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, s
 
 void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-          std::size_t ldb, float beta, float* c, std::size_t ldc) {
+          std::size_t ldb, float beta, float* c, std::size_t ldc, Reuse reuse) {
   if (m == 0 || n == 0) return;
   const bool ta = trans_a == Trans::yes, tb = trans_b == Trans::yes;
   const GemmClock clock = g_clock.load(std::memory_order_relaxed);
   const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
   double convert_seconds = 0.0;
+  // The stored matrices: A is a_rows x a_cols, B is b_rows x b_cols.
+  const std::size_t a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const std::size_t b_rows = tb ? n : k, b_cols = tb ? k : n;
+  const float* front = how.scratch.data();
+  auto has_front = [&](Rounded form) {
+    return reuse == Reuse::a && t_front.holds(front, a, a_rows, a_cols, lda, form);
+  };
   // OpenBLAS (below) runs a product of no terms (k = 0: C = beta C) and one oneDNN needs more
   // scratch for than the caller has.
   const std::optional<double> native =
       how.kernel == GemmKernel::onednn && k > 0
           ? onednn::matmul(how.compute, how.scratch, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
-                           c, ldc, clock)
+                           c, ldc, clock, has_front(Rounded::bf16_packed))
           : std::nullopt;
   if (native) {
     convert_seconds = *native;
+    t_front = how.compute == Compute::bf16
+                  ? FrontOfScratch{front, a, a_rows, a_cols, lda, Rounded::bf16_packed}
+                  : FrontOfScratch{};
   } else if (how.compute == Compute::fp32) {
     sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
-    // The stored matrices, packed: A is a_rows x a_cols, B is b_rows x b_cols.
-    const std::size_t a_rows = ta ? k : m, a_cols = ta ? m : k;
-    const std::size_t b_rows = tb ? n : k, b_cols = tb ? k : n;
     ZERODP_CHECK_MSG(a_rows * a_cols + b_rows * b_cols <= how.scratch.size(),
                      "gemm: the bf16 scratch is smaller than the operands");
     float* a16 = how.scratch.data();
     float* b16 = a16 + a_rows * a_cols;
-    round_to_bf16(a16, a, a_rows, a_cols, lda);
+    if (!has_front(Rounded::fp32_values)) round_to_bf16(a16, a, a_rows, a_cols, lda);
     round_to_bf16(b16, b, b_rows, b_cols, ldb);
+    t_front = {front, a, a_rows, a_cols, lda, Rounded::fp32_values};
     if (clock != GemmClock::off) convert_seconds = clock_seconds(clock) - t0;
     // OpenBLAS wants a row stride of at least 1, also of an empty matrix.
     sgemm(ta, tb, m, n, k, alpha, a16, std::max<std::size_t>(a_cols, 1), b16,

@@ -105,8 +105,9 @@ void matmul_residual_forward(float* out, const float* residual, const float* inp
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, std::size_t BT, std::size_t C, std::size_t OC,
                      const GemmCompute& how) {
-  gemm(how, Trans::no, Trans::no, BT, C, OC, 1.0f, dout, weight, 0.0f, dinp);   // dout @ W
-  gemm(how, Trans::yes, Trans::no, OC, C, BT, 1.0f, dout, inp, 1.0f, dweight);  // += dout^T @ inp
+  gemm(how, Trans::no, Trans::no, BT, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);  // dout W
+  // += dout^T inp: the same stored dout, whose rounding the product above left in the scratch.
+  gemm(how, Trans::yes, Trans::no, OC, C, BT, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, Reuse::a);
   if (dbias != nullptr) {
     for (std::size_t i = 0; i < BT; ++i) {
       const float* dout_i = dout + i * OC;

@@ -195,7 +195,8 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
 std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta, bool tb,
                              std::size_t m, std::size_t n, std::size_t k, float alpha,
                              const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                             float beta, float* c, std::size_t ldc, GemmClock clock) {
+                             float beta, float* c, std::size_t ldc, GemmClock clock,
+                             bool a_rounded) {
   Bound& it = bound(make_key(compute, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc));
   const Entry& e = *it.entry;
   if (e.scratch_bytes > scratch.size_bytes()) return std::nullopt;
@@ -207,7 +208,7 @@ std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta,
     const double t0 = clock == GemmClock::off ? 0.0 : clock_seconds(clock);
     auto* a16 = reinterpret_cast<std::uint16_t*>(base);
     auto* b16 = reinterpret_cast<std::uint16_t*>(base + aligned(2 * m * k));
-    pack_bf16(a16, a, ta ? k : m, ta ? m : k, lda);
+    if (!a_rounded) pack_bf16(a16, a, ta ? k : m, ta ? m : k, lda);
     pack_bf16(b16, b, tb ? n : k, tb ? k : n, ldb);
     a_data = a16;
     b_data = b16;
@@ -242,7 +243,7 @@ std::size_t scratch_bytes(Compute, bool, bool, std::size_t, std::size_t, std::si
 
 std::optional<double> matmul(Compute, std::span<float>, bool, bool, std::size_t, std::size_t,
                              std::size_t, float, const float*, std::size_t, const float*,
-                             std::size_t, float, float*, std::size_t, GemmClock) {
+                             std::size_t, float, float*, std::size_t, GemmClock, bool) {
   ZERODP_CHECK_MSG(false, "gemm: zerodp was built without oneDNN");
 }
 

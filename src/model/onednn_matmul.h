@@ -32,10 +32,12 @@ std::size_t scratch_bytes(Compute compute, bool ta, bool tb, std::size_t m, std:
 // C = alpha op(A) op(B) + beta C, m, n, k >= 1: gemm() returns before for an empty C, and
 // gives a product of no terms (k = 0: C = beta C) to OpenBLAS. Returns the seconds spent
 // rounding the operands to bf16, on `clock` (0 when off, and in fp32); nothing, having written
-// nothing, when the scratch is smaller than scratch_bytes().
+// nothing, when the scratch is smaller than scratch_bytes(). a_rounded (bf16): A's bf16 form is
+// already at the front of the scratch, packed as this call would pack it; it is not redone.
 std::optional<double> matmul(Compute compute, std::span<float> scratch, bool ta, bool tb,
                              std::size_t m, std::size_t n, std::size_t k, float alpha,
                              const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                             float beta, float* c, std::size_t ldc, GemmClock clock);
+                             float beta, float* c, std::size_t ldc, GemmClock clock,
+                             bool a_rounded);
 
 }  // namespace zerodp::model::onednn

@@ -337,6 +337,48 @@ TEST_P(GemmKernels, SameBitsEveryCallFromEveryThread) {
   }
 }
 
+TEST_P(GemmKernels, ReusingTheLeftOperandsRoundingGivesTheBitsOfRoundingItAgain) {
+  // A layer's backward: dinp = dout W, then dW += dout^T X with Reuse::a, which takes dout's
+  // rounding from the front of the scratch. It must give the bits of rounding dout again, and
+  // must round it again when the front holds something else: here another product on the same
+  // scratch, of a matrix of dout's shape, ran in between.
+  const GemmKernel kernel = GetParam();
+  const std::size_t R = 37, O = 21, C = 19, ld_dout = O + 3;  // dout [R, O] with a wider row
+  const std::vector<float> dout = testing::random_vector(R * ld_dout, 71, 1.0);
+  const std::vector<float> other = testing::random_vector(R * ld_dout, 72, 1.0);
+  const std::vector<float> w = testing::random_vector(O * C, 73, 0.5);
+  const std::vector<float> x = testing::random_vector(R * C, 74, 2.0);
+  for (const Compute compute : {Compute::fp32, Compute::bf16}) {
+    if (!gemm_kernel_available(kernel, compute)) continue;
+    SCOPED_TRACE(std::string(compute_name(compute)));
+    const std::size_t need = std::max(gemm_scratch_floats(kernel, compute, Trans::no, Trans::no, R,
+                                                          C, O, 1.0f, ld_dout, C, 0.0f, C),
+                                      gemm_scratch_floats(kernel, compute, Trans::yes, Trans::no, O,
+                                                          C, R, 1.0f, ld_dout, C, 1.0f, C));
+    std::vector<float> scratch(need);
+    const GemmCompute how{compute, scratch, kernel};
+    auto dinp = [&](const std::vector<float>& a) {
+      std::vector<float> out(R * C, 0.0f);
+      gemm(how, Trans::no, Trans::no, R, C, O, 1.0f, a.data(), ld_dout, w.data(), C, 0.0f,
+           out.data(), C);
+      return out;
+    };
+    auto dweight = [&](Reuse reuse) {
+      std::vector<float> out(O * C, 0.25f);
+      gemm(how, Trans::yes, Trans::no, O, C, R, 1.0f, dout.data(), ld_dout, x.data(), C, 1.0f,
+           out.data(), C, reuse);
+      return out;
+    };
+    dinp(dout);
+    const std::vector<float> rounded_again = dweight(Reuse::none);
+    dinp(dout);
+    EXPECT_EQ(dweight(Reuse::a), rounded_again) << "reused after dout W";
+    dinp(dout);
+    dinp(other);  // the front now holds `other`, at dout's shape and stride
+    EXPECT_EQ(dweight(Reuse::a), rounded_again) << "reused after a product of another matrix";
+  }
+}
+
 TEST(GemmOneDnn, AProductShortOfScratchRunsTheEmulation) {
   // oneDNN's bf16 operands sit at 64-byte boundaries: a 2 x 4 by 4 x 3 product needs 128 bytes
   // of it, more than the emulation's 20 floats (80 bytes). Given those 20 floats, gemm() runs

@@ -69,6 +69,16 @@ std::size_t gemm_scratch_floats(GemmKernel kernel, Compute compute, Trans trans_
                                 std::size_t m, std::size_t n, std::size_t k, float alpha,
                                 std::size_t lda, std::size_t ldb, float beta, std::size_t ldc);
 
+// Whether a product may take its left operand's rounding from the product before it.
+//  - none: A is rounded into the scratch, as always.
+//  - a: the caller declares that the stored A (the same pointer, rows, columns and row stride,
+//    whatever trans_a) is the stored A of the previous product on this scratch, from this
+//    thread, unchanged since. In bf16 its rounding, at the front of the scratch, is used again
+//    instead of being redone; where the previous product left none (fp32, another kernel, an
+//    empty product), A is rounded as usual. The same bits either way: it saves the pass only.
+//    (A layer's backward reads its output gradient twice, as dout W and as dout^T inp.)
+enum class Reuse { none, a };
+
 // The product in `how.compute` on `how.kernel`. ZERODP_CHECK that the kernel is available. A
 // product oneDNN needs more scratch for than `how.scratch` holds runs on OpenBLAS instead (in
 // bf16 the emulation: the same bf16 inputs and fp32 sums, in another order, and the same for
@@ -77,7 +87,7 @@ std::size_t gemm_scratch_floats(GemmKernel kernel, Compute compute, Trans trans_
 // of oneDNN's larger than expected costs speed, never the run.
 void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, std::size_t lda, const float* b,
-          std::size_t ldb, float beta, float* c, std::size_t ldc);
+          std::size_t ldb, float beta, float* c, std::size_t ldc, Reuse reuse = Reuse::none);
 void gemm(const GemmCompute& how, Trans trans_a, Trans trans_b, std::size_t m, std::size_t n,
           std::size_t k, float alpha, const float* a, const float* b, float beta, float* c);
 
