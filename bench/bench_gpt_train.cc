@@ -36,7 +36,10 @@
 // token (the T x T scores and the mixing, each over the T (T+1) / 2 visible pairs, forward and
 // backward): the same count whatever the implementation does. "GEMM/core" divides the flops sgemm
 // actually ran by the time spent inside it, per core. Exposed comm is the engine's time blocked on
-// collectives, over the block's time, averaged over ranks.
+// collectives, over the block's time, averaged over ranks. Optimizer is the step's optimizer
+// phase (StepResult::optimizer_seconds: the gradient norm, AdamW, the rounding to 16-bit
+// params), over the block's wall time, averaged over ranks; it runs on the rank's own thread,
+// so at N = 1 the model's other threads wait through it.
 #include <time.h>
 
 #include <algorithm>
@@ -89,7 +92,7 @@ struct Args {
 
 // One timed block, as every rank saw it.
 struct RankBlock {
-  double wall = 0, thread_cpu = 0, exposed = 0;
+  double wall = 0, thread_cpu = 0, exposed = 0, optimizer = 0;
 };
 // And as the process saw it (rank 0 measures, between barriers).
 struct ProcessBlock {
@@ -100,7 +103,7 @@ struct Result {
   int stage = 0, ranks = 1, model_threads = 1, blas_threads = 1, cores_used = 1;
   std::vector<double> tokens_per_second;  // per block
   double step_seconds = 0, gemm_share = 0, convert_share = 0, gflops = 0, gemm_gflops = 0,
-         exposed_share = 0;
+         exposed_share = 0, optimizer_share = 0;
 };
 
 std::vector<int> parse_list(const char* flag, const std::string& text) {
@@ -242,6 +245,7 @@ void time_blocks(const Args& args, const model::GptConfig& cfg, const data::Samp
     model::GptModel model(cfg);
     model.set_threads(r.model_threads);
     zero::Engine engine(model, comm, samples, opt);
+    engine.set_threads(std::max(1, r.cores_used / r.ranks));  // a rank's cores, as `zerodp train`
     const int rank = comm.rank();
     for (int i = 0; i < args.warmup; ++i) engine.step(1e-3f);
     for (int b = 0; b < args.repeats; ++b) {
@@ -249,7 +253,11 @@ void time_blocks(const Args& args, const model::GptConfig& cfg, const data::Samp
       comm.barrier();
       const double c0 = process_cpu_seconds(), t0 = thread_cpu_seconds(), w0 = wall_seconds();
       const model::GemmStats g0 = model::gemm_stats();  // read by rank 0 only
-      for (int s = 0; s < args.steps; ++s) rb.exposed += engine.step(1e-3f).exposed_comm_seconds;
+      for (int s = 0; s < args.steps; ++s) {
+        const zero::StepResult step = engine.step(1e-3f);
+        rb.exposed += step.exposed_comm_seconds;
+        rb.optimizer += step.optimizer_seconds;
+      }
       engine.flush();  // stages 1-2: the param all-gathers of the last update
       comm.barrier();
       const model::GemmStats g1 = model::gemm_stats();
@@ -272,7 +280,7 @@ void summarise(const Args& args, const model::GptConfig& cfg,
   const double flops_per_token =
       6.0 * double(cfg.param_count()) + 6.0 * cfg.layers * double(cfg.seq_len) * double(cfg.hidden);
   std::vector<double> block_seconds(args.repeats);
-  double gemm_share = 0, convert_share = 0, gemm_rate = 0, exposed = 0;
+  double gemm_share = 0, convert_share = 0, gemm_rate = 0, exposed = 0, optimizer = 0;
   for (int b = 0; b < args.repeats; ++b) {
     const ProcessBlock& pb = process[b];
     double t = blocks[0][b].wall;
@@ -289,7 +297,10 @@ void summarise(const Args& args, const model::GptConfig& cfg,
     convert_share +=
         args.cpu ? pb.convert_seconds / pb.cpu : pb.convert_seconds / (blocks[0][b].wall * threads);
     gemm_rate += pb.gemm_flops / (pb.gemm_seconds * r.blas_threads);
-    for (int k = 0; k < ranks; ++k) exposed += blocks[k][b].exposed / blocks[k][b].wall;
+    for (int k = 0; k < ranks; ++k) {
+      exposed += blocks[k][b].exposed / blocks[k][b].wall;
+      optimizer += blocks[k][b].optimizer / blocks[k][b].wall;
+    }
   }
   const double n = double(args.repeats);
   r.step_seconds = median(block_seconds) / args.steps;
@@ -297,6 +308,7 @@ void summarise(const Args& args, const model::GptConfig& cfg,
   r.convert_share = convert_share / n;
   r.gemm_gflops = gemm_rate / n * 1e-9;
   r.exposed_share = exposed / (n * ranks);
+  r.optimizer_share = optimizer / (n * ranks);
   r.gflops = median(r.tokens_per_second) * flops_per_token * 1e-9;
 }
 
@@ -377,8 +389,9 @@ void print_environment(const Args& args, const model::GptConfig& cfg, int cores,
   std::printf(
       "threads: per rank, model threads x OpenBLAS threads; GFLOP/s: 6 x params + 6 L T C "
       "(causal attention) per token\n\n");
-  std::printf("%5s %3s %7s %9s %17s %8s %6s %8s %10s %7s\n", "stage", "N", "threads", "tokens/s",
-              "(min - max)", "ms/step", "GEMM", "GFLOP/s", "GEMM/core", "exposed");
+  std::printf("%5s %3s %7s %9s %17s %8s %6s %8s %10s %7s %9s\n", "stage", "N", "threads",
+              "tokens/s", "(min - max)", "ms/step", "GEMM", "GFLOP/s", "GEMM/core", "exposed",
+              "optimizer");
 }
 
 void print_result(const Args& args, const Result& r) {
@@ -391,17 +404,18 @@ void print_result(const Args& args, const Result& r) {
         "\"min\": %.1f, \"max\": %.1f, \"step_ms\": %.3f, \"gemm_share\": %.4f, "
         "\"convert_share\": %.4f, "
         "\"gflops\": %.2f, \"gemm_gflops_per_core\": %.2f, \"exposed_comm_share\": %.4f, "
-        "\"compute\": \"%s\", \"kernel\": \"%s\", \"time\": \"%s\"}\n",
+        "\"optimizer_share\": %.4f, \"compute\": \"%s\", \"kernel\": \"%s\", \"time\": \"%s\"}\n",
         r.stage, r.ranks, r.model_threads, r.blas_threads, tps, *lo, *hi, r.step_seconds * 1e3,
-        r.gemm_share, r.convert_share, r.gflops, r.gemm_gflops, r.exposed_share,
+        r.gemm_share, r.convert_share, r.gflops, r.gemm_gflops, r.exposed_share, r.optimizer_share,
         std::string(model::compute_name(args.compute)).c_str(), kernel_name(args.compute),
         args.cpu ? "cpu" : "wall");
   } else {
     const std::string threads =
         std::to_string(r.model_threads) + "x" + std::to_string(r.blas_threads);
-    std::printf("%5d %3d %7s %9.0f %8.0f - %6.0f %8.1f %5.0f%% %8.1f %10.1f %6.1f%%\n", r.stage,
-                r.ranks, threads.c_str(), tps, *lo, *hi, r.step_seconds * 1e3, 100 * r.gemm_share,
-                r.gflops, r.gemm_gflops, 100 * r.exposed_share);
+    std::printf("%5d %3d %7s %9.0f %8.0f - %6.0f %8.1f %5.0f%% %8.1f %10.1f %6.1f%% %8.1f%%\n",
+                r.stage, r.ranks, threads.c_str(), tps, *lo, *hi, r.step_seconds * 1e3,
+                100 * r.gemm_share, r.gflops, r.gemm_gflops, 100 * r.exposed_share,
+                100 * r.optimizer_share);
   }
   std::fflush(stdout);
 }

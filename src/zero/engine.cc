@@ -12,6 +12,7 @@
 #include "zero/param_gatherer.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/lane_pool.h"
 #include "zerodp/common/partition.h"
 #include "zerodp/common/sha256.h"
 
@@ -62,10 +63,14 @@ struct Engine::Impl {
   bool full_optimizer() const { return !sharding(opt.stage).optimizer_states; }
 
   void init_weights();
-  // The 16-bit params from the fp32 master, rounded (after every update and after a load).
-  // Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in flight
-  // in param_gathers, for each unit to wait on before it computes.
+  // The 16-bit params from the fp32 master, rounded (after a load; update() rounds as it
+  // goes). Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in
+  // flight in param_gathers, for each unit to wait on before it computes.
   void rebuild_params16(bool overlap_gathers);
+  // Where the rounding of the master elements of `bucket` this rank updates goes in params16.
+  std::uint16_t* own_params16(const Bucket& bucket);
+  // Stages 1 and 2: all-gathers the bucket's 16-bit params in place, from every rank's chunk.
+  void publish_params16(const Bucket& bucket, bool overlap_gathers);
   void wait_param_gathers(int unit);
   // The 16-bit params of a unit, ready for compute (stage 3: gathered beforehand).
   const std::uint16_t* params16_of(int unit) const;
@@ -115,6 +120,9 @@ struct Engine::Impl {
   std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight
 
   optim::LossScaler scaler;
+  // set_threads: fn(begin, end) over parts of [0, n), one per thread, in split().
+  std::unique_ptr<LanePool> pool;
+  void split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
   std::int64_t t = 0;
   std::uint64_t samples_done = 0;
 };
@@ -232,6 +240,24 @@ void Engine::Impl::init_weights() {
   }
 }
 
+void Engine::Impl::split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
+  // Below this many elements waking the pool costs more than the pass (tens of microseconds).
+  constexpr std::size_t kWorthSplitting = std::size_t{1} << 15;
+  // Parts start on 64-byte boundaries of 4-byte elements: no two threads write one cache line.
+  constexpr std::size_t kAlign = 16;
+  if (!pool || n < kWorthSplitting) {
+    fn(0, n);
+    return;
+  }
+  const std::size_t parts = std::size_t(pool->lanes());
+  pool->run([&](int lane) {
+    const std::size_t p = std::size_t(lane);
+    const std::size_t begin = std::min(n, n * p / parts / kAlign * kAlign);
+    const std::size_t end = p + 1 == parts ? n : std::min(n, n * (p + 1) / parts / kAlign * kAlign);
+    if (begin < end) fn(begin, end);
+  });
+}
+
 const std::uint16_t* Engine::Impl::params16_of(int unit) const {
   if (gatherer) return gatherer->data(unit);
   return params16.data() + units[unit].param_offset;
@@ -250,7 +276,11 @@ model::UnitViews Engine::Impl::views(int unit, bool with_grads) {
   for (int u : list) {
     const std::size_t n = units[u].param_count;
     wait_param_gathers(u);
-    half_to_float(opt.precision, params16_of(u), param32.data() + at, n);
+    const std::uint16_t* from = params16_of(u);
+    float* to = param32.data() + at;
+    split(n, [&](std::size_t b, std::size_t e) {
+      half_to_float(opt.precision, from + b, to + b, e - b);
+    });
     v.params.emplace_back(param32.data() + at, n);
     at += n;
     if (with_grads) {
@@ -320,8 +350,9 @@ std::pair<double, double> Engine::Impl::local_grad_stats() const {
 
 void Engine::Impl::update(float lr, float grad_mul) {
   ++t;
-  float block[1024];
-  // Unsharded optimizer states: every element on every rank; sharded: this rank's chunks.
+  // Unsharded optimizer states: every element on every rank; sharded: this rank's chunks. Each
+  // block of the master is rounded to its 16-bit params as soon as it is updated, while it is
+  // in cache, and each bucket's params go to the other ranks as soon as the bucket is done.
   for (const Bucket& bucket : part.buckets) {
     const std::size_t first = full_optimizer() ? bucket.offset : bucket.local;
     const std::size_t count = full_optimizer() ? bucket.count : bucket.shard.size;
@@ -329,15 +360,20 @@ void Engine::Impl::update(float lr, float grad_mul) {
         full_grads() ? grads16.data() +
                            (full_optimizer() ? bucket.offset : bucket.offset + bucket.shard.offset)
                      : grads16.data() + bucket.local;
-    for (std::size_t done = 0; done < count; done += 1024) {
-      const std::size_t len = std::min<std::size_t>(1024, count - done);
-      half_to_float(opt.precision, g + done, block, len);
-      optim::adamw_update({master.data() + first + done, len}, {block, len}, grad_mul,
-                          {adam_m.data() + first + done, len}, {adam_v.data() + first + done, len},
-                          lr, t, opt.adamw);
-    }
+    std::uint16_t* p16 = own_params16(bucket);
+    split(count, [&](std::size_t begin, std::size_t end) {
+      float block[1024];
+      for (std::size_t done = begin; done < end; done += 1024) {
+        const std::size_t len = std::min<std::size_t>(1024, end - done);
+        float* w = master.data() + first + done;
+        half_to_float(opt.precision, g + done, block, len);
+        optim::adamw_update({w, len}, {block, len}, grad_mul, {adam_m.data() + first + done, len},
+                            {adam_v.data() + first + done, len}, lr, t, opt.adamw);
+        float_to_half(opt.precision, w, p16 + done, len);
+      }
+    });
+    publish_params16(bucket, opt.overlap);
   }
-  rebuild_params16(opt.overlap);
 }
 
 Flags Engine::Impl::agree_on_flags(float (&scalars)[3], bool overflow, bool stop) {
@@ -358,28 +394,32 @@ Flags Engine::Impl::agree_on_flags(float (&scalars)[3], bool overflow, bool stop
   return {.overflow = scalars[2] > 0.0f, .stop = stops > 0.0f};
 }
 
-void Engine::Impl::rebuild_params16(bool overlap_gathers) {
-  // A whole master converts all; otherwise each rank converts its chunks and, unless the
-  // params are sharded too, all-gathers them in place.
-  if (full_optimizer()) {
-    float_to_half(opt.precision, master.data(), params16.data(), part.total);
-    return;
+std::uint16_t* Engine::Impl::own_params16(const Bucket& bucket) {
+  if (full_optimizer()) return params16.data() + bucket.offset;
+  if (!full_params()) return params16.data() + bucket.local;
+  return params16.data() + bucket.offset + bucket.shard.offset;
+}
+
+void Engine::Impl::publish_params16(const Bucket& bucket, bool overlap_gathers) {
+  if (full_optimizer() || !full_params()) return;
+  std::uint16_t* full = params16.data() + bucket.offset;
+  comm::Handle h =
+      comm.all_gather_async(full + bucket.shard.offset, full, bucket.count, opt.precision);
+  if (overlap_gathers) {
+    param_gathers[bucket.unit].push_back(std::move(h));
+  } else {
+    h.wait();
   }
+}
+
+void Engine::Impl::rebuild_params16(bool overlap_gathers) {
   for (const Bucket& bucket : part.buckets) {
-    const float* own = master.data() + bucket.local;
-    if (!full_params()) {
-      float_to_half(opt.precision, own, params16.data() + bucket.local, bucket.shard.size);
-      continue;
-    }
-    std::uint16_t* full = params16.data() + bucket.offset;
-    float_to_half(opt.precision, own, full + bucket.shard.offset, bucket.shard.size);
-    comm::Handle h =
-        comm.all_gather_async(full + bucket.shard.offset, full, bucket.count, opt.precision);
-    if (overlap_gathers) {
-      param_gathers[bucket.unit].push_back(std::move(h));
-    } else {
-      h.wait();
-    }
+    const float* from = master.data() + (full_optimizer() ? bucket.offset : bucket.local);
+    std::uint16_t* to = own_params16(bucket);
+    split(full_optimizer() ? bucket.count : bucket.shard.size, [&](std::size_t b, std::size_t e) {
+      float_to_half(opt.precision, from + b, to + b, e - b);
+    });
+    publish_params16(bucket, overlap_gathers);
   }
 }
 
@@ -476,6 +516,11 @@ float Engine::evaluate(const model::MicroBatch& batch) {
   float loss = e.model.loss();
   e.comm.all_reduce(&loss, 1, DType::f32);
   return loss / float(e.ranks);
+}
+
+void Engine::set_threads(int threads) {
+  ZERODP_CHECK_MSG(threads >= 1, "Engine::set_threads: expected at least 1 thread");
+  impl_->pool = threads > 1 ? std::make_unique<LanePool>(threads) : nullptr;
 }
 
 void Engine::flush() {

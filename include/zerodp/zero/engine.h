@@ -174,6 +174,14 @@ class Engine {
   // Completes collectives still in flight (param gathers overlapped into the next step).
   void flush();
 
+  // The threads this rank splits its engine's elementwise passes over: the 16-bit params turned
+  // into the fp32 views the model reads, AdamW, and the update rounded to 16 bits (the gradient
+  // norm stays on the rank's thread: its sum has one order). 1 (the default) uses the rank's
+  // thread alone; more, for a rank alone on several cores (with its model's threads,
+  // GptModel::set_threads), run those passes on a pool of its own. The bits do not depend on
+  // it: each element is computed as on one thread. ZERODP_CHECK threads >= 1.
+  void set_threads(int threads);
+
   // The full fp32 master weights, on every rank (collective). For export and tests: it holds
   // a full copy on every rank.
   std::vector<float> gather_master();
