@@ -76,8 +76,13 @@ void check_memory(const MemoryNeed& need, const zero::EngineOptions& options,
 void configure_blas_threads(const Launch& launch) {
   const int ranks_here = static_cast<int>(ranks_here_and_total(launch).first);
   if (ranks_here <= 1) return;
+  model::set_blas_threads(rank_cores(launch));
+}
+
+int rank_cores(const Launch& launch) {
+  const u128 ranks_here = std::max<u128>(1, ranks_here_and_total(launch).first);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  model::set_blas_threads(std::max(1, cores / ranks_here));
+  return static_cast<int>(std::max<u128>(1, u128(cores) / ranks_here));
 }
 
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn) {

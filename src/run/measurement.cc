@@ -61,10 +61,11 @@ struct Timing {
 
 // A few steps of one configuration: one warm-up step (first touches, buffer growth), then
 // `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
-Timing run_steps(comm::Communicator& comm, const ModelSpec& spec,
+Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
                  const zero::EngineOptions& options, int steps, RankMeasure* out) {
   const std::unique_ptr<model::Model> model = spec.make();
   zero::Engine engine(*model, comm, spec.samples(), options);
+  engine.set_threads(rank_cores(launch));
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
   comm.barrier();  // every rank of a host inside the window before its interface is read
@@ -197,12 +198,12 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
         predict::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
   }
   m.rss_baseline = proc_status_kib("VmRSS:");
-  const Timing overlapped = run_steps(comm, spec, options, steps, &m);
+  const Timing overlapped = run_steps(comm, spec, launch, options, steps, &m);
   m.rss_peak = proc_status_kib("VmHWM:");
   const bool overlap = options.overlap;
   options.overlap = false;
   options.prefetch = false;
-  const Timing sync = run_steps(comm, spec, options, steps, nullptr);
+  const Timing sync = run_steps(comm, spec, launch, options, steps, nullptr);
   m.step_seconds = overlapped.step;
   m.exposed_seconds = overlapped.exposed;
   m.step_seconds_sync = sync.step;

@@ -166,7 +166,9 @@ Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserv
       model_(s.spec.make()),
       engine_(*model_, comm, s.spec.samples(), s.options),
       tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
-                       std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()) {}
+                       std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()) {
+  engine_.set_threads(rank_cores(s.launch));
+}
 
 void Training::resume_from(const checkpoint::Checkpoint& ck) {
   engine_.import_state(ck.reader(), ck.state());

@@ -75,6 +75,34 @@ TEST(StageEquivalence, PrefetchAndOverlapDoNotChangeTheBits) {
   EXPECT_TRUE(same_weight_bits(train_mlp(small_mlp(), o, 4, 5).master, reference.master));
 }
 
+TEST(StageEquivalence, TheEnginesThreadsDoNotChangeTheBits) {
+  // Layers of 300 x 301 parameters: every unit, and at N = 2 every rank's chunk of it, is long
+  // enough for the engine to split its passes (Engine::set_threads), at 2 threads and at 3,
+  // whose parts end inside AdamW's and the conversions' 8-element blocks.
+  model::MlpConfig wide;
+  wide.width = 300;
+  wide.depth = 3;
+  zero::EngineOptions o;
+  o.micro_batch = 2;
+  o.clip_norm = 0.5f;
+  for (const DType precision : {DType::bf16, DType::f16}) {
+    o.precision = precision;
+    for (int stage = 0; stage <= 3; ++stage) {
+      o.stage = stage_from_number(stage);
+      for (const int ranks : {1, 2}) {
+        const auto one = train_mlp(wide, o, ranks, 3, 1e-2f, 1);
+        for (const int threads : {2, 3}) {
+          const auto many = train_mlp(wide, o, ranks, 3, 1e-2f, threads);
+          EXPECT_TRUE(same_weight_bits(many.master, one.master))
+              << dtype_name(precision) << " stage " << stage << " N = " << ranks << ", " << threads
+              << " threads";
+          EXPECT_EQ(many.losses, one.losses);
+        }
+      }
+    }
+  }
+}
+
 TEST(StageEquivalence, FewerParametersThanRanks) {
   model::MlpConfig tiny;
   tiny.width = 1;

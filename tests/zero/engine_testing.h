@@ -32,7 +32,7 @@ struct TrainRun {
 };
 
 inline TrainRun train_mlp(const model::MlpConfig& config, zero::EngineOptions options, int ranks,
-                          int steps, float lr = 1e-2f) {
+                          int steps, float lr = 1e-2f, int engine_threads = 1) {
   TrainRun run;
   run.ranks.resize(ranks);
   std::mutex mu;
@@ -40,6 +40,7 @@ inline TrainRun train_mlp(const model::MlpConfig& config, zero::EngineOptions op
   comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
     model::Mlp mlp(config);
     zero::Engine engine(mlp, comm, samples, options);
+    engine.set_threads(engine_threads);
     const comm::Stats before = comm.stats();
     std::vector<float> losses;
     std::uint64_t scalar = 0;

@@ -37,6 +37,10 @@ struct Launch {
 // MPI processes on one host (OMPI_COMM_WORLD_LOCAL_SIZE). Two thread pools per core spin
 // against each other.
 void configure_blas_threads(const Launch& launch);
+// The cores of this machine each of its ranks may use (at least 1): all of them for a rank
+// alone, else an equal share. What a rank's engine splits its elementwise passes over
+// (zero::Engine::set_threads).
+int rank_cores(const Launch& launch);
 
 // What a run needs per rank at least: its share of the model state (16-bit params and grads,
 // fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.
