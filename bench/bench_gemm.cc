@@ -214,12 +214,16 @@ int main(int argc, char** argv) {
       stream.wait();
     });
     names.push_back(f32.kernel);
-    // The same through zerodp's gemm(): the primitive from its cache, the memory objects made
-    // per call. Beside "oneDNN fp32", what the kernel layer adds to each call.
+    // The same through zerodp's gemm(): the primitive from its cache, with the scratch it asks
+    // for (oneDNN's scratchpad: without it gemm() would run the product on OpenBLAS). Beside
+    // "oneDNN fp32", what the kernel layer adds to each call.
+    std::vector<float> scratch32(zerodp::model::gemm_scratch_floats(
+        zerodp::model::GemmKernel::onednn, zerodp::model::Compute::fp32, c.ta, c.tb, m, n, k,
+        1.0f, lda, ldb, c.beta, n));
     kernels.emplace_back("zerodp gemm() oneDNN fp32", [&, lda, ldb] {
-      zerodp::model::gemm({zerodp::model::Compute::fp32, {}, zerodp::model::GemmKernel::onednn},
-                          c.ta, c.tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, c.beta,
-                          out.data(), n);
+      zerodp::model::gemm(
+          {zerodp::model::Compute::fp32, scratch32, zerodp::model::GemmKernel::onednn}, c.ta,
+          c.tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, c.beta, out.data(), n);
     });
     names.push_back("cached " + f32.kernel);
 
