@@ -3,9 +3,12 @@
 // Measures and prints; not a pass/fail test.
 //
 //   build/bench/bench_gpt_layers [--layers L --heads H --hidden C --seq-len T
-//                                 --micro-batch B --steps N --threads K --checkpoint --cpu]
+//                                 --micro-batch B --steps N --threads K --checkpoint --cpu
+//                                 --compute fp32|bf16]
 //
-// OpenBLAS threads default to OpenBLAS's own choice; --threads sets them.
+// OpenBLAS threads default to OpenBLAS's own choice; --threads sets them (oneDNN's bf16
+// products run on as many). --compute: the products' type, as GptConfig::compute (fp32 by
+// default); bf16 runs on bf16_kernel(), each product's rounding of its operands included.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +82,13 @@ bool parse_args(int argc, char** argv, Args& args) {
       c.checkpoint_activations = true;
     } else if (a == "--cpu") {
       g_cpu_time = true;
+    } else if (a == "--compute" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "fp32" && v != "bf16") {
+        std::fprintf(stderr, "--compute: expected fp32 or bf16, got '%s'\n", v.c_str());
+        return false;
+      }
+      c.compute = v == "bf16" ? Compute::bf16 : Compute::fp32;
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return false;
@@ -136,7 +146,10 @@ class LayerBench {
         att(B * NH * T * T),
         scratch(T * T),
         stats(2 * BT),
-        targets(BT, 7) {}
+        targets(BT, 7),
+        gemm_scratch(args.c.gemm_scratch_floats(BT)),
+        how{args.c.compute, gemm_scratch,
+            args.c.compute == Compute::bf16 ? bf16_kernel() : GemmKernel::openblas} {}
 
   void run_all() {
     matmul("matmul c_attn (C -> 3C)", C, 3 * C, false);
@@ -185,24 +198,24 @@ class LayerBench {
         [&] {
           if (adds_residual) {
             matmul_residual_forward(y.data(), residual.data(), x.data(), w.data(), bias.data(), BT,
-                                    in, out);
+                                    in, out, how);
           } else {
-            matmul_forward(y.data(), x.data(), w.data(), bias.data(), BT, in, out);
+            matmul_forward(y.data(), x.data(), w.data(), bias.data(), BT, in, out, how);
           }
         },
         [&] {
           matmul_backward(dx.data(), dw.data(), dbias.data(), y.data(), x.data(), w.data(), BT, in,
-                          out);
+                          out, how);
         });
   }
 
   void attention() {
     add(
         "attention", double(L), true,
-        [&] { attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH); },
+        [&] { attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH, how); },
         [&] {
           attention_backward(dx.data(), scratch.data(), y.data(), qkv.data(), att.data(), B, T, C,
-                             NH);
+                             NH, how);
         });
   }
 
@@ -233,9 +246,10 @@ class LayerBench {
   void head() {
     add(
         "lm head matmul (C -> 256)", 1.0, true,
-        [&] { matmul_forward(y.data(), x.data(), w.data(), nullptr, BT, C, V); },
+        [&] { matmul_forward(y.data(), x.data(), w.data(), nullptr, BT, C, V, how); },
         [&] {
-          matmul_backward(dx.data(), dw.data(), nullptr, y.data(), x.data(), w.data(), BT, C, V);
+          matmul_backward(dx.data(), dw.data(), nullptr, y.data(), x.data(), w.data(), BT, C, V,
+                          how);
         });
     add(
         "softmax + cross-entropy", 1.0, false,
@@ -246,6 +260,8 @@ class LayerBench {
   const std::size_t BT, C, T, NH, L, B;
   std::vector<float> x, y, w, dw, bias, dbias, dx, qkv, slope, residual, att, scratch, stats;
   std::vector<std::uint8_t> targets;
+  std::vector<float> gemm_scratch;  // bf16: what each product rounds its operands into
+  GemmCompute how;
   std::vector<Row> rows_;
 };
 
@@ -257,9 +273,14 @@ int main(int argc, char** argv) {
   args.c.validate();
   if (args.threads > 0) set_blas_threads(args.threads);
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  std::printf("%s, micro-batch %zu; BLAS threads %d, OPENBLAS_CORETYPE=%s; %s time\n",
-              GptModel(args.c).describe().c_str(), args.B, blas_threads(),
-              coretype ? coretype : "(unset)", g_cpu_time ? "CPU" : "wall");
+  std::printf(
+      "%s, micro-batch %zu; BLAS threads %d, OPENBLAS_CORETYPE=%s; %s products on %s; %s time\n",
+      GptModel(args.c).describe().c_str(), args.B, blas_threads(), coretype ? coretype : "(unset)",
+      std::string(compute_name(args.c.compute)).c_str(),
+      std::string(
+          gemm_kernel_name(args.c.compute == Compute::bf16 ? bf16_kernel() : GemmKernel::openblas))
+          .c_str(),
+      g_cpu_time ? "CPU" : "wall");
   const double step = time_whole_model(args);
   LayerBench layers(args);
   layers.run_all();
