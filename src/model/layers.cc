@@ -146,22 +146,24 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
 
 // The forward's GELU is the largest elementwise pass of a step (an exponential per element of
 // [B*T, 4C]): built twice, for the baseline and for AVX-512 (model/avx512.h), the same bits.
-void gelu_forward_keep_slope_baseline(float* out, float* slope, const float* inp, std::size_t N) {
+namespace {
+inline void gelu_keep_slope_loop(float* out, float* slope, const float* inp, std::size_t N) {
   for (std::size_t i = 0; i < N; ++i) {
     const GeluAt g = gelu_at(inp[i]);
     out[i] = g.value;
     slope[i] = g.slope;
   }
 }
+}  // namespace
+
+void gelu_forward_keep_slope_baseline(float* out, float* slope, const float* inp, std::size_t N) {
+  gelu_keep_slope_loop(out, slope, inp, N);
+}
 
 #if ZERODP_HAVE_AVX512_VARIANTS
 ZERODP_AVX512 void gelu_forward_keep_slope_avx512(float* out, float* slope, const float* inp,
                                                   std::size_t N) {
-  for (std::size_t i = 0; i < N; ++i) {
-    const GeluAt g = gelu_at(inp[i]);
-    out[i] = g.value;
-    slope[i] = g.slope;
-  }
+  gelu_keep_slope_loop(out, slope, inp, N);
 }
 #else
 void gelu_forward_keep_slope_avx512(float*, float*, const float*, std::size_t) {
