@@ -40,7 +40,8 @@
 
 namespace zerodp::model {
 
-namespace {
+// Named, not anonymous: GptModel::Impl, a class with linkage, holds these types.
+namespace gpt_detail {
 
 struct BlockActs {
   float* ln1;       // [BT, C]
@@ -75,7 +76,11 @@ struct BlockTensors {
   F* operator[](BlockTensor t) const { return p[t]; }
 };
 
-}  // namespace
+}  // namespace gpt_detail
+
+using gpt_detail::BlockActs;
+using gpt_detail::BlockTensors;
+using gpt_detail::rows_from;
 
 struct GptModel::Impl {
   GptConfig cfg;

@@ -47,8 +47,8 @@ constexpr const char* kSpareColors[] = {"#c5b0d5", "#c49c94", "#dbdb8d", "#9edae
 // stage's model state (offload, or a framework whose shards count otherwise).
 std::vector<PeakTerm> model_state_blocks(const PlanReport& report, const StageReport& s) {
   const PlanInputs& in = report.inputs;
-  if (s.offloaded || !in.params || !in.gpus || *in.gpus > std::uint64_t(INT32_MAX)) return {};
-  const int n = static_cast<int>(*in.gpus);
+  if (s.offloaded || !in.params || !in.gpus || *in.gpus < 1) return {};
+  const int n = *in.gpus;
   const plan::BytesPerParam& b = in.bpp;
   const std::uint64_t p = plan::model_state_bytes(*in.params, n, s.stage, {b.params, 0, 0});
   const std::uint64_t g = plan::model_state_bytes(*in.params, n, s.stage, {0, b.grads, 0});
