@@ -39,6 +39,10 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_option("--qwz-block", f.qwz_block,
                   "with --zeropp qwz or qgz: elements per quantization block, each with its own "
                   "scale, 1 to 16777216 [256]");
+  app->add_option("--threads", f.threads,
+                  "threads each rank computes on, 1 to 256, or auto: the rank's share of this "
+                  "machine's cores; the GPT splits its micro-batch over them, and its bits "
+                  "depend on the count (a resume takes the checkpoint's) [auto]");
   app->add_flag("--no-prefetch", f.no_prefetch, "stage 3: gather each unit only when needed");
   app->add_flag("--no-overlap", f.no_overlap, "wait for every collective as soon as issued");
 }
@@ -123,6 +127,9 @@ run::Launch launch_options(const EngineFlags& f) {
   l.ranks = f.ranks.empty()
                 ? (threads ? 4 : 0)
                 : static_cast<int>(units::parse_whole_in(f.ranks, "--ranks", 1, max_ranks));
+  l.threads = f.threads == "auto" ? 0
+                                  : static_cast<int>(units::parse_whole_in(
+                                        f.threads, "--threads", 1, run::kMaxRankThreads));
   const double timeout =
       units::parse_seconds_in(f.timeout, "--timeout", kMinTimeoutSeconds, kMaxTimeoutSeconds);
   l.options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout * 1e3)));

@@ -34,7 +34,8 @@ struct EngineFlags {
   std::string rank_memory;      // empty: no budget
   std::string zeropp = "none";  // ZeRO++ at stage 3: none, or a list of qwz, hpz, qgz
   std::string qwz_block = "256";
-  std::string ranks_per_host;  // hpZ's hosts; empty: the backend's
+  std::string ranks_per_host;    // hpZ's hosts; empty: the backend's
+  std::string threads = "auto";  // each rank's threads (run::Launch::threads)
   bool no_prefetch = false;
   bool no_overlap = false;
 };

@@ -79,6 +79,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   if (f.model.model == "mlp" && f.model.params.empty()) f.model.params = "10M";
   run::ModelSpec spec(f.model);
   run::Launch launch = launch_options(f.engine);
+  run::model_threads(launch, spec.is_gpt());  // refuses --threads the model cannot use
   zero::EngineOptions base = engine_options(f.engine, 8);
   const std::string compute_line = spec.resolve_compute(base.precision);
   // Under MPI, measure's own settings are the run's too: every rank must measure the same.
@@ -112,7 +113,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
         {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_field()}, o,
         launch);
   }
-  run::configure_blas_threads(launch);
+  run::configure_blas_threads(launch, run::model_threads(launch, spec.is_gpt()));
 
   run::MeasureSetup setup;
   setup.params = spec.param_count();
@@ -122,6 +123,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   setup.precision = std::string(dtype_name(base.precision));
   if (spec.is_gpt()) setup.compute = std::string(model::compute_name(spec.gpt().compute));
   setup.compute_line = compute_line;
+  setup.threads = run::model_threads(launch, spec.is_gpt());
   setup.backend = launch.backend;
   setup.rss_per_process = launch.backend == "mpi";
 

@@ -87,6 +87,9 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   take("--precision", f.engine.precision, run, "precision");
   take("--zeropp", f.engine.zeropp, run, "zeropp");
   take("--qwz-block", f.engine.qwz_block, run, "qwz_block");
+  // A checkpoint from before --threads computed on one thread.
+  if (unset("--threads")) f.engine.threads = "1";
+  take("--threads", f.engine.threads, run, "threads");
   if (unset("--ranks-per-host") && run.value("ranks_per_host", 0) > 0 &&
       (f.engine.zeropp.find("hpz") != std::string::npos ||
        f.engine.zeropp.find("qgz") != std::string::npos)) {
@@ -105,6 +108,7 @@ run::TrainSettings train_settings(const TrainFlags& f) {
   run::TrainSettings s(run::ModelSpec(f.model), engine_options(f.engine, 8),
                        launch_options(f.engine));
   s.compute_line = s.spec.resolve_compute(s.options.precision);
+  run::model_threads(s.launch, s.spec.is_gpt());  // refuses --threads the model cannot use
   // Step counts: checkpoint folders are named step-%08d and found in name order, so a step
   // has at most 8 digits (and 99,999,999 steps is years of training).
   constexpr std::uint64_t kSteps = 99'999'999;
@@ -155,6 +159,10 @@ class TrainLog final : public run::TrainObserver {
         std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
         (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
     if (!s.compute_line.empty()) std::printf("%s\n", s.compute_line.c_str());
+    if (spec.is_gpt()) {
+      std::printf("threads: %d per rank (%s)\n", run::model_threads(s.launch, true),
+                  s.launch.threads > 0 ? "--threads" : "auto: the rank's share of the cores");
+    }
     for (const std::string& note : s.resume_notes) {
       std::printf("%s\n", name_fields(note, flag_of_field).c_str());
     }
@@ -323,7 +331,8 @@ void run_train(TrainFlags f, const CLI::App& app) {
       settings.options, settings.launch);
   check_curve_folder(f.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
-  run::configure_blas_threads(settings.launch);
+  run::configure_blas_threads(settings.launch,
+                              run::model_threads(settings.launch, settings.spec.is_gpt()));
   if (resume) run::check_resume(settings, *resume);
   // Held until the run ends: the folder's lock and the run id its manifests record.
   std::optional<checkpoint::SaveDir> save_dir = run::claim_save_dir(

@@ -73,16 +73,34 @@ void check_memory(const MemoryNeed& need, const zero::EngineOptions& options,
                        field_ref("micro_batch"));
 }
 
-void configure_blas_threads(const Launch& launch) {
+void configure_blas_threads(const Launch& launch, int model_threads) {
   const int ranks_here = static_cast<int>(ranks_here_and_total(launch).first);
-  if (ranks_here <= 1) return;
-  model::set_blas_threads(rank_cores(launch));
+  if (ranks_here <= 1 && model_threads <= 1) return;
+  model::set_blas_threads(std::max(1, rank_cores(launch) / std::max(1, model_threads)));
 }
 
 int rank_cores(const Launch& launch) {
-  const u128 ranks_here = std::max<u128>(1, ranks_here_and_total(launch).first);
+  u128 ranks_here = std::max<u128>(1, ranks_here_and_total(launch).first);
+  // Outside mpirun (a --dry-run), as `mpirun -np N` on this machine would run them.
+  if (launch.backend == "mpi" && std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE") == nullptr) {
+    ranks_here = std::max<u128>(1, u128(std::max(launch.ranks, 1)));
+  }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return static_cast<int>(std::max<u128>(1, u128(cores) / ranks_here));
+}
+
+int model_threads(const Launch& launch, bool gpt) {
+  if (!gpt) {
+    // Refused rather than ignored: the MLP's one thread would not be the count asked for.
+    if (launch.threads > 1) {
+      throw InvalidArgument("threads", field_ref("threads") + ": above 1 applies to " +
+                                           field_ref("model") +
+                                           " gpt; the MLP computes on one thread (its "
+                                           "products on OpenBLAS's)");
+    }
+    return 1;
+  }
+  return launch.threads > 0 ? launch.threads : rank_cores(launch);
 }
 
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn) {

@@ -63,7 +63,7 @@ struct Timing {
 // `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
 Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
                  const zero::EngineOptions& options, int steps, RankMeasure* out) {
-  const std::unique_ptr<model::Model> model = spec.make();
+  const std::unique_ptr<model::Model> model = spec.make(model_threads(launch, spec.is_gpt()));
   zero::Engine engine(*model, comm, spec.samples(), options);
   engine.set_threads(rank_cores(launch));
   engine.step(1e-4f);
@@ -380,6 +380,7 @@ nlohmann::json measure_json(const MeasureSetup& s, const StageMeasure& st) {
   j["backend"] = s.backend;
   j["model"] = s.model;
   if (!s.compute.empty()) j["compute"] = s.compute;
+  j["threads"] = s.threads;
   j["steps"] = s.steps;
   const RankMeasure& r0 = st.ranks[0];
   j["predicted"] = {{"model_state_bytes", r0.predicted_state},

@@ -156,9 +156,11 @@ std::uint64_t ModelSpec::activation_bytes(std::uint64_t micro_batch) const {
                                        micro_batch);
 }
 
-std::unique_ptr<model::Model> ModelSpec::make() const {
+std::unique_ptr<model::Model> ModelSpec::make(int threads) const {
   if (!is_gpt_) return std::make_unique<model::Mlp>(mlp_);
-  return std::make_unique<model::GptModel>(gpt_);
+  auto gpt = std::make_unique<model::GptModel>(gpt_);
+  if (threads > 1) gpt->set_threads(threads);
+  return gpt;
 }
 
 std::uint64_t ModelSpec::param_count() const {

@@ -159,6 +159,13 @@ void note_changes(const json& saved, const json& run, ResumePlan& plan) {
                            "): " + a.effect);
     }
   }
+  // The GPT's threads order its gradients' sums (a checkpoint without them computed on one).
+  const json saved_threads = saved.value("threads", json(1));
+  if (run.contains("threads") && saved_threads != run.at("threads")) {
+    plan.notes.push_back("resume: " + field_ref("threads") + " " + shown(run.at("threads")) +
+                         " (the checkpoint's run: " + shown(saved_threads) +
+                         "): the gradients sum in another order from the next step");
+  }
   for (const char* f : {"precision", "data_fingerprint"}) {
     if (!saved.contains(f))
       unknown.push_back(f == std::string("precision") ? field_ref("precision")

@@ -30,7 +30,8 @@ nlohmann::json TrainSettings::run_record() const {
           {"data_fingerprint", spec.data_fingerprint()},
           {"data_seed", spec.data_seed()},
           {"eval_every", eval_every},
-          {"eval_batches", eval_batches}};
+          {"eval_batches", eval_batches},
+          {"threads", model_threads(launch, spec.is_gpt())}};
 }
 
 RunSettings TrainSettings::agreement() const {
@@ -163,7 +164,7 @@ Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserv
       comm_(comm),
       observer_(observer),
       leader_(comm.rank() == 0),
-      model_(s.spec.make()),
+      model_(s.spec.make(model_threads(s.launch, s.spec.is_gpt()))),
       engine_(*model_, comm, s.spec.samples(), s.options),
       tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
                        std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()) {
@@ -330,6 +331,7 @@ nlohmann::json Training::finish() {
       {"stage", stage_number(s_.options.stage)},
       {"ranks", ranks},
       {"backend", comm_.backend_name()},
+      {"threads", model_threads(s_.launch, spec.is_gpt())},
       {"steps", s_.steps},
       {"first_loss", first_loss_},
       {"final_loss", last_.loss},

@@ -22,25 +22,38 @@ namespace zerodp::run {
 // checked once the communicator exists.
 inline constexpr std::uint64_t kMaxThreadRanks = 1024;
 inline constexpr std::uint64_t kMaxMpiRanks = 1 << 20;
+// A rank's threads (Launch::threads): more than a machine has cores only costs.
+inline constexpr std::uint64_t kMaxRankThreads = 256;
 
 // Where and how many ranks run (ranks 0: the MPI world size, once known).
 struct Launch {
   std::string backend;
   int ranks = 1;
+  // The threads each rank computes on; 0: auto, the rank's share of this machine's cores
+  // (rank_cores). The GPT splits its micro-batch over them (GptModel::set_threads), which
+  // orders its gradients' sums: the bits depend on the count (model_threads()).
+  int threads = 0;
   comm::Options options;
   // The settings every rank must share; run_ranks() checks them on the MPI backend before fn
   // (threads share one process, so they trivially agree). launch_options() puts in the engine
   // flags as written; a command replaces them with all of its own.
   RunSettings agree;
 };
-// One OpenBLAS thread per rank when ranks share the cores: as threads of this process, or as
-// MPI processes on one host (OMPI_COMM_WORLD_LOCAL_SIZE). Two thread pools per core spin
-// against each other.
-void configure_blas_threads(const Launch& launch);
+// OpenBLAS's threads per product: the cores of a rank over the threads it computes on
+// (model_threads), at least 1, when ranks share the cores (as threads of this process, or as
+// MPI processes on one host, OMPI_COMM_WORLD_LOCAL_SIZE) or a rank computes on several;
+// OpenBLAS's own default (every core) for a rank alone computing on one. Two thread pools per
+// core spin against each other.
+void configure_blas_threads(const Launch& launch, int model_threads);
 // The cores of this machine each of its ranks may use (at least 1): all of them for a rank
-// alone, else an equal share. What a rank's engine splits its elementwise passes over
+// alone, else an equal share; with --backend mpi outside mpirun (a --dry-run), the share of
+// `ranks` ranks all on this machine. What a rank's engine splits its elementwise passes over
 // (zero::Engine::set_threads).
 int rank_cores(const Launch& launch);
+// The threads a rank's model computes on: Launch::threads, or its cores when auto, for the GPT;
+// 1 for the MLP, which computes on one thread (its products on OpenBLAS's): Launch::threads
+// above 1 with it is an InvalidArgument.
+int model_threads(const Launch& launch, bool gpt);
 
 // What a run needs per rank at least: its share of the model state (16-bit params and grads,
 // fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.

@@ -90,6 +90,7 @@ struct MeasureSetup {
   // gpt: the products' compute ("fp32", "bf16") and the line saying why (ModelSpec::
   // resolve_compute()); empty for the MLP.
   std::string compute, compute_line;
+  int threads = 1;  // the threads each rank computes on (run::model_threads)
 };
 
 // One stage's measurement as `zerodp measure --json` prints it (keys in docs/engine.md):

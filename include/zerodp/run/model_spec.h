@@ -62,7 +62,8 @@ class ModelSpec {
   explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
 
   bool is_gpt() const { return is_gpt_; }
-  std::unique_ptr<model::Model> make() const;
+  // threads: the GPT's (GptModel::set_threads); the MLP computes on one.
+  std::unique_ptr<model::Model> make(int threads = 1) const;
   // Where every micro-batch's samples come from: the text's windows or synthetic samples.
   const data::SampleSource& samples() const { return *samples_; }
   // The GPT's config and data (is_gpt() only).

@@ -1,0 +1,75 @@
+// `--threads`: the threads a rank's GPT computes on, as a user meets it in train and measure.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_testing.h"
+#include "testing/temp_dir.h"
+
+namespace zerodp {
+namespace {
+
+using testing::expect_refused;
+using testing::run_zerodp;
+using testing::weights_of;
+
+// --micro-batch 4 so that two threads each take samples of their own.
+const std::string kOneRank =
+    "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 4 --ranks 1 --out '' ";
+
+TEST(ThreadsCli, BadInputIsOneLineNamingTheFlag) {
+  for (const char* bad : {"0", "x", "257", "-1", "2.5", "AUTO"}) {
+    expect_refused(kOneRank + "--steps 1 --threads " + bad,
+                   "--threads: expected a whole number from 1 to 256");
+  }
+  // The MLP computes on one thread: another count is refused, not ignored.
+  expect_refused("train --model mlp --ranks 1 --steps 1 --out '' --threads 2", "--threads");
+  expect_refused("measure --model mlp --ranks 1 --steps 1 --threads 2", "--threads");
+}
+
+// Two threads hold a second set of the layers' scratch: the ledger counts it and the prediction
+// knows it, so the peak measured is the peak predicted; the run records the count.
+TEST(ThreadsCli, TheRunRecordsItsThreadsAndItsPeakIsPredicted) {
+  for (const char* threads : {"1", "2"}) {
+    const auto r = run_zerodp(kOneRank + "--steps 2 --json --threads " + threads);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["threads"], std::stoi(threads));
+    EXPECT_EQ(j["peak_bytes"], j["predicted_peak_bytes"]) << "--threads " << threads;
+  }
+  const auto header = run_zerodp(kOneRank + "--steps 1 --threads 2");
+  ASSERT_EQ(header.status, 0) << header.err;
+  EXPECT_TRUE(testing::has(header.out, "\nthreads: 2 per rank (--threads)\n")) << header.out;
+  const auto measured = run_zerodp(
+      "measure --model gpt --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 4 "
+      "--ranks 1 --steps 1 --threads 2 --json");
+  ASSERT_EQ(measured.status, 0) << measured.err;
+  const auto m = nlohmann::json::parse(measured.out);
+  EXPECT_EQ(m["threads"], 2);
+  EXPECT_EQ(m["per_rank"][0]["peak_bytes"], m["predicted"]["peak_bytes"]);
+}
+
+// A resume takes the checkpoint's threads, so it ends with the bits of the run never
+// interrupted; another count is allowed (the state is the same) and said.
+TEST(ThreadsCli, AResumeTakesTheCheckpointsThreads) {
+  const std::string dir = testing::fresh_path("threads_resume");
+  const auto first =
+      run_zerodp(kOneRank + "--steps 4 --threads 2 --save-every 2 --save-dir '" + dir + "' --json");
+  ASSERT_EQ(first.status, 0) << first.err;
+  const auto resumed =
+      run_zerodp(kOneRank + "--steps 4 --resume '" + dir + "/step-00000002' --json");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(nlohmann::json::parse(resumed.out)["threads"], 2);
+  EXPECT_EQ(weights_of(resumed), weights_of(first));
+  const auto other =
+      run_zerodp(kOneRank + "--steps 3 --threads 1 --resume '" + dir + "/step-00000002'");
+  ASSERT_EQ(other.status, 0) << other.err;
+  EXPECT_TRUE(testing::has(other.out,
+                           "resume: --threads 1 (the checkpoint's run: 2): the gradients sum in "
+                           "another order from the next step"))
+      << other.out;
+}
+
+}  // namespace
+}  // namespace zerodp
