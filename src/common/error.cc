@@ -123,9 +123,32 @@ std::string cut_long(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
+namespace {
+
+// The characters escape_controls() prints for one byte.
+std::size_t escaped_width(unsigned char byte) {
+  if (byte == '\n' || byte == '\t') return 2;
+  return byte < 0x20 || byte == 0x7f ? 4 : 1;
+}
+
+}  // namespace
+
 std::string shown(std::string_view text, std::size_t max_chars) {
-  if (text.size() <= max_chars) return quote(text);
-  return quote(cut_long(text, max_chars));
+  // The bound is on the text as printed: 64 control bytes escape to 256 characters.
+  std::size_t cut = 0, width = 0;
+  while (cut < text.size()) {
+    const std::size_t w = escaped_width(static_cast<unsigned char>(text[cut]));
+    if (width + w > max_chars) break;
+    width += w;
+    ++cut;
+  }
+  if (cut == text.size()) return quote(text);
+  // Cut on a character boundary: a UTF-8 continuation byte is never the first one left out.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  std::string quoted = "'";
+  quoted += escape_controls(text.substr(0, cut));
+  quoted += "... (" + std::to_string(text.size()) + " bytes)'";
+  return quoted;
 }
 
 std::string printable(std::string_view text) {
@@ -137,7 +160,10 @@ std::string printable(std::string_view text) {
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {
-  return text.size() > max_chars ? shown(text, max_chars) : printable(text);
+  const std::string plain = printable(text);
+  // Text without control characters comes back as it is; quoted, it is bounded as shown().
+  if (plain.size() == text.size() && text.size() <= max_chars) return plain;
+  return shown(text, max_chars);
 }
 
 void check_failed(const char* condition, const char* file, int line, const std::string& detail) {

@@ -80,7 +80,11 @@ void Document::polyline(const std::vector<std::pair<double, double>>& points,
   body_ += "<polyline fill=\"none\" stroke-linejoin=\"round\"" + stroke_attributes(stroke) +
            " points=\"";
   for (std::size_t i = 0; i < points.size(); ++i) {
-    body_ += (i ? " " : "") + num(points[i].first) + "," + num(points[i].second);
+    // Appended in steps: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
+    if (i) body_ += ' ';
+    body_ += num(points[i].first);
+    body_ += ',';
+    body_ += num(points[i].second);
   }
   body_ += "\"/>\n";
 }
@@ -95,7 +99,9 @@ void Document::text(double x, double y, std::string_view content, double size, A
   if (rotate != 0) {
     body_ += " transform=\"rotate(" + num(rotate) + " " + num(x) + " " + num(y) + ")\"";
   }
-  body_ += ">" + escaped(content) + "</text>\n";
+  body_ += '>';
+  body_ += escaped(content);
+  body_ += "</text>\n";
 }
 
 std::string Document::str() const {

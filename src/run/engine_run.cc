@@ -81,7 +81,9 @@ std::string zeropp_value(const zero::EngineOptions& o) {
   std::string words;
   for (auto [on, word] :
        {std::pair{o.qwz, "qwz"}, std::pair{o.hpz, "hpz"}, std::pair{o.qgz, "qgz"}}) {
-    if (on) words += (words.empty() ? "" : ",") + std::string(word);
+    if (!on) continue;
+    if (!words.empty()) words += ',';  // in steps: GCC 12 warns falsely on "," + std::string
+    words += word;
   }
   return words.empty() ? "none" : words;
 }

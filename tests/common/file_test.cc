@@ -149,5 +149,21 @@ TEST(Shown, LongTextIsCutAndControlsEscaped) {
   EXPECT_EQ(cut_long(std::string(63, 'a') + "Φ", 64), std::string(63, 'a') + "... (65 bytes)");
 }
 
+// The bound holds on the text as printed: each DEL byte escapes to four characters, so 64 of
+// them would print 256; 16 fit in 64 characters, and the line says how many bytes there were.
+TEST(Shown, ControlBytesCountAsTheCharactersTheyPrint) {
+  std::string escaped_16;
+  for (int i = 0; i < 16; ++i) escaped_16 += "\\x7f";
+  EXPECT_EQ(shown(std::string(64, '\x7f')), "'" + escaped_16 + "... (64 bytes)'");
+  EXPECT_EQ(shown(std::string(16, '\x7f')), "'" + escaped_16 + "'");  // exactly 64: whole
+  EXPECT_EQ(shown("ab\ncd", 3), "'ab... (5 bytes)'");                 // "\n" is two characters
+  // printable() passes plain text through and bounds the text it has to quote.
+  EXPECT_EQ(printable(std::string(64, 'k'), 64), std::string(64, 'k'));
+  EXPECT_EQ(printable(std::string(64, '\x7f'), 64), "'" + escaped_16 + "... (64 bytes)'");
+  EXPECT_EQ(printable("a\x1b", 64), "'a\\x1b'");
+  const std::string key = "zero_optimiz" + std::string(64, '\x7f') + "ation";
+  EXPECT_LE(printable(key, 64).size(), 64u + 2 + std::string("... (81 bytes)").size());
+}
+
 }  // namespace
 }  // namespace zerodp

@@ -90,15 +90,16 @@ std::string quote(std::string_view text);
 std::string cut_long(std::string_view text, std::size_t max_chars = 64);
 
 // Text from a file (a key, a value, a name), as a message shows it: quoted as quote() does and,
-// beyond `max_chars` bytes, cut there with "..." and its full length, so that a megabyte in a
-// config never becomes a megabyte-long error line.
+// where its escaped form is longer than `max_chars` characters, cut before (on a character
+// boundary) with "..." and its full length in bytes, so that a megabyte in a config, or a key of
+// control bytes that escape to four characters each, never becomes a long error line.
 std::string shown(std::string_view text, std::size_t max_chars = 64);
 
 // Text the user gave, as an output line (not an error) shows it: as it is, unless it holds a
 // control character (a newline, an escape code), then quoted as quote() does, so that a path
 // can neither break a log line nor drive the terminal.
 std::string printable(std::string_view text);
-// The same, and beyond `max_chars` bytes shown() as a message would show it.
+// The same, and shown() as a message would show it when longer than `max_chars` as printed.
 std::string printable(std::string_view text, std::size_t max_chars);
 
 [[noreturn]] void check_failed(const char* condition, const char* file, int line,
