@@ -87,9 +87,6 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   take("--precision", f.engine.precision, run, "precision");
   take("--zeropp", f.engine.zeropp, run, "zeropp");
   take("--qwz-block", f.engine.qwz_block, run, "qwz_block");
-  // A checkpoint from before --threads computed on one thread.
-  if (unset("--threads")) f.engine.threads = "1";
-  take("--threads", f.engine.threads, run, "threads");
   if (unset("--ranks-per-host") && run.value("ranks_per_host", 0) > 0 &&
       (f.engine.zeropp.find("hpz") != std::string::npos ||
        f.engine.zeropp.find("qgz") != std::string::npos)) {
@@ -100,6 +97,16 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   if (unset("--bucket-bytes")) f.engine.bucket_bytes = std::to_string(m.bucket_bytes) + "B";
   // Under MPI the world size is the number of ranks.
   if (unset("--ranks") && f.engine.backend == "threads") f.engine.ranks = std::to_string(m.ranks);
+  // The checkpoint's threads where the resume can be bitwise, on its ranks (a checkpoint from
+  // before --threads computed on one); on other ranks, auto fits the cores to them.
+  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const std::string ranks = f.engine.backend == "threads" ? f.engine.ranks
+                            : world != nullptr            ? std::string(world)
+                                                          : std::to_string(m.ranks);
+  if (unset("--threads") && ranks == std::to_string(m.ranks)) {
+    f.engine.threads = "1";
+    take("--threads", f.engine.threads, run, "threads");
+  }
   if (unset("--save-dir") && ck.folder() != f.resume) f.save_dir = f.resume;
 }
 

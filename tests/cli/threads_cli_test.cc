@@ -1,8 +1,10 @@
 // `--threads`: the threads a rank's GPT computes on, as a user meets it in train and measure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "cli/cli_testing.h"
 #include "testing/temp_dir.h"
@@ -69,6 +71,14 @@ TEST(ThreadsCli, AResumeTakesTheCheckpointsThreads) {
                            "resume: --threads 1 (the checkpoint's run: 2): the gradients sum in "
                            "another order from the next step"))
       << other.out;
+  // On other ranks the resume cannot be bitwise: auto fits the threads to the new ranks.
+  const auto two = run_zerodp(
+      "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --ranks 2 --out '' --steps 3 "
+      "--resume '" +
+      dir + "/step-00000002' --json");
+  ASSERT_EQ(two.status, 0) << two.err;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(nlohmann::json::parse(two.out)["threads"], std::max(1, cores / 2));
 }
 
 }  // namespace
