@@ -12,7 +12,8 @@
 // steps are timed between barriers; the median block gives tokens/s (global tokens: N x
 // micro-batch x context per step), min and max beside it.
 // Threads: when N > 1, one per rank, in the GEMMs as elsewhere (cores / N OpenBLAS threads, at
-// least 1: `zerodp train`'s rule, see configure_blas_threads in cli/engine_flags.cc). At N = 1
+// least 1; `zerodp train --threads auto` gives each rank cores / N model threads with one
+// OpenBLAS thread each instead, the same where N >= the cores: run::model_threads). At N = 1
 // the rank's GptModel computes on --model-threads threads (default: the cores; see
 // GptModel::set_threads) with one OpenBLAS thread each; with --model-threads 1 it computes on
 // one thread and its GEMMs use OpenBLAS's default (OPENBLAS_NUM_THREADS, else the cores) or

@@ -79,8 +79,9 @@ void run_measure(MeasureFlags f, bool stage_given) {
   if (f.model.model == "mlp" && f.model.params.empty()) f.model.params = "10M";
   run::ModelSpec spec(f.model);
   run::Launch launch = launch_options(f.engine);
-  run::model_threads(launch, spec.is_gpt());  // refuses --threads the model cannot use
   zero::EngineOptions base = engine_options(f.engine, 8);
+  // Refuses --threads the model cannot use.
+  const int threads = run::model_threads(launch, spec.is_gpt(), base.micro_batch);
   const std::string compute_line = spec.resolve_compute(base.precision);
   // Under MPI, measure's own settings are the run's too: every rank must measure the same.
   for (const run::ConfigField& field : run::kConfigFields) {
@@ -91,6 +92,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   launch.agree.emplace_back("--data", spec.data_path() + " (" + spec.data_fingerprint() + ")",
                             spec.data_fingerprint());
   launch.agree.emplace_back("--steps", f.steps);
+  launch.agree.emplace_back("--threads", std::to_string(threads));  // as auto settled it
   launch.agree.emplace_back("--all-stages", f.all_stages ? "given" : "not given");
   const int steps = static_cast<int>(units::parse_whole_in(f.steps, "--steps", 1, kMaxSteps));
   const predict::Link link = link_of(f.link);
@@ -113,7 +115,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
         {spec.param_count(), spec.activation_bytes(base.micro_batch), spec.size_field()}, o,
         launch);
   }
-  run::configure_blas_threads(launch, run::model_threads(launch, spec.is_gpt()));
+  run::configure_blas_threads(launch, threads);
 
   run::MeasureSetup setup;
   setup.params = spec.param_count();
@@ -123,7 +125,7 @@ void run_measure(MeasureFlags f, bool stage_given) {
   setup.precision = std::string(dtype_name(base.precision));
   if (spec.is_gpt()) setup.compute = std::string(model::compute_name(spec.gpt().compute));
   setup.compute_line = compute_line;
-  setup.threads = run::model_threads(launch, spec.is_gpt());
+  setup.threads = threads;
   setup.backend = launch.backend;
   setup.rss_per_process = launch.backend == "mpi";
 

@@ -16,10 +16,13 @@ void print_peak(const std::string& model, const predict::EngineRun& run, std::ui
   std::printf("Predicted peak per rank (a plan: nothing is allocated)\n");
   std::printf("  model           %s\n", model.c_str());
   const std::string qwz = run::zeropp_description(run);
-  std::printf("  run             %s%s on %d ranks (%s), micro-batch %llu, grad-accum %llu%s\n",
+  const std::string threads =
+      run.model_threads > 1 ? ", " + std::to_string(run.model_threads) + " threads per rank" : "";
+  std::printf("  run             %s%s on %d ranks (%s), micro-batch %llu, grad-accum %llu%s%s\n",
               run::stage_label(run.stage).c_str(), qwz.c_str(), run.ranks,
               run.mpi ? "mpi" : "threads", (unsigned long long)run.micro_batch,
-              (unsigned long long)run.grad_accum, run.prefetch ? "" : ", no prefetch");
+              (unsigned long long)run.grad_accum, threads.c_str(),
+              run.prefetch ? "" : ", no prefetch");
   std::printf("\n  %-16s %14s\n", "category", "rank 0");
   for (int c = 0; c < kCategoryCount; ++c) {
     std::printf("  %-16s %14s\n", std::string(category_name(static_cast<Category>(c))).c_str(),

@@ -47,7 +47,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
     run.model =
         predict::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};
   }
-  run.model_threads = model_threads(launch, spec.is_gpt());
+  run.model_threads = model_threads(launch, spec.is_gpt(), o.micro_batch);
   run.stage = o.stage;
   run.ranks = ranks;
   run.micro_batch = o.micro_batch;

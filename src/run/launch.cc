@@ -89,7 +89,7 @@ int rank_cores(const Launch& launch) {
   return static_cast<int>(std::max<u128>(1, u128(cores) / ranks_here));
 }
 
-int model_threads(const Launch& launch, bool gpt) {
+int model_threads(const Launch& launch, bool gpt, std::size_t micro_batch) {
   if (!gpt) {
     // Refused rather than ignored: the MLP's one thread would not be the count asked for.
     if (launch.threads > 1) {
@@ -100,7 +100,9 @@ int model_threads(const Launch& launch, bool gpt) {
     }
     return 1;
   }
-  return launch.threads > 0 ? launch.threads : rank_cores(launch);
+  if (launch.threads > 0) return launch.threads;
+  return static_cast<int>(std::min<std::size_t>(std::size_t(rank_cores(launch)),
+                                                std::max<std::size_t>(1, micro_batch)));
 }
 
 void run_ranks(const Launch& launch, const std::function<void(comm::Communicator&)>& fn) {

@@ -63,7 +63,8 @@ struct Timing {
 // `steps` measured ones. Returns the medians; fills the ledger and byte figures when asked.
 Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const Launch& launch,
                  const zero::EngineOptions& options, int steps, RankMeasure* out) {
-  const std::unique_ptr<model::Model> model = spec.make(model_threads(launch, spec.is_gpt()));
+  const std::unique_ptr<model::Model> model =
+      spec.make(model_threads(launch, spec.is_gpt(), options.micro_batch));
   zero::Engine engine(*model, comm, spec.samples(), options);
   engine.set_threads(rank_cores(launch));
   engine.step(1e-4f);

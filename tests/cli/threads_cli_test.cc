@@ -40,6 +40,20 @@ TEST(ThreadsCli, TheRunRecordsItsThreadsAndItsPeakIsPredicted) {
     EXPECT_EQ(j["threads"], std::stoi(threads));
     EXPECT_EQ(j["peak_bytes"], j["predicted_peak_bytes"]) << "--threads " << threads;
   }
+  // auto takes no more threads than the micro-batch has samples, whatever the cores.
+  const auto one = run_zerodp(
+      "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --micro-batch 1 --ranks 1 --out '' "
+      "--steps 1 --json");
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["threads"], 1);
+  // --dry-run plans the count it will run, and says it.
+  const auto plan = run_zerodp(kOneRank + "--steps 2 --threads 2 --dry-run --json");
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  const auto run2 = run_zerodp(kOneRank + "--steps 2 --threads 2 --json");
+  ASSERT_EQ(run2.status, 0) << run2.err;
+  EXPECT_EQ(nlohmann::json::parse(plan.out)["threads"], 2);
+  EXPECT_EQ(nlohmann::json::parse(plan.out)["predicted_peak_bytes"],
+            nlohmann::json::parse(run2.out)["peak_bytes"]);
   const auto header = run_zerodp(kOneRank + "--steps 1 --threads 2");
   ASSERT_EQ(header.status, 0) << header.err;
   EXPECT_TRUE(testing::has(header.out, "\nthreads: 2 per rank (--threads)\n")) << header.out;
@@ -64,6 +78,14 @@ TEST(ThreadsCli, AResumeTakesTheCheckpointsThreads) {
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["threads"], 2);
   EXPECT_EQ(weights_of(resumed), weights_of(first));
+  // The checkpoint's ranks however written, and the header says where the count came from.
+  const auto written = run_zerodp(
+      "train --layers 1 --heads 2 --hidden 32 --seq-len 16 --ranks 01 --out '' --steps 4 "
+      "--resume '" +
+      dir + "/step-00000002'");
+  ASSERT_EQ(written.status, 0) << written.err;
+  EXPECT_TRUE(testing::has(written.out, "\nthreads: 2 per rank (the checkpoint's)\n"))
+      << written.out;
   const auto other =
       run_zerodp(kOneRank + "--steps 3 --threads 1 --resume '" + dir + "/step-00000002'");
   ASSERT_EQ(other.status, 0) << other.err;

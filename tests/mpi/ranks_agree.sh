@@ -28,6 +28,10 @@ expect_disagreement "--seed" "$C" "$C --seed 2"
 expect_disagreement "--lr" "$C" "$C --lr 1e-3"
 expect_disagreement "--micro-batch" "$C --micro-batch 2" "$C --micro-batch 3"
 grep -q "rank 0 runs 2, rank 1 runs 3" "$work/err" || { echo "FAIL: values not named"; exit 1; }
+# The threads a rank computes on order its gradients' sums, and the record holds one count.
+expect_disagreement "--threads" "$C --micro-batch 2 --threads 1" "$C --micro-batch 2 --threads 2"
+M="measure --model gpt --layers 1 --heads 2 --hidden 32 --seq-len 16 --steps 1 --backend mpi"
+expect_disagreement "--threads" "$M --threads 1" "$M --threads 2"
 
 # Three processes: the ranks that agree with each other are named together.
 mpirun --oversubscribe --allow-run-as-root -np 2 $zerodp train --layers 1 --heads 2 --hidden 32 \

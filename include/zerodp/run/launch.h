@@ -30,8 +30,9 @@ struct Launch {
   std::string backend;
   int ranks = 1;
   // The threads each rank computes on; 0: auto, the rank's share of this machine's cores
-  // (rank_cores). The GPT splits its micro-batch over them (GptModel::set_threads), which
-  // orders its gradients' sums: the bits depend on the count (model_threads()).
+  // (rank_cores), at most the micro-batch. The GPT splits its micro-batch over them
+  // (GptModel::set_threads), which orders its gradients' sums: the bits depend on the count
+  // (model_threads()).
   int threads = 0;
   comm::Options options;
   // The settings every rank must share; run_ranks() checks them on the MPI backend before fn
@@ -50,10 +51,11 @@ void configure_blas_threads(const Launch& launch, int model_threads);
 // `ranks` ranks all on this machine. What a rank's engine splits its elementwise passes over
 // (zero::Engine::set_threads).
 int rank_cores(const Launch& launch);
-// The threads a rank's model computes on: Launch::threads, or its cores when auto, for the GPT;
-// 1 for the MLP, which computes on one thread (its products on OpenBLAS's): Launch::threads
-// above 1 with it is an InvalidArgument.
-int model_threads(const Launch& launch, bool gpt);
+// The threads a rank's model computes on: Launch::threads, or when auto its cores, at most the
+// micro-batch (a thread without a sample would only hold scratch), for the GPT; 1 for the MLP,
+// which computes on one thread (its products on OpenBLAS's): Launch::threads above 1 with it
+// is an InvalidArgument.
+int model_threads(const Launch& launch, bool gpt, std::size_t micro_batch);
 
 // What a run needs per rank at least: its share of the model state (16-bit params and grads,
 // fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.

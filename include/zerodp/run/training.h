@@ -43,6 +43,9 @@ struct TrainSettings {
   std::string resume;    // the checkpoint (or save folder) to resume; empty: a new run
   std::vector<std::string> resume_notes;  // what a resume changed (on_ranks()), for rank 0
   std::string compute_line;  // the products' compute and why (ModelSpec::resolve_compute())
+  // Where the GPT's thread count came from, for the header: "--threads", "the checkpoint's",
+  // or auto's rule.
+  std::string threads_source;
 
   // The run's settings a checkpoint records.
   nlohmann::json run_record() const;
