@@ -100,16 +100,10 @@ void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app
   if (unset("--ranks") && f.engine.backend == "threads") f.engine.ranks = std::to_string(m.ranks);
   // The checkpoint's threads where the resume can be bitwise, on its ranks (a checkpoint from
   // before --threads computed on one); on other ranks, auto fits the cores to them.
-  // (The world size under MPI; --ranks of the threads backend read as launch_options() reads
-  // it, so that "01" is 1.)
-  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const std::uint64_t ranks =
-      f.engine.backend == "threads"
-          ? units::parse_whole_in(f.engine.ranks, "--ranks", 1, run::kMaxThreadRanks)
-      : world != nullptr
-          ? units::parse_whole_in(world, "OMPI_COMM_WORLD_SIZE", 1, run::kMaxMpiRanks)
-          : m.ranks;
-  if (unset("--threads") && ranks == std::uint64_t(m.ranks)) {
+  // (The ranks as the run reads them, so that --ranks 01 is 1; under MPI the world size.)
+  const run::Launch launch = launch_options(f.engine);
+  const bool ranks_known = launch.ranks > 0 || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  if (unset("--threads") && (!ranks_known || run::planned_ranks(launch) == m.ranks)) {
     f.engine.threads = "1";
     take("--threads", f.engine.threads, run, "threads");
     f.threads_from_checkpoint = true;
@@ -126,8 +120,7 @@ run::TrainSettings train_settings(const TrainFlags& f) {
                      : s.launch.threads > 0    ? "--threads"
                                                : "auto: the rank's share of the cores, at most the "
                                                  "micro-batch";
-  // Refuses --threads the model cannot use.
-  run::model_threads(s.launch, s.spec.is_gpt(), s.options.micro_batch);
+  s.threads();  // refuses --threads the model cannot use
   // Step counts: checkpoint folders are named step-%08d and found in name order, so a step
   // has at most 8 digits (and 99,999,999 steps is years of training).
   constexpr std::uint64_t kSteps = 99'999'999;
@@ -179,8 +172,7 @@ class TrainLog final : public run::TrainObserver {
         (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
     if (!s.compute_line.empty()) std::printf("%s\n", s.compute_line.c_str());
     if (spec.is_gpt()) {
-      std::printf("threads: %d per rank (%s)\n", run::model_threads(s.launch, true, o.micro_batch),
-                  s.threads_source.c_str());
+      std::printf("threads: %d per rank (%s)\n", s.threads(), s.threads_source.c_str());
     }
     for (const std::string& note : s.resume_notes) {
       std::printf("%s\n", name_fields(note, flag_of_field).c_str());
@@ -351,9 +343,7 @@ void run_train(TrainFlags f, const CLI::App& app) {
       settings.options, settings.launch);
   check_curve_folder(f.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
-  run::configure_blas_threads(
-      settings.launch,
-      run::model_threads(settings.launch, settings.spec.is_gpt(), settings.options.micro_batch));
+  run::configure_blas_threads(settings.launch, settings.threads());
   if (resume) run::check_resume(settings, *resume);
   // Held until the run ends: the folder's lock and the run id its manifests record.
   std::optional<checkpoint::SaveDir> save_dir = run::claim_save_dir(

@@ -160,9 +160,9 @@ std::string printable(std::string_view text) {
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {
-  const std::string plain = printable(text);
-  // Text without control characters comes back as it is; quoted, it is bounded as shown().
-  if (plain.size() == text.size() && text.size() <= max_chars) return plain;
+  // Short text without control characters comes back as it is (printable() leaves it
+  // unquoted); any other is bounded as shown() bounds it.
+  if (text.size() <= max_chars && printable(text).size() == text.size()) return std::string(text);
   return shown(text, max_chars);
 }
 

@@ -31,7 +31,7 @@ nlohmann::json TrainSettings::run_record() const {
           {"data_seed", spec.data_seed()},
           {"eval_every", eval_every},
           {"eval_batches", eval_batches},
-          {"threads", model_threads(launch, spec.is_gpt(), options.micro_batch)}};
+          {"threads", threads()}};
 }
 
 RunSettings TrainSettings::agreement() const {
@@ -58,7 +58,7 @@ RunSettings TrainSettings::agreement() const {
            {field_ref("precision"), std::string(dtype_name(o.precision))},
            {field_ref("bucket_bytes"), text(o.bucket_bytes)},
            {field_ref("micro_batch"), text(o.micro_batch)},
-           {field_ref("threads"), text(model_threads(launch, spec.is_gpt(), o.micro_batch))},
+           {field_ref("threads"), text(threads())},
            {field_ref("grad_accum"), text(o.grad_accum)},
            real(field_ref("clip"), o.clip_norm),
            {field_ref("seed"), text(o.seed)},
@@ -165,7 +165,7 @@ Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserv
       comm_(comm),
       observer_(observer),
       leader_(comm.rank() == 0),
-      model_(s.spec.make(model_threads(s.launch, s.spec.is_gpt(), s.options.micro_batch))),
+      model_(s.spec.make(s.threads())),
       engine_(*model_, comm, s.spec.samples(), s.options),
       tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
                        std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()) {
@@ -332,7 +332,7 @@ nlohmann::json Training::finish() {
       {"stage", stage_number(s_.options.stage)},
       {"ranks", ranks},
       {"backend", comm_.backend_name()},
-      {"threads", model_threads(s_.launch, spec.is_gpt(), s_.options.micro_batch)},
+      {"threads", s_.threads()},
       {"steps", s_.steps},
       {"first_loss", first_loss_},
       {"final_loss", last_.loss},

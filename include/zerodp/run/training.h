@@ -47,6 +47,10 @@ struct TrainSettings {
   // or auto's rule.
   std::string threads_source;
 
+  // The threads each rank's model computes on (run::model_threads, for this micro-batch):
+  // InvalidArgument for a count the model cannot use.
+  int threads() const { return model_threads(launch, spec.is_gpt(), options.micro_batch); }
+
   // The run's settings a checkpoint records.
   nlohmann::json run_record() const;
   // Every setting that shapes the run, for the ranks to agree on: the model and its data (by
