@@ -1,0 +1,101 @@
+// The engine's state and the steps' parts, shared by the files that implement zero::Engine
+// (engine.cc: construction and the step; engine_state.cc: the state as checkpoints, hashes and
+// gathers see it). Internal to src/zero/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "zero/grad_reducer.h"
+#include "zero/host_groups.h"
+#include "zero/param_gatherer.h"
+#include "zerodp/common/lane_pool.h"
+#include "zerodp/common/partition.h"
+#include "zerodp/zero/engine.h"
+
+namespace zerodp::zero {
+
+// What the ranks agree on at each step besides the loss and the norm.
+struct Flags {
+  bool overflow = false;  // some rank's gradient chunk holds a non-finite value
+  bool stop = false;      // some rank asked to stop after this step
+};
+
+struct Engine::Impl {
+  Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s, const EngineOptions& o);
+
+  // Where this rank keeps the model state (see the table in engine.h): whole, or its chunks.
+  bool full_params() const { return !sharding(opt.stage).parameters; }
+  bool full_grads() const { return !sharding(opt.stage).gradients; }
+  bool full_optimizer() const { return !sharding(opt.stage).optimizer_states; }
+
+  void init_weights();
+  // The 16-bit params from the fp32 master, rounded (after a load; update() rounds as it
+  // goes). Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in
+  // flight in param_gathers, for each unit to wait on before it computes.
+  void rebuild_params16(bool overlap_gathers);
+  // Where the rounding of the master elements of `bucket` this rank updates goes in params16.
+  std::uint16_t* own_params16(const Bucket& bucket);
+  // Stages 1 and 2: all-gathers the bucket's 16-bit params in place, from every rank's chunk.
+  void publish_params16(const Bucket& bucket, bool overlap_gathers);
+  void wait_param_gathers(int unit);
+  // The 16-bit params of a unit, ready for compute (stage 3: gathered beforehand).
+  const std::uint16_t* params16_of(int unit) const;
+  // fp32 views of a unit's params (and of the units it reads), and in backward of the
+  // gradients they accumulate into.
+  model::UnitViews views(int unit, bool with_grads);
+  // With unit_seconds, adds each unit's compute seconds (ComputeClock) into it.
+  void forward_pass(std::vector<double>* unit_seconds = nullptr);
+  void backward_pass(bool first_micro, bool last_micro, std::vector<double>* unit_seconds);
+  // Returns {sum of squares, non-finite count} of this rank's own reduced gradient chunk.
+  std::pair<double, double> local_grad_stats() const;
+  void update(float lr, float grad_mul);
+  // All-reduces the scalars (loss, squared norm, and the flags in the third) and returns
+  // whether any rank overflowed and whether any rank asked to stop.
+  Flags agree_on_flags(float (&scalars)[3], bool overflow, bool stop);
+
+  model::Model& model;
+  comm::Communicator& comm;
+  const data::SampleSource& samples;
+  data::Batch batch;  // the current micro-batch's samples
+  EngineOptions opt;
+  const std::vector<model::UnitInfo>& units;
+  int ranks, rank;
+  Partition part;
+  Ledger ledger;
+  // Gives `ledger` the rank's budget, and counts the model's activations and the
+  // communicator's staging in it while the engine lives (every buffer below is counted there
+  // too, so they go before it).
+  struct CountIn {
+    CountIn(Ledger& ledger, const EngineOptions& o, model::Model& model, comm::Communicator& comm);
+    ~CountIn();
+    model::Model& model;
+    comm::Communicator& comm;
+  } count_in;
+
+  Buffer<std::uint16_t> params16, grads16;
+  Buffer<float> master, adam_m, adam_v;
+  Buffer<float> param32, grad32;
+  std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
+  std::vector<bool> is_read;
+
+  // ZeRO++'s host and peers (declared before the gatherer and the reducer, which issue on them).
+  HostGroups hosts;
+  std::optional<ParamGatherer> gatherer;  // stage 3
+  comm::Stats stats() const { return hosts.stats_with(comm); }
+  std::optional<GradReducer> reducer;
+  std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight
+
+  optim::LossScaler scaler;
+  // set_threads: fn(begin, end) over parts of [0, n), one per thread, in split().
+  std::unique_ptr<LanePool> pool;
+  void split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
+  std::int64_t t = 0;
+  std::uint64_t samples_done = 0;
+};
+
+}  // namespace zerodp::zero

@@ -1,0 +1,89 @@
+// zero::Engine's state as checkpoints, hashes and gathers see it: the fp32 master and the Adam
+// moments, whole or as this rank's chunks (the table in engine.h).
+#include <string>
+#include <vector>
+
+#include "zero/engine_impl.h"
+#include "zerodp/common/dtype.h"
+#include "zerodp/common/error.h"
+#include "zerodp/common/sha256.h"
+
+namespace zerodp::zero {
+
+std::vector<float> Engine::gather_master() {
+  Impl& e = *impl_;
+  flush();
+  if (e.full_optimizer()) return {e.master.data(), e.master.data() + e.part.total};
+  std::vector<float> full(e.part.total);
+  for (const Bucket& bucket : e.part.buckets) {
+    e.comm.all_gather(e.master.data() + bucket.local, full.data() + bucket.offset, bucket.count,
+                      DType::f32);
+  }
+  return full;
+}
+
+std::string Engine::weights_sha256() {
+  Impl& e = *impl_;
+  flush();
+  Sha256 hash;
+  if (e.full_optimizer()) {
+    hash.update(e.master.data(), e.part.total * sizeof(float));
+    return hash.hex();
+  }
+  // The flat layout is the buckets in order, each the ranks' chunks in rank order: gathering one
+  // bucket at a time hashes the same bytes as a full copy would. param32 holds the largest
+  // unit's view, so any bucket fits.
+  ZERODP_CHECK(e.param32.size() >= e.part.max_bucket);
+  for (const Bucket& bucket : e.part.buckets) {
+    e.comm.all_gather(e.master.data() + bucket.local, e.param32.data(), bucket.count, DType::f32);
+    hash.update(e.param32.data(), bucket.count * sizeof(float));
+  }
+  return hash.hex();
+}
+
+std::vector<FlatRange> Engine::owned_ranges() const {
+  std::vector<FlatRange> ranges;
+  for (const Bucket& bucket : impl_->part.buckets) {
+    ranges.push_back({bucket.offset + bucket.shard.offset, bucket.shard.size});
+  }
+  return ranges;
+}
+
+std::vector<Engine::OwnedChunk> Engine::owned_chunks() {
+  Impl& e = *impl_;
+  flush();
+  std::vector<OwnedChunk> chunks;
+  for (const Bucket& bucket : e.part.buckets) {
+    // Where this rank keeps its chunk: at its flat offset (optimizer states whole) or packed.
+    const std::size_t from =
+        e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
+    const std::size_t n = bucket.shard.size;
+    chunks.push_back(
+        {{e.master.data() + from, n}, {e.adam_m.data() + from, n}, {e.adam_v.data() + from, n}});
+  }
+  return chunks;
+}
+
+void Engine::import_state(const RangeReader& read, const EngineState& state) {
+  Impl& e = *impl_;
+  flush();
+  for (const Bucket& bucket : e.part.buckets) {
+    if (e.full_optimizer()) {
+      read({bucket.offset, bucket.count}, e.master.data() + bucket.offset,
+           e.adam_m.data() + bucket.offset, e.adam_v.data() + bucket.offset);
+    } else if (bucket.shard.size > 0) {
+      read({bucket.offset + bucket.shard.offset, bucket.shard.size}, e.master.data() + bucket.local,
+           e.adam_m.data() + bucket.local, e.adam_v.data() + bucket.local);
+    }
+  }
+  e.rebuild_params16(false);  // the master rounded, as after every update
+  e.t = state.step;
+  e.samples_done = state.samples_done;
+  e.scaler.restore(state.loss_scale, state.good_steps);
+}
+
+EngineState Engine::state() const {
+  return {impl_->t, impl_->samples_done, impl_->scaler.scale(), impl_->scaler.good_steps()};
+}
+
+}  // namespace zerodp::zero
