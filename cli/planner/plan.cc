@@ -55,7 +55,8 @@ std::optional<plan::BytesPerParam> read_settings(const PlanFlags& f, report::Sha
     s.offload_params = parse_offload(f.offload_params, "--offload-params");
   }
   if (!f.micro_batch.empty()) s.micro_batch = units::parse_whole(f.micro_batch, "--micro-batch");
-  s.seq_len_given = !f.seq_len.empty();
+  // A model's activations take a sequence length, given or assumed (plan_model.cc).
+  s.seq_len_given = !f.seq_len.empty() || !f.model.empty() || !f.model_config.empty();
   s.zeropp = read_zeropp(f);
   return given;
 }
@@ -130,11 +131,18 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   in.bpp = model.bpp;
   in.bpp_source = model.source;
   in.fp16_optimizer =
-      !given_bpp && settings.precision.value_or(plan::Precision::fp16) == plan::Precision::fp16;
+      !given_bpp && settings.precision.value_or(plan::Precision::bf16) == plan::Precision::fp16;
+  // The seed's arithmetic is the same in fp16 and bf16; a model's or config's run is not.
+  if (!given_bpp && !settings.precision && (in.model || ds)) {
+    in.assumptions.push_back({field_ref("precision"), "bf16",
+                              ds ? "mixed; the DeepSpeed config leaves it to \"auto\""
+                                 : "mixed, with an fp32 master copy"});
+  }
   in.configured_stage = settings.stage;
   in.offload.optimizer = settings.offload_optimizer.value_or(deepspeed::OffloadDevice::none);
   in.offload.params = settings.offload_params.value_or(deepspeed::OffloadDevice::none);
   if (!f.gpus.empty()) in.gpus = parse_gpu_count(f.gpus, "--gpus", 1, INT_MAX);
+  if (!f.host_memory.empty()) in.host_memory = units::parse_bytes(f.host_memory, "--host-memory");
   read_gpu_memory(f, in);
   const MicroBatch micro_batch{settings.micro_batch, f.micro_batch.empty() && settings.micro_batch
                                                          ? std::to_string(*settings.micro_batch)
@@ -213,6 +221,10 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "none (default), cpu or nvme: the optimizer states leave the GPU (ZeRO-1, 2, 3)", "DEVICE");
   opt("--offload-params", f.offload_params,
       "none (default), cpu or nvme: the 16-bit params leave the GPU (ZeRO-3)", "DEVICE");
+  opt("--host-memory", f.host_memory,
+      "host memory per node: 64GB, 512GiB; the offload's host bytes are checked against it (a "
+      "node holds --gpus-per-node GPUs, or all N)",
+      "BYTES");
   opt("--gpus-per-node", f.gpus_per_node,
       "GPUs per node n: the level inside a node, the offload's host memory per node, "
       "--estimator's [1]",
@@ -260,12 +272,17 @@ void add_gpu_options(CLI::App* cmd, PlanFlags& f) {
   opt("--layers", f.layers, "transformer layers L (activations from the shape)", "N");
   opt("--hidden", f.hidden, "hidden size h", "N");
   opt("--heads", f.heads, "attention heads a", "N");
-  opt("--seq-len", f.seq_len, "sequence length s (with the shape, or with --model)", "N");
-  opt("--micro-batch", f.micro_batch, "micro-batch size b per GPU (with the shape, or --model)",
+  opt("--seq-len", f.seq_len,
+      "sequence length s (with the shape, or with --model: default 1024, run_clm's and TRL's)",
+      "N");
+  opt("--micro-batch", f.micro_batch,
+      "micro-batch size b per GPU (with the shape, or with --model: default 8, the Trainer's)",
       "N");
   opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
   opt("--attention", f.attention,
-      "with --model: eager (default; keeps the s^2 scores) or flash (keeps none)", "KIND");
+      "with --model: sdpa (default, transformers'), flash (flash_attention_2) or eager (keeps "
+      "the s^2 scores)",
+      "KIND");
 }
 
 // The bytes per parameter, the least N's rounding, the step's time, and the output.

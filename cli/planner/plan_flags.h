@@ -22,7 +22,7 @@ struct PlanFlags {
   std::string params, gpus, gpu_memory, gpu, activations, round_to;
   std::string model, model_config, attention;
   std::string estimator, largest_layer, gpus_per_node, nodes;
-  std::string offload_optimizer, offload_params, deepspeed_config;
+  std::string offload_optimizer, offload_params, deepspeed_config, host_memory;
   std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
   std::string optimizer_impl, framework, limit_all_gathers;
   bool list_models = false, list_gpus = false;

@@ -200,6 +200,9 @@ void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report
             : units::parse_bytes(f.cuda_overhead, "--cuda-overhead", units::Zero::allowed);
     in.cuda_overhead_source = "--cuda-overhead " + f.cuda_overhead;
   } else if (real_run) {
+    in.assumptions.push_back({field_ref("cuda_overhead"),
+                              units::format_bytes(deepspeed::kDefaultCudaOverhead),
+                              "CUDA context and allocator"});
     in.cuda_overhead = deepspeed::kDefaultCudaOverhead;
     in.cuda_overhead_source =
         "the default: the top of Hugging Face's 1-2 GB for the context and kernels; "

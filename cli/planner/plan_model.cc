@@ -60,12 +60,13 @@ void read_given_activations(const PlanFlags& f, report::PlanInputs& in) {
   in.activations_source = "given";
 }
 
+// transformers' default attn_implementation is sdpa (PyTorch's scaled_dot_product_attention);
+// flash is flash_attention_2, eager the s^2 scores kept.
 catalog::Attention parse_attention(const std::string& text) {
-  if (text == "flash") return catalog::Attention::flash;
-  if (!text.empty() && text != "eager") {
-    throw UsageError("--attention: expected eager or flash, got " + quote(text));
-  }
-  return catalog::Attention::eager;
+  if (text.empty() || text == "sdpa") return catalog::Attention::sdpa;
+  if (text == "flash" || text == "flash_attention_2") return catalog::Attention::flash;
+  if (text == "eager") return catalog::Attention::eager;
+  throw UsageError("--attention: expected sdpa (the default), flash or eager, got " + quote(text));
 }
 
 // What the same run could change to hold fewer activations, each computed for this model:
@@ -82,7 +83,7 @@ void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s,
   const std::string full = field_ref("checkpointing") + " full";
   const std::string flash = field_ref("attention") + " flash";
   const bool can_checkpoint = checkpointing != plan::Checkpointing::full;
-  const bool can_flash = attention == catalog::Attention::eager;
+  const bool can_flash = attention != catalog::Attention::flash;
   if (can_checkpoint) choice(full, b, plan::Checkpointing::full, attention);
   if (can_flash) choice(flash, b, checkpointing, catalog::Attention::flash);
   if (can_checkpoint && can_flash) {
@@ -105,41 +106,39 @@ void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s,
 // Activations of a published model, from its config and --seq-len, --micro-batch.
 void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
                             const catalog::ModelConfig& config, report::PlanInputs& in) {
-  const std::string model_flag = f.model.empty() ? "--model-config" : "--model";
-  if (f.seq_len.empty() && !micro_batch.value) {
-    for (const auto& [flag, text] :
-         {std::pair{"--checkpointing", &f.checkpointing}, {"--attention", &f.attention}}) {
+  if (!f.activations.empty()) {
+    for (const auto& [flag, text] : {std::pair{"--seq-len", &f.seq_len},
+                                     {"--micro-batch", &f.micro_batch},
+                                     {"--checkpointing", &f.checkpointing},
+                                     {"--attention", &f.attention}}) {
       if (!text->empty()) {
-        throw UsageError(std::string(flag) + ": needs --seq-len and --micro-batch");
+        throw UsageError(std::string("--activations: not with ") + flag +
+                         ", from which they are computed");
       }
-    }
-    // A model's activations are most of what decides a fit: without the sequence and the
-    // batch they are unknown, and a plan that counted them as zero would claim fits it has
-    // not checked. --activations 0B asks for the model state alone, knowingly.
-    if (f.activations.empty()) {
-      throw UsageError("--seq-len, --micro-batch: required with " + model_flag +
-                       " to count its activations, whole numbers such as --seq-len 4096 "
-                       "--micro-batch 1 (or --activations 0B for the model state alone)");
     }
     read_given_activations(f, in);
     return;
   }
-  if (!f.activations.empty()) {
-    throw UsageError(
-        "--activations: not with --seq-len and --micro-batch, from which they are computed");
-  }
+  // What a run does unless told otherwise, each said in the plan's "assumed" line: run_clm's
+  // block_size and TRL's max_length (1024 tokens), the Trainer's per_device_train_batch_size (8),
+  // no checkpointing (the Trainer's gradient_checkpointing=False), transformers' sdpa.
+  const std::string seq_text = f.seq_len.empty() ? std::string("1024") : f.seq_len;
   if (f.seq_len.empty()) {
-    throw UsageError("--seq-len: required with " + model_flag + " and a micro-batch (" +
-                     (f.micro_batch.empty() ? "the DeepSpeed config's " + micro_batch.text
-                                            : "--micro-batch " + micro_batch.text) +
-                     ") to count its activations, a whole number such as 4096");
+    in.assumptions.push_back({field_ref("seq_len"), seq_text, "run_clm's and TRL's default"});
   }
+  const std::string batch_text = micro_batch.value ? micro_batch.text : std::string("8");
   if (!micro_batch.value) {
-    throw UsageError("--micro-batch: required with " + model_flag +
-                     " and --seq-len to count its activations, a whole number such as 1");
+    in.assumptions.push_back(
+        {field_ref("micro_batch"), batch_text, "the Trainer's per_device_train_batch_size"});
   }
-  const std::uint64_t s = units::parse_whole(f.seq_len, "--seq-len");
-  const std::uint64_t b = *micro_batch.value;
+  if (f.checkpointing.empty()) {
+    in.assumptions.push_back({field_ref("checkpointing"), "none", "the Trainer's default"});
+  }
+  if (f.attention.empty()) {
+    in.assumptions.push_back({field_ref("attention"), "sdpa", "transformers' default"});
+  }
+  const std::uint64_t s = units::parse_whole(seq_text, "--seq-len");
+  const std::uint64_t b = micro_batch.value.value_or(8);
   const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
   const catalog::Attention attention = parse_attention(f.attention);
   const auto bytes = catalog::model_activation_bytes(config, s, b, checkpointing, attention);
@@ -152,7 +151,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   in.activations_given = true;
   in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
   add_activation_choices(config, s, b, checkpointing, attention, bytes->total, in);
-  in.activations_source = in.model->name + ": s=" + f.seq_len + " b=" + micro_batch.text +
+  in.activations_source = in.model->name + ": s=" + seq_text + " b=" + batch_text +
                           ", checkpointing " +
                           std::string(plan::checkpointing_name(checkpointing)) + ", " +
                           std::string(catalog::attention_name(attention)) + " attention; layers " +

@@ -10,8 +10,8 @@ namespace zerodp::cli {
 void add_precision_flags(CLI::App& command, PrecisionFlags& flags) {
   command
       .add_option("--precision", flags.precision,
-                  "fp16 or bf16 (mixed precision with an fp32 master copy), or fp32; "
-                  "default fp16")
+                  "bf16 or fp16 (mixed precision with an fp32 master copy), or fp32; "
+                  "default bf16")
       ->type_name("NAME");
   command
       .add_option("--optimizer", flags.optimizer,
@@ -65,7 +65,8 @@ std::optional<plan::BytesPerParam> read_precision_flags(const PrecisionFlags& fl
 ModelBytes model_bytes(const PrecisionFlags& flags, const report::SharedSettings& settings,
                        const std::optional<plan::BytesPerParam>& given) {
   if (given) return {*given, "--bytes-per-param " + flags.bytes_per_param};
-  const plan::Precision precision = settings.precision.value_or(plan::Precision::fp16);
+  // bf16 where unset: what train runs, and what Hugging Face users run on GPUs since Ampere.
+  const plan::Precision precision = settings.precision.value_or(plan::Precision::bf16);
   const plan::Optimizer optimizer = settings.optimizer.value_or(plan::Optimizer::adam);
   return {plan::bytes_per_param(precision, optimizer),
           std::string(plan::precision_name(precision)) + ", " +

@@ -65,12 +65,19 @@ class Counter {
   // slices the padded output, a storage apart from o_proj's input. Elsewhere the output is
   // o_proj's input, counted there. Read from flash_attn's code, not checked here: PyTorch on
   // the CPU has no flash kernel.
+  // SDPA (transformers' default, torch >= 2.5, no padding mask: packed or unpadded batches)
+  // hands scaled_dot_product_attention q, k and v as flash_attn gets them (grouped heads via
+  // enable_gqa, not repeated) and its flash or memory-efficient kernel saves the same, plus its
+  // own output: transformers then makes o_proj's input with transpose(1, 2).contiguous(), a
+  // second storage (2Tav). A padding mask instead repeats k and v to every head and adds the
+  // mask; not counted here.
   u128 core(u128 qk_width, u128 v_width, u128 v_whole = 0, u128 v_fused = 0) const {
     const Dims& x = x_;
-    if (attention_ == Attention::flash) {
+    if (attention_ != Attention::eager) {
       const u128 lse = 4 * x.a * x.T;
       if (c_.latent) return 4 * (2 * x.T * x.a * qk_width) + lse;  // q, k, padded v and output
-      return 2 * x.T * (x.q + x.k) + (v_fused > 0 ? v_fused : 2 * x.T * x.k) + lse;
+      const u128 sdpa_output = attention_ == Attention::sdpa ? 2 * x.T * x.a * v_width : 0;
+      return 2 * x.T * (x.q + x.k) + (v_fused > 0 ? v_fused : 2 * x.T * x.k) + lse + sdpa_output;
     }
     u128 bytes = 2 * x.T * x.a * qk_width * 2;  // q, k
     bytes += v_whole > 0 ? v_whole : 2 * x.T * x.a * v_width;
@@ -79,7 +86,7 @@ class Counter {
   }
   // The s² terms of one layer's eager attention (0 with flash).
   u128 scores() const {
-    if (attention_ == Attention::flash) return 0;
+    if (attention_ != Attention::eager) return 0;
     const u128 n = x_.scores;
     if (c_.model_type == "gpt2") {  // softmax in 16 bits, saved by itself
       return 2 * n + (c_.attention_dropout ? (rt_.mask_bytes + 2) * n : 0);
@@ -142,8 +149,9 @@ class Counter {
       // ln_1, c_attn's input, q, k^T and v copies, the 16-bit scale, the scores; c_proj's
       // input; ln_2, c_fc's input, the activation, mlp.c_proj's input.
       const u128 act = c_.gelu_formula ? 8 * x.T * x.I + 24 : 2 * x.T * x.I;
-      const u128 attention = attention_ == Attention::flash ? 6 * x.T * x.h + 4 * x.a * x.T
-                                                            : 6 * x.T * x.h + 2 + scores();
+      const u128 attention = attention_ == Attention::flash  ? 6 * x.T * x.h + 4 * x.a * x.T
+                             : attention_ == Attention::sdpa ? 8 * x.T * x.h + 4 * x.a * x.T
+                                                             : 6 * x.T * x.h + 2 + scores();
       u128 bytes = layer_norm(false) + 2 * x.T * x.h + attention;
       bytes += 2 * x.T * x.h + layer_norm(false) + 2 * x.T * x.h + act + 2 * x.T * x.I;
       return bytes + residual_masks();
@@ -238,7 +246,15 @@ bool too_large(const ModelConfig& c, std::uint64_t s, std::uint64_t b) {
 }  // namespace
 
 std::string_view attention_name(Attention attention) {
-  return attention == Attention::flash ? "flash" : "eager";
+  switch (attention) {
+    case Attention::flash:
+      return "flash";
+    case Attention::sdpa:
+      return "sdpa";
+    case Attention::eager:
+      break;
+  }
+  return "eager";
 }
 
 std::optional<SavedTensors> saved_tensor_bytes(const ModelConfig& c, std::uint64_t s,

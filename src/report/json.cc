@@ -30,6 +30,9 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
   j["floor_bytes"] = or_null(s.floor_bytes);
   j["savings_vs_dp"] = or_null(s.savings_vs_dp);
   j["fits"] = or_null(s.fits);
+  j["verdict"] = s.verdict ? json(std::string(verdict_name(*s.verdict))) : json(nullptr);
+  j["host_bytes_per_node"] = or_null(s.host_bytes_per_node);
+  j["host_fits"] = or_null(s.host_fits);
   j["min_gpus"] = or_null(s.min_gpus);
   j["max_params"] = or_null(s.max_params);
   j["comm_bytes_per_gpu"] = {{"seed", or_null(s.comm_seed)}, {"ring", or_null(s.comm_ring)}};
@@ -121,6 +124,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"offload_optimizer", std::string(deepspeed::offload_device_name(in.offload.optimizer))},
       {"offload_params", std::string(deepspeed::offload_device_name(in.offload.params))},
       {"gpus_per_node", or_null(in.gpus_per_node)},
+      {"host_memory_bytes", or_null(in.host_memory)},
       {"nodes", in.topology ? json(in.topology->nodes) : json(nullptr)},
       {"intra_bandwidth_bytes_per_second", or_null(in.intra_bandwidth)},
       {"inter_bandwidth_bytes_per_second", or_null(in.inter_bandwidth)},
@@ -174,6 +178,34 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                        {"gpus", c.gpus.value_or(*in.gpus)}});
   }
   j["what_would_fit"] = changes;
+  // Without N: the fewest GPUs as planned, and the changes that need fewer.
+  auto fewest = [&](const PlanReport::FittingChange& c) {
+    return json{{"change", c.change.empty() ? json(nullptr) : json(name_fields(c.change, name))},
+                {"activation_bytes", c.activation_bytes},
+                {"stage", c.stage},
+                {"total_bytes", c.total_bytes},
+                {"gpus", *c.gpus}};
+  };
+  if (!in.gpus && report.budget && in.params && !in.topology) {
+    json fewer = json::array();
+    for (const PlanReport::FittingChange& c : report.fewer_gpus_with) fewer.push_back(fewest(c));
+    j["fewest_gpus"] = {
+        {"as_planned", report.fewest_gpus ? fewest(*report.fewest_gpus) : json(nullptr)},
+        {"with_changes", fewer}};
+  } else {
+    j["fewest_gpus"] = nullptr;
+  }
+  if (report.tight_band) {
+    j["tight_band"] = {{"fraction", *report.tight_band}, {"basis", kTightBandBasis}};
+  } else {
+    j["tight_band"] = nullptr;
+  }
+  json assumed = json::array();
+  for (const Assumption& a : in.assumptions) {
+    assumed.push_back({{"input", name_fields(a.field, name)}, {"value", a.value}, {"why", a.why}});
+  }
+  j["assumptions"] = assumed;
+  j["dp_fits_with_activations_cut"] = or_null(report.dp_fits_with_activations_cut);
   j["stages"] = json::array();
   for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s, in));
   j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);

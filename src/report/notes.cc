@@ -39,7 +39,8 @@ std::string one_gpu_note(const PlanReport& report, bool binary) {
          "N > 1.";
 }
 
-// Cell D: activations dominate.
+// Cell D: activations dominate. ZeRO is "not worth it" only when a stage without it fits once
+// the activations are cut; without a GPU memory to fit, the seed's lesson, not a verdict.
 std::string activations_note(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   const StageReport& dp = report.stages[0];
@@ -52,17 +53,40 @@ std::string activations_note(const PlanReport& report, bool binary) {
             ratio(*report.comm_ratio_ring) + "x DP's bytes on a ring (" +
             ratio(*report.comm_ratio_seed) + "x by the seed's count)";
   }
-  return note +
-         ". ZeRO is not worth it here; reach for activation checkpointing or gradient "
-         "accumulation instead.";
+  const std::string& cut = report.activations_cut_by;
+  if (!report.dp_fits_with_activations_cut) {
+    return note +
+           ". ZeRO pays off when the model state dominates: cut the activations first with "
+           "activation checkpointing or gradient accumulation, then see what still needs sharding.";
+  }
+  if (*report.dp_fits_with_activations_cut && cut == "as planned") {
+    return note +
+           ". ZeRO is not worth it here: DP already fits at N = " + std::to_string(*in.gpus) + ".";
+  }
+  if (*report.dp_fits_with_activations_cut) {
+    return note + ". ZeRO is not worth it here: DP fits at N = " + std::to_string(*in.gpus) + " " +
+           cut + "; reach for activation checkpointing or gradient accumulation instead.";
+  }
+  return note + ". Cutting them is not enough: DP does not fit at N = " + std::to_string(*in.gpus) +
+         " even " + cut + ", so the model state must be sharded too.";
 }
 
 // "peak 43.1 GB > 40 GB" or "model state 12 GB <= budget 20 GB": what the fit compared.
 std::string fit_reason(const PlanReport& report, const StageReport& s, bool binary) {
   const PlanInputs& in = report.inputs;
-  const char* relation = *s.fits ? " <= " : " > ";
+  if (s.host_fits && !*s.host_fits) {
+    return "the offload's host memory " + bytes(*s.host_bytes_per_node, binary) + " per node > " +
+           bytes(*in.host_memory, binary);
+  }
+  const bool within = *s.total_bytes <= *in.gpu_memory;
+  const char* relation = within ? " <= " : " > ";
   if (report.runtime_counted) {
-    return "peak " + bytes(*s.total_bytes, binary) + relation + bytes(*in.gpu_memory, binary);
+    std::string out =
+        "peak " + bytes(*s.total_bytes, binary) + relation + bytes(*in.gpu_memory, binary);
+    if (s.verdict == Verdict::tight) {
+      out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
+    }
+    return out;
   }
   return "model state " + bytes(*s.model_state_bytes, binary) + relation + "budget " +
          bytes(*report.budget, binary);
@@ -96,8 +120,21 @@ std::string fit_note(const PlanReport& report, bool binary) {
     return "No stage fits at N = " + std::to_string(*in.gpus) + ". " + least;
   }
   const StageReport& s = report.stages[*report.cheapest_fitting_stage];
-  return "Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
-         std::string(stage_name(s.stage)) + " (" + fit_reason(report, s, binary) + ").";
+  std::string out = "Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
+                    std::string(stage_name(s.stage)) +
+                    (s.verdict == Verdict::tight ? ", tight (" : " (") +
+                    fit_reason(report, s, binary) + ")";
+  // A tight fit is a coin toss: name the first stage that fits with the margin, if any.
+  if (s.verdict == Verdict::tight) {
+    for (const StageReport& other : report.stages) {
+      if (stage_number(other.stage) > stage_number(s.stage) && other.verdict == Verdict::fits) {
+        out += "; " + std::string(stage_name(other.stage)) + " fits with the margin (" +
+               fit_reason(report, other, binary) + ")";
+        break;
+      }
+    }
+  }
+  return out + ".";
 }
 
 // When a stage the user cares about does not fit and nothing is offloaded: whether moving the
@@ -107,10 +144,12 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
   with.offload.optimizer = deepspeed::OffloadDevice::cpu;
   const PlanReport other = make_plan(with);
   const StageReport& s = other.stages[stage_number(wanted)];
-  std::string note = "With " + field_ref("offload_optimizer") + " cpu, " +
-                     std::string(stage_name(wanted)) + (*s.fits ? " fits" : " still does not fit") +
-                     " at N = " + std::to_string(*with.gpus) + " (" + fit_reason(other, s, binary) +
-                     ")";
+  std::string note =
+      "With " + field_ref("offload_optimizer") + " cpu, " + std::string(stage_name(wanted)) +
+      (s.verdict == Verdict::tight ? " is tight"
+       : *s.fits                   ? " fits"
+                                   : " still does not fit") +
+      " at N = " + std::to_string(*with.gpus) + " (" + fit_reason(other, s, binary) + ")";
   if (*s.fits && s.offload) {
     note += ", the host holding " + bytes(s.offload->host_bytes, binary) + " per GPU";
   }
@@ -147,6 +186,28 @@ std::string changes_note(const PlanReport& report, bool binary) {
   return out + ".";
 }
 
+// Without N: the fewest GPUs as planned, and each change that needs fewer.
+std::string fewest_note(const PlanReport& report, bool binary) {
+  const std::string total = report.runtime_counted ? "peak " : "total ";
+  auto fitting = [&](const PlanReport::FittingChange& c) {
+    const std::string stage(stage_name(report.stages[std::size_t(c.stage)].stage));
+    return stage + " on N = " + std::to_string(*c.gpus) + " (" + total +
+           bytes(c.total_bytes, binary) + " <= " + bytes(*report.inputs.gpu_memory, binary) + ")";
+  };
+  std::string out = "What would fit: ";
+  if (report.fewest_gpus) {
+    out += "as planned, " + fitting(*report.fewest_gpus);
+  } else {
+    out += "as planned, no number of GPUs";
+  }
+  for (std::size_t i = 0; i < report.fewer_gpus_with.size(); ++i) {
+    const PlanReport::FittingChange& c = report.fewer_gpus_with[i];
+    out += std::string(i == 0 ? "; fewer GPUs with " : "; with ") + c.change + " (activations " +
+           bytes(c.activation_bytes, binary) + "): " + fitting(c);
+  }
+  return out + ".";
+}
+
 }  // namespace
 
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const FieldNamer& name) {
@@ -172,8 +233,11 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
         (in.deepspeed_config.empty()
              ? field_ref("stage") + " " + std::to_string(stage_number(s.stage)) + ": " + stage
              : "The DeepSpeed config's stage, " + stage + ",") +
-        (*s.fits ? " fits" : " does not fit") + " at N = " + std::to_string(*in.gpus) + ": " +
-        fit_reason(report, s, binary) + peak_terms(report, s, binary) + ".");
+        (s.verdict == Verdict::tight ? " is tight"
+         : *s.fits                   ? " fits"
+                                     : " does not fit") +
+        " at N = " + std::to_string(*in.gpus) + ": " + fit_reason(report, s, binary) +
+        peak_terms(report, s, binary) + ".");
   }
   // Would offload rescue the stage asked for (or, without a config, the cheapest)?
   if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1) {
@@ -186,6 +250,9 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
     }
   }
   if (report.changes_tried) notes.push_back(changes_note(report, binary));
+  if (!in.gpus && report.budget && in.params && !in.topology) {
+    notes.push_back(fewest_note(report, binary));
+  }
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {
     notes.push_back("ZeRO-3 sends " + ratio(*report.comm_ratio_seed) +

@@ -159,6 +159,25 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.fsdp_limit_all_gathers};
 }
 
+// The host memory a node's GPUs take for their offload: --gpus-per-node of them, or all N on
+// one node when the nodes are not given; saturating (the verdict is all that reads it then).
+std::uint64_t host_bytes_per_node(const PlanInputs& in, std::uint64_t per_gpu, int n) {
+  const u128 bytes = u128(per_gpu) * std::uint64_t(in.gpus_per_node.value_or(n));
+  return bytes > std::numeric_limits<std::uint64_t>::max()
+             ? std::numeric_limits<std::uint64_t>::max()
+             : std::uint64_t(bytes);
+}
+
+// Whether the host holds the offload of `stage` at n GPUs (true where nothing is offloaded or
+// no host memory is given).
+bool host_holds(const PlanInputs& in, Stage stage, std::uint64_t n) {
+  if (!in.host_memory || !in.params || n > std::uint64_t(std::numeric_limits<int>::max())) {
+    return true;
+  }
+  const auto o = deepspeed::offload_bytes(*in.params, int(n), stage, in.bpp, in.offload);
+  return !o || host_bytes_per_node(in, o->host_bytes, int(n)) <= *in.host_memory;
+}
+
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a
 // topology) and whether it fits. `gpu`: the bytes per parameter that stay on the GPU.
 void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::RuntimeRun& runtime,
@@ -173,7 +192,19 @@ void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::
   }
   s.comm_seed = plan::seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
   s.comm_ring = plan::ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
-  if (in.gpu_memory) s.fits = *s.total_bytes <= *in.gpu_memory;
+  if (in.gpu_memory) {
+    s.verdict = verdict_of(*s.total_bytes, *in.gpu_memory, report.tight_band);
+    s.fits = *s.total_bytes <= *in.gpu_memory;
+  }
+  if (in.host_memory && s.offload) {
+    s.host_bytes_per_node = host_bytes_per_node(in, s.offload->host_bytes, *in.gpus);
+    s.host_fits = *s.host_bytes_per_node <= *in.host_memory;
+    // A stage whose offload the host cannot hold does not fit, whatever the GPU says.
+    if (!*s.host_fits) {
+      s.fits = false;
+      if (s.verdict) s.verdict = Verdict::does_not_fit;
+    }
+  }
   if (!in.topology) return;
   s.levels = deepspeed::level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
   if (in.intra_bandwidth || in.inter_bandwidth) {
@@ -193,11 +224,32 @@ void plan_fit(const PlanInputs& in, const PlanReport& report, const deepspeed::R
     return;
   }
   s.min_gpus_asked = true;
-  s.min_gpus =
-      report.runtime_counted
-          ? deepspeed::min_gpus_for_peak(s.stage, runtime, in.activation_bytes, *in.gpu_memory,
-                                         in.round_to.value_or(1))
-          : plan::min_gpus(*in.params, s.stage, gpu, *report.budget, in.round_to.value_or(1));
+  const std::uint64_t round_to = in.round_to.value_or(1);
+  s.min_gpus = report.runtime_counted
+                   ? deepspeed::min_gpus_for_peak(s.stage, runtime, in.activation_bytes,
+                                                  *in.gpu_memory, round_to)
+                   : plan::min_gpus(*in.params, s.stage, gpu, *report.budget, round_to);
+  if (!s.min_gpus || host_holds(in, s.stage, *s.min_gpus)) return;
+  // The host's share of a node shrinks with more GPUs only when the node's size is given (all N
+  // on one node hold the whole offload whatever N is): then the least N the host holds too.
+  if (!in.gpus_per_node) {
+    s.min_gpus.reset();
+    return;
+  }
+  std::uint64_t low = *s.min_gpus, high = low;
+  while (!host_holds(in, s.stage, high)) {
+    if (high > (std::uint64_t(1) << 30)) {
+      s.min_gpus.reset();
+      return;
+    }
+    low = high;
+    high *= 2;
+  }
+  while (high - low > 1) {  // host_holds(high), !host_holds(low)
+    const std::uint64_t mid = low + (high - low) / 2;
+    (host_holds(in, s.stage, mid) ? high : low) = mid;
+  }
+  s.min_gpus = (high + round_to - 1) / round_to * round_to;
 }
 
 // The step's time, from the two levels' seconds or from one volume at one bandwidth.
@@ -309,7 +361,101 @@ void find_fitting_changes(PlanReport& report) {
   }
 }
 
+// Cell D's question with a GPU: activations outweigh DP's model state; does DP fit at N once
+// they are cut to the least the choices give (or, given as bytes, to none)?
+void check_activations_cut(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (!report.activations_dominate.value_or(false) || !in.gpus || !in.gpu_memory) return;
+  if (*report.stages[0].fits) {
+    report.dp_fits_with_activations_cut = true;
+    report.activations_cut_by = "as planned";
+    return;
+  }
+  PlanInputs with = in;
+  with.activation_bytes = 0;
+  with.activation_choices.clear();
+  const PlanInputs::ActivationChoice* least = nullptr;
+  for (const PlanInputs::ActivationChoice& c : in.activation_choices) {
+    if (!least || c.bytes < least->bytes) least = &c;
+  }
+  if (least) {
+    with.activation_bytes = least->bytes;
+    report.activations_cut_by = "with " + least->change;
+  } else if (in.model) {
+    // Already at the least the model's choices give.
+    report.dp_fits_with_activations_cut = false;
+    report.activations_cut_by = "as planned, the least activations the model's choices give";
+    return;
+  } else {
+    report.activations_cut_by = "with its model state alone";  // given as bytes: cut to none
+  }
+  report.dp_fits_with_activations_cut = *make_plan(with).stages[0].fits;
+}
+
+// Without N: the fewest GPUs the plan fits on (the stage wanted, else the stage with the least
+// N), and each activation choice that fits on fewer, planned again at its N.
+void find_fewest_gpus(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (in.gpus || !report.budget || !in.params || in.topology) return;
+  auto fewest = [&](const PlanReport& r) -> std::optional<int> {
+    if (!in.configured_stage) return stage_with_least_n(r);
+    const int wanted = stage_number(*in.configured_stage);
+    if (!r.stages[std::size_t(wanted)].min_gpus) return std::nullopt;
+    return wanted;
+  };
+  auto at_n = [&](PlanInputs with, std::uint64_t activation_bytes, int stage, std::uint64_t n,
+                  const std::string& change) {
+    with.activation_bytes = activation_bytes;
+    with.activation_choices.clear();
+    with.gpus = int(std::min<std::uint64_t>(n, std::uint64_t(std::numeric_limits<int>::max())));
+    const PlanReport there = make_plan(with);
+    return PlanReport::FittingChange{change, activation_bytes, stage,
+                                     *there.stages[std::size_t(stage)].total_bytes, n};
+  };
+  std::optional<std::uint64_t> best;
+  if (const std::optional<int> stage = fewest(report)) {
+    const std::uint64_t n = *report.stages[std::size_t(*stage)].min_gpus;
+    report.fewest_gpus = at_n(in, in.activation_bytes, *stage, n, "");
+    best = n;
+  }
+  for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
+    PlanInputs with = in;
+    with.activation_bytes = choice.bytes;
+    with.activation_choices.clear();
+    const PlanReport other = make_plan(with);
+    const std::optional<int> stage = fewest(other);
+    if (!stage) continue;
+    const std::uint64_t n = *other.stages[std::size_t(*stage)].min_gpus;
+    if (best && n >= *best) continue;
+    report.fewer_gpus_with.push_back(at_n(in, choice.bytes, *stage, n, choice.change));
+  }
+  // Fewest GPUs first; among equals, the order of the choices (the cheaper change first).
+  std::stable_sort(report.fewer_gpus_with.begin(), report.fewer_gpus_with.end(),
+                   [](const auto& a, const auto& b) { return *a.gpus < *b.gpus; });
+}
+
 }  // namespace
+
+std::string_view verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::fits:
+      return "fits";
+    case Verdict::tight:
+      return "tight";
+    case Verdict::does_not_fit:
+      return "does_not_fit";
+  }
+  return "fits";
+}
+
+Verdict verdict_of(std::uint64_t peak, std::uint64_t memory, std::optional<double> band) {
+  if (!band) return peak <= memory ? Verdict::fits : Verdict::does_not_fit;
+  // In whole percent, so that the comparison is of integers: peak*(100+F) against memory*100.
+  const u128 percent = u128(std::llround(*band * 100));
+  if (u128(peak) * (100 + percent) <= u128(memory) * 100) return Verdict::fits;
+  if (u128(peak) * (100 - percent) > u128(memory) * 100) return Verdict::does_not_fit;
+  return Verdict::tight;
+}
 
 PlanReport make_plan(const PlanInputs& in) {
   validate(in);
@@ -324,6 +470,7 @@ PlanReport make_plan(const PlanInputs& in) {
   }
   // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
   report.runtime_counted = in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
+  if (report.runtime_counted) report.tight_band = kTightBand;
   const deepspeed::RuntimeRun runtime = runtime_run(in);
   for (Stage stage : kStages) {
     StageReport& s = report.stages[stage_number(stage)];
@@ -338,6 +485,8 @@ PlanReport make_plan(const PlanInputs& in) {
   }
   compare_stages(report);
   find_fitting_changes(report);
+  check_activations_cut(report);
+  find_fewest_gpus(report);
   return report;
 }
 

@@ -86,13 +86,27 @@ std::string gpu_line(const PlanInputs& in, bool binary) {
   return out + " (--gpu NAME plans for the card)\n";
 }
 
-std::string header(const PlanReport& report, bool binary) {
+// The defaults taken for what was not given, on one line, each with the flag that changes it.
+std::string assumptions_line(const PlanReport& report, const FieldNamer& name) {
+  const std::vector<Assumption>& all = report.inputs.assumptions;
+  if (all.empty()) return {};
+  std::string out = "assumed (not given):";
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Assumption& a = all[i];
+    out += std::string(i == 0 ? " " : "; ") + a.field + " " + a.value +
+           (a.why.empty() ? std::string() : " (" + a.why + ")");
+  }
+  return name_fields(out, name) + "\n";
+}
+
+std::string header(const PlanReport& report, bool binary, const FieldNamer& name) {
   const PlanInputs& in = report.inputs;
   auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
   std::string out = "zerodp plan:";
   if (in.params) out += " params = " + units::format_count(*in.params);
   if (in.gpus) out += std::string(in.params ? "," : "") + " N = " + std::to_string(*in.gpus);
   out += in.params || in.gpus ? "\n" : " efficiency of a given volume\n";
+  out += assumptions_line(report, name);
   if (in.model) {
     const catalog::ModelParams& p = in.model->params;
     out += "model: " + in.model->name + " (" + in.model->model_type + ", " + in.model->source +
@@ -179,6 +193,17 @@ std::string header(const PlanReport& report, bool binary) {
            (in.activations_given ? "" : " (no activations given)") + "\n";
   }
   if (in.gpu_memory) out += gpu_line(in, binary);
+  if (report.tight_band && in.gpus) {
+    out += "fits: yes, tight (the peak within " + units::format_percent(*report.tight_band, 0) +
+           " of the GPU memory, the error measured against published runs: docs/validation.md) "
+           "or no\n";
+  }
+  if (in.host_memory) {
+    out += "host memory: " + bytes(*in.host_memory) + " per node (" +
+           (in.gpus_per_node ? std::to_string(*in.gpus_per_node) + " GPUs a node"
+                             : std::string("all N GPUs on one node")) +
+           "), checked against the offload's host bytes\n";
+  }
   if (in.compute_seconds && !in.bandwidth) {
     out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", overlap " +
            units::format_percent(in.overlap.value_or(0.0), 0) +
@@ -254,7 +279,13 @@ void add_memory_columns(std::vector<Column>& columns, const PlanReport& report, 
 void add_fit_columns(std::vector<Column>& columns, const PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (in.params && in.gpus && report.budget) {
-    columns.push_back({"fits", [](const S& s) { return std::string(*s.fits ? "yes" : "no"); }});
+    // "tight": within the planner's measured error of the GPU's memory (report.h, Verdict).
+    columns.push_back({"fits", [](const S& s) {
+                         if (s.host_fits && !*s.host_fits) return std::string("no (host)");
+                         return std::string(*s.verdict == Verdict::fits    ? "yes"
+                                            : *s.verdict == Verdict::tight ? "tight"
+                                                                           : "no");
+                       }});
   }
   if (in.params && report.budget) {
     columns.push_back({"least N", [](const S& s) {
@@ -426,7 +457,7 @@ std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& 
   add_fit_columns(columns, report);
   add_comm_columns(columns, report, binary);
 
-  std::string out = header(report, binary) + render(columns, report);
+  std::string out = header(report, binary, name) + render(columns, report);
   // Each section after a blank line (appended, not "\n" + section: GCC 12 warns on that).
   auto section = [&out](const std::string& text) { out.append("\n").append(text); };
   if (report.runtime_counted && report.inputs.gpus) section(peak_table(report, binary));

@@ -27,8 +27,9 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
   const Result r = zerodp("plan " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
-                  "--stage 2: ZeRO-2 does not fit at N = 8: peak 42.5 GB > 40.0 GB (model "
-                  "state 30.1 GB + CUDA 2.00 GB + activations 8.34 GB + reduce buffers "
+                  "--stage 2: ZeRO-2 is tight at N = 8: peak 42.5 GB > 40.0 GB, within the "
+                  "planner's 9 % error (model state 30.1 GB + CUDA 2.00 GB + activations 8.34 GB + "
+                  "reduce buffers "
                   "1.00 GB + a layer's gradient 1.05 GB)."))
       << r.out;
   EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 28.4 GB"))
@@ -72,7 +73,10 @@ TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
       "--attention flash --stage 2 ";
   const Result card = zerodp("plan " + run + "--gpu a100-40gb");
   ASSERT_EQ(card.status, 0) << card.err;
-  EXPECT_TRUE(has(card.out, "--stage 2: ZeRO-2 fits at N = 8: peak 40.4 GB <= 42.3 GB"))
+  // 40.4 GB is within the planner's measured 9 % of 42.3 GB: it fits as predicted, but tight.
+  EXPECT_TRUE(has(card.out,
+                  "--stage 2: ZeRO-2 is tight at N = 8: peak 40.4 GB <= 42.3 GB, within the "
+                  "planner's 9 % error"))
       << card.out;
   EXPECT_TRUE(has(card.out,
                   "GPU: NVIDIA A100-SXM4-40GB, sold as 40 GB HBM2; it reports "
@@ -82,6 +86,9 @@ TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
   EXPECT_EQ(u64(j["inputs"]["gpu_memory_bytes"]), 42'298'834'944u);
   EXPECT_EQ(j["inputs"]["gpu"]["name"], "a100-40gb");
   EXPECT_TRUE(j["stages"][2]["fits"].get<bool>());
+  EXPECT_EQ(j["stages"][2]["verdict"], "tight");
+  EXPECT_EQ(j["stages"][3]["verdict"], "fits");
+  EXPECT_EQ(j["tight_band"]["fraction"].get<double>(), 0.09);
   // "40GB" typed: the plan says which card is sold as that, and what it reports instead.
   const Result typed = zerodp("plan " + run + "--gpu-memory 40GB");
   EXPECT_TRUE(has(typed.out,
@@ -99,7 +106,8 @@ TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
   // A first try without checkpointing: 42.9 GB of activations on a 42.3 GB card. Not an error:
   // the verdict, the reason, and the changes that fit, each planned again.
   const std::string run =
-      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 2048 --micro-batch 1 --stage 2";
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 2048 --micro-batch 1 --stage 2 "
+      "--attention eager";
   const Result r = zerodp("plan " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,

@@ -149,8 +149,10 @@ std::uint64_t reuse_kept_params(const ModelConfig& config, std::uint64_t max_reu
 // vocabularies these can pass all the layers'. Selective recomputation drops the s² terms;
 // full checkpointing keeps each layer's input (2Th) and one layer's activations while it is
 // recomputed in backward.
-enum class Attention { eager, flash };
-std::string_view attention_name(Attention attention);  // "eager", "flash"
+// SDPA (PyTorch's scaled_dot_product_attention, transformers' default attn_implementation)
+// keeps what flash attention keeps and its own output besides (model_activations.cc).
+enum class Attention { eager, sdpa, flash };
+std::string_view attention_name(Attention attention);  // "eager", "sdpa", "flash"
 
 // What autograd saves, without checkpointing.
 struct SavedTensors {

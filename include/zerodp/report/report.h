@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zerodp/catalog/gpus.h"
@@ -33,6 +34,34 @@ namespace zerodp::report {
 
 // Which communication column the step time is computed from (unless comm_bytes is given).
 enum class CommConvention { seed, ring };
+
+// Whether a stage fits its GPU, as sure as the planner can be. Where the GPU peak is predicted
+// (a model's or a DeepSpeed config's terms), the prediction carries the error measured against
+// published runs (docs/validation.md): `tight` is a peak within that error of the GPU's memory,
+// on either side, where the run may or may not fit. Where the inputs are the seed's figures
+// (--params, --activations), the arithmetic is exact and only fits / does_not_fit occur.
+enum class Verdict { fits, tight, does_not_fit };
+std::string_view verdict_name(Verdict verdict);  // "fits", "tight", "does_not_fit"
+
+// The largest relative error of a predicted peak against a measured one among the published
+// runs of docs/validation.md, rounded up to a whole percent (tests/plan/validation/check.py
+// recomputes it from the cases and fails when this differs).
+inline constexpr double kTightBand = 0.09;
+inline constexpr const char* kTightBandBasis =
+    "the largest error of the predicted peak against the measured runs of docs/validation.md "
+    "(llama-cookbook-100-7b, 1.08), rounded up";
+
+// The verdict of `peak` against `memory`: with a band F, fits when peak*(1+F) <= memory, does
+// not fit when peak*(1-F) > memory, tight between; without one (nullopt), fits exactly when
+// peak <= memory. Integer-exact at the boundaries the seed uses (2800/47 fits 60).
+Verdict verdict_of(std::uint64_t peak, std::uint64_t memory, std::optional<double> band);
+
+// One default the plan assumed because its flag was not given, for the plan's one-line list.
+struct Assumption {
+  std::string field;  // the input, as a field reference (error.h): field_ref("seq_len")
+  std::string value;  // "1024"
+  std::string why;    // "TRL's and run_clm's default"
+};
 
 // The answers asked for are those whose inputs are present. The comments name each input's
 // command-line flag; make_plan()'s errors name it by the flag's words with underscores
@@ -68,6 +97,9 @@ struct PlanInputs {
   std::string deepspeed_summary;  // "ZeRO-2, optimizer to cpu, bf16, ..."
   std::optional<Stage> configured_stage;
   std::optional<int> gpus_per_node;  // --gpus-per-node: host memory per node
+  // --host-memory: the host's memory per node, checked against the offload's host bytes (the
+  // node holds --gpus-per-node GPUs, or all N when that is not given).
+  std::optional<std::uint64_t> host_memory;
   // Two levels (--gpus-per-node, --nodes): bytes per level; with --intra-bandwidth and
   // --inter-bandwidth (bytes/s per GPU) their seconds, which then set the step time.
   std::optional<deepspeed::Topology> topology;
@@ -113,22 +145,28 @@ struct PlanInputs {
     std::uint64_t bytes = 0;
   };
   std::vector<ActivationChoice> activation_choices;
+
+  // The defaults taken for flags not given, in the order the plan lists them.
+  std::vector<Assumption> assumptions;
 };
 
 struct StageReport {
   Stage stage = Stage::dp;
-  std::optional<std::uint64_t> model_state_bytes;  // at N
-  std::optional<std::uint64_t> total_bytes;        // model state + activations, at N
-  std::optional<std::uint64_t> floor_bytes;        // as N → ∞
-  std::optional<double> savings_vs_dp;             // (total_DP − total) / total_DP, at N
-  std::optional<bool> fits;                        // total <= GPU memory, at N
-  std::optional<std::uint64_t> min_gpus;           // least N that fits (rounded to a node)
-  bool min_gpus_asked = false;                     // a budget and Φ were given
-  std::optional<std::uint64_t> max_params;         // largest Φ at N (inverse mode)
-  std::optional<std::uint64_t> comm_seed;          // seed column, bytes per GPU per step
-  std::optional<std::uint64_t> comm_ring;          // ring column, busiest rank
-  std::optional<plan::StepTime> time;              // given compute inputs
-  std::optional<std::uint64_t> time_comm_bytes;    // the volume the time was computed from
+  std::optional<std::uint64_t> model_state_bytes;    // at N
+  std::optional<std::uint64_t> total_bytes;          // model state + activations, at N
+  std::optional<std::uint64_t> floor_bytes;          // as N → ∞
+  std::optional<double> savings_vs_dp;               // (total_DP − total) / total_DP, at N
+  std::optional<bool> fits;                          // total <= GPU memory, at N
+  std::optional<Verdict> verdict;                    // fits, tight or not, at N (with the host's)
+  std::optional<std::uint64_t> host_bytes_per_node;  // the offload's, at N, with --host-memory
+  std::optional<bool> host_fits;                     // those within --host-memory
+  std::optional<std::uint64_t> min_gpus;             // least N that fits (rounded to a node)
+  bool min_gpus_asked = false;                       // a budget and Φ were given
+  std::optional<std::uint64_t> max_params;           // largest Φ at N (inverse mode)
+  std::optional<std::uint64_t> comm_seed;            // seed column, bytes per GPU per step
+  std::optional<std::uint64_t> comm_ring;            // ring column, busiest rank
+  std::optional<plan::StepTime> time;                // given compute inputs
+  std::optional<std::uint64_t> time_comm_bytes;      // the volume the time was computed from
   // With offload that applies at this stage (deepspeed/offload.h): model_state_bytes, floor_bytes,
   // fits and min_gpus are then what stays on the GPU, and this is the rest, at N.
   bool offloaded = false;
@@ -149,6 +187,7 @@ struct PlanReport {
   std::optional<double> comm_ratio_ring;
   std::optional<bool> activations_dominate;  // activations > DP's model state
   bool runtime_counted = false;              // the stages carry `runtime` terms
+  std::optional<double> tight_band;          // kTightBand where the peak is predicted
   // The activations and the CUDA allowance alone reach the GPU memory: no stage fits at any
   // N, and the budget is 0. A verdict, not an error: the notes say what would fit.
   bool activations_fill_gpu = false;
@@ -164,6 +203,14 @@ struct PlanReport {
   };
   std::vector<FittingChange> fitting_changes;
   bool changes_tried = false;  // the stage wanted did not fit and the choices were planned
+  // Without N (no --gpus): the fewest GPUs as planned (the stage with the least N) and, for
+  // each activation choice that needs fewer, that change with its stage and N.
+  std::optional<FittingChange> fewest_gpus;
+  std::vector<FittingChange> fewer_gpus_with;
+  // Activations dominate and a stage without ZeRO (DP) fits at N once they are cut to the least
+  // of the choices (or, given as bytes, to none): only then is ZeRO not worth it (cell D).
+  std::optional<bool> dp_fits_with_activations_cut;
+  std::string activations_cut_by;  // "as planned", "with " + the change, ...
 };
 
 PlanReport make_plan(const PlanInputs& inputs);
