@@ -74,22 +74,27 @@ std::string activations_note(const PlanReport& report, bool binary) {
 // "peak 43.1 GB > 40 GB" or "model state 12 GB <= budget 20 GB": what the fit compared.
 std::string fit_reason(const PlanReport& report, const StageReport& s, bool binary) {
   const PlanInputs& in = report.inputs;
-  if (s.host_fits && !*s.host_fits) {
-    return "the offload's host memory " + bytes(*s.host_bytes_per_node, binary) + " per node > " +
-           bytes(*in.host_memory, binary);
-  }
+  // The host's verdict beside the GPU's when the offload does not fit in it.
+  const std::string host = s.host_fits && !*s.host_fits
+                               ? "; the offload's host memory " +
+                                     bytes(*s.host_bytes_per_node, binary) + " per node > " +
+                                     bytes(*in.host_memory, binary)
+                               : std::string();
   const bool within = *s.total_bytes <= *in.gpu_memory;
   const char* relation = within ? " <= " : " > ";
   if (report.runtime_counted) {
     std::string out =
         "peak " + bytes(*s.total_bytes, binary) + relation + bytes(*in.gpu_memory, binary);
-    if (s.verdict == Verdict::tight) {
-      out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
+    if (within || s.verdict == Verdict::tight) {
+      const Verdict gpu = verdict_of(*s.total_bytes, *in.gpu_memory, report.tight_band);
+      if (gpu == Verdict::tight) {
+        out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
+      }
     }
-    return out;
+    return out + host;
   }
   return "model state " + bytes(*s.model_state_bytes, binary) + relation + "budget " +
-         bytes(*report.budget, binary);
+         bytes(*report.budget, binary) + host;
 }
 
 // " (model state 30.1 GB + activations 7.05 GB + ...)": the terms of the phase that sets the
@@ -187,14 +192,15 @@ std::string changes_note(const PlanReport& report, bool binary) {
 }
 
 // Without N: the fewest GPUs as planned, and each change that needs fewer.
-std::string fewest_note(const PlanReport& report, bool binary) {
+std::string fewest_note(const PlanReport& report, bool binary,
+                        const std::string& opening = "What would fit: ") {
   const std::string total = report.runtime_counted ? "peak " : "total ";
   auto fitting = [&](const PlanReport::FittingChange& c) {
     const std::string stage(stage_name(report.stages[std::size_t(c.stage)].stage));
     return stage + " on N = " + std::to_string(*c.gpus) + " (" + total +
            bytes(c.total_bytes, binary) + " <= " + bytes(*report.inputs.gpu_memory, binary) + ")";
   };
-  std::string out = "What would fit: ";
+  std::string out = opening;
   if (report.fewest_gpus) {
     out += "as planned, " + fitting(*report.fewest_gpus);
   } else {
@@ -237,7 +243,7 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
          : *s.fits                   ? " fits"
                                      : " does not fit") +
         " at N = " + std::to_string(*in.gpus) + ": " + fit_reason(report, s, binary) +
-        peak_terms(report, s, binary) + ".");
+        (s.host_fits.value_or(true) ? peak_terms(report, s, binary) : std::string()) + ".");
   }
   // Would offload rescue the stage asked for (or, without a config, the cheapest)?
   if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1) {
@@ -252,6 +258,24 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
   if (report.changes_tried) notes.push_back(changes_note(report, binary));
   if (!in.gpus && report.budget && in.params && !in.topology) {
     notes.push_back(fewest_note(report, binary));
+  }
+  // The host cannot hold the offload of the stage wanted: what fits with nothing offloaded.
+  if (in.gpus && report.budget && in.params && !in.topology) {
+    const std::optional<Stage> wanted =
+        in.configured_stage
+            ? in.configured_stage
+            : std::optional<Stage>(report.cheapest_fitting_stage ? std::nullopt
+                                                                 : std::optional(Stage::zero3));
+    const StageReport* s = wanted ? &report.stages[stage_number(*wanted)] : nullptr;
+    if (s && s->host_fits && !*s->host_fits) {
+      PlanInputs with = in;
+      with.offload = {};
+      with.gpus.reset();
+      with.configured_stage.reset();
+      notes.push_back(fewest_note(make_plan(with), binary,
+                                  "The host cannot hold the offload; with nothing offloaded, "
+                                  "what would fit: "));
+    }
   }
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {

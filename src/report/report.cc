@@ -396,15 +396,25 @@ void check_activations_cut(PlanReport& report) {
 // N), and each activation choice that fits on fewer, planned again at its N.
 void find_fewest_gpus(PlanReport& report) {
   const PlanInputs& in = report.inputs;
-  if (in.gpus || !report.budget || !in.params || in.topology) return;
+  if (in.gpus || !report.budget || !in.params || in.topology || !in.seek_fewest_gpus) return;
+  // A count to reserve GPUs by fits with the margin: the least N is sought on the memory less
+  // the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent), its plan shown on all
+  // of it.
+  PlanInputs margin = in;
+  margin.seek_fewest_gpus = false;
+  if (report.tight_band) {
+    const std::uint64_t percent = std::uint64_t(std::llround(*report.tight_band * 100));
+    margin.gpu_memory = std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + percent));
+  }
   auto fewest = [&](const PlanReport& r) -> std::optional<int> {
     if (!in.configured_stage) return stage_with_least_n(r);
     const int wanted = stage_number(*in.configured_stage);
     if (!r.stages[std::size_t(wanted)].min_gpus) return std::nullopt;
     return wanted;
   };
-  auto at_n = [&](PlanInputs with, std::uint64_t activation_bytes, int stage, std::uint64_t n,
+  auto at_n = [&](std::uint64_t activation_bytes, int stage, std::uint64_t n,
                   const std::string& change) {
+    PlanInputs with = in;
     with.activation_bytes = activation_bytes;
     with.activation_choices.clear();
     with.gpus = int(std::min<std::uint64_t>(n, std::uint64_t(std::numeric_limits<int>::max())));
@@ -412,26 +422,32 @@ void find_fewest_gpus(PlanReport& report) {
     return PlanReport::FittingChange{change, activation_bytes, stage,
                                      *there.stages[std::size_t(stage)].total_bytes, n};
   };
+  auto planned = [&](std::uint64_t activation_bytes) {
+    PlanInputs with = margin;
+    with.activation_bytes = activation_bytes;
+    with.activation_choices.clear();
+    return make_plan(with);
+  };
   std::optional<std::uint64_t> best;
-  if (const std::optional<int> stage = fewest(report)) {
-    const std::uint64_t n = *report.stages[std::size_t(*stage)].min_gpus;
-    report.fewest_gpus = at_n(in, in.activation_bytes, *stage, n, "");
+  const PlanReport as_planned = planned(in.activation_bytes);
+  if (const std::optional<int> stage = fewest(as_planned)) {
+    const std::uint64_t n = *as_planned.stages[std::size_t(*stage)].min_gpus;
+    report.fewest_gpus = at_n(in.activation_bytes, *stage, n, "");
     best = n;
   }
   for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
-    PlanInputs with = in;
-    with.activation_bytes = choice.bytes;
-    with.activation_choices.clear();
-    const PlanReport other = make_plan(with);
+    const PlanReport other = planned(choice.bytes);
     const std::optional<int> stage = fewest(other);
     if (!stage) continue;
     const std::uint64_t n = *other.stages[std::size_t(*stage)].min_gpus;
     if (best && n >= *best) continue;
-    report.fewer_gpus_with.push_back(at_n(in, choice.bytes, *stage, n, choice.change));
+    report.fewer_gpus_with.push_back(at_n(choice.bytes, *stage, n, choice.change));
   }
-  // Fewest GPUs first; among equals, the order of the choices (the cheaper change first).
+  // Fewest GPUs first; among equals, the order of the choices (the cheaper change first); the
+  // first three, which a reader compares.
   std::stable_sort(report.fewer_gpus_with.begin(), report.fewer_gpus_with.end(),
                    [](const auto& a, const auto& b) { return *a.gpus < *b.gpus; });
+  if (report.fewer_gpus_with.size() > 3) report.fewer_gpus_with.resize(3);
 }
 
 }  // namespace

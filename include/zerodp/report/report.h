@@ -148,6 +148,9 @@ struct PlanInputs {
 
   // The defaults taken for flags not given, in the order the plan lists them.
   std::vector<Assumption> assumptions;
+  // Whether the plan looks for the fewest GPUs without N; off in the plans made to answer that,
+  // which ask no further.
+  bool seek_fewest_gpus = true;
 };
 
 struct StageReport {
@@ -203,8 +206,9 @@ struct PlanReport {
   };
   std::vector<FittingChange> fitting_changes;
   bool changes_tried = false;  // the stage wanted did not fit and the choices were planned
-  // Without N (no --gpus): the fewest GPUs as planned (the stage with the least N) and, for
-  // each activation choice that needs fewer, that change with its stage and N.
+  // Without N (no --gpus): the fewest GPUs as planned (the stage wanted, else the one with the
+  // least N) and, for the activation choices that need fewer, up to three, fewest first; each N
+  // the least whose verdict is `fits` (clear of the band, where there is one).
   std::optional<FittingChange> fewest_gpus;
   std::vector<FittingChange> fewer_gpus_with;
   // Activations dominate and a stage without ZeRO (DP) fits at N once they are cut to the least

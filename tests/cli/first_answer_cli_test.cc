@@ -1,0 +1,153 @@
+// `zerodp plan` as a newcomer first types it: the defaults users run, said in one line; a verdict
+// per stage with the planner's measured error as its margin; what would fit without --gpus; the
+// host memory an offload needs, checked. The real executable, its table and its JSON.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_testing.h"
+
+namespace {
+
+using Result = zerodp::testing::CliResult;
+using zerodp::testing::has;
+using zerodp::testing::plan_json;
+using zerodp::testing::u64;
+using zerodp::testing::zerodp;
+
+TEST(FirstAnswer, TheDefaultsAreWhatUsersRunAndEachIsSaid) {
+  // Only the model and the cards: bf16, sdpa, run_clm's 1024 tokens and the Trainer's batch of 8.
+  const Result r = zerodp("plan --model llama-3-8b --gpus 8 --gpu a100-40gb");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "assumed (not given): --precision bf16 (mixed, with an fp32 master copy); "
+                  "--seq-len 1024 (run_clm's and TRL's default); --micro-batch 8 (the Trainer's "
+                  "per_device_train_batch_size); --checkpointing none (the Trainer's default); "
+                  "--attention sdpa (transformers' default); --cuda-overhead 2.00 GB"))
+      << r.out;
+  const auto j = plan_json("--model llama-3-8b --gpus 8 --gpu a100-40gb");
+  const auto typed = plan_json(
+      "--model llama-3-8b --gpus 8 --gpu a100-40gb --precision bf16 --seq-len 1024 "
+      "--micro-batch 8 --checkpointing none --attention sdpa --cuda-overhead 2GB");
+  // The assumed plan is the typed one, byte for byte; only the list of assumptions differs.
+  EXPECT_EQ(j["stages"], typed["stages"]);
+  EXPECT_EQ(j["assumptions"].size(), 6u);
+  EXPECT_EQ(typed["assumptions"].size(), 0u);
+  EXPECT_EQ(j["assumptions"][1]["input"], "--seq-len");
+  EXPECT_EQ(j["assumptions"][1]["value"], "1024");
+}
+
+TEST(FirstAnswer, SdpaKeepsFlashsTensorsAndItsOwnOutput) {
+  // Per layer, SDPA saves what flash_attention_2 saves plus its output (2 bytes x T x heads x
+  // head_dim = 2 x 4096 x 4096 for Llama-3-8B at 4096 tokens), 32 layers; no s^2 scores.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --gpu-memory 80GB --seq-len 4096 "
+      "--micro-batch 1 --checkpointing none --attention ";
+  const std::uint64_t sdpa = u64(plan_json(run + "sdpa")["activation_bytes"]);
+  const std::uint64_t flash = u64(plan_json(run + "flash")["activation_bytes"]);
+  const std::uint64_t eager = u64(plan_json(run + "eager")["activation_bytes"]);
+  EXPECT_EQ(sdpa - flash, 32ull * 2 * 4096 * 4096);
+  EXPECT_GT(eager, sdpa + 32ull * 6 * 32 * 4096 * 4096 / 2);  // eager keeps 6 bytes a score
+  EXPECT_EQ(u64(plan_json(run + "flash_attention_2")["activation_bytes"]), flash);
+}
+
+TEST(FirstAnswer, ActivationsDominatingIsNotWorthZeroOnlyWhenDpFitsOnceTheyAreCut) {
+  // The newcomer's Llama-3-8B on 8 x A100 40GB at 4096 tokens: activations outweigh DP's
+  // 128 GB of model state, but DP cannot fit whatever is cut: ZeRO is needed, and said so.
+  const Result r = zerodp(
+      "plan --model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 "
+      "--attention eager");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(has(r.out, "not worth it")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "Cutting them is not enough: DP does not fit at N = 8 even with "
+                  "--checkpointing full --attention flash"))
+      << r.out;
+  // The seed's tiny model on a 16 GB card: DP fits as planned, so ZeRO is not worth it.
+  const Result tiny = zerodp("plan --params 50M --gpus 8 --activations 12GB --gpu-memory 16GB");
+  EXPECT_TRUE(has(tiny.out, "ZeRO is not worth it here: DP already fits at N = 8.")) << tiny.out;
+  // On 12.5 GB, DP (0.8 + 12 GB) does not fit; its model state alone would.
+  const auto j = plan_json("--params 50M --gpus 8 --activations 12GB --gpu-memory 12.5GB");
+  EXPECT_TRUE(j["dp_fits_with_activations_cut"].get<bool>());
+  EXPECT_FALSE(j["stages"][0]["fits"].get<bool>());
+}
+
+TEST(FirstAnswer, TightIsThePeakWithinTheMeasuredErrorOnEitherSide) {
+  // The band is 9 %: a peak P on memory M fits when 1.09 P <= M, does not when 0.91 P > M.
+  // ZeRO-2 of Llama-3-8B at 4096 tokens, full checkpointing and flash: 42,496,... bytes.
+  const std::string run =
+      "--model llama-3-8b --gpus 8 --seq-len 4096 --micro-batch 1 --checkpointing full "
+      "--attention flash --stage 2 --gpu-memory ";
+  const auto at = [&](const std::string& memory) { return plan_json(run + memory); };
+  const std::uint64_t peak = u64(at("80GB")["stages"][2]["total_bytes"]);
+  const auto bytes = [](std::uint64_t b) { return std::to_string(b) + "B"; };
+  const std::uint64_t fits_from = (peak * 109 + 99) / 100;  // the least M with 109 P <= 100 M
+  EXPECT_EQ(at(bytes(fits_from))["stages"][2]["verdict"], "fits");
+  EXPECT_EQ(at(bytes(fits_from - 1))["stages"][2]["verdict"], "tight");
+  EXPECT_EQ(at(bytes(peak))["stages"][2]["verdict"], "tight");
+  const std::uint64_t misses_below = (peak * 91 + 99) / 100;  // 91 P > 100 M below this M
+  EXPECT_EQ(at(bytes(misses_below))["stages"][2]["verdict"], "tight");
+  EXPECT_EQ(at(bytes(misses_below - 1))["stages"][2]["verdict"], "does_not_fit");
+  EXPECT_TRUE(at(bytes(peak))["stages"][2]["fits"].get<bool>());
+  EXPECT_FALSE(at(bytes(peak - 1))["stages"][2]["fits"].get<bool>());
+  // The seed's own figures are exact arithmetic: no band, 2800/47 GB fits 60 GB.
+  const auto seed = plan_json("--params 175B --gpus 47 --gpu-memory 80GB --activations 20GB");
+  EXPECT_TRUE(seed["tight_band"].is_null());
+  EXPECT_EQ(seed["stages"][3]["verdict"], "fits");
+  EXPECT_EQ(
+      plan_json(
+          "--params 175B --gpus 46 --gpu-memory 80GB --activations 20GB")["stages"][3]["verdict"],
+      "does_not_fit");
+}
+
+TEST(FirstAnswer, WithoutGpusTheFewestThatFitWithTheMargin) {
+  // "How many H100s for Llama-3-70B at 4096 tokens?": none as planned (8 x 4096 tokens of
+  // activations fill a card), fewer with checkpointing, flash and a smaller batch, each N the
+  // least whose verdict is "fits".
+  const std::string run = "--model llama-3-70b --gpu h100-80gb --seq-len 4096";
+  const Result r = zerodp("plan " + run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "What would fit: as planned, no number of GPUs; fewer GPUs with "
+                  "--checkpointing full --attention flash --micro-batch 1"))
+      << r.out;
+  const auto j = plan_json(run);
+  ASSERT_FALSE(j["fewest_gpus"].is_null());
+  EXPECT_TRUE(j["fewest_gpus"]["as_planned"].is_null());
+  const auto& best = j["fewest_gpus"]["with_changes"][0];
+  EXPECT_EQ(best["change"], "--checkpointing full --attention flash --micro-batch 1");
+  EXPECT_EQ(best["stage"], 3);
+  const std::uint64_t n = best["gpus"].get<std::uint64_t>();
+  const std::string there = run + " --checkpointing full --attention flash --micro-batch 1 --gpus ";
+  EXPECT_EQ(plan_json(there + std::to_string(n))["stages"][3]["verdict"], "fits");
+  EXPECT_NE(plan_json(there + std::to_string(n - 1))["stages"][3]["verdict"], "fits");
+  EXPECT_EQ(u64(best["total_bytes"]),
+            u64(plan_json(there + std::to_string(n))["stages"][3]["total_bytes"]));
+}
+
+TEST(FirstAnswer, TheHostMemoryAnOffloadNeedsIsChecked) {
+  // Mistral-7B, ZeRO-3 with params and optimizer on the CPU, 4 x RTX 4090 on one 64 GB host:
+  // the host would hold 4 x (2 + 12 + 4 + 2) bytes x 7.24B / 4 = 145 GB.
+  const std::string run =
+      "--model mistral-7b --deepspeed-config " ZERODP_SOURCE_DIR
+      "/examples/ds_zero3_offload.json --gpus 4 "
+      "--gpu rtx-4090 --seq-len 1024 --micro-batch 1 --checkpointing full --host-memory ";
+  const auto small = plan_json(run + "64GB");
+  const std::uint64_t phi = 7'241'732'096, shard = (phi + 3) / 4;
+  EXPECT_EQ(u64(small["stages"][3]["host_bytes_per_node"]), 4 * 20 * shard);
+  EXPECT_FALSE(small["stages"][3]["host_fits"].get<bool>());
+  EXPECT_EQ(small["stages"][3]["verdict"], "does_not_fit");
+  const Result r = zerodp("plan " + run + "64GB");
+  EXPECT_TRUE(has(r.out, "the offload's host memory 145 GB per node > 64.0 GB")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "The host cannot hold the offload; with nothing offloaded, what would "
+                  "fit: "))
+      << r.out;
+  const auto large = plan_json(run + "256GB");
+  EXPECT_TRUE(large["stages"][3]["host_fits"].get<bool>());
+  EXPECT_NE(large["stages"][3]["verdict"], "does_not_fit");
+  EXPECT_EQ(zerodp("plan " + run + "64XB").status, 2);
+}
+
+}  // namespace
