@@ -166,15 +166,19 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
 std::string changes_note(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   const std::string at = " at N = " + std::to_string(*in.gpus);
+  // Changes are planned to fit clear of the band (report.cc): said where there is one.
+  const std::string margin =
+      report.tight_band ? " with the " + units::format_percent(*report.tight_band, 0) + " margin"
+                        : std::string();
   if (report.fitting_changes.empty()) {
     std::string tried;
     for (const PlanInputs::ActivationChoice& c : in.activation_choices) {
       tried += (tried.empty() ? "" : ", ") + c.change;
     }
-    return "No change of the activations (" + tried + ") makes it fit" + at +
+    return "No change of the activations (" + tried + ") makes it fit" + margin + at +
            (in.topology ? ", on any stage." : ", on any stage, or on more GPUs.");
   }
-  std::string out = "What would fit" + at + ":";
+  std::string out = "What would fit" + margin + at + ":";
   for (std::size_t i = 0; i < report.fitting_changes.size(); ++i) {
     const PlanReport::FittingChange& c = report.fitting_changes[i];
     const std::string stage(stage_name(report.stages[std::size_t(c.stage)].stage));

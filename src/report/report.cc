@@ -297,6 +297,24 @@ void compare_stages(PlanReport& report) {
 }
 
 // The stage the user asked about (--stage or the config's), or none.
+// The memory less the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent): a plan
+// on it fits exactly where the verdict on all of it is `fits`.
+std::uint64_t margin_memory(const PlanInputs& in, std::optional<double> band) {
+  if (!band) return *in.gpu_memory;
+  const std::uint64_t percent = std::uint64_t(std::llround(*band * 100));
+  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + percent));
+}
+
+// The stage wanted fits with the margin (or, without one asked for, some stage does).
+bool wanted_clear(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (in.configured_stage) {
+    return report.stages[stage_number(*in.configured_stage)].verdict == Verdict::fits;
+  }
+  return std::any_of(report.stages.begin(), report.stages.end(),
+                     [](const StageReport& s) { return s.verdict == Verdict::fits; });
+}
+
 bool wanted_fits(const PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (in.configured_stage) return *report.stages[stage_number(*in.configured_stage)].fits;
@@ -322,10 +340,12 @@ std::optional<int> stage_with_least_n(const PlanReport& report) {
 // GPUs are not tried on a topology (--gpus-per-node), whose N is set by its nodes.
 void find_fitting_changes(PlanReport& report) {
   const PlanInputs& in = report.inputs;
-  if (!report.budget || !in.params || !in.gpus || wanted_fits(report)) return;
+  if (!report.budget || !in.params || !in.gpus || wanted_clear(report)) return;
   report.changes_tried = !in.activation_choices.empty();
   for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
+    // Planned on the memory less the band: a change offered fits with the margin.
     PlanInputs with = in;
+    with.gpu_memory = margin_memory(in, report.tight_band);
     with.activation_bytes = choice.bytes;
     with.activation_choices.clear();
     const PlanReport other = make_plan(with);
@@ -354,10 +374,15 @@ void find_fitting_changes(PlanReport& report) {
     report.fitting_changes.push_back({choice.change, choice.bytes, *on_more,
                                       *there.stages[std::size_t(*on_more)].total_bytes, with.gpus});
   }
-  // More GPUs cost more than any change that fits on the GPUs there are: listed only alone.
+  // More GPUs cost more than any change that fits on the GPUs there are: listed only alone,
+  // the fewest first, three at most.
   auto& changes = report.fitting_changes;
   if (std::any_of(changes.begin(), changes.end(), [](const auto& c) { return !c.gpus; })) {
     std::erase_if(changes, [](const PlanReport::FittingChange& c) { return c.gpus.has_value(); });
+  } else {
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const auto& a, const auto& b) { return *a.gpus < *b.gpus; });
+    if (changes.size() > 3) changes.resize(3);
   }
 }
 
@@ -402,10 +427,7 @@ void find_fewest_gpus(PlanReport& report) {
   // of it.
   PlanInputs margin = in;
   margin.seek_fewest_gpus = false;
-  if (report.tight_band) {
-    const std::uint64_t percent = std::uint64_t(std::llround(*report.tight_band * 100));
-    margin.gpu_memory = std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + percent));
-  }
+  margin.gpu_memory = margin_memory(in, report.tight_band);
   auto fewest = [&](const PlanReport& r) -> std::optional<int> {
     if (!in.configured_stage) return stage_with_least_n(r);
     const int wanted = stage_number(*in.configured_stage);
