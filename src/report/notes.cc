@@ -250,7 +250,9 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
         (s.host_fits.value_or(true) ? peak_terms(report, s, binary) : std::string()) + ".");
   }
   // Would offload rescue the stage asked for (or, without a config, the cheapest)?
-  if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1) {
+  // (Not under FSDP, whose CPU offload is not planned.)
+  if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1 &&
+      in.framework != deepspeed::Framework::fsdp) {
     const std::optional<Stage> wanted = in.configured_stage ? in.configured_stage
                                         : report.cheapest_fitting_stage
                                             ? std::nullopt
@@ -277,8 +279,9 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
       with.gpus.reset();
       with.configured_stage.reset();
       notes.push_back(fewest_note(make_plan(with), binary,
-                                  "The host cannot hold the offload; with nothing offloaded, "
-                                  "what would fit: "));
+                                  "The host cannot hold the offload (it needs " +
+                                      bytes(*s->host_bytes_per_node, binary) +
+                                      " per node); with nothing offloaded, what would fit: "));
     }
   }
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).

@@ -341,6 +341,10 @@ std::optional<int> stage_with_least_n(const PlanReport& report) {
 void find_fitting_changes(PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (!report.budget || !in.params || !in.gpus || wanted_clear(report)) return;
+  // A host that cannot hold the offload is not helped by fewer activations: the notes say what
+  // fits with nothing offloaded instead.
+  const std::optional<Stage> asked = in.configured_stage;
+  if (asked && !report.stages[stage_number(*asked)].host_fits.value_or(true)) return;
   report.changes_tried = !in.activation_choices.empty();
   for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
     // Planned on the memory less the band: a change offered fits with the margin.
@@ -375,15 +379,15 @@ void find_fitting_changes(PlanReport& report) {
                                       *there.stages[std::size_t(*on_more)].total_bytes, with.gpus});
   }
   // More GPUs cost more than any change that fits on the GPUs there are: listed only alone,
-  // the fewest first, three at most.
+  // the fewest first. Three at most, the cheaper changes (the choices' order) first.
   auto& changes = report.fitting_changes;
   if (std::any_of(changes.begin(), changes.end(), [](const auto& c) { return !c.gpus; })) {
     std::erase_if(changes, [](const PlanReport::FittingChange& c) { return c.gpus.has_value(); });
   } else {
     std::stable_sort(changes.begin(), changes.end(),
                      [](const auto& a, const auto& b) { return *a.gpus < *b.gpus; });
-    if (changes.size() > 3) changes.resize(3);
   }
+  if (changes.size() > 3) changes.resize(3);
 }
 
 // Cell D's question with a GPU: activations outweigh DP's model state; does DP fit at N once

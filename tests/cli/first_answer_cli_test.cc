@@ -141,9 +141,11 @@ TEST(FirstAnswer, TheHostMemoryAnOffloadNeedsIsChecked) {
   const Result r = zerodp("plan " + run + "64GB");
   EXPECT_TRUE(has(r.out, "the offload's host memory 145 GB per node > 64.0 GB")) << r.out;
   EXPECT_TRUE(has(r.out,
-                  "The host cannot hold the offload; with nothing offloaded, what would "
-                  "fit: "))
+                  "The host cannot hold the offload (it needs 145 GB per node); with nothing "
+                  "offloaded, what would fit: "))
       << r.out;
+  // Fewer activations do not help a host that is full: no such change is offered.
+  EXPECT_TRUE(small["what_would_fit"].empty());
   const auto large = plan_json(run + "256GB");
   EXPECT_TRUE(large["stages"][3]["host_fits"].get<bool>());
   EXPECT_NE(large["stages"][3]["verdict"], "does_not_fit");
