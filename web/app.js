@@ -18,7 +18,8 @@ const ZerodpPage = (() => {
   const SECTIONS = [
     ["Model", ["--params", "--model", "--model-config"]],
     ["GPUs", ["--gpus", "--stage", "--gpu", "--gpu-memory", "--round-to", "--gpus-per-node",
-              "--nodes", "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers"]],
+              "--nodes", "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers",
+              "--host-memory"]],
     ["Activations", ["--activations", "--layers", "--hidden", "--heads", "--seq-len",
                      "--micro-batch", "--checkpointing", "--attention"]],
     ["Step time", ["--compute-time", "--bandwidth", "--overlap", "--comm-bytes",
@@ -34,8 +35,8 @@ const ZerodpPage = (() => {
   // that is not among them is kept, so that its error shows).
   const CHOICES = {
     "--checkpointing": ["none", "selective", "full"],
-    "--attention": ["eager", "flash"],
-    "--precision": ["fp16", "bf16", "fp32"],
+    "--attention": ["sdpa", "flash", "eager"],
+    "--precision": ["bf16", "fp16", "fp32"],
     "--optimizer": ["adam", "adamw", "sgd-momentum", "sgd"],
     "--optimizer-impl": ["fused", "foreach", "single"],
     "--framework": ["deepspeed", "fsdp"],
@@ -219,11 +220,34 @@ const ZerodpPage = (() => {
     if (plan && plan.inputs.gpu_memory_bytes === null) {
       return "Give the GPU memory to see the cheapest stage that fits.";
     }
+    const fewest = lines.find((l) => /^What would fit: /.test(l));
+    if (fewest) return fewest;
     if (plan && plan.inputs.gpus === null) {
       return "Give the number of GPUs to see the cheapest stage that fits at that N.";
     }
     return "";
   }
+
+  // The verdict the headline speaks of, as a class for its colour: the stage asked about (its
+  // sentence), else the cheapest that fits; "" when there is none to colour.
+  function headlineVerdict(said, plan) {
+    if (!plan || !said) return "";
+    const stages = plan.stages;
+    const asked = plan.inputs.configured_stage;
+    let verdict = null;
+    if (/^(--stage \d: |The DeepSpeed config's stage, )/.test(said) && asked !== null) {
+      verdict = stages[asked].verdict;
+    } else if (/^Cheapest stage/.test(said) && plan.cheapest_fitting_stage !== null) {
+      verdict = stages[plan.cheapest_fitting_stage].verdict;
+    } else if (/^No stage fits/.test(said)) {
+      verdict = "does_not_fit";
+    }
+    return verdict ? "verdict-" + verdict.replace(/_/g, "-") : "";
+  }
+
+  // The class of a cell of the table's "fits" column: yes, tight or no, each its colour.
+  const FITS_CLASS = { "yes": "verdict-fits", "tight": "verdict-tight", "no": "verdict-does-not-fit",
+                       "no (host)": "verdict-does-not-fit" };
 
   // The CLI's sentence on the cheapest stage that fits (or that none does), when the headline
   // is another sentence (the stage asked about); "" otherwise.
@@ -255,9 +279,12 @@ const ZerodpPage = (() => {
         lines.slice(i + 1, i + 1 + rows).every((row) => cells(row).length === width);
       if (table) {
         const head = el("tr", {}, cells(line).map((c) => el("th", { scope: "col", text: c })));
+        const fitsColumn = cells(line).indexOf("fits");
         const body = lines.slice(i + 1, i + 1 + rows).map((row) =>
           el("tr", {}, cells(row).map((c, k) =>
-            k === 0 ? el("th", { scope: "row", text: c }) : el("td", { text: c }))));
+            k === 0 ? el("th", { scope: "row", text: c })
+              : el("td", k === fitsColumn && FITS_CLASS[c] ? { text: c, class: FITS_CLASS[c] }
+                                                            : { text: c }))));
         out.append(el("div", { class: "table-wrap" }, [
           el("table", {}, [el("thead", {}, [head]), el("tbody", {}, body)])]));
         pre = null;
@@ -433,6 +460,7 @@ const ZerodpPage = (() => {
       $("stage-table").replaceChildren();
       $("warnings").textContent = "";
       $("headline").textContent = "";
+      $("headline").className = "";
       $("cheapest").textContent = "";
       $("figure").replaceChildren();
       $("figure-note").textContent = "";
@@ -450,6 +478,7 @@ const ZerodpPage = (() => {
     $("warnings").textContent = result.text.stderr ? result.text.stderr.trim() : "";
     const said = headline(result.text.stdout, result.plan);
     $("headline").textContent = said;
+    $("headline").className = headlineVerdict(said, result.plan);
     $("cheapest").textContent = cheapest(result.text.stdout, said);
     const bars = result.breakdown;
     $("breakdown").innerHTML = bars && bars.svg ? bars.svg.replace(/^<\?xml[^>]*>\s*/, "") : "";

@@ -179,10 +179,16 @@ std::string peak_breakdown_svg(const PlanReport& report, bool binary) {
       doc.text(x + width / 2, kBottom - 8, "—", 13, svg::Anchor::middle, "#555");
       continue;
     }
-    const bool fits = !in.gpu_memory || *s.total_bytes <= *in.gpu_memory;
-    doc.text(x + width / 2, y_of(double(*s.total_bytes)) - 6,
-             units::format_bytes(*s.total_bytes, binary), 16, svg::Anchor::middle,
-             fits ? "#222" : "#b00020", true, 0, true);
+    // The label in the verdict's colour: dark when it fits, amber when tight, red when not;
+    // "tight" is said in words beside the number, a colour alone being no answer.
+    const Verdict verdict = s.verdict.value_or(Verdict::fits);
+    const std::string label =
+        units::format_bytes(*s.total_bytes, binary) + (verdict == Verdict::tight ? " (tight)" : "");
+    doc.text(x + width / 2, y_of(double(*s.total_bytes)) - 6, label, 16, svg::Anchor::middle,
+             verdict == Verdict::fits    ? "#222"
+             : verdict == Verdict::tight ? "#9a6700"
+                                         : "#b00020",
+             true, 0, true);
     if (!bars[i].phase.empty()) {
       doc.text(x + width / 2, kBottom + 40, bars[i].phase, 13, svg::Anchor::middle, "#555");
     }

@@ -261,12 +261,25 @@ def examples(zerodp, site, browser, profile, tmp):
 
     # Nothing fits: the page shows the verdict and what would fit, as the CLI prints them.
     first_try = [("model", "llama-3-8b"), ("gpus", "8"), ("gpu", "a100-40gb"),
-                 ("seq-len", "2048"), ("micro-batch", "1"), ("stage", "2")]
+                 ("seq-len", "2048"), ("micro-batch", "1"), ("stage", "2"), ("attention", "eager")]
     dom = check_page(browser, profile, zerodp, index + "?" + query_of(first_try),
                      "nothing fits", first_try)
     if dom is not None:
-        check("What would fit at N = 8: --checkpointing full" in element_text(dom, "plan-text"),
+        check("What would fit with the 9 % margin at N = 8: --checkpointing full"
+              in element_text(dom, "plan-text"),
               "nothing fits: the page does not say what would fit")
+        check(re.search(r'<p id="headline"[^>]*class="verdict-does-not-fit"', dom) is not None,
+              "nothing fits: the headline is not coloured as not fitting")
+
+    # A tight verdict (ZeRO-2's 39.2 GB of the card's 42.3 GB, within the measured 9 %) is
+    # coloured as such, in the table and in the headline, beside the word "tight".
+    tight = first_try + [("checkpointing", "full")]
+    dom = check_page(browser, profile, zerodp, index + "?" + query_of(tight), "tight", tight)
+    if dom is not None:
+        check('<td class="verdict-tight">tight</td>' in dom, "tight: the table's cell is not marked")
+        check('<td class="verdict-fits">yes</td>' in dom, "tight: ZeRO-3's yes is not marked")
+        check(re.search(r'<p id="headline"[^>]*class="verdict-tight"', dom) is not None,
+              "tight: the headline is not coloured as tight")
 
     # Hostile addresses: a key given twice is refused as the command line refuses a flag given
     # twice; a config nested 20,000 deep gets the CLI's one line (the page answers, it does
