@@ -49,9 +49,9 @@ void list_gpus(bool json) {
     std::printf("%s\n", all.dump(2).c_str());
     return;
   }
-  std::printf("%-10s %-30s %-28s %s\n", "--gpu", "device", "sold as", "reports to CUDA");
+  std::printf("%-12s %-30s %-28s %s\n", "--gpu", "device", "sold as", "reports to CUDA");
   for (const catalog::GpuSpec& g : catalog::gpu_catalogue()) {
-    std::printf("%-10.*s %-30.*s %-28.*s %s = %s\n", int(g.name.size()), g.name.data(),
+    std::printf("%-12.*s %-30.*s %-28.*s %s = %s\n", int(g.name.size()), g.name.data(),
                 int(g.device.size()), g.device.data(), int(g.sold_as.size()), g.sold_as.data(),
                 units::format_bytes_in(g.reported_bytes, {"GiB", double(1ull << 30)}).c_str(),
                 units::format_bytes_in(g.reported_bytes, {"GB", 1e9}).c_str());

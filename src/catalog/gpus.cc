@@ -20,7 +20,7 @@ constexpr std::uint64_t gib_hundredths(std::uint64_t hundredths) {
 // The smallest total found in a public report that names the card, on Linux. Sources were read
 // on 2026-12-02; docs/planner.md ("GPUs by name") lists the other reports found for each card
 // and the cards left out for want of one.
-constexpr std::array<GpuSpec, 16> kGpus{{
+constexpr std::array<GpuSpec, 20> kGpus{{
     {"a100-40gb", "NVIDIA A100-SXM4-40GB", 40, "40 GB HBM2", 42'298'834'944,
      "deviceQuery 'Total amount of global memory: 40339 MBytes (42298834944 bytes)', driver 12.2",
      "https://github.com/bottlerocket-os/bottlerocket/pull/3873"},
@@ -33,6 +33,19 @@ constexpr std::array<GpuSpec, 16> kGpus{{
     {"h100-80gb", "NVIDIA H100 80GB HBM3 (SXM)", 80, "80 GB HBM3", gib_hundredths(7911),
      "'GPU 0 has a total capacity of 79.11 GiB' (NVIDIA H100 80GB HBM3, driver 535.247.01)",
      "https://github.com/vllm-project/vllm/issues/27508"},
+    {"h100-nvl", "NVIDIA H100 NVL", 94, "94 GB HBM3", gib_hundredths(9300),
+     "'GPU 0 has a total capacity of 93.00 GiB' (an H100 NVL 94GB, on RunPod)",
+     "https://github.com/ali-vilab/VACE/issues/56"},
+    // No public report of what CUDA reports names an H200: this is nvidia-smi's total, which
+    // is more than CUDA reports (an H100's 81559MiB is 79.11 GiB to CUDA, 0.54 GiB less).
+    {"h200", "NVIDIA H200 (SXM)", 141, "141 GB HBM3e", std::uint64_t{143'771} << 20,
+     "nvidia-smi's total 143771MiB (140.40 GiB), not CUDA's: no report of the CUDA total was "
+     "found; expect about 0.5 GiB less",
+     "https://thundergolfer.com/blog/nvidia-gpu-memory-capacity"},
+    {"b200", "NVIDIA B200", 180, "180 GB HBM3e", gib_hundredths(17835),
+     "cudaDeviceProp::totalGlobalMem 'Total Global Memory: 178.35 GB' (GiB: 178.35 GiB) for an "
+     "NVIDIA B200",
+     "https://github.com/pytorch/ao/pull/4002"},
     {"l40s", "NVIDIA L40S", 48, "48 GB GDDR6", gib_hundredths(4440),
      "'GPU 0 has a total capacity of 44.40 GiB' (on an L40S)",
      "https://github.com/vllm-project/vllm/issues/23230"},
@@ -54,6 +67,9 @@ constexpr std::array<GpuSpec, 16> kGpus{{
     {"rtx-a6000", "NVIDIA RTX A6000", 48, "48 GB GDDR6", gib_hundredths(4754),
      "'(GPU 0; 47.54 GiB total capacity; ...)', nvidia-smi 49140MiB in the same report",
      "https://github.com/vllm-project/vllm/issues/1201"},
+    {"rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation", 48, "48 GB GDDR6", gib_hundredths(4443),
+     "'GPU 0 has a total capacity of 44.43 GiB', nvidia-smi 46068MiB in the same report",
+     "https://github.com/DINGYANB/MTVCrafter/issues/21"},
     {"v100-16gb", "NVIDIA Tesla V100 16GB", 16, "16 GB HBM2", gib_hundredths(1577),
      "'GPU 0 has a total capacty of 15.77 GiB' (8 x V100 16GB; others report 15.78)",
      "https://github.com/meta-llama/llama-cookbook/issues/234"},

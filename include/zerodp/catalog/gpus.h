@@ -14,6 +14,9 @@
 //    exact to ±0.005 GiB (±5.4 MB), far inside the CUDA context allowance the planner adds.
 //  - Every entry names its source (a public thread quoting the figure with the card named);
 //    a card without one is not in the table, and docs/planner.md lists those left out.
+//  - One exception, said in its reported_as: no public report of the CUDA total names an H200,
+//    so its figure is nvidia-smi's total (NVML's, in MiB), which is more than CUDA reports (on
+//    an H100 by 0.54 GiB, 0.7 %): a plan for "h200" within 1 % of the GPU memory may not fit.
 //  - find_gpu() matches a name as catalog/names.h compares names ("A100-80GB", "a100_80gb");
 //    suggest_gpu() gives the closest name for a message.
 #pragma once
