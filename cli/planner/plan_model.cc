@@ -28,7 +28,7 @@ plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[4], const Micro
       throw UsageError(std::string(flag) + ": required with the other transformer shape flags (" +
                        kShapeFlags + "), a whole number");
     }
-    value[i] = units::parse_whole(*text, flag);
+    value[i] = i == 3 ? units::parse_tokens(*text, flag) : units::parse_whole(*text, flag);
   }
   if (!micro_batch.value) {
     throw UsageError(
@@ -137,7 +137,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   if (f.attention.empty()) {
     in.assumptions.push_back({field_ref("attention"), "sdpa", "transformers' default"});
   }
-  const std::uint64_t s = units::parse_whole(seq_text, "--seq-len");
+  const std::uint64_t s = units::parse_tokens(seq_text, "--seq-len");
   const std::uint64_t b = micro_batch.value.value_or(8);
   const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
   const catalog::Attention attention = parse_attention(f.attention);
@@ -151,7 +151,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   in.activations_given = true;
   in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
   add_activation_choices(config, s, b, checkpointing, attention, bytes->total, in);
-  in.activations_source = in.model->name + ": s=" + seq_text + " b=" + batch_text +
+  in.activations_source = in.model->name + ": s=" + std::to_string(s) + " b=" + batch_text +
                           ", checkpointing " +
                           std::string(plan::checkpointing_name(checkpointing)) + ", " +
                           std::string(catalog::attention_name(attention)) + " attention; layers " +
@@ -195,8 +195,9 @@ void read_activations(const PlanFlags& f, const MicroBatch& micro_batch, report:
                         field_ref("heads") + ", " + field_ref("seq_len") + ", " +
                         field_ref("micro_batch");
   in.activations_source = "Korthikanti et al. 2022: L=" + f.layers + " h=" + f.hidden +
-                          " a=" + f.heads + " s=" + f.seq_len + " b=" + micro_batch.text +
-                          ", checkpointing " + std::string(plan::checkpointing_name(checkpointing));
+                          " a=" + f.heads + " s=" + std::to_string(shape.seq_len) +
+                          " b=" + micro_batch.text + ", checkpointing " +
+                          std::string(plan::checkpointing_name(checkpointing));
 }
 
 // (--model-config). Either replaces --params.

@@ -234,6 +234,29 @@ std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::
   return value;
 }
 
+std::uint64_t parse_tokens(std::string_view text, std::string_view flag, std::uint64_t max) {
+  std::string expected = "a whole number of tokens such as 4096 or 4k (k = 1024)";
+  if (max != UINT64_MAX) expected += ", at most " + std::to_string(max);
+  const bool k = !text.empty() && (text.back() == 'k' || text.back() == 'K');
+  const std::string_view number = k ? text.substr(0, text.size() - 1) : text;
+  if (k && (number.empty() || number.find_first_not_of("0123456789") != number.npos)) {
+    reject(flag, expected, text);
+  }
+  const auto d = split_decimal(number);
+  if (!d || !d->suffix.empty()) reject(flag, expected, text);
+  const int p2 = k ? 10 : 0;
+  const std::optional<std::uint64_t> value = exact_value(*d, 0, p2);
+  if (!value) {
+    Decimal whole = *d;
+    while (whole.exponent < 0) whole.mantissa /= 10, ++whole.exponent;
+    reject(flag, expected, text,
+           exact_value(whole, 0, p2) ? "not a whole number" : "does not fit in 64 bits");
+  }
+  if (*value == 0) reject(flag, expected, text, "must be positive");
+  if (*value > max) reject(flag, expected, text);
+  return *value;
+}
+
 std::uint64_t parse_bytes(std::string_view text, std::string_view flag, Zero zero) {
   return parse_with_suffixes(text, flag, zero, "a size such as 80GB, 24GiB or 512MB", kByteUnits,
                              Fraction::rejected, Spelling::loose);

@@ -84,7 +84,10 @@ ModelSpec::ModelSpec(const ModelChoice& f) {
   gpt_.layers = gpt_size(f.layers, "layers", 4, 1024);
   gpt_.heads = gpt_size(f.heads, "heads", 4, 1 << 16);
   gpt_.hidden = gpt_size(f.hidden, "hidden", 256, 1 << 16);
-  gpt_.seq_len = gpt_size(f.seq_len, "seq_len", 128, 1 << 16);
+  gpt_.seq_len =
+      f.seq_len.empty()
+          ? 128
+          : static_cast<int>(units::parse_tokens(f.seq_len, field_ref("seq_len"), 1 << 16));
   gpt_.checkpoint_activations = f.checkpoint_activations;
   compute_auto_ = f.compute == "auto";
   if (!compute_auto_) gpt_.compute = parse_compute(f.compute);

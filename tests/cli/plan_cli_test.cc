@@ -374,6 +374,12 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
       {"plan --params 1e9 --attention flash", "--attention: applies to --model"},
       {"plan --model gpt2 --seq-len 8 --micro-batch 1 --activations 1GB",
        "--activations: not with --seq-len"},
+      {"plan --model gpt2 --seq-len 4kk",
+       "--seq-len: expected a whole number of tokens such "
+       "as 4096 or 4k (k = 1024), got '4kk'"},
+      {"plan --model gpt2 --seq-len 4.5k", "--seq-len: expected a whole number of tokens"},
+      {"plan --params 1e9 --layers 2 --hidden 64 --heads 4 --micro-batch 1 --seq-len 1e3k",
+       "--seq-len: expected a whole number of tokens"},
       {"plan --params 1B --estimator ds", "--estimator: expected deepspeed"},
       {"plan --params 1B --estimator deepspeed", "--largest-layer: required"},
       {"plan --params 1B --nodes 2", "--nodes: needs --gpus-per-node"},
@@ -441,6 +447,19 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
         << c.args << "\n  got: " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
   }
+}
+
+TEST(PlanCli, ASequenceLengthInKIsTokensInPowersOfTwo) {
+  // A model card's "4k" is 4096 tokens: the same plan, every figure and word of it.
+  const std::string run = "plan --model llama-3-8b --gpus 8 --gpu a100-40gb --json --seq-len ";
+  const Result k = zerodp(run + "4k");
+  const Result digits = zerodp(run + "4096");
+  ASSERT_EQ(k.status, 0) << k.err;
+  ASSERT_EQ(digits.status, 0) << digits.err;
+  EXPECT_EQ(k.out, digits.out);
+  EXPECT_EQ(zerodp(run + "32K").out, zerodp(run + "32768").out);
+  const std::string shape = "plan --params 1e9 --layers 2 --hidden 64 --heads 4 --micro-batch 1 ";
+  EXPECT_EQ(zerodp(shape + "--seq-len 2k").out, zerodp(shape + "--seq-len 2048").out);
 }
 
 TEST(PlotCli, WritesTheFigure) {

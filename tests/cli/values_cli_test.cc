@@ -33,6 +33,11 @@ TEST(ValuesCli, CountsNeverWrapAt32Bits) {
                  "--top-k: expected a whole number from 1 to 256, got '4294967297'");
   expect_refused("train --layers 4294967297",
                  "--layers: expected a whole number from 1 to 1024, got '4294967297'");
+  // A sequence length reads as tokens, 4k = 4096, as plan reads it; the engine's limit is 64k.
+  expect_refused("train --seq-len 65k",
+                 "--seq-len: expected a whole number of tokens such as 4096 or 4k (k = 1024), at "
+                 "most 65536, got '65k'");
+  expect_refused("train --seq-len 4kk", "--seq-len: expected a whole number of tokens");
 }
 
 TEST(ValuesCli, TimeoutNamesTheFlagAndTheRange) {

@@ -193,6 +193,41 @@ TEST(ParseWholeIn, AcceptsTheRangeAndNamesItWhenOutside) {
   }
 }
 
+TEST(ParseTokens, AKIs1024TokensAsModelCardsCountContextLengths) {
+  EXPECT_EQ(parse_tokens("4096", "--seq-len"), 4096u);
+  EXPECT_EQ(parse_tokens("4k", "--seq-len"), 4096u);
+  EXPECT_EQ(parse_tokens("4K", "--seq-len"), 4096u);
+  EXPECT_EQ(parse_tokens("32k", "--seq-len"), 32768u);
+  EXPECT_EQ(parse_tokens("128k", "--seq-len"), 131072u);
+  EXPECT_EQ(parse_tokens("1k", "--seq-len"), 1024u);
+  // A plain number as parse_whole() reads it, as --seq-len read it before.
+  EXPECT_EQ(parse_tokens("1e3", "--seq-len"), 1000u);
+  EXPECT_EQ(parse_tokens("2048.0", "--seq-len"), 2048u);
+  EXPECT_EQ(parse_tokens("64k", "--seq-len", 65536), 65536u);
+  // (2^54 - 1) k is the most k that fit in 64 bits; 2^54 k is 2^64.
+  EXPECT_EQ(parse_tokens("18014398509481983k", "--seq-len"), 18'446'744'073'709'550'592u);
+}
+
+TEST(ParseTokens, RefusesWhatIsNotAWholeNumberOfTokensNamingTheForm) {
+  const std::string form =
+      "--seq-len: expected a whole number of tokens such as 4096 or 4k (k = 1024)";
+  for (const char* bad : {"4.5k", "4kk", "-4k", "1e3k", "k", "", "4 k", " 4k", "4k ", "4m", "4M",
+                          "4KiB", "0x10", "-4", "abc", "4.0k", "+4k"}) {
+    EXPECT_EQ(message_of([&] { parse_tokens(bad, "--seq-len"); }), form + ", got '" + bad + "'")
+        << bad;
+  }
+  EXPECT_EQ(message_of([&] { parse_tokens("18014398509481984k", "--seq-len"); }),
+            form + ", got '18014398509481984k' (does not fit in 64 bits)");
+  EXPECT_EQ(message_of([&] { parse_tokens("18446744073709551616", "--seq-len"); }),
+            form + ", got '18446744073709551616' (does not fit in 64 bits)");
+  EXPECT_EQ(message_of([&] { parse_tokens("0k", "--seq-len"); }),
+            form + ", got '0k' (must be positive)");
+  EXPECT_EQ(message_of([&] { parse_tokens("4.5", "--seq-len"); }),
+            form + ", got '4.5' (not a whole number)");
+  EXPECT_EQ(message_of([&] { parse_tokens("65k", "--seq-len", 65536); }),
+            form + ", at most 65536, got '65k'");
+}
+
 TEST(ParseSecondsIn, RefusesDurationsThatWouldOverflowMilliseconds) {
   EXPECT_DOUBLE_EQ(parse_seconds_in("300s", "--timeout", 1e-3, 604800), 300.0);
   EXPECT_DOUBLE_EQ(parse_seconds_in("168h", "--timeout", 1e-3, 604800), 604800.0);

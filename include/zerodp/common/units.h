@@ -34,6 +34,14 @@ std::uint64_t parse_whole(std::string_view text, std::string_view flag, Zero zer
 std::uint64_t parse_whole_in(std::string_view text, std::string_view flag, std::uint64_t min,
                              std::uint64_t max);
 
+// A number of tokens (a sequence length): digits, or digits and k for 1024 tokens, as model
+// cards write context lengths ("4k" is 4096, "32k" 32768, "128k" 131072: powers of two, not
+// 4000). A plain number is read as parse_whole() reads it ("4096", "1e3"); before a k only
+// digits ("4.5k", "1e3k", "4kk" and "-4k" are refused). Positive, and at most `max`:
+// "--seq-len: expected a whole number of tokens such as 4096 or 4k (k = 1024), got '4kk'".
+std::uint64_t parse_tokens(std::string_view text, std::string_view flag,
+                           std::uint64_t max = UINT64_MAX);
+
 // A size in bytes with a unit: "80GB", "24GiB", "512MB", "2.06TB", "0B". The unit in any case
 // and after spaces ("80gb", "80 GB"), and a bare K, M, G, T, P (decimal: "80G" is 80GB) or
 // Ki, Mi, Gi, Ti, Pi (binary: "24Gi" is 24GiB), as other tools write sizes.
