@@ -9,16 +9,20 @@ directory and asserts:
 
   - the prediction is the stored one, byte for byte: the peak per GPU of the stage the plan is
     asked about (`--stage`, or the DeepSpeed config's stage), its terms, the GPU memory it is
-    compared with and the `fits` verdict;
+    compared with, the `fits` flag and the three-valued `verdict` (stages[].verdict: "fits",
+    "tight" or "does_not_fit");
   - the stored verdict is what the numbers give:
-      oom       "same verdict" when the stage does not fit, else "off";
-      ran       "same verdict" when it fits, else "off";
+      oom       "same verdict" when the stage does not fit or is tight, else "off";
+      ran       "same verdict" when it fits or is tight, else "off" ("tight" says the run is
+                within the planner's error of the card, so either outcome agrees with it);
       measured  "within 15%" when the ratio of the prediction to the figure is within
                 [0.85, 1.15], else "off"; for figures PyTorch's allocator reports
-                (allocated, reserved) the prediction less the CUDA allowance is compared, as
-                they do not count the CUDA context; for nvidia-smi's and unnamed figures the
-                whole peak;
+                (allocated, active, reserved) the prediction less the CUDA allowance is
+                compared, as they do not count the CUDA context; for nvidia-smi's and unnamed
+                figures the whole peak;
     an "off" case carries the reason it is off, and no other case carries one;
+  - the tight band the planner prints (`tight_band.fraction`) is F of the measured cases: the
+    largest |ratio - 1| among the "within 15%" cases, rounded up to the next whole percent;
   - the table of docs/validation.md between its markers is what cases.json generates.
 
 One line per failing case, then a summary; exit 1 when anything fails.
@@ -30,6 +34,7 @@ One line per failing case, then a summary; exit 1 when anything fails.
 Usage: check.py path/to/zerodp path/to/repository [--update]
 """
 import json
+import math
 import os
 import re
 import subprocess
@@ -42,10 +47,14 @@ BEGIN = "<!-- BEGIN validation table: written by tests/plan/validation/check.py 
 END = "<!-- END validation table -->"
 
 KINDS = ("oom", "ran", "measured")
-FIGURES = ("allocated", "reserved", "nvidia-smi", "not stated")
+FIGURES = ("allocated", "active", "reserved", "nvidia-smi", "not stated")
+# The figures PyTorch's caching allocator reports, which leave out the CUDA context.
+ALLOCATOR_FIGURES = ("allocated", "active", "reserved")
 CLASSES = ("same verdict", "within 15%", "off")
 TOLERANCE = 0.15
 STAGE_NAMES = ("DP", "ZeRO-1", "ZeRO-2", "ZeRO-3")
+# The planner's three-valued verdict (stages[].verdict) and how the table writes it.
+GPU_VERDICTS = {"fits": "fits", "tight": "tight", "does_not_fit": "does not fit"}
 # The terms of the GPU peak the table has a column for, as `--json` names them under
 # stages[].peak; any other term the binary reports is stored too and shown as "other".
 TERMS = ("model_state_bytes", "activation_bytes", "reduce_buffer_bytes", "gathered_param_bytes",
@@ -119,7 +128,8 @@ def validate(case, seen, repo, update):
 
 
 def run_plan(zerodp, repo, argv):
-    """The prediction of `zerodp plan ARGV --json` for the stage it is asked about."""
+    """The prediction of `zerodp plan ARGV --json` for the stage it is asked about, and the
+    plan's tight band (`tight_band.fraction`, None when the plan prints none)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZERODP_")}
     result = subprocess.run([zerodp, "plan", *argv, "--json"], cwd=repo, env=env,
                             capture_output=True, text=True, timeout=120)
@@ -137,14 +147,20 @@ def run_plan(zerodp, repo, argv):
     peak = row.get("peak")
     if row.get("fits") is None or plan["inputs"].get("gpu_memory_bytes") is None:
         raise CaseError("the plan has no fits verdict: give --gpu or --gpu-memory")
-    return {
+    if row.get("verdict") not in GPU_VERDICTS:
+        raise CaseError(f"stages[{stage}].verdict is {row.get('verdict')!r}, not one of "
+                        f"{', '.join(GPU_VERDICTS)}")
+    band = plan.get("tight_band")
+    prediction = {
         "stage": stage,
         "peak_bytes": peak["peak_bytes"] if peak else row["total_bytes"],
         "gpu_memory_bytes": plan["inputs"]["gpu_memory_bytes"],
         "cuda_overhead_bytes": plan["inputs"]["cuda_overhead_bytes"],
         "fits": row["fits"],
+        "verdict": row["verdict"],
         "terms": {k: v for k, v in peak.items() if isinstance(v, int)} if peak else None,
     }
+    return prediction, (band["fraction"] if band else None)
 
 
 def observed_bytes(obs):
@@ -153,7 +169,7 @@ def observed_bytes(obs):
 
 def compared_bytes(obs, prediction):
     """What of the prediction a measured figure is compared with."""
-    if obs["figure"] in ("allocated", "reserved"):
+    if obs["figure"] in ALLOCATOR_FIGURES:
         return prediction["peak_bytes"] - prediction["cuda_overhead_bytes"]
     return prediction["peak_bytes"]
 
@@ -166,13 +182,34 @@ def ratio(case):
 
 
 def classify(case):
-    """The verdict class the numbers give."""
-    kind, fits = case["observation"]["kind"], case["prediction"]["fits"]
+    """The verdict class the numbers give. "tight" agrees with either outcome: it says the run
+    is within the planner's measured error of the card."""
+    kind, verdict = case["observation"]["kind"], case["prediction"]["verdict"]
     if kind == "oom":
-        return "same verdict" if not fits else "off"
+        return "same verdict" if verdict in ("does_not_fit", "tight") else "off"
     if kind == "ran":
-        return "same verdict" if fits else "off"
+        return "same verdict" if verdict in ("fits", "tight") else "off"
     return "within 15%" if abs(ratio(case) - 1) <= TOLERANCE else "off"
+
+
+def tight_band(cases):
+    """F, the tight band the measured cases give, with the case that sets it: the largest
+    |prediction / figure - 1| among the cases "within 15%", rounded up to the next whole
+    percent. None when no such case has a prediction."""
+    worst = None
+    for case in cases:
+        obs, verdict = case.get("observation") or {}, case.get("verdict") or {}
+        if obs.get("kind") != "measured" or verdict.get("class") != "within 15%":
+            continue
+        if not (case.get("prediction") or {}).get("peak_bytes") or not obs.get("value"):
+            continue
+        error = abs(ratio(case) - 1)
+        if worst is None or error > worst[0]:
+            worst = (error, case["id"], ratio(case))
+    if worst is None:
+        return None
+    # Rounded to a millionth of a percent first, so that an error of exactly 8 % is 0.08.
+    return math.ceil(round(worst[0] * 100, 6)) / 100, worst[1], worst[2]
 
 
 def verdict_problem(case):
@@ -233,7 +270,7 @@ def prediction_text(case):
     sign = "<=" if p["fits"] else ">"
     text = (f"{STAGE_NAMES[p['stage']]}: {gb(p['peak_bytes'])} {sign} {gb(p['gpu_memory_bytes'])}")
     obs = case["observation"]
-    if obs["kind"] == "measured" and obs["figure"] in ("allocated", "reserved"):
+    if obs["kind"] == "measured" and obs["figure"] in ALLOCATOR_FIGURES:
         text += f"; less CUDA {gb(p['cuda_overhead_bytes'])}: {gb(compared_bytes(obs, p))}"
     return text
 
@@ -272,12 +309,13 @@ def terms_row(n, case):
 def generate_table(cases):
     lines = [BEGIN, "",
              "| # | case | configuration | observed | zerodp's command | zerodp's prediction "
-             "(stage: peak per GPU vs GPU memory) | verdict (ratio) |",
-             "|---|---|---|---|---|---|---|"]
+             "(stage: peak per GPU vs GPU memory) | zerodp's verdict | verdict (ratio) |",
+             "|---|---|---|---|---|---|---|---|"]
     for n, case in enumerate(cases, 1):
         lines.append(f"| {n} | [{case['id']}]({case['source']}) | {cell(case['configuration'])} | "
                      f"{cell(observed_text(case['observation']))} | {cell(command_text(case['argv']))} | "
-                     f"{cell(prediction_text(case))} | {cell(verdict_text(case))} |")
+                     f"{cell(prediction_text(case))} | "
+                     f"{GPU_VERDICTS[case['prediction']['verdict']]} | {cell(verdict_text(case))} |")
     lines += ["", "The terms of each peak (`--json`, `stages[].peak`; GB = 10^9 bytes, MB = 10^6, "
               "kB = 10^3; - is none). They are not all held at once: peak = model state − grads "
               "made in bwd + CUDA + persistent + hpZ + max(activations + reduce bufs + gathered + "
@@ -292,8 +330,15 @@ def generate_table(cases):
     n_same = sum(c["verdict"]["class"] == "same verdict" for c in cases)
     n_within = sum(c["verdict"]["class"] == "within 15%" for c in cases)
     n_off = sum(c["verdict"]["class"] == "off" for c in cases)
-    lines += ["", f"{len(cases)} cases: {n_same} same verdict, {n_within} within 15%, {n_off} off.",
-              "", END]
+    n_tight = sum(c["prediction"]["verdict"] == "tight" for c in cases)
+    band = tight_band(cases)
+    lines += ["", f"{len(cases)} cases: {n_same} same verdict, {n_within} within 15%, {n_off} off; "
+              f"zerodp calls {n_tight} of them tight."]
+    if band:
+        lines += ["", f"The tight band these cases give: F = {band[0]:.2f} (the largest error among "
+                  f"the cases within 15%: {band[1]}, {band[2]:.3f}, rounded up to the next whole "
+                  f"percent)."]
+    lines += ["", END]
     return "\n".join(lines)
 
 
@@ -326,15 +371,18 @@ def main():
         data = json.load(f)
     cases = data["cases"]
     failures, notes, seen = [], [], set()
+    printed_bands = {}  # the tight band each plan printed: fraction -> the first case printing it
 
     for case in cases:
         cid = case.get("id", "?")
         try:
             validate(case, seen, repo, update)
-            actual = run_plan(zerodp, repo, case["argv"])
+            actual, band = run_plan(zerodp, repo, case["argv"])
         except CaseError as e:
             failures.append(f"{cid}: {e}")
             continue
+        if band is not None:
+            printed_bands.setdefault(band, cid)
         if update:
             before = case["prediction"].get("peak_bytes")
             case["prediction"] = actual
@@ -362,6 +410,20 @@ def main():
 
     if update:
         write_json(cases_path, data)
+
+    # The planner's tight band must be the one its measured cases give.
+    want = tight_band(cases)
+    if want is None:
+        failures.append(f"{CASES}: no measured case within 15% to give the tight band")
+    elif not printed_bands:
+        failures.append("no plan printed tight_band: the planner's verdict has no band")
+    else:
+        for fraction, cid in printed_bands.items():
+            if abs(fraction - want[0]) > 1e-9:
+                failures.append(
+                    f"tight_band.fraction: zerodp plan prints {fraction} (first in {cid}), "
+                    f"{CASES} gives F = {want[0]:.2f} (the largest error among the cases within "
+                    f"15%: {want[1]}, ratio {want[2]:.4f}, rounded up to the next whole percent)")
 
     with open(doc_path, encoding="utf-8") as f:
         doc = f.read()
