@@ -8,6 +8,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
+#include "output.h"
 #include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
 
@@ -68,11 +69,11 @@ void run_eval(const EvalFlags& f) {
                               {"windows", windows},
                               {"checkpoint", loaded.checkpoint.folder()},
                               {"data", data.describe()}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::fprintf(out(), "%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s\nloss %.6f nats per byte over %llu tokens (%llu windows of %zu)\n",
-                data.describe().c_str(), loss, (unsigned long long)tokens,
-                (unsigned long long)windows, T);
+    std::fprintf(out(), "%s\nloss %.6f nats per byte over %llu tokens (%llu windows of %zu)\n",
+                 data.describe().c_str(), loss, (unsigned long long)tokens,
+                 (unsigned long long)windows, T);
   }
 }
 

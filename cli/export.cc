@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "model_flags.h"
+#include "output.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
 #include "zerodp/hf/gpt_export.h"
@@ -127,18 +128,19 @@ void run_export(const ExportFlags& f) {
     std::filesystem::create_directory(f.out, ec);
     if (ec) throw Error("--out: cannot make the folder " + quote(f.out) + ": " + ec.message());
     hf::export_gpt2_folder(loaded.spec.gpt(), read, f.out);
-    std::printf(
-        "wrote %s: model.safetensors, config.json, generation_config.json, "
-        "tokenizer.json, tokenizer_config.json (%s, step %lld)\n",
-        printable(f.out).c_str(), loaded.spec.describe().c_str(), (long long)ck.state().step);
+    std::fprintf(out(),
+                 "wrote %s: model.safetensors, config.json, generation_config.json, "
+                 "tokenizer.json, tokenizer_config.json (%s, step %lld)\n",
+                 printable(f.out).c_str(), loaded.spec.describe().c_str(),
+                 (long long)ck.state().step);
     return;
   }
   hf::export_gpt2_safetensors(loaded.spec.gpt(), read, f.out);
   const std::string config = hf::config_path_beside(f.out);
   hf::write_gpt2_config(loaded.spec.gpt(), config);
-  std::printf("wrote %s and %s (%s, step %lld)\n", printable(f.out).c_str(),
-              printable(config).c_str(), loaded.spec.describe().c_str(),
-              (long long)ck.state().step);
+  std::fprintf(out(), "wrote %s and %s (%s, step %lld)\n", printable(f.out).c_str(),
+               printable(config).c_str(), loaded.spec.describe().c_str(),
+               (long long)ck.state().step);
 }
 
 void add_export_command(CLI::App& root) {

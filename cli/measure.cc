@@ -10,6 +10,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
+#include "output.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
 #include "zerodp/model/gemm.h"
@@ -60,16 +61,16 @@ void print_results(const MeasureFlags& f, const run::MeasureSetup& setup,
   if (!f.json) {
     std::fputs(
         run::measurement_table(setup, results, f.per_rank || !f.all_stages, flag_of_field).c_str(),
-        stdout);
+        out());
     return;
   }
   if (results.size() == 1) {
-    std::printf("%s\n", run::measure_json(setup, results[0]).dump(2).c_str());
+    std::fprintf(out(), "%s\n", run::measure_json(setup, results[0]).dump(2).c_str());
     return;
   }
   nlohmann::json all = {{"stages", nlohmann::json::array()}};
   for (const run::StageMeasure& s : results) all["stages"].push_back(run::measure_json(setup, s));
-  std::printf("%s\n", all.dump(2).c_str());
+  std::fprintf(out(), "%s\n", all.dump(2).c_str());
 }
 
 void run_measure(MeasureFlags f, bool stage_given) {

@@ -1,4 +1,5 @@
 #include "progress.h"
+#include "output.h"
 
 #include <unistd.h>
 
@@ -37,7 +38,7 @@ std::string format_rate(double v) {
 }
 
 bool interactive_stdout() {
-  if (isatty(fileno(stdout)) != 1) return false;
+  if (isatty(fileno(out())) != 1) return false;
   const char* term = std::getenv("TERM");
   if (term != nullptr && std::string_view(term) == "dumb") return false;
   // Under an MPI launcher the ranks' output ends in the launcher's log.
@@ -59,28 +60,28 @@ void Progress::step(std::int64_t step, float loss, double per_second, double sec
     const int filled = static_cast<int>(kWidth * step / std::max<std::int64_t>(1, total_));
     std::string bar(filled, '#');
     bar.resize(kWidth, '.');
-    std::printf("\r\033[Kstep %lld/%lld [%s] loss %.4f%s | %s %s | ETA %s", (long long)step,
-                (long long)total_, bar.c_str(), loss, skipped ? " (skipped)" : "", rate.c_str(),
-                rate_unit_.c_str(), eta.c_str());
+    std::fprintf(out(), "\r\033[Kstep %lld/%lld [%s] loss %.4f%s | %s %s | ETA %s", (long long)step,
+                 (long long)total_, bar.c_str(), loss, skipped ? " (skipped)" : "", rate.c_str(),
+                 rate_unit_.c_str(), eta.c_str());
     bar_drawn_ = true;
   } else if (step % log_every_ == 0 || step == total_ || step == 1) {
-    std::printf("step %lld/%lld  loss %.4f%s  %s %s  ETA %s\n", (long long)step, (long long)total_,
-                loss, skipped ? " (skipped: fp16 overflow)" : "", rate.c_str(), rate_unit_.c_str(),
-                eta.c_str());
+    std::fprintf(out(), "step %lld/%lld  loss %.4f%s  %s %s  ETA %s\n", (long long)step,
+                 (long long)total_, loss, skipped ? " (skipped: fp16 overflow)" : "", rate.c_str(),
+                 rate_unit_.c_str(), eta.c_str());
   }
-  std::fflush(stdout);
+  std::fflush(out());
 }
 
 void Progress::note(const std::string& line) {
-  if (tty_ && bar_drawn_) std::printf("\r\033[K");
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
+  if (tty_ && bar_drawn_) std::fprintf(out(), "\r\033[K");
+  std::fprintf(out(), "%s\n", line.c_str());
+  std::fflush(out());
 }
 
 void Progress::finish() {
-  if (tty_ && bar_drawn_) std::printf("\n");
+  if (tty_ && bar_drawn_) std::fprintf(out(), "\n");
   bar_drawn_ = false;
-  std::fflush(stdout);
+  std::fflush(out());
 }
 
 }  // namespace zerodp::cli

@@ -7,6 +7,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
+#include "output.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/rng.h"
 #include "zerodp/common/units.h"
@@ -38,7 +39,7 @@ void run_sample(const SampleFlags& f) {
   model::GptModel gpt(loaded.spec.gpt());
 
   std::vector<std::uint8_t> text(f.prompt.begin(), f.prompt.end());
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fwrite(text.data(), 1, text.size(), out());
   std::vector<std::uint8_t> window(T + 1);
   std::vector<std::pair<float, int>> ranked(256);
   for (std::uint64_t i = 0; i < length; ++i) {
@@ -68,10 +69,10 @@ void run_sample(const SampleFlags& f) {
       next = ranked[k].second;
     }
     text.push_back(std::uint8_t(next));
-    std::fputc(next, stdout);
-    std::fflush(stdout);
+    std::fputc(next, out());
+    std::fflush(out());
   }
-  std::fputc('\n', stdout);
+  std::fputc('\n', out());
 }
 
 void add_sample_command(CLI::App& root) {

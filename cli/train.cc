@@ -12,6 +12,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "model_flags.h"
+#include "output.h"
 #include "peak_report.h"
 #include "progress.h"
 #include "zerodp/common/error.h"
@@ -160,22 +161,23 @@ class TrainLog final : public run::TrainObserver {
               std::uint64_t tokens_per_step) const {
     const run::ModelSpec& spec = s.spec;
     const zero::EngineOptions& o = s.options;
-    std::printf("zerodp train: %s\n", spec.describe().c_str());
-    if (spec.is_gpt()) std::printf("data: %s\n", spec.data()->describe().c_str());
+    std::fprintf(out(), "zerodp train: %s\n", spec.describe().c_str());
+    if (spec.is_gpt()) std::fprintf(out(), "data: %s\n", spec.data()->describe().c_str());
     const std::string qwz = run::zeropp_description(
         run::engine_run(spec, o, s.launch, comm.size(), comm.ranks_per_host()));
-    std::printf(
+    std::fprintf(
+        out(),
         "ZeRO stage %d%s on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
         "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
         stage_number(o.stage), qwz.c_str(), comm.size(), std::string(comm.backend_name()).c_str(),
         std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
         (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
-    if (!s.compute_line.empty()) std::printf("%s\n", s.compute_line.c_str());
+    if (!s.compute_line.empty()) std::fprintf(out(), "%s\n", s.compute_line.c_str());
     if (spec.is_gpt()) {
-      std::printf("threads: %d per rank (%s)\n", s.threads(), s.threads_source.c_str());
+      std::fprintf(out(), "threads: %d per rank (%s)\n", s.threads(), s.threads_source.c_str());
     }
     for (const std::string& note : s.resume_notes) {
-      std::printf("%s\n", name_fields(note, flag_of_field).c_str());
+      std::fprintf(out(), "%s\n", name_fields(note, flag_of_field).c_str());
     }
   }
 
@@ -226,52 +228,55 @@ std::string stop_line(const TrainFlags& f, const nlohmann::json& j) {
 // The summary for people, from the JSON summary.
 void print_summary(const run::ModelSpec& spec, const nlohmann::json& j) {
   auto bytes = [](const nlohmann::json& v) { return units::format_bytes(v.get<std::uint64_t>()); };
-  std::printf("\nSummary\n");
-  std::printf("  model          %s\n", spec.describe().c_str());
-  std::printf("  stage, ranks   ZeRO-%d on %d ranks (%s)\n", j["stage"].get<int>(),
-              j["ranks"].get<int>(), j["backend"].get<std::string>().c_str());
-  std::printf("  loss           %.4f -> %.4f (train)", j["first_loss"].get<double>(),
-              j["final_loss"].get<double>());
-  if (!j["val_loss"].is_null()) std::printf(", %.4f (validation)", j["val_loss"].get<double>());
+  std::fprintf(out(), "\nSummary\n");
+  std::fprintf(out(), "  model          %s\n", spec.describe().c_str());
+  std::fprintf(out(), "  stage, ranks   ZeRO-%d on %d ranks (%s)\n", j["stage"].get<int>(),
+               j["ranks"].get<int>(), j["backend"].get<std::string>().c_str());
+  std::fprintf(out(), "  loss           %.4f -> %.4f (train)", j["first_loss"].get<double>(),
+               j["final_loss"].get<double>());
+  if (!j["val_loss"].is_null())
+    std::fprintf(out(), ", %.4f (validation)", j["val_loss"].get<double>());
   // The MLP's samples are one "token" each: its rate is in samples.
-  std::printf("\n  speed          %s %s over %s\n",
-              format_rate(j["tokens_per_second"].get<double>()).c_str(),
-              spec.is_gpt() ? "tokens/s" : "samples/s",
-              format_duration(j["seconds"].get<double>()).c_str());
-  std::printf("  model state    %s per rank predicted, %s measured (rank 0)\n",
-              bytes(j["predicted_model_state_bytes"]).c_str(),
-              bytes(j["model_state_bytes"]).c_str());
-  std::printf("  peak per rank  %s measured (ledger), %s predicted; activations %s\n",
-              bytes(j["peak_bytes"]).c_str(), bytes(j["predicted_peak_bytes"]).c_str(),
-              bytes(j["activation_bytes"]).c_str());
+  std::fprintf(out(), "\n  speed          %s %s over %s\n",
+               format_rate(j["tokens_per_second"].get<double>()).c_str(),
+               spec.is_gpt() ? "tokens/s" : "samples/s",
+               format_duration(j["seconds"].get<double>()).c_str());
+  std::fprintf(out(), "  model state    %s per rank predicted, %s measured (rank 0)\n",
+               bytes(j["predicted_model_state_bytes"]).c_str(),
+               bytes(j["model_state_bytes"]).c_str());
+  std::fprintf(out(), "  peak per rank  %s measured (ledger), %s predicted; activations %s\n",
+               bytes(j["peak_bytes"]).c_str(), bytes(j["predicted_peak_bytes"]).c_str(),
+               bytes(j["activation_bytes"]).c_str());
   const nlohmann::json& ranks = j["per_rank"];
   for (std::size_t r = 1; r < ranks.size() && r < 8; ++r) {
-    std::printf("    rank %-8zu %s measured, %s predicted\n", r,
-                bytes(ranks[r]["peak_bytes"]).c_str(),
-                bytes(ranks[r]["predicted_peak_bytes"]).c_str());
+    std::fprintf(out(), "    rank %-8zu %s measured, %s predicted\n", r,
+                 bytes(ranks[r]["peak_bytes"]).c_str(),
+                 bytes(ranks[r]["predicted_peak_bytes"]).c_str());
   }
-  if (ranks.size() > 8) std::printf("    (every rank in --json)\n");
-  std::printf("  exposed comm   %.2f s of %.2f s (%.1f %%)\n",
-              j["exposed_comm_seconds"].get<double>(), j["seconds"].get<double>(),
-              100.0 * j["exposed_comm_seconds"].get<double>() / j["seconds"].get<double>());
-  std::printf("  weights        sha256 %s\n", j["weights_sha256"].get<std::string>().c_str());
+  if (ranks.size() > 8) std::fprintf(out(), "    (every rank in --json)\n");
+  std::fprintf(out(), "  exposed comm   %.2f s of %.2f s (%.1f %%)\n",
+               j["exposed_comm_seconds"].get<double>(), j["seconds"].get<double>(),
+               100.0 * j["exposed_comm_seconds"].get<double>() / j["seconds"].get<double>());
+  std::fprintf(out(), "  weights        sha256 %s\n",
+               j["weights_sha256"].get<std::string>().c_str());
   if (j.contains("curve_svg")) {
-    std::printf("  loss curve     %s, %s\n", printable(j["curve_csv"].get<std::string>()).c_str(),
-                printable(j["curve_svg"].get<std::string>()).c_str());
+    std::fprintf(out(), "  loss curve     %s, %s\n",
+                 printable(j["curve_csv"].get<std::string>()).c_str(),
+                 printable(j["curve_svg"].get<std::string>()).c_str());
   }
 }
 
 // Rank 0's report: the summary, and where a stopped run left its checkpoint and curve (on
-// stderr with --json, so stdout stays one JSON object).
+// err() with --json, so out() stays one JSON object).
 void report(const TrainFlags& f, const run::TrainSettings& settings,
             const nlohmann::json& summary) {
   if (f.json) {
-    std::printf("%s\n", summary.dump(2).c_str());
+    std::fprintf(out(), "%s\n", summary.dump(2).c_str());
   } else {
     print_summary(settings.spec, summary);
   }
   if (summary.contains("stopped")) {
-    std::fprintf(f.json ? stderr : stdout, "%s\n", stop_line(f, summary).c_str());
+    std::fprintf(f.json ? err() : out(), "%s\n", stop_line(f, summary).c_str());
   }
 }
 
@@ -299,7 +304,7 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
                         {"hpz_ranks_per_host", run.hpz_ranks},
                         {"qwz_block", run.qwz_block}};
     j.update(run::peak_json(run, budget, run::max_ranks_searched(launch), flag_of_field));
-    std::printf("%s\n", j.dump(2).c_str());
+    std::fprintf(out(), "%s\n", j.dump(2).c_str());
   } else {
     print_peak(settings.spec.describe(), run, budget, run::max_ranks_searched(launch));
   }
@@ -356,7 +361,7 @@ void run_train(TrainFlags f, const CLI::App& app) {
     // refused run leaves the folder as it found it). The claim lives in rank 0's process.
     if (save_dir && comm.rank() == 0) {
       const std::string note = save_dir->set_aside_superseded();
-      if (!note.empty()) std::fprintf(f.json ? stderr : stdout, "%s\n", note.c_str());
+      if (!note.empty()) std::fprintf(f.json ? err() : out(), "%s\n", note.c_str());
     }
     std::optional<TrainLog> log;
     if (comm.rank() == 0 && !f.json) log.emplace(here);

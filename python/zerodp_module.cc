@@ -1,27 +1,32 @@
 // `import zerodp`: the planner and the engine's peak prediction from Python, as the command line
-// gives them.
+// gives them, in Python's terms.
 //
 // Contract:
-//  - plan(**flags) returns what `zerodp plan --json` prints, parsed by Python's json module, and
-//    predict_peak(**flags) what `zerodp train --dry-run --json` prints: each call runs the same
-//    run_command_line() as the executable (cli/planner/app.h), so the dict, its numbers and its
-//    refusals are the command line's by construction. list_models() and list_gpus() are
-//    `plan --list-models --json` and `plan --list-gpus --json`.
-//  - A keyword is a long flag with underscores for dashes (seq_len is --seq-len). Its value:
-//    True gives the flag alone and False or None leaves it out; a number or a string is the
-//    flag's text (a float with no fraction as a whole number: 1e9 is "1000000000"); a list or
-//    tuple is joined with commas; a path-like object is its path. deepspeed_config and
-//    model_config also take a dict, written as JSON to a private temporary file (mode 0600)
-//    for the length of the call.
-//  - Bad input raises ValueError whose text is the command line's one line ("zerodp: --gpus:
-//    ..."); a run that fails raises RuntimeError with its line; lines the command line prints
-//    as warnings become Python warnings (UserWarning).
-//  - Thread-safety: a call sends the process's file descriptors 1 and 2 to private files while
-//    it runs, with the GIL held, so calls are serialised and other Python threads do not run
-//    meanwhile; output of other native threads during a call is taken into it and dropped.
-#include <fcntl.h>
+//  - plan(**keywords) returns what `zerodp plan --json` prints, parsed by Python's json module, and
+//    predict_peak(**keywords) what `zerodp train --dry-run --json` prints: each call runs the same
+//    run_command_line() as the executable (cli/planner/app.h), so the dict and its numbers are the
+//    command line's by construction. list_models() and list_gpus() are `plan --list-models
+//    --json` and `plan --list-gpus --json`.
+//  - A keyword is a long flag with underscores for dashes (seq_len is --seq-len); the keywords are
+//    the command's flags, read from the command line itself, so inspect.signature() and help()
+//    list every one with its type and what it defaults to. Its value: for a switch
+//    (count_both_directions) True, False or None; for any other flag a number, a string, a list
+//    or tuple (joined with commas) or a path-like object (its path), None leaving it out (a float
+//    with no fraction as a whole number: 1e9 is "1000000000"). deepspeed_config and model_config
+//    also take a dict, written as JSON to a private temporary file (mode 0600) for the call.
+//  - Errors speak Python: a keyword that is not one (a typo, "list-gpus"), or a value of the wrong
+//    type (gpus=True), raises TypeError naming the keyword, with the nearest keyword when there
+//    is one; bad text (a NUL, a lone surrogate, a dict nested deeper than the config readers take)
+//    raises ValueError naming the keyword; a value the command line refuses raises ValueError
+//    with the command line's line in keywords ("zerodp.plan(): seq_len: expected ..."); a run
+//    that fails raises RuntimeError. Lines the command line prints as warnings become Python
+//    warnings (UserWarning), in keywords too.
+//  - Thread-safety: any thread may call; the command line runs one call at a time with the GIL
+//    released (other Python threads run meanwhile), and writes into streams of the call's own
+//    (cli/planner/output.h): nothing goes through the process's file descriptors 1 and 2, so no
+//    output of another thread is taken into a result, and no result's output reaches them.
+#include <pybind11/eval.h>
 #include <pybind11/pybind11.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,87 +34,71 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <memory>
+#include <mutex>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "app.h"
+#include "zerodp/common/json_text.h"
 
 namespace py = pybind11;
 
 namespace {
-
-// A file with no name (memfd) that stands in for fd 1 or fd 2 during a call.
-class Capture {
- public:
-  Capture(int target, const char* name) : target_(target) {
-    file_ = memfd_create(name, MFD_CLOEXEC);
-    saved_ = file_ < 0 ? -1 : dup(target);
-    if (file_ < 0 || saved_ < 0 || dup2(file_, target) < 0) {
-      throw std::runtime_error(std::string("zerodp: cannot capture the output: ") +
-                               std::strerror(errno));
-    }
-  }
-  Capture(const Capture&) = delete;
-  Capture& operator=(const Capture&) = delete;
-  ~Capture() {
-    restore();
-    if (file_ >= 0) close(file_);
-  }
-
-  // Puts the original descriptor back and returns everything written meanwhile.
-  std::string take() {
-    restore();
-    std::string all;
-    char chunk[65536];
-    for (off_t at = 0;;) {
-      const ssize_t n = pread(file_, chunk, sizeof chunk, at);
-      if (n <= 0) break;
-      all.append(chunk, std::size_t(n));
-      at += n;
-    }
-    return all;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    dup2(saved_, target_);
-    close(saved_);
-    saved_ = -1;
-  }
-  int target_;
-  int file_ = -1;
-  int saved_ = -1;
-};
 
 struct Output {
   int status = 0;
   std::string out, err;
 };
 
-// One command line, run in this process with its output captured.
-Output run_captured(std::vector<std::string> args) {
-  // What Python or C++ buffered before the call is written where it was meant to go.
-  py::module_::import("sys").attr("stdout").attr("flush")();
-  py::module_::import("sys").attr("stderr").attr("flush")();
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
+// A stream in memory for one call's words (open_memstream), read once the call is done.
+class MemoryStream {
+ public:
+  MemoryStream() {
+    file_ = open_memstream(&data_, &size_);
+    if (!file_) {
+      throw std::runtime_error(std::string("zerodp: cannot open a stream in memory: ") +
+                               std::strerror(errno));
+    }
+  }
+  MemoryStream(const MemoryStream&) = delete;
+  MemoryStream& operator=(const MemoryStream&) = delete;
+  ~MemoryStream() {
+    if (file_) std::fclose(file_);
+    std::free(data_);
+  }
+  std::FILE* file() { return file_; }
+  std::string take() {
+    std::fclose(file_);
+    file_ = nullptr;
+    return std::string(data_ ? data_ : "", size_);
+  }
 
+ private:
+  std::FILE* file_ = nullptr;
+  char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// The command line's globals (the commands' registry, the kernels' caches) are its own: one call
+// at a time, the GIL released while it runs.
+std::mutex command_line;
+
+// One command line, run in this process, its words in streams of its own.
+Output run_command(std::vector<std::string> args) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-
   Output result;
-  Capture out(STDOUT_FILENO, "zerodp-stdout");
-  Capture err(STDERR_FILENO, "zerodp-stderr");
-  result.status = zerodp::cli::run_command_line(int(args.size()), argv.data());
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
+  MemoryStream out, err;
+  {
+    py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> one_at_a_time(command_line);
+    result.status =
+        zerodp::cli::run_command_line(int(args.size()), argv.data(), out.file(), err.file());
+  }
   result.out = out.take();
   result.err = err.take();
   return result;
@@ -143,8 +132,98 @@ class TemporaryJson {
   std::string path_;
 };
 
-// A value's text as the flag takes it.
-std::string flag_text(const std::string& flag, const py::handle& value) {
+// A flag of a command, as a keyword: seq_len for --seq-len.
+struct Keyword {
+  std::string name;  // "seq_len"
+  std::string flag;  // "--seq-len"
+  bool switch_only;  // a flag without a value (--count-both-directions)
+  std::string type;  // the value's name in the help: "N", "BYTES", "FILE"
+  std::string help;  // the flag's description
+};
+
+// Keywords that the functions set themselves, or that print something other than the dict.
+bool reserved(const std::string& key) {
+  for (const char* r :
+       {"json", "help", "link", "link_base", "dry_run", "list_models", "list_gpus", "version"}) {
+    if (key == r) return true;
+  }
+  return false;
+}
+
+// The keywords of `zerodp <command>`, from the command line's own options, in its order.
+std::vector<Keyword> keywords_of(const std::string& command) {
+  CLI::App app;
+  zerodp::cli::build_app(app);
+  std::vector<Keyword> keywords;
+  for (const CLI::Option* option : app.get_subcommand(command)->get_options()) {
+    if (option->get_lnames().empty()) continue;
+    std::string name = option->get_lnames().front();
+    for (char& c : name) c = c == '-' ? '_' : c;
+    if (reserved(name)) continue;
+    keywords.push_back({name, "--" + option->get_lnames().front(), option->get_expected_min() == 0,
+                        option->get_type_name(), option->get_description()});
+  }
+  return keywords;
+}
+
+// "zerodp.plan()": who speaks in a message.
+std::string speaker(const char* function) {
+  return std::string("zerodp.") + function + "()";
+}
+
+// A line of the command line in keywords: "zerodp: --seq-len: ..." is "zerodp.plan(): seq_len:
+// ...", every flag of the command named by its keyword, the hint to --help by help().
+std::string in_keywords(const std::string& line, const char* function,
+                        const std::vector<Keyword>& keywords) {
+  std::string text = line;
+  if (text.rfind("zerodp: ", 0) == 0) text = speaker(function) + ": " + text.substr(8);
+  static const std::regex help_hint(R"(see 'zerodp [a-z]+ --help')");
+  text = std::regex_replace(text, help_hint, "see help(zerodp." + std::string(function) + ")");
+  static const std::regex flag(R"(--[a-z0-9]+(-[a-z0-9]+)*)");
+  std::string out;
+  auto last = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), flag), end; it != end; ++it) {
+    const std::string found = it->str();
+    const auto known = std::find_if(keywords.begin(), keywords.end(),
+                                    [&](const Keyword& k) { return k.flag == found; });
+    out.append(last, (*it)[0].first);
+    // The catalogues' flags are functions of the module.
+    if (found == "--list-gpus" || found == "--list-models") {
+      out += "zerodp." + found.substr(2, 4) + "_" + found.substr(7) + "()";
+    } else {
+      out += known != keywords.end() ? known->name : found;
+    }
+    last = (*it)[0].second;
+  }
+  out.append(last, text.cend());
+  return out;
+}
+
+// Text a flag may take: valid UTF-8 (no lone surrogate) and no NUL, else ValueError naming the
+// keyword.
+std::string checked_text(const char* function, const std::string& key, const py::handle& value) {
+  py::object bytes;
+  try {
+    bytes = value.attr("encode")("utf-8", "strict");
+  } catch (const py::error_already_set&) {
+    throw py::value_error(speaker(function) + ": " + key +
+                          ": expected text, got a string that is not valid Unicode (a lone "
+                          "surrogate)");
+  }
+  std::string text = bytes.cast<std::string>();
+  if (text.find('\0') != std::string::npos) {
+    throw py::value_error(speaker(function) + ": " + key +
+                          ": expected text without a NUL character");
+  }
+  return text;
+}
+
+// A value's text as the flag takes it; TypeError for a type it cannot take.
+std::string flag_text(const char* function, const std::string& key, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) {
+    throw py::type_error(speaker(function) + ": " + key +
+                         " takes a value (a number or a string), not True or False");
+  }
   if (py::isinstance<py::int_>(value)) return py::str(value);
   if (py::isinstance<py::float_>(value)) {
     const double d = value.cast<double>();
@@ -154,71 +233,128 @@ std::string flag_text(const std::string& flag, const py::handle& value) {
     }
     return py::repr(value);
   }
-  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  if (py::isinstance<py::str>(value)) return checked_text(function, key, value);
   if (py::hasattr(value, "__fspath__")) {
-    return py::str(py::module_::import("os").attr("fspath")(value));
+    const py::object path = py::module_::import("os").attr("fspath")(value);
+    if (py::isinstance<py::str>(path)) return checked_text(function, key, path);
   }
   if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
     std::string joined;
     for (const py::handle& item : value) {
-      joined += (joined.empty() ? "" : ",") + flag_text(flag, item);
+      joined += (joined.empty() ? "" : ",") + flag_text(function, key, item);
     }
     return joined;
   }
-  throw py::value_error("zerodp: " + flag +
-                        ": expected a number, a string, a list or a path, got " +
-                        std::string(py::str(value.get_type().attr("__name__"))));
+  throw py::type_error(speaker(function) + ": " + key +
+                       " takes a number, a string, a list or a path, not " +
+                       std::string(py::str(value.get_type().attr("__name__"))));
 }
 
-// Keywords that the functions set themselves, or that print something other than the dict.
-bool reserved(const std::string& key) {
-  for (const char* r : {"json", "help", "link", "dry_run", "list_models", "list_gpus", "version"}) {
-    if (key == r) return true;
+// How deep a dict or list nests (1 for a flat one), counted without recursion, stopping past
+// `limit`: a config nested 100,000 deep is refused before Python's json module recurses into it.
+int nesting(const py::handle& root, int limit) {
+  std::vector<std::pair<py::handle, int>> pending{{root, 1}};
+  int deepest = 0;
+  while (!pending.empty()) {
+    const auto [value, depth] = pending.back();
+    pending.pop_back();
+    const bool dict = py::isinstance<py::dict>(value);
+    if (!dict && !py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) continue;
+    deepest = std::max(deepest, depth);
+    if (deepest > limit) return deepest;
+    if (dict) {
+      for (const auto& item : py::reinterpret_borrow<py::dict>(value)) {
+        pending.push_back({item.second, depth + 1});
+      }
+    } else {
+      for (const py::handle& item : value) pending.push_back({item, depth + 1});
+    }
   }
-  return false;
+  return deepest;
+}
+
+// The keyword `key` names, or TypeError: not a keyword at all, or not one of this command's (with
+// the nearest, as Python's difflib finds it).
+const Keyword& keyword_of(const char* function, const py::handle& key_handle,
+                          const std::vector<Keyword>& keywords) {
+  if (!py::isinstance<py::str>(key_handle)) {
+    throw py::type_error(speaker(function) + ": keywords must be strings");
+  }
+  const std::string key = checked_text(function, "a keyword", key_handle);
+  if (reserved(key)) {
+    throw py::type_error(speaker(function) + " got the keyword '" + key +
+                         "', which it sets itself; leave it out");
+  }
+  const auto known = std::find_if(keywords.begin(), keywords.end(),
+                                  [&](const Keyword& k) { return k.name == key; });
+  if (known != keywords.end()) return *known;
+  if (!py::bool_(key_handle.attr("isidentifier")())) {
+    std::string underscored = key;
+    for (char& c : underscored) c = c == '-' ? '_' : c;
+    const bool offered = std::any_of(keywords.begin(), keywords.end(),
+                                     [&](const Keyword& k) { return k.name == underscored; });
+    throw py::type_error(speaker(function) + " got " + std::string(py::repr(key_handle)) +
+                         ", which is not a keyword: keywords spell a flag with underscores "
+                         "(--seq-len is seq_len" +
+                         (offered ? "; " + std::string(py::repr(key_handle)) + " is " + underscored
+                                  : std::string()) +
+                         ")");
+  }
+  py::list names;
+  for (const Keyword& k : keywords) names.append(k.name);
+  const py::list near =
+      py::module_::import("difflib").attr("get_close_matches")(key, names, 1, 0.6);
+  throw py::type_error(
+      speaker(function) + " got an unexpected keyword argument '" + key + "'" +
+      (near.empty() ? std::string() : "; did you mean '" + near[0].cast<std::string>() + "'?"));
 }
 
 // `zerodp <command> <fixed...> --flag value ...`, run; the JSON it prints, as Python objects.
-py::object call(const char* function, std::vector<std::string> args, const py::kwargs& flags,
-                const std::vector<std::string>& file_flags) {
+py::object call(const char* function, std::vector<std::string> args, const py::kwargs& given,
+                const std::vector<std::string>& file_keywords,
+                const std::vector<Keyword>& keywords) {
   std::vector<std::unique_ptr<TemporaryJson>> files;
-  for (const auto& [key_handle, value] : flags) {
-    const std::string key = py::str(key_handle);
-    if (reserved(key)) {
-      throw py::value_error(std::string("zerodp: ") + function + "() sets " + key +
-                            " itself; leave it out");
-    }
-    std::string flag = "--" + key;
-    for (char& c : flag) c = c == '_' ? '-' : c;
+  for (const auto& [key_handle, value] : given) {
+    const Keyword& keyword = keyword_of(function, key_handle, keywords);
     if (value.is_none()) continue;
-    if (py::isinstance<py::bool_>(value)) {
-      if (value.cast<bool>()) args.push_back(flag);
+    if (keyword.switch_only) {
+      if (!py::isinstance<py::bool_>(value)) {
+        throw py::type_error(speaker(function) + ": " + keyword.name +
+                             " is a switch: True, False or None, not " +
+                             std::string(py::str(value.get_type().attr("__name__"))));
+      }
+      if (value.cast<bool>()) args.push_back(keyword.flag);
       continue;
     }
-    args.push_back(flag);
+    args.push_back(keyword.flag);
     const bool takes_dict =
-        std::find(file_flags.begin(), file_flags.end(), key) != file_flags.end();
+        std::find(file_keywords.begin(), file_keywords.end(), keyword.name) != file_keywords.end();
     if (takes_dict && py::isinstance<py::dict>(value)) {
+      if (nesting(value, zerodp::kMaxJsonDepth) > zerodp::kMaxJsonDepth) {
+        throw py::value_error(speaker(function) + ": " + keyword.name +
+                              ": expected a config nested at most " +
+                              std::to_string(zerodp::kMaxJsonDepth) + " deep");
+      }
       files.push_back(std::make_unique<TemporaryJson>(value));
       args.push_back(files.back()->path());
     } else {
-      args.push_back(flag_text(flag, value));
+      args.push_back(flag_text(function, keyword.name, value));
     }
   }
-  const Output result = run_captured(std::move(args));
+  const Output result = run_command(std::move(args));
 
   // Lines on stderr of a run that succeeded are warnings; a failure's last line is its message.
   std::vector<std::string> lines;
   for (std::size_t at = 0; at < result.err.size();) {
     std::size_t end = result.err.find('\n', at);
     if (end == std::string::npos) end = result.err.size();
-    if (end > at) lines.push_back(result.err.substr(at, end - at));
+    if (end > at) lines.push_back(in_keywords(result.err.substr(at, end - at), function, keywords));
     at = end + 1;
   }
   if (result.status != 0) {
-    const std::string message = lines.empty()
-                                    ? "zerodp: failed with status " + std::to_string(result.status)
-                                    : lines.back();
+    const std::string message =
+        lines.empty() ? speaker(function) + ": failed with status " + std::to_string(result.status)
+                      : lines.back();
     if (result.status == 2) throw py::value_error(message);
     throw std::runtime_error(message);
   }
@@ -228,38 +364,83 @@ py::object call(const char* function, std::vector<std::string> args, const py::k
   return py::module_::import("json").attr("loads")(result.out);
 }
 
+// The Python face of a command: a function whose signature lists the command's keywords, each
+// keyword-only with None (not given) for its default, and whose help says each one's type and
+// what the command line takes when it is not given.
+constexpr const char* kWrap = R"(
+import inspect as _inspect
+
+def _wrap(name, implementation, keywords, summary):
+    def function(**keywords_given):
+        return implementation(**keywords_given)
+    parameters = []
+    lines = [summary, "", "Keywords (each a flag of the command line; None leaves it out):"]
+    for keyword, switch, type_name, help_text in keywords:
+        annotation = "bool" if switch else ("str | int | float" if type_name != "FILE"
+                                            else "str | os.PathLike | dict")
+        parameters.append(_inspect.Parameter(keyword, _inspect.Parameter.KEYWORD_ONLY,
+                                             default=None, annotation=annotation))
+        shown = "True/False" if switch else type_name or "VALUE"
+        lines.append(f"  {keyword} ({annotation}; {shown}): {help_text}")
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = "zerodp"
+    function.__doc__ = "\n".join(lines)
+    function.__signature__ = _inspect.Signature(parameters)
+    return function
+)";
+
+py::object wrap(py::module_& m, const char* name, const py::cpp_function& implementation,
+                const std::vector<Keyword>& keywords, const std::string& summary) {
+  py::list table;
+  for (const Keyword& k : keywords) {
+    // The help in keywords too: "with --model" reads "with model".
+    table.append(
+        py::make_tuple(k.name, k.switch_only, k.type, in_keywords(k.help, name, keywords)));
+  }
+  py::dict scope;
+  py::exec(kWrap, scope);
+  return scope["_wrap"](name, implementation, table, summary);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(zerodp, m) {
   m.doc() =
       "zerodp: ZeRO data parallelism planned and measured. plan() and predict_peak() return what "
       "`zerodp plan --json` and `zerodp train --dry-run --json` print (docs/python.md).";
-  m.def(
-      "plan",
-      [](const py::kwargs& flags) {
-        return call("plan", {"zerodp", "plan", "--json"}, flags,
-                    {"deepspeed_config", "model_config"});
-      },
-      "plan(**flags) -> dict: `zerodp plan --json` with each keyword a flag (seq_len=4096 is "
-      "--seq-len 4096); deepspeed_config and model_config take a path or a dict. Bad input "
-      "raises ValueError with the command line's message.");
-  m.def(
-      "predict_peak",
-      [](const py::kwargs& flags) {
-        return call("predict_peak", {"zerodp", "train", "--dry-run", "--json"}, flags, {});
-      },
-      "predict_peak(**flags) -> dict: the engine's predicted peak per rank, as `zerodp train "
+  // The keywords, read once from the command line's own options (they do not change).
+  static const std::vector<Keyword> plan_keywords = keywords_of("plan");
+  static const std::vector<Keyword> train_keywords = keywords_of("train");
+  m.attr("plan") = wrap(
+      m, "plan", py::cpp_function([](const py::kwargs& given) {
+        return call("plan", {"zerodp", "plan", "--json"}, given,
+                    {"deepspeed_config", "model_config"}, plan_keywords);
+      }),
+      plan_keywords,
+      "plan(**keywords) -> dict: `zerodp plan --json` with each keyword a flag (seq_len=4096 is "
+      "--seq-len 4096); deepspeed_config and model_config take a path or a dict. A keyword that "
+      "is not one, or a value of the wrong type, raises TypeError; a value the planner refuses, "
+      "ValueError with its line in keywords.");
+  m.attr("predict_peak") = wrap(
+      m, "predict_peak", py::cpp_function([](const py::kwargs& given) {
+        return call("predict_peak", {"zerodp", "train", "--dry-run", "--json"}, given, {},
+                    train_keywords);
+      }),
+      train_keywords,
+      "predict_peak(**keywords) -> dict: the engine's predicted peak per rank, as `zerodp train "
       "--dry-run --json` prints it (nothing is trained).");
   m.def(
       "list_models",
       [] {
-        return call("list_models", {"zerodp", "plan", "--list-models", "--json"}, py::kwargs(), {});
+        return call("list_models", {"zerodp", "plan", "--list-models", "--json"}, py::kwargs(), {},
+                    plan_keywords);
       },
       "list_models() -> list of dict: the published models plan(model=...) knows.");
   m.def(
       "list_gpus",
       [] {
-        return call("list_gpus", {"zerodp", "plan", "--list-gpus", "--json"}, py::kwargs(), {});
+        return call("list_gpus", {"zerodp", "plan", "--list-gpus", "--json"}, py::kwargs(), {},
+                    plan_keywords);
       },
       "list_gpus() -> list of dict: the GPUs plan(gpu=...) knows, with the memory each reports.");
 }

@@ -5,17 +5,26 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "command.h"
+#include "output.h"
 #include "zerodp/common/error.h"
 
 namespace {
 
-// The exception being handled, as one line on stderr and an exit status: 2 for bad input,
+using zerodp::cli::err;
+
+// This thread's streams during a call (output.h); nullptr outside one, read as stdout, stderr.
+thread_local std::FILE* call_out = nullptr;
+thread_local std::FILE* call_err = nullptr;
+
+// The exception being handled, as one line on err() and an exit status: 2 for bad input,
 // 1 for a failed run. No library's words (std::bad_alloc, a parser's) reach the user alone.
 int report_failure() {
   try {
@@ -23,26 +32,26 @@ int report_failure() {
   } catch (const zerodp::UsageError& e) {
     // Every message as one line that cannot drive the terminal, whatever part of it came from
     // the user or a file (a path, a manifest field): messages that quote() already hold none.
-    std::fprintf(stderr, "zerodp: %s\n",
+    std::fprintf(err(), "zerodp: %s\n",
                  zerodp::escape_controls(zerodp::cli::flag_message(e)).c_str());
     return 2;
   } catch (const zerodp::Error& e) {
-    std::fprintf(stderr, "zerodp: error: %s\n",
+    std::fprintf(err(), "zerodp: error: %s\n",
                  zerodp::escape_controls(zerodp::cli::flag_message(e)).c_str());
   } catch (const std::filesystem::filesystem_error& e) {
-    std::fprintf(stderr, "zerodp: error: %s: %s\n", zerodp::quote(e.path1().string()).c_str(),
+    std::fprintf(err(), "zerodp: error: %s: %s\n", zerodp::quote(e.path1().string()).c_str(),
                  e.code().message().c_str());
   } catch (const std::bad_alloc&) {
     // check_memory() refuses the runs it can foresee; this is one it could not.
-    std::fprintf(stderr,
+    std::fprintf(err(),
                  "zerodp: error: out of memory: this machine cannot hold the run; try a smaller "
                  "--micro-batch or model, or fewer --ranks\n");
   } catch (const std::length_error&) {
-    std::fprintf(stderr,
+    std::fprintf(err(),
                  "zerodp: error: out of memory: a buffer of the run is larger than memory can "
                  "hold; try a smaller --micro-batch or model\n");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "zerodp: error: unexpected failure, please report it (%s)\n",
+    std::fprintf(err(), "zerodp: error: unexpected failure, please report it (%s)\n",
                  zerodp::quote(e.what()).c_str());
   }
   return 1;
@@ -51,6 +60,13 @@ int report_failure() {
 }  // namespace
 
 namespace zerodp::cli {
+
+std::FILE* out() {
+  return call_out ? call_out : stdout;
+}
+std::FILE* err() {
+  return call_err ? call_err : stderr;
+}
 
 std::string flag_of_field(std::string_view field) {
   // The fields whose flag is not their name with dashes.
@@ -76,33 +92,60 @@ void build_app(CLI::App& app) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "zerodp 0.1.0");
   auto& registry = zerodp::cli::command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const auto& a, const auto& b) { return a.order < b.order; });
+  // Sorted once: several threads may build apps at once (the Python module's calls).
+  static std::once_flag sorted;
+  std::call_once(sorted, [&registry] {
+    std::sort(registry.begin(), registry.end(),
+              [](const auto& a, const auto& b) { return a.order < b.order; });
+  });
   for (const auto& command : registry) command.add(app);
   zerodp::cli::refuse_empty_values(app);
   zerodp::cli::name_values(app);
 }
 
 int run_command_line(int argc, char** argv) {
+  return run_command_line(argc, argv, stdout, stderr);
+}
+
+int run_command_line(int argc, char** argv, std::FILE* out_stream, std::FILE* err_stream) {
+  // This thread's streams for the call, put back however it ends.
+  struct Streams {
+    std::FILE *out, *err;
+    ~Streams() {
+      call_out = out;
+      call_err = err;
+    }
+  } restore{call_out, call_err};
+  call_out = out_stream;
+  call_err = err_stream;
   CLI::App app;
   build_app(app);
+  // CLI11 prints help and the version to C++ streams: taken as text, written to this call's.
+  auto exit_with = [&app](const CLI::Error& e) {
+    std::ostringstream help, error;
+    const int status = app.exit(e, help, error);
+    std::fputs(help.str().c_str(), out());
+    std::fputs(error.str().c_str(), err());
+    return status;
+  };
   try {
     zerodp::cli::check_command_name(app, argc, argv);
     zerodp::cli::check_flag_names(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return exit_with(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return exit_with(e);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return exit_with(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zerodp: %s (%s)\n", zerodp::escape_controls(e.what()).c_str(),
+    std::fprintf(err(), "zerodp: %s (%s)\n", zerodp::escape_controls(e.what()).c_str(),
                  zerodp::cli::help_hint(app, argc, argv).c_str());
     return 2;
   } catch (...) {
     return report_failure();
   }
+  std::fflush(out());
   return 0;
 }
 

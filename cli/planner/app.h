@@ -8,9 +8,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
+#include "output.h"
 #include "zerodp/common/error.h"
 
 namespace zerodp::cli {
@@ -19,6 +21,9 @@ namespace zerodp::cli {
 void build_app(CLI::App& app);
 
 int run_command_line(int argc, char** argv);
+// The same, its words written to `out` and `err` (output.h): the streams of this call alone,
+// so that calls from several threads never mix their words.
+int run_command_line(int argc, char** argv, std::FILE* out, std::FILE* err);
 
 // The flag that sets a library's field (zerodp/common/error.h): "--" and the field with dashes
 // ("micro_batch" is --micro-batch), but for the fields whose flag says it otherwise

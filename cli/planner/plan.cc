@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "command.h"
+#include "output.h"
 #include "plan_flags.h"
 #include "plan_link.h"
 #include "plan_options.h"
@@ -338,17 +339,17 @@ void add_plan_command(CLI::App& root) {
     const std::optional<report::DeepSpeedEstimate> ds = read_estimator(*flags, inputs);
     const report::PlanReport report = report::make_plan(inputs);
     if (link->link) {
-      std::printf("%s\n", page_link(*cmd, *link).c_str());
+      std::fprintf(out(), "%s\n", page_link(*cmd, *link).c_str());
       return;
     }
     if (flags->json) {
       const std::string json = ds ? report::plan_json(report, *ds, flag_of_field)
                                   : report::plan_json(report, flag_of_field);
-      std::printf("%s\n", json.c_str());
+      std::fprintf(out(), "%s\n", json.c_str());
     } else {
-      std::fputs(report::plan_table(report, flags->binary, flag_of_field).c_str(), stdout);
+      std::fputs(report::plan_table(report, flags->binary, flag_of_field).c_str(), out());
       if (ds) {
-        std::fputs(report::deepspeed_comparison(*ds, report, flag_of_field).c_str(), stdout);
+        std::fputs(report::deepspeed_comparison(*ds, report, flag_of_field).c_str(), out());
       }
     }
   });

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "output.h"
 #include "plan_flags.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
@@ -110,14 +111,14 @@ deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f) {
       read_file(path, "--deepspeed-config", "a DeepSpeed config, ds.json"),
       "--deepspeed-config " + path);
   if (!c.unknown.empty()) {
-    std::fprintf(stderr, "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
+    std::fprintf(err(), "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
                  path.c_str(), units::format_list(c.unknown).c_str());
   }
   // DeepSpeed hands the ZeRO++ switches only to its stage-3 optimizer (runtime/engine.py,
   // _configure_zero_optimizer): at stages 1 and 2 a config may hold them, and they change
   // nothing.
   if (c.zeropp.any() && c.stage && *c.stage != Stage::zero3) {
-    std::fprintf(stderr,
+    std::fprintf(err(),
                  "zerodp: warning: %s: ZeRO++ keys (%s) are read by DeepSpeed at stage 3 only; "
                  "ignored at stage %d\n",
                  path.c_str(), deepspeed::zeropp_summary(c.zeropp).c_str(), stage_number(*c.stage));

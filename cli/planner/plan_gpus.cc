@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "output.h"
 #include "plan_flags.h"
 #include "zerodp/catalog/gpus.h"
 #include "zerodp/common/error.h"
@@ -46,20 +47,20 @@ void list_gpus(bool json) {
                      {"reported_as", g.reported_as},
                      {"source", g.source}});
     }
-    std::printf("%s\n", all.dump(2).c_str());
+    std::fprintf(out(), "%s\n", all.dump(2).c_str());
     return;
   }
-  std::printf("%-12s %-30s %-28s %s\n", "--gpu", "device", "sold as", "reports to CUDA");
+  std::fprintf(out(), "%-12s %-30s %-28s %s\n", "--gpu", "device", "sold as", "reports to CUDA");
   for (const catalog::GpuSpec& g : catalog::gpu_catalogue()) {
-    std::printf("%-12.*s %-30.*s %-28.*s %s = %s\n", int(g.name.size()), g.name.data(),
-                int(g.device.size()), g.device.data(), int(g.sold_as.size()), g.sold_as.data(),
-                units::format_bytes_in(g.reported_bytes, {"GiB", double(1ull << 30)}).c_str(),
-                units::format_bytes_in(g.reported_bytes, {"GB", 1e9}).c_str());
+    std::fprintf(out(), "%-12.*s %-30.*s %-28.*s %s = %s\n", int(g.name.size()), g.name.data(),
+                 int(g.device.size()), g.device.data(), int(g.sold_as.size()), g.sold_as.data(),
+                 units::format_bytes_in(g.reported_bytes, {"GiB", double(1ull << 30)}).c_str(),
+                 units::format_bytes_in(g.reported_bytes, {"GB", 1e9}).c_str());
   }
-  std::printf(
-      "\nreported: the smallest total a public report of the card gives (PyTorch's "
-      "\"total capacity\"); sources: plan --gpu NAME prints its own, docs/planner.md "
-      "lists them all\n");
+  std::fprintf(out(),
+               "\nreported: the smallest total a public report of the card gives (PyTorch's "
+               "\"total capacity\"); sources: plan --gpu NAME prints its own, docs/planner.md "
+               "lists them all\n");
 }
 
 // --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "output.h"
 #include "plan_flags.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
@@ -247,8 +248,8 @@ std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelC
 void list_models(bool json) {
   nlohmann::json all = nlohmann::json::array();
   if (!json) {
-    std::printf("%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
-                "config published as");
+    std::fprintf(out(), "%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
+                 "config published as");
   }
   for (const catalog::CatalogueModel& m : catalog::model_catalogue()) {
     const catalog::ModelConfig c = catalog::parse_model_config(m.config_json, std::string(m.name));
@@ -262,11 +263,11 @@ void list_models(bool json) {
                      {"published_params", m.published_params}});
       continue;
     }
-    std::printf("%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
-                c.model_type.c_str(), units::format_count(p.params).c_str(),
-                units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
+    std::fprintf(out(), "%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
+                 c.model_type.c_str(), units::format_count(p.params).c_str(),
+                 units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
   }
-  if (json) std::printf("%s\n", all.dump(2).c_str());
+  if (json) std::fprintf(out(), "%s\n", all.dump(2).c_str());
 }
 
 }  // namespace zerodp::cli

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "command.h"
+#include "output.h"
 #include "plan_flags.h"
 #include "plan_options.h"
 #include "zerodp/common/error.h"
@@ -50,8 +51,8 @@ void memory_figure(const PlotFlags& f) {
   options.log_x = !f.linear_x;
   options.binary = f.plan.binary;
   write_file_atomically(f.out, plan::memory_figure_svg(options));
-  std::printf("wrote %s: M_DP, M_1, M_2, M_3 for N = 1..%d (%s N axis), floors dashed\n",
-              printable(f.out).c_str(), options.max_gpus, options.log_x ? "log" : "linear");
+  std::fprintf(out(), "wrote %s: M_DP, M_1, M_2, M_3 for N = 1..%d (%s N axis), floors dashed\n",
+               printable(f.out).c_str(), options.max_gpus, options.log_x ? "log" : "linear");
 }
 
 // --breakdown: each stage's memory per GPU at N, term by term, against the GPU's memory.
@@ -68,8 +69,8 @@ void breakdown_figure(const PlotFlags& f) {
   }
   const report::PlanReport report = report::make_plan(inputs);
   write_file_atomically(f.out, report::peak_breakdown_svg(report, f.plan.binary));
-  std::printf(
-      "wrote %s: memory per GPU at N = %llu of DP, ZeRO-1, ZeRO-2, ZeRO-3, term by term%s\n",
+  std::fprintf(
+      out(), "wrote %s: memory per GPU at N = %llu of DP, ZeRO-1, ZeRO-2, ZeRO-3, term by term%s\n",
       printable(f.out).c_str(), (unsigned long long)*inputs.gpus,
       inputs.gpu_memory ? ", against the GPU memory" : "");
 }

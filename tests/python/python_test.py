@@ -99,17 +99,91 @@ check(zerodp.plan(model_config=model, gpus=4, activations="0B")["stages"] ==
 leftover = os.listdir(scratch)
 check(not leftover, f"temporary configs left behind: {leftover}")
 
-# Bad input: ValueError with the command line's own line.
-for bad, argv in [(dict(model="llama-3-8b", gpus=8), ["plan", "--model", "llama-3-8b", "--gpus", "8"]),
-                  (dict(params=1e9, gpus=0), ["plan", "--params", "1e9", "--gpus", "0"]),
+# Bad input: ValueError with the command line's own line, in keywords ("zerodp: --gpus: ..." is
+# "zerodp.plan(): gpus: ...").
+def in_keywords(line, function="plan"):
+    line = line.replace("zerodp: ", f"zerodp.{function}(): ", 1)
+    line = re.sub(r"--list-(gpus|models)", r"zerodp.list_\1()", line)
+    return re.sub(r"--([a-z0-9]+(?:-[a-z0-9]+)*)", lambda m: m.group(1).replace("-", "_"), line)
+
+
+import re
+for bad, argv in [(dict(params=1e9, gpus=0), ["plan", "--params", "1e9", "--gpus", "0"]),
                   (dict(params=1e9, gpu="a100-41gb"), ["plan", "--params", "1e9", "--gpu", "a100-41gb"]),
-                  (dict(params=1e9, no_such_flag=1), ["plan", "--params", "1e9", "--no-such-flag", "1"])]:
+                  (dict(model="llama-3-8b", seq_len="4kk"),
+                   ["plan", "--model", "llama-3-8b", "--seq-len", "4kk"]),
+                  (dict(params=1e9, gpus=8, gpu_memory="80XB"),
+                   ["plan", "--params", "1e9", "--gpus", "8", "--gpu-memory", "80XB"])]:
     r = cli(*argv)
     message = raises(ValueError, zerodp.plan, **bad)
-    check(r.returncode == 2 and message == r.stderr.strip().splitlines()[-1],
+    check(r.returncode == 2 and message == in_keywords(r.stderr.strip().splitlines()[-1]),
           f"plan(**{bad}) raised {message!r}; the CLI said {r.stderr.strip()!r}")
-check(raises(ValueError, zerodp.plan, params=1e9, json=True) is not None, "json= was accepted")
-check(raises(ValueError, zerodp.plan, params={"a": 1}) is not None, "a dict for --params was accepted")
+    check(message is not None and "--" not in message, f"plan(**{bad}) names a flag: {message!r}")
+check(raises(TypeError, zerodp.plan, params={"a": 1}) is not None, "a dict for params was accepted")
+
+# Keywords: a typo is a TypeError with the nearest keyword; a flag's spelling, an output flag and
+# a reserved keyword are TypeErrors naming them.
+message = raises(TypeError, zerodp.plan, params=1e9, seqlen=4096)
+check(message == "zerodp.plan() got an unexpected keyword argument 'seqlen'; did you mean "
+      "'seq_len'?", f"seqlen= raised {message!r}")
+message = raises(TypeError, zerodp.plan, params=1e9, no_such_flag=1)
+check(message == "zerodp.plan() got an unexpected keyword argument 'no_such_flag'",
+      f"no_such_flag= raised {message!r}")
+message = raises(TypeError, zerodp.plan, **{"list-gpus": True})
+check(message is not None and "'list-gpus', which is not a keyword" in message,
+      f"**{{'list-gpus': True}} raised {message!r}")
+message = raises(TypeError, zerodp.plan, **{"seq-len": 4096})
+check(message is not None and "'seq-len' is seq_len" in message, f"seq-len= raised {message!r}")
+check(raises(TypeError, zerodp.plan, params=1e9, json=True) is not None, "json= was accepted")
+check(raises(TypeError, zerodp.plan, **{"": 1}) is not None, "an empty keyword was accepted")
+# Types: a bool is not a count, a number is not a switch.
+message = raises(TypeError, zerodp.plan, params=1e9, gpus=True)
+check(message == "zerodp.plan(): gpus takes a value (a number or a string), not True or False",
+      f"gpus=True raised {message!r}")
+check(raises(TypeError, zerodp.plan, params=1e9, gpus=[8, True]) is not None,
+      "a bool inside a list was accepted")
+message = raises(TypeError, zerodp.plan, params=1e9, gpus=8, binary=1)
+check(message == "zerodp.plan(): binary is a switch: True, False or None, not int",
+      f"binary=1 raised {message!r}")
+check(raises(TypeError, zerodp.plan, params=object()) is not None, "an object was accepted")
+# Text: a NUL, a lone surrogate; a config nested 100,000 deep (a dict and a list).
+message = raises(ValueError, zerodp.plan, model="llama\0-3-8b", gpus=8)
+check(message == "zerodp.plan(): model: expected text without a NUL character",
+      f"a NUL raised {message!r}")
+message = raises(ValueError, zerodp.plan, model="llama-3-8b\ud800", gpus=8)
+check(message is not None and message.startswith("zerodp.plan(): model: ") and
+      "surrogate" in message, f"a lone surrogate raised {message!r}")
+check(raises(ValueError, zerodp.plan, **{"params": 1e9, "gpu\ud800": 1}) is not None or
+      raises(TypeError, zerodp.plan, **{"params": 1e9, "gpu\ud800": 1}) is not None,
+      "a keyword with a lone surrogate was accepted")
+deep = {}
+inner = deep
+for _ in range(100_000):
+    inner["zero_optimization"] = {}
+    inner = inner["zero_optimization"]
+message = raises(ValueError, zerodp.plan, model="gpt2", gpus=8, deepspeed_config=deep)
+check(message == "zerodp.plan(): deepspeed_config: expected a config nested at most 64 deep",
+      f"a dict 100,000 deep raised {message!r}")
+deep_list = []
+inner = deep_list
+for _ in range(100_000):
+    inner.append([])
+    inner = inner[0]
+message = raises(ValueError, zerodp.plan, model_config={"n_layer": deep_list}, gpus=8)
+check(message is not None and "model_config" in message, f"a list 100,000 deep raised {message!r}")
+
+# help() and inspect show every keyword with its type and default.
+import inspect
+signature = inspect.signature(zerodp.plan)
+check(all(p.kind == p.KEYWORD_ONLY and p.default is None for p in signature.parameters.values()),
+      f"plan's signature: {signature}")
+check({"seq_len", "micro_batch", "host_memory", "deepspeed_config", "gpus"} <=
+      set(signature.parameters), f"plan's keywords: {list(signature.parameters)}")
+check(signature.parameters["binary"].annotation == "bool", "binary is not a bool")
+doc = zerodp.plan.__doc__
+check("seq_len (str | int | float; N): " in doc and "default 1024" in doc and
+      "--seq-len" not in doc.split("Keywords")[1], f"plan's help: {doc[:400]!r}")
+check("stage" in inspect.signature(zerodp.predict_peak).parameters, "predict_peak's keywords")
 
 # A warning of the command line is a Python warning, and the plan still comes back.
 with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -137,8 +211,9 @@ peak = zerodp.predict_peak(stage=3, ranks=4)
 check(peak == cli_json("train", "--dry-run", "--stage", "3", "--ranks", "4"),
       "predict_peak(stage=3, ranks=4) != CLI")
 check(raises(ValueError, zerodp.predict_peak, stage=7) ==
-      cli("train", "--dry-run", "--stage", "7").stderr.strip().splitlines()[-1],
-      "predict_peak's refusal is not the CLI's line")
+      in_keywords(cli("train", "--dry-run", "--stage", "7").stderr.strip().splitlines()[-1],
+                  "predict_peak"),
+      "predict_peak's refusal is not the CLI's line in keywords")
 
 # Python's own output is untouched: what it printed before and after a call is where it was.
 buffer = io.StringIO()
@@ -148,6 +223,59 @@ with redirect_stdout(buffer):
     print("after")
 check(buffer.getvalue() == "before\nafter\n", f"Python's stdout around a call: {buffer.getvalue()!r}")
 
+# Eight threads, each printing (through Python and straight to file descriptor 1) while it
+# calls: every result is the one a single call gives, and nothing the module runs is written to
+# file descriptor 1 (the module captures nothing there).
+import threading
+expected = {n: zerodp.plan(params=1e9, gpus=n) for n in range(1, 9)}
+bad_expected = raises(ValueError, zerodp.plan, params=1e9, gpus=0)
+results, errors = {}, []
+fd1_copy = os.dup(1)
+pipe_read, pipe_write = os.pipe()
+os.dup2(pipe_write, 1)
+try:
+    def worker(n):
+        try:
+            for round in range(20):
+                sys.stdout.write(f"thread {n} round {round}\n")  # one write: print's two may
+                sys.stdout.flush()                                 # interleave with others
+                os.write(1, f"raw {n} {round}\n".encode())
+                got = zerodp.plan(params=1e9, gpus=n)
+                if got != expected[n]:
+                    errors.append(f"thread {n}: another result")
+                if raises(ValueError, zerodp.plan, params=1e9, gpus=0) != bad_expected:
+                    errors.append(f"thread {n}: another refusal")
+            results[n] = True
+        except Exception as e:  # noqa: BLE001 - any failure is the test's
+            errors.append(f"thread {n}: {e!r}")
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+finally:
+    sys.stdout.flush()
+    os.dup2(fd1_copy, 1)
+    os.close(fd1_copy)
+    os.close(pipe_write)
+written = b""
+while True:
+    chunk = os.read(pipe_read, 65536)
+    if not chunk:
+        break
+    written += chunk
+os.close(pipe_read)
+# What file descriptor 1 received is exactly the threads' own lines, each once, and nothing else.
+leftover = written.decode()
+for n in range(1, 9):
+    for round in range(20):
+        for said in (f"thread {n} round {round}\n", f"raw {n} {round}\n"):
+            check(said in leftover, f"file descriptor 1 lost {said!r}")
+            leftover = leftover.replace(said, "", 1)
+check(not errors and len(results) == 8, f"8 threads: {errors[:3]}")
+check(leftover.strip("\n") == "", f"file descriptor 1 held more than the threads wrote: "
+      f"{leftover[:200]!r}")
+
 # docs/python.md's notebook session is run as it is shown.
 import doctest
 result = doctest.testfile(os.path.join(REPO, "docs", "python.md"), module_relative=False,
@@ -156,7 +284,6 @@ check(result.attempted >= 10 and result.failed == 0,
       f"docs/python.md: {result.failed} of {result.attempted} examples differ (shown above)")
 
 # README.md's Python runs as shown and prints what its comment says.
-import re
 readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
 blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
 check(len(blocks) >= 1, "README.md has no Python block")
