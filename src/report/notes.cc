@@ -85,11 +85,9 @@ std::string fit_reason(const PlanReport& report, const StageReport& s, bool bina
   if (report.runtime_counted) {
     std::string out =
         "peak " + bytes(*s.total_bytes, binary) + relation + bytes(*in.gpu_memory, binary);
-    if (within || s.verdict == Verdict::tight) {
-      const Verdict gpu = verdict_of(*s.total_bytes, *in.gpu_memory, report.tight_band);
-      if (gpu == Verdict::tight) {
-        out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
-      }
+    // The GPU's own verdict (a full host makes the stage's "does not fit" whatever it is).
+    if (verdict_of(*s.total_bytes, *in.gpu_memory, report.tight_band) == Verdict::tight) {
+      out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
     }
     return out + host;
   }

@@ -297,12 +297,16 @@ void compare_stages(PlanReport& report) {
 }
 
 // The stage the user asked about (--stage or the config's), or none.
+// The band in whole percent (kTightBand is one), so that every comparison with it is of integers.
+std::uint64_t band_percent(double band) {
+  return std::uint64_t(std::llround(band * 100));
+}
+
 // The memory less the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent): a plan
 // on it fits exactly where the verdict on all of it is `fits`.
 std::uint64_t margin_memory(const PlanInputs& in, std::optional<double> band) {
   if (!band) return *in.gpu_memory;
-  const std::uint64_t percent = std::uint64_t(std::llround(*band * 100));
-  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + percent));
+  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + band_percent(*band)));
 }
 
 // The stage wanted fits with the margin (or, without one asked for, some stage does).
@@ -426,9 +430,8 @@ void check_activations_cut(PlanReport& report) {
 void find_fewest_gpus(PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (in.gpus || !report.budget || !in.params || in.topology || !in.seek_fewest_gpus) return;
-  // A count to reserve GPUs by fits with the margin: the least N is sought on the memory less
-  // the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent), its plan shown on all
-  // of it.
+  // A count to reserve GPUs by fits with the margin: the least N is sought on margin_memory(),
+  // its plan shown on all of the memory.
   PlanInputs margin = in;
   margin.seek_fewest_gpus = false;
   margin.gpu_memory = margin_memory(in, report.tight_band);
@@ -492,8 +495,7 @@ std::string_view verdict_name(Verdict verdict) {
 
 Verdict verdict_of(std::uint64_t peak, std::uint64_t memory, std::optional<double> band) {
   if (!band) return peak <= memory ? Verdict::fits : Verdict::does_not_fit;
-  // In whole percent, so that the comparison is of integers: peak*(100+F) against memory*100.
-  const u128 percent = u128(std::llround(*band * 100));
+  const u128 percent = band_percent(*band);  // peak*(100+F) against memory*100
   if (u128(peak) * (100 + percent) <= u128(memory) * 100) return Verdict::fits;
   if (u128(peak) * (100 - percent) > u128(memory) * 100) return Verdict::does_not_fit;
   return Verdict::tight;
