@@ -25,129 +25,16 @@
 namespace zerodp::cli {
 namespace {
 
+// The run as written, and what only the command line uses.
 struct TrainFlags {
-  EngineFlags engine;
-  run::ModelChoice model;
-  std::string steps = "200";
-  std::string lr = "2e-3";
-  std::string warmup;  // default: a tenth of the steps, at most 50
-  std::string eval_every;
-  std::string eval_batches = "4";
-  std::string log_every = "10";
-  std::string out = "out";
-  std::string save_dir, save_every, keep = "2", resume;
+  run::TrainChoice run;
   bool json = false;
   bool dry_run = false;
-  bool threads_from_checkpoint = false;  // --threads unset, taken from --resume's checkpoint
 };
 
-// --resume continues the run its checkpoint holds, so every flag not given takes the value the
-// checkpoint records: the model's shape, the data (path and seed), the precision, the batch's
-// split, the schedule and validation, the stage, the ranks (threads) and the bucket size, and
-// --save-dir when --resume names a save dir (its newest checkpoint): the run goes on saving
-// where it did. A flag given is held to the checkpoint by the resume rules
-// (zerodp/run/resume_rules.h), every difference in one message.
-void take_unset_flags_from(const checkpoint::Checkpoint& ck, const CLI::App& app, TrainFlags& f) {
-  const nlohmann::json model = nlohmann::json::parse(ck.manifest().model);
-  const nlohmann::json run = nlohmann::json::parse(ck.manifest().run);
-  auto unset = [&](const char* flag) { return app.count(flag) == 0; };
-  auto take = [&](const char* flag, std::string& value, const nlohmann::json& from,
-                  const char* key) {
-    if (!unset(flag) || !from.contains(key)) return;
-    const nlohmann::json& v = from.at(key);
-    value = v.is_string() ? v.get<std::string>() : v.dump();
-  };
-  take("--model", f.model.model, model, "type");
-  if (model.value("type", std::string()) == "mlp") {
-    if (unset("--params") && model.contains("width") && model.contains("depth")) {
-      f.model.mlp_shape =
-          model::MlpConfig{model.at("width").get<std::size_t>(), model.at("depth").get<int>()};
-    }
-  } else {
-    take("--layers", f.model.layers, model, "n_layer");
-    take("--heads", f.model.heads, model, "n_head");
-    take("--hidden", f.model.hidden, model, "n_embd");
-    take("--seq-len", f.model.seq_len, model, "n_positions");
-    take("--data", f.model.data, run, "data");
-    if (unset("--checkpoint-activations")) {
-      f.model.checkpoint_activations = model.value("checkpoint_activations", false);
-    }
-    // A checkpoint from before --compute computed in fp32.
-    if (unset("--compute")) f.model.compute = "fp32";
-    take("--compute", f.model.compute, model, "compute");
-  }
-  take("--data-seed", f.model.data_seed, model, "data_seed");
-  take("--steps", f.steps, run, "steps");
-  take("--lr", f.lr, run, "lr");
-  take("--warmup", f.warmup, run, "warmup");
-  take("--eval-every", f.eval_every, run, "eval_every");
-  take("--eval-batches", f.eval_batches, run, "eval_batches");
-  take("--clip", f.engine.clip, run, "clip");
-  take("--seed", f.engine.seed, run, "seed");
-  take("--micro-batch", f.engine.micro_batch, run, "micro_batch");
-  take("--grad-accum", f.engine.grad_accum, run, "grad_accum");
-  take("--precision", f.engine.precision, run, "precision");
-  take("--zeropp", f.engine.zeropp, run, "zeropp");
-  take("--qwz-block", f.engine.qwz_block, run, "qwz_block");
-  if (unset("--ranks-per-host") && run.value("ranks_per_host", 0) > 0 &&
-      (f.engine.zeropp.find("hpz") != std::string::npos ||
-       f.engine.zeropp.find("qgz") != std::string::npos)) {
-    f.engine.ranks_per_host = std::to_string(run.value("ranks_per_host", 0));
-  }
-  const checkpoint::Manifest& m = ck.manifest();
-  if (unset("--stage")) f.engine.stage = std::to_string(m.stage);
-  if (unset("--bucket-bytes")) f.engine.bucket_bytes = std::to_string(m.bucket_bytes) + "B";
-  // Under MPI the world size is the number of ranks.
-  if (unset("--ranks") && f.engine.backend == "threads") f.engine.ranks = std::to_string(m.ranks);
-  // The checkpoint's threads where the resume can be bitwise, on its ranks (a checkpoint from
-  // before --threads computed on one); on other ranks, auto fits the cores to them.
-  // (The ranks as the run reads them, so that --ranks 01 is 1; under MPI the world size.)
-  const run::Launch launch = launch_options(f.engine);
-  const bool ranks_known = launch.ranks > 0 || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
-  if (unset("--threads") && (!ranks_known || run::planned_ranks(launch) == m.ranks)) {
-    f.engine.threads = "1";
-    take("--threads", f.engine.threads, run, "threads");
-    f.threads_from_checkpoint = true;
-  }
-  if (unset("--save-dir") && ck.folder() != f.resume) f.save_dir = f.resume;
-}
-
-// The run's settings from the flags, parsed and checked once, before any rank starts.
-run::TrainSettings train_settings(const TrainFlags& f) {
-  run::TrainSettings s(run::ModelSpec(f.model), engine_options(f.engine, 8),
-                       launch_options(f.engine));
-  s.compute_line = s.spec.resolve_compute(s.options.precision);
-  s.threads_source = f.threads_from_checkpoint ? "the checkpoint's"
-                     : s.launch.threads > 0    ? "--threads"
-                                               : "auto: the rank's share of the cores, at most the "
-                                                 "micro-batch";
-  s.threads();  // refuses --threads the model cannot use
-  // Step counts: checkpoint folders are named step-%08d and found in name order, so a step
-  // has at most 8 digits (and 99,999,999 steps is years of training).
-  constexpr std::uint64_t kSteps = 99'999'999;
-  s.steps = static_cast<std::int64_t>(units::parse_whole_in(f.steps, "--steps", 1, kSteps));
-  s.warmup = static_cast<std::int64_t>(
-      f.warmup.empty() ? std::min<std::int64_t>(50, s.steps / 10)
-                       : units::parse_whole_in(f.warmup, "--warmup", 0, kSteps));
-  s.eval_every = static_cast<std::int64_t>(
-      f.eval_every.empty() ? std::max<std::int64_t>(1, s.steps / 10)
-                           : units::parse_whole_in(f.eval_every, "--eval-every", 0, kSteps));
-  s.eval_batches = units::parse_whole_in(f.eval_batches, "--eval-batches", 0, 1'000'000);
-  s.log_every =
-      static_cast<std::int64_t>(units::parse_whole_in(f.log_every, "--log-every", 1, kSteps));
-  s.lr = static_cast<float>(
-      units::parse_real(f.lr, "--lr", "a positive number such as 3e-4", units::Zero::rejected));
-  s.save_every = static_cast<std::int64_t>(
-      f.save_every.empty() ? 0 : units::parse_whole_in(f.save_every, "--save-every", 1, kSteps));
-  s.keep = static_cast<int>(units::parse_whole_in(f.keep, "--keep", 1, 1'000'000));
-  if (s.save_every > 0 && f.save_dir.empty()) {
-    throw UsageError("--save-every: needs --save-dir DIR, the folder to save checkpoints in");
-  }
-  s.out = f.out;
-  s.save_dir = f.save_dir;
-  s.resume = f.resume;
-  s.launch.agree = s.agreement();
-  return s;
+// Whether the flag of `field` was typed: a resume takes the checkpoint's value otherwise.
+run::GivenField given_flags(const CLI::App& app) {
+  return [&app](std::string_view field) { return app.count(flag_of_field(field)) > 0; };
 }
 
 // Rank 0's log for people (not --json): the progress bar or lines, validation, checkpoints.
@@ -212,7 +99,7 @@ std::string stop_line(const TrainFlags& f, const nlohmann::json& j) {
                      std::to_string(j["steps"].get<std::int64_t>()) + "; ";
   if (!stop["checkpoint"].is_null()) {
     line += "checkpoint " + printable(stop["checkpoint"].get<std::string>()) +
-            " (continue with --resume " + printable(f.save_dir) + ")";
+            " (continue with --resume " + printable(f.run.save_dir) + ")";
   } else {
     line += "no checkpoint (no --save-dir)";
   }
@@ -328,16 +215,16 @@ void check_curve_folder(const std::string& out) {
 }
 
 void run_train(TrainFlags f, const CLI::App& app) {
-  if (f.dry_run && !f.resume.empty()) {
+  if (f.dry_run && !f.run.resume.empty()) {
     throw UsageError("--dry-run: plans a new run; give the resumed run's flags without --resume");
   }
   // Opened once for all the ranks of this process (it checks every shard).
   std::optional<checkpoint::Checkpoint> resume;
-  if (!f.resume.empty()) {
-    resume.emplace(checkpoint::Checkpoint::open(f.resume));
-    take_unset_flags_from(*resume, app, f);
+  if (!f.run.resume.empty()) {
+    resume.emplace(checkpoint::Checkpoint::open(f.run.resume));
+    run::take_from_record(run::read_run_record(*resume), *resume, given_flags(app), f.run);
   }
-  run::TrainSettings settings = train_settings(f);
+  run::TrainSettings settings = run::train_settings(f.run);
   if (f.dry_run) {
     dry_run(f, settings);
     return;
@@ -346,13 +233,13 @@ void run_train(TrainFlags f, const CLI::App& app) {
       {settings.spec.param_count(), settings.spec.activation_bytes(settings.options.micro_batch),
        settings.spec.size_field()},
       settings.options, settings.launch);
-  check_curve_folder(f.out);
+  check_curve_folder(settings.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
   run::configure_blas_threads(settings.launch, settings.threads());
   if (resume) run::check_resume(settings, *resume);
   // Held until the run ends: the folder's lock and the run id its manifests record.
   std::optional<checkpoint::SaveDir> save_dir = run::claim_save_dir(
-      f.save_dir, settings.launch.backend == "mpi", resume ? &*resume : nullptr);
+      settings.save_dir, settings.launch.backend == "mpi", resume ? &*resume : nullptr);
   int stopped_by = 0;  // the same on every rank
   std::mutex mu;
   run::run_ranks(settings.launch, [&](comm::Communicator& comm) {
@@ -399,29 +286,31 @@ void run_train(TrainFlags f, const CLI::App& app) {
 void add_train_command(CLI::App& root) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* app = root.add_subcommand("train", "Train a model with ZeRO stage 0-3 on N ranks");
-  add_model_flags(app, flags->model);
-  app->add_option("--steps", flags->steps, "optimizer steps [200]");
-  app->add_option("--lr", flags->lr, "peak learning rate [2e-3]");
-  app->add_option("--warmup", flags->warmup, "linear warm-up steps [steps/10, at most 50]");
-  app->add_option("--eval-every", flags->eval_every, "validation loss every K steps [steps/10]");
-  app->add_option("--eval-batches", flags->eval_batches,
+  add_model_flags(app, flags->run.model);
+  app->add_option("--steps", flags->run.steps, "optimizer steps [200]");
+  app->add_option("--lr", flags->run.lr, "peak learning rate [2e-3]");
+  app->add_option("--warmup", flags->run.warmup, "linear warm-up steps [steps/10, at most 50]");
+  app->add_option("--eval-every", flags->run.eval_every,
+                  "validation loss every K steps [steps/10]");
+  app->add_option("--eval-batches", flags->run.eval_batches,
                   "micro-batches per rank in each validation [4]");
-  app->add_option("--log-every", flags->log_every, "a log line every K steps off a terminal [10]");
-  app->add_option("--out", flags->out, "folder for loss.csv and loss.svg [out]");
-  app->add_option("--save-dir", flags->save_dir,
+  app->add_option("--log-every", flags->run.log_every,
+                  "a log line every K steps off a terminal [10]");
+  app->add_option("--out", flags->run.out, "folder for loss.csv and loss.svg [out]");
+  app->add_option("--save-dir", flags->run.save_dir,
                   "folder for sharded checkpoints, one run's only: saves at the end, and every "
                   "--save-every K steps");
-  app->add_option("--save-every", flags->save_every,
+  app->add_option("--save-every", flags->run.save_every,
                   "save a checkpoint every K steps and at the end (needs --save-dir)");
-  app->add_option("--keep", flags->keep, "complete checkpoints to keep [2]");
-  app->add_option("--resume", flags->resume,
+  app->add_option("--keep", flags->run.keep, "complete checkpoints to keep [2]");
+  app->add_option("--resume", flags->run.resume,
                   "continue from a checkpoint folder, or the newest one in a --save-dir (and save "
                   "there): the flags not given are the checkpoint's; any --ranks and --stage");
   app->add_flag("--json", flags->json, "print one JSON object at the end instead of a log");
   app->add_flag("--dry-run", flags->dry_run,
                 "print the predicted peak memory per rank (and the verdict for --rank-memory) "
                 "and exit without training");
-  add_engine_flags(app, flags->engine);
+  add_engine_flags(app, flags->run.engine);
   app->callback([flags, app] { run_train(*flags, *app); });
 }
 

@@ -80,8 +80,9 @@ void check_shard_header(int fd, const std::string& file, std::size_t index, std:
   digest_bytes(model_digest, expected);
   if (std::memcmp(header + kDigestAt, none, kDigestBytes) != 0 &&
       std::memcmp(header + kDigestAt, expected, kDigestBytes) != 0) {
-    throw Error("shard " + file + " holds the weights of another model config than \"model\" " +
-                "(the manifest's model was changed after the save)");
+    throw UsageError("shard " + file +
+                     " holds the weights of another model config than \"model\" " +
+                     "(the manifest's model was changed after the save)");
   }
 }
 

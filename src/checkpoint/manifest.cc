@@ -17,6 +17,7 @@
 #include "zerodp/common/file.h"
 #include "zerodp/common/json_text.h"
 #include "zerodp/common/sha256.h"
+#include "zerodp/common/shard.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
@@ -54,20 +55,21 @@ json parse_manifest_file(const std::string& manifest_path) {
   return std::move(*j);
 }
 
-// The checks below throw Error naming the field and what it must be; read_checkpoint() names
-// the manifest. A field of the wrong JSON type is named too, never read as another type: 2.5
-// steps or -1 samples are refused, not rounded or wrapped.
+// The checks below throw UsageError naming the field and what it must be (a manifest edited by
+// hand is input, refused with status 2), Error for what is corrupt or cannot be read;
+// read_checkpoint() names the manifest. A field of the wrong JSON type is named too, never read as
+// another type: 2.5 steps or -1 samples are refused, not rounded or wrapped.
 
 const json& field(const json& parent, const char* key, const std::string& name) {
-  if (!parent.is_object() || !parent.contains(key)) throw Error(name + " is missing");
+  if (!parent.is_object() || !parent.contains(key)) throw UsageError(name + " is missing");
   return parent.at(key);
 }
 
 // A whole number from 0 to max, written as one (no fraction, no sign, no quotes).
 std::uint64_t whole_value(const json& v, const std::string& name, std::uint64_t max) {
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max) {
-    throw Error(name + " is " + shown_json(v) + ", expected a whole number from 0 to " +
-                std::to_string(max));
+    throw UsageError(name + " is " + shown_json(v) + ", expected a whole number from 0 to " +
+                     std::to_string(max));
   }
   return v.get<std::uint64_t>();
 }
@@ -79,7 +81,7 @@ std::uint64_t whole(const json& parent, const char* key, const std::string& name
 
 const std::string& text(const json& parent, const char* key, const std::string& name) {
   const json& v = field(parent, key, name);
-  if (!v.is_string()) throw Error(name + " is " + shown_json(v) + ", expected a string");
+  if (!v.is_string()) throw UsageError(name + " is " + shown_json(v) + ", expected a string");
   return v.get_ref<const std::string&>();
 }
 
@@ -91,8 +93,8 @@ void check_format(const json& m) {
     throw Error("format version " + shown_json(version) + ", this zerodp reads version " +
                 std::to_string(kFormatVersion));
   }
-  if (!field(m, "model", "\"model\"").is_object()) throw Error("\"model\" is not an object");
-  if (m.contains("run") && !m.at("run").is_object()) throw Error("\"run\" is not an object");
+  if (!field(m, "model", "\"model\"").is_object()) throw UsageError("\"model\" is not an object");
+  if (m.contains("run") && !m.at("run").is_object()) throw UsageError("\"run\" is not an object");
 }
 
 // Read and checked here, once, so that state() cannot fail later.
@@ -114,7 +116,7 @@ DType read_precision(const json& m) {
   const std::string& name = text(m, "precision", "\"precision\"");
   for (DType t : {DType::f32, DType::f16, DType::bf16})
     if (name == dtype_name(t)) return t;
-  throw Error("\"precision\" is " + quote(name) + ", expected fp32, fp16 or bf16");
+  throw UsageError("\"precision\" is " + quote(name) + ", expected fp32, fp16 or bf16");
 }
 
 // Absent in manifests written before run ids: then empty, and the checkpoint is another run's
@@ -123,25 +125,25 @@ std::string read_run_id(const json& m) {
   if (!m.contains("run_id")) return {};
   const json& id = m.at("run_id");
   if (!id.is_string() || !is_run_id(id.get<std::string>()))
-    throw Error("\"run_id\" is " + shown_json(id) + ", expected 32 lowercase hex digits");
+    throw UsageError("\"run_id\" is " + shown_json(id) + ", expected 32 lowercase hex digits");
   return id.get<std::string>();
 }
 
 const json& shard_list(const json& m) {
   const json& shards = field(m, "shards", "\"shards\"");
-  if (!shards.is_array() || shards.empty()) throw Error("\"shards\" is not a list of shards");
+  if (!shards.is_array() || shards.empty()) throw UsageError("\"shards\" is not a list of shards");
   if (whole(m, "ranks", "\"ranks\"", 1 << 20) != shards.size())
-    throw Error("\"ranks\" is not the number of shards");
+    throw UsageError("\"ranks\" is not the number of shards");
   return shards;
 }
 
 // Shards live in the checkpoint's folder: a name is a plain file name, never a path.
 std::string shard_path(const std::string& folder, const std::string& name) {
-  const bool plain = !name.empty() && name != "." && name != ".." &&
+  const bool plain = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
                      name.find_first_not_of(
                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                          "0123456789._-") == std::string::npos;
-  if (!plain) throw Error("shard file " + quote(name) + " is not a plain file name");
+  if (!plain) throw UsageError("shard file " + shown(name) + " is not a plain file name");
   return (fs::path(folder) / name).string();
 }
 
@@ -195,22 +197,27 @@ void place_ranges(const json& entry, const ShardFile& shard, int s, std::uint64_
                   std::vector<Placement>& index) {
   const std::string name = "shards[" + std::to_string(s) + "].ranges";
   const json& ranges = field(entry, "ranges", name);
-  if (!ranges.is_array()) throw Error(name + " is not a list of [offset, count]");
+  if (!ranges.is_array()) throw UsageError(name + " is not a list of [offset, count]");
   std::uint64_t local = 0;
   for (const auto& r : ranges) {
     if (!r.is_array() || r.size() != 2)
-      throw Error(name + " holds " + shown_json(r) + ", not [offset, count]");
+      throw UsageError(name + " holds " + shown_json(r) + ", not [offset, count]");
     const auto offset = whole_value(r[0], name + " offset", kMaxFlat);
     const auto count = whole_value(r[1], name + " count", kMaxFlat);
     if (count > shard.elements() - local || offset > kMaxFlat || count > kMaxFlat - offset ||
         covered > kMaxFlat - count)
-      throw Error("shard " + shard.path() + ": a range beyond its elements or the model");
+      throw UsageError("shard " + shard.path() + ": a range beyond its elements or the model");
+    // A shard holds its chunks in bucket order, which is the layout's: ranges out of order
+    // would read each block into another's place.
+    if (local > 0 && offset < index.back().offset + index.back().count)
+      throw UsageError(name + " lists " + std::to_string(offset) + " after " +
+                       std::to_string(index.back().offset) + ", out of the layout's order");
     index.push_back({offset, count, s, local});
     local += count;
     covered += count;
   }
   if (local != shard.elements())
-    throw Error("shard " + shard.path() + ": its ranges do not add up to its size");
+    throw UsageError("shard " + shard.path() + ": its ranges do not add up to its size");
 }
 
 // The shards' ranges must tile the flat layout from 0, with no gap and no overlap, and hold
@@ -221,12 +228,46 @@ void check_coverage(std::vector<Placement>& index, std::uint64_t covered, std::u
   std::uint64_t next = 0;
   for (const auto& e : index) {
     if (e.offset != next)
-      throw Error("the shards' ranges leave a gap or overlap at " + std::to_string(next));
+      throw UsageError("the shards' ranges leave a gap or overlap at " + std::to_string(next));
     next += e.count;
   }
   if (covered != params) {
-    throw Error("the shards hold " + std::to_string(covered) + " parameters, the manifest says " +
-                std::to_string(params));
+    throw UsageError("the shards hold " + std::to_string(covered) +
+                     " parameters, the manifest says " + std::to_string(params));
+  }
+}
+
+// Each shard's ranges must be the ones its rank owns, or a manifest whose shards' ranges were
+// swapped would load the weights permuted with every checksum passing. The partition
+// (zerodp/common/partition.h) cuts each bucket into the ranks' chunks with shard_of(), in rank
+// order, and a shard lists its non-empty chunks only: so walking the layout in order, every
+// bucket is a run of shards 0, 1, ..., k-1, whose counts are shard_of(bucket, ranks, r).
+// Needs the index sorted and tiling the layout (check_coverage()).
+void check_placement(const std::vector<Placement>& index, int ranks) {
+  auto refuse = [](const Placement& p, const std::string& why) {
+    return UsageError("shards[" + std::to_string(p.shard) + "].ranges: its range at " +
+                      std::to_string(p.offset) + " " + why +
+                      " (the ranges were edited or swapped between shards)");
+  };
+  for (std::size_t first = 0; first < index.size();) {
+    if (index[first].shard != 0)
+      throw refuse(index[first], "opens a bucket, which rank 0's chunk does");
+    std::size_t end = first + 1;
+    while (end < index.size() && index[end].shard == index[end - 1].shard + 1) ++end;
+    std::uint64_t bucket = 0;
+    for (std::size_t i = first; i < end; ++i) bucket += index[i].count;
+    for (std::size_t i = first; i < end; ++i) {
+      const Shard chunk = shard_of(bucket, ranks, index[i].shard);
+      if (chunk.size != index[i].count || chunk.offset != index[i].offset - index[first].offset)
+        throw refuse(index[i],
+                     "is not rank " + std::to_string(index[i].shard) + "'s chunk of its bucket");
+    }
+    // A rank whose chunk is non-empty, past the last one listed, would be missing.
+    if (end - first < static_cast<std::size_t>(ranks) &&
+        shard_of(bucket, ranks, static_cast<int>(end - first)).size != 0)
+      throw refuse(index[first], "begins a bucket whose chunk of rank " +
+                                     std::to_string(end - first) + " is missing");
+    first = end;
   }
 }
 
@@ -237,7 +278,7 @@ Contents check_manifest(const json& m, const std::string& folder) {
   c.manifest.stage = static_cast<int>(whole(m, "stage", "\"stage\" (a ZeRO stage)", 3));
   c.manifest.precision = read_precision(m);
   c.manifest.bucket_bytes = whole(m, "bucket_bytes", "\"bucket_bytes\"", kMaxFlat);
-  if (c.manifest.bucket_bytes == 0) throw Error("\"bucket_bytes\" is 0, expected at least 1");
+  if (c.manifest.bucket_bytes == 0) throw UsageError("\"bucket_bytes\" is 0, expected at least 1");
   c.manifest.run_id = read_run_id(m);
   const std::uint64_t params = whole(m, "params", "\"params\"", kMaxFlat);
   const json& shards = shard_list(m);
@@ -248,13 +289,14 @@ Contents check_manifest(const json& m, const std::string& folder) {
     place_ranges(shards[s], c.shards.back(), static_cast<int>(s), covered, c.index);
   }
   check_coverage(c.index, covered, params);
+  check_placement(c.index, static_cast<int>(shards.size()));
   c.manifest.ranks = static_cast<int>(shards.size());
   c.manifest.params = covered;
   c.manifest.model = m.at("model").dump(-1, ' ', false, json::error_handler_t::replace);
   c.model = m.at("model");
   // The run record, for a resume to compare the run's settings with; not checked here.
   if (m.contains("run")) {
-    if (!m.at("run").is_object()) throw Error("\"run\" is not an object");
+    if (!m.at("run").is_object()) throw UsageError("\"run\" is not an object");
     c.manifest.run = m.at("run").dump(-1, ' ', false, json::error_handler_t::replace);
   }
   return c;
@@ -267,6 +309,8 @@ Contents read_checkpoint(const std::string& folder) {
   const json m = parse_manifest_file(manifest_path);
   try {
     return check_manifest(m, folder);
+  } catch (const UsageError& e) {
+    throw UsageError(manifest_path + ": " + e.text());
   } catch (const Error& e) {
     throw Error(manifest_path + ": " + e.what());
   } catch (const std::exception& e) {

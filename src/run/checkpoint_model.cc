@@ -8,43 +8,12 @@
 
 #include "run/shown_json.h"
 #include "zerodp/common/error.h"
+#include "zerodp/run/run_record.h"
 
 namespace zerodp::run {
 namespace {
 
 using nlohmann::json;
-
-// model.KEY of a manifest as a whole number from lo to hi, or Error naming it.
-std::uint64_t config_whole(const json& model, const char* key, std::uint64_t lo, std::uint64_t hi) {
-  const std::string name = std::string("model.") + key;
-  if (!model.contains(key)) throw Error(name + " is missing");
-  const json& v = model.at(key);
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < lo || v.get<std::uint64_t>() > hi) {
-    throw Error(name + " is " + shown_json(v) + ", expected a whole number from " +
-                std::to_string(lo) + " to " + std::to_string(hi));
-  }
-  return v.get<std::uint64_t>();
-}
-
-// A GPT's config as save() recorded it, every field of its type and range, so that ModelSpec
-// reads it without rounding or wrapping.
-void check_gpt_config(const json& model) {
-  for (const char* key : {"n_layer", "n_head", "n_embd", "n_positions"})
-    config_whole(model, key, 1, 1'000'000);
-  config_whole(model, "data_seed", 0, ~std::uint64_t{0});
-  if (config_whole(model, "vocab_size", 0, ~std::uint64_t{0}) != 256)
-    throw Error("model.vocab_size is " + shown_json(model.at("vocab_size")) +
-                ", the byte-level GPT has 256");
-  if (model.at("n_embd").get<std::uint64_t>() % model.at("n_head").get<std::uint64_t>() != 0)
-    throw Error("model.n_head " + shown_json(model.at("n_head")) +
-                " does not divide model.n_embd " + shown_json(model.at("n_embd")));
-  if (model.contains("data") && !model.at("data").is_string())
-    throw Error("model.data is " + shown_json(model.at("data")) + ", expected a file name");
-  if (model.contains("checkpoint_activations") && !model.at("checkpoint_activations").is_boolean())
-    throw Error("model.checkpoint_activations is not true or false");
-  if (model.contains("compute") && model.at("compute") != "fp32" && model.at("compute") != "bf16")
-    throw Error("model.compute is " + shown_json(model.at("compute")) + ", expected fp32 or bf16");
-}
 
 }  // namespace
 
@@ -63,12 +32,10 @@ LoadedModel load_gpt(const std::string& folder, const std::string& data, bool re
         (type.is_string() ? printable(type.get<std::string>(), 64) : shown_json(type)) +
         ", not a GPT");
   }
+  // Every field of its type and range (UsageError naming the manifest and the field), so that
+  // ModelSpec reads the config without rounding or wrapping.
+  read_run_record(ck);
   std::optional<ModelSpec> parsed;
-  try {
-    check_gpt_config(model);
-  } catch (const Error& e) {
-    throw Error(ck.folder() + "/manifest.json: " + e.what());
-  }
   try {
     parsed.emplace(model, data);
   } catch (const InvalidArgument& e) {
@@ -76,7 +43,7 @@ LoadedModel load_gpt(const std::string& folder, const std::string& data, bool re
       if (!data.empty()) throw;
       throw InvalidArgument(
           "data", field_ref("data") + ": the corpus this checkpoint was trained on, " +
-                      quote(model.value("data", std::string())) +
+                      shown(model.value("data", std::string()), 160) +
                       ", is not readable here: give it with " + field_ref("data") + " FILE");
     }
     throw Error(ck.folder() + "/manifest.json: model config: " + e.text());

@@ -129,12 +129,12 @@ void ModelSpec::load_data(const std::string& path, int validation_percent) {
   } else {
     if (const std::string why = unreadable_because(path); !why.empty()) {
       throw InvalidArgument(field_ref("data") +
-                            ": expected a readable file of text or bytes, got " + quote(path) +
+                            ": expected a readable file of text or bytes, got " + shown(path, 160) +
                             " (" + why + ")");
     }
     // An evaluated file (100 %) is named as it is; a training file as "data file '...'".
     const std::string source =
-        validation_percent == 100 ? printable(path) : "data file " + quote(path);
+        validation_percent == 100 ? printable(path, 160) : "data file " + shown(path, 160);
     data_ = std::make_shared<const data::TextData>(data::read_file_bytes(path), seq,
                                                    validation_percent, source);
   }

@@ -15,8 +15,14 @@ namespace {
 
 using nlohmann::json;
 
-std::string shown(const json& v) {
-  if (v.is_string()) return v.get<std::string>().empty() ? "(the default)" : v.get<std::string>();
+// A recorded value as a note or a refusal shows it: a string (a path of up to 4096 bytes) as
+// printed, escaped and cut to a line's length.
+constexpr std::size_t kShownChars = 160;
+std::string shown_value(const json& v) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    return s.empty() ? "(the default)" : printable(s, kShownChars);
+  }
   if (v.is_number_float()) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", v.get<double>());
@@ -28,8 +34,8 @@ std::string shown(const json& v) {
 // The data a run reads, as a person tells it apart: its path and its bytes' fingerprint.
 std::string data_of(const json& run) {
   const std::string path = run.value("data", std::string());
-  return (path.empty() ? std::string("the default corpus") : path) + " (" +
-         run.value("data_fingerprint", std::string("?")) + ")";
+  return (path.empty() ? std::string("the default corpus") : printable(path, kShownChars)) + " (" +
+         printable(run.value("data_fingerprint", std::string("?")), kShownChars) + ")";
 }
 
 // Each refusal below returns its message, or "" when the run keeps the checkpoint's value, so
@@ -47,19 +53,20 @@ std::string refuse_data_seed(const std::string& folder, const json& saved_model,
   if (!saved_model.contains("data_seed") || saved_model.at("data_seed") == run.at("data_seed"))
     return {};
   return field_ref("data_seed") + ": the checkpoint " + folder + " drew its samples with " +
-         field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) + ", this run asks " +
-         shown(run.at("data_seed")) +
+         field_ref("data_seed") + " " + shown_value(saved_model.at("data_seed")) +
+         ", this run asks " + shown_value(run.at("data_seed")) +
          "; another order of windows mid-run would repeat some and skip others (resume with " +
-         field_ref("data_seed") + " " + shown(saved_model.at("data_seed")) +
+         field_ref("data_seed") + " " + shown_value(saved_model.at("data_seed")) +
          ", or start a new run)";
 }
 
 std::string refuse_precision(const std::string& folder, const json& saved, const json& run) {
   if (!saved.contains("precision") || saved.at("precision") == run.at("precision")) return {};
   return field_ref("precision") + ": the checkpoint " + folder + " trained in " +
-         shown(saved.at("precision")) + ", this run asks " + shown(run.at("precision")) +
+         shown_value(saved.at("precision")) + ", this run asks " +
+         shown_value(run.at("precision")) +
          "; the loss-scale state and the 16-bit rounding belong to its precision (resume with " +
-         field_ref("precision") + " " + shown(saved.at("precision")) + ")";
+         field_ref("precision") + " " + shown_value(saved.at("precision")) + ")";
 }
 
 std::string rank_choices(std::uint64_t global) {
@@ -154,16 +161,16 @@ void note_changes(const json& saved, const json& run, ResumePlan& plan) {
     if (!saved.contains(a.field)) {
       unknown.push_back(field_ref(a.field));
     } else if (saved.at(a.field) != run.at(a.field)) {
-      plan.notes.push_back("resume: " + field_ref(a.field) + " " + shown(run.at(a.field)) +
-                           " (the checkpoint's run: " + shown(saved.at(a.field)) +
+      plan.notes.push_back("resume: " + field_ref(a.field) + " " + shown_value(run.at(a.field)) +
+                           " (the checkpoint's run: " + shown_value(saved.at(a.field)) +
                            "): " + a.effect);
     }
   }
   // The GPT's threads order its gradients' sums (a checkpoint without them computed on one).
   const json saved_threads = saved.value("threads", json(1));
   if (run.contains("threads") && saved_threads != run.at("threads")) {
-    plan.notes.push_back("resume: " + field_ref("threads") + " " + shown(run.at("threads")) +
-                         " (the checkpoint's run: " + shown(saved_threads) +
+    plan.notes.push_back("resume: " + field_ref("threads") + " " + shown_value(run.at("threads")) +
+                         " (the checkpoint's run: " + shown_value(saved_threads) +
                          "): the gradients sum in another order from the next step");
   }
   for (const char* f : {"precision", "data_fingerprint"}) {

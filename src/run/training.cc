@@ -3,6 +3,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
@@ -31,7 +32,11 @@ nlohmann::json TrainSettings::run_record() const {
           {"data_seed", spec.data_seed()},
           {"eval_every", eval_every},
           {"eval_batches", eval_batches},
-          {"threads", threads()}};
+          {"threads", threads()},
+          // The curve's folder as an absolute path, so that a resume from another folder still
+          // continues the curve where the run left it.
+          {"out", out.empty() ? std::string()
+                              : std::filesystem::absolute(out).lexically_normal().string()}};
 }
 
 RunSettings TrainSettings::agreement() const {

@@ -90,8 +90,9 @@ TEST_F(ResumeRules, AManifestWhoseBatchIsNoWholeNumberIsNamed) {
   m["run"]["micro_batch"] = "two";
   std::ofstream(manifest) << m.dump(2);
   const auto r = resume("--ranks 1 --micro-batch 2");
-  EXPECT_NE(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("run.micro_batch is '\"two\"', expected a whole number"), std::string::npos)
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("manifest.json: run.micro_batch is \"two\", expected a whole number"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("unexpected failure"), std::string::npos) << r.err;
 }

@@ -10,6 +10,11 @@
 //  - Nothing wrong is read silently: a missing, truncated or corrupted shard, a manifest from
 //    another format version, or (on resume) another model configuration throws Error naming
 //    the file and what is wrong. Shards are verified against their SHA-256 when opened.
+//  - A manifest edited by hand is input: a field out of its type or range, a model config the
+//    shards' weights are not of, or shards' ranges that are not the ones their ranks own (the
+//    partition's chunks, zerodp/common/partition.h: swapped ranges would load the weights
+//    permuted with every checksum passing) throws UsageError, one line naming manifest.json and
+//    the field.
 //  - Once open() has returned, reading cannot fail on the manifest: only an I/O error on a
 //    shard can throw.
 //  - Reading streams: read() touches only the shard bytes of the range asked for.
@@ -22,7 +27,8 @@
 //    this process has claimed, and pruning removes only that run's checkpoints, never the one
 //    just written.
 //  - Every manifest field is read into its type and range (a step is a whole number, a stage
-//    0-3, a precision fp32, fp16 or bf16 ...) and an error names the field otherwise.
+//    0-3, a precision fp32, fp16 or bf16 ...) and an error names the field otherwise. The
+//    model config's and run record's own fields are run/'s (zerodp/run/run_record.h).
 //
 // Layout: SAVE_DIR/step-00000100/ holds rank-00000-of-00004.bin ... and manifest.json. A shard
 // is a 64-byte header ("ZERODPSH", version, rank, ranks, element count, the SHA-256 of the
@@ -88,8 +94,9 @@ struct Manifest {
 class Checkpoint {
  public:
   // `path` is a checkpoint folder or a save dir (then its newest complete checkpoint).
-  // Throws Error naming manifest.json when there is none or it is unreadable, of another
-  // version, malformed, or names shards that are missing, of the wrong size or checksum.
+  // Throws Error naming manifest.json when there is none or it is unreadable or of another
+  // version, or names shards that are missing, of the wrong size or checksum; UsageError
+  // naming manifest.json and the field when a field is out of its type or range.
   static Checkpoint open(const std::string& path);
   ~Checkpoint();
   Checkpoint(Checkpoint&&) noexcept;

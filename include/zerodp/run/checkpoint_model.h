@@ -19,9 +19,10 @@ struct LoadedModel {
 
 // The GPT of `folder` (a checkpoint folder, or a save folder: its newest), on its recorded
 // corpus or on `data` when given (a file to evaluate: all of it is the validation split).
-// Throws UsageError when `folder` is empty or not a GPT's; Error when it cannot be read or
-// its model config is not one a GPT can have (each field named: a whole number in range,
-// vocab_size 256, n_head dividing n_embd, params the count the config makes).
+// Throws UsageError when `folder` is empty or not a GPT's, or when a field of its manifest's
+// model config or run record is out of its type or range (run/run_record.h: n_head dividing
+// n_embd, vocab_size 256 ...); Error when it cannot be read or its config makes another
+// parameter count than its shards hold.
 LoadedModel load_gpt(const std::string& folder, const std::string& data, bool read_params = true);
 
 // Claims the save folder of a run of train (checkpoint::SaveDir::claim), before any rank
