@@ -21,6 +21,7 @@
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
+#include "zerodp/run/train_choice.h"
 #include "zerodp/zero/engine.h"
 
 namespace zerodp::run {
@@ -101,5 +102,52 @@ nlohmann::json measure_json(const MeasureSetup& setup, const StageMeasure& stage
 // Gives freed memory back to the OS and resets the process's peak resident size (VmHWM), so
 // that the next measurement's baseline and peak are its own.
 void reset_process_peak();
+
+// A measurement as written (`zerodp measure`'s flags): the MLP of 10M parameters unless told
+// otherwise, one stage or all four, and the link between hosts for the replay.
+struct MeasureChoice {
+  MeasureChoice() { model.model = "mlp"; }
+  ModelChoice model;
+  EngineChoice engine;
+  std::string steps = "3";
+  bool all_stages = false;
+  bool stage_given = false;           // the stage was chosen (it excludes all_stages)
+  std::string link_rate, link_delay;  // empty: no link (no replay)
+};
+
+// Measured steps: a measurement takes the median of a few; more is only waiting.
+inline constexpr std::uint64_t kMaxMeasuredSteps = 10'000;
+
+// A measurement of one or all stages, its settings parsed and checked once (UsageError naming
+// the field: steps, link_rate, ...), before any rank starts: memory for every stage measured,
+// and the threads the model can use.
+class Measurement {
+ public:
+  explicit Measurement(const MeasureChoice& choice);
+  // Every stage asked for, each with its own baseline and peak. Collective over the launch's
+  // ranks; returns every rank's figures in the process of rank 0, nothing in the others (MPI).
+  // The setup's ranks and backend are the run's once it has run.
+  std::vector<StageMeasure> run();
+  const MeasureSetup& setup() const { return setup_; }
+  // Whether every stage is measured (the report shows them side by side).
+  bool all_stages() const { return stages_.size() > 1; }
+
+ private:
+  // Every setting that shapes the measurement, for the ranks of an MPI job to agree on: the
+  // engine's, the model and its data (by its bytes), the steps, the threads as auto settled
+  // them, the stages and the link.
+  void agree(const MeasureChoice& choice);
+  // The engine's options for `stage`: ZeRO++ is stage 3's only.
+  zero::EngineOptions at_stage(Stage stage) const;
+
+  ModelSpec spec_;
+  Launch launch_;
+  zero::EngineOptions base_;
+  int threads_ = 1;
+  int steps_ = 0;
+  predict::Link link_;
+  std::vector<Stage> stages_;
+  MeasureSetup setup_;
+};
 
 }  // namespace zerodp::run
