@@ -161,7 +161,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   if (!f.bandwidth.empty()) in.bandwidth = units::parse_bandwidth(f.bandwidth, "--bandwidth");
   if (!f.overlap.empty()) in.overlap = units::parse_fraction(f.overlap, "--overlap");
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
-  read_topology(f, {settings.zeropp.value_or(report::ZeroPlusPlusRequest{}), zeropp_source}, in);
+  read_topology(f, {settings.zeropp.value_or(ZeroPlusPlus{}), zeropp_source}, in);
   read_runtime(f, config, in);
   if (f.comm_convention == "seed") {
     in.time_convention = report::CommConvention::seed;

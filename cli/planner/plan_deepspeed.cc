@@ -117,7 +117,7 @@ deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f) {
   // DeepSpeed hands the ZeRO++ switches only to its stage-3 optimizer (runtime/engine.py,
   // _configure_zero_optimizer): at stages 1 and 2 a config may hold them, and they change
   // nothing.
-  if (c.zeropp.any() && c.stage && *c.stage != Stage::zero3) {
+  if (c.stage && !zeropp_stage_refusal(c.zeropp, *c.stage).empty()) {
     std::fprintf(err(),
                  "zerodp: warning: %s: ZeRO++ keys (%s) are read by DeepSpeed at stage 3 only; "
                  "ignored at stage %d\n",

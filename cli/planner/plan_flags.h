@@ -75,12 +75,12 @@ std::string read_file(const std::string& path, const char* flag, const char* exp
 // --cuda-overhead, --largest-layer).
 
 // --zeropp qwz,hpz,qgz or none, typed; nullopt without the flag.
-std::optional<report::ZeroPlusPlusRequest> read_zeropp(const PlanFlags& f);
+std::optional<ZeroPlusPlus> read_zeropp(const PlanFlags& f);
 
 // What asks for ZeRO++ once the config is applied, and who asked: "--zeropp" or the config's
 // path.
 struct ZeroPlusPlusAsked {
-  report::ZeroPlusPlusRequest request;
+  ZeroPlusPlus request;
   std::string source;
   bool any() const { return request.any(); }
 };

@@ -111,43 +111,25 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::P
   if (!f.inter_bandwidth.empty()) {
     in.inter_bandwidth = units::parse_bandwidth(f.inter_bandwidth, "--inter-bandwidth");
   }
-  in.zeropp = asked.request.zeropp;
+  in.zeropp = asked.request;
   in.zeropp_source = asked.source;
-  if (asked.request.hpz_over_node) {  // --zeropp hpz: a secondary partition over the node
+  if (in.zeropp.hpz && in.zeropp.hpz_size == 0) {  // --zeropp hpz: a partition over the node
     if (*per_node == 1) {
       throw UsageError("--zeropp: hpz needs nodes of more than one GPU (--gpus-per-node 1)");
     }
     in.zeropp.hpz_size = *per_node;
   }
-  if (*per_node % in.zeropp.hpz_size != 0) {
+  if (*per_node % in.zeropp.hpz_span() != 0) {
     throw UsageError(in.zeropp_source + ": hpZ's partition of " +
                      std::to_string(in.zeropp.hpz_size) + " GPUs must divide --gpus-per-node (" +
                      std::to_string(*per_node) + ") to stay inside a node");
   }
 }
 
-// --zeropp qwz,hpz,qgz (or none); nullopt without the flag.
-std::optional<report::ZeroPlusPlusRequest> read_zeropp(const PlanFlags& f) {
+// --zeropp qwz,hpz,qgz (or none); nullopt without the flag. hpz spans the node.
+std::optional<ZeroPlusPlus> read_zeropp(const PlanFlags& f) {
   if (f.zeropp.empty()) return std::nullopt;
-  report::ZeroPlusPlusRequest flag;
-  if (f.zeropp == "none") return flag;
-  std::stringstream items(f.zeropp);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    if (item == "qwz") {
-      flag.zeropp.qwz = true;
-    } else if (item == "qgz") {
-      flag.zeropp.qgz = true;
-    } else if (item == "hpz") {
-      flag.hpz_over_node = true;
-    } else {
-      throw UsageError(
-          "--zeropp: expected none or a list of qwz, hpz, qgz such as qwz,hpz,qgz, "
-          "got " +
-          quote(f.zeropp));
-    }
-  }
-  return flag;
+  return parse_zeropp(f.zeropp, "--zeropp");
 }
 
 // The GPU peak's terms: DeepSpeed's buffers and the CUDA allowance. On by default for a

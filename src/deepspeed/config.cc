@@ -197,7 +197,9 @@ bool read_buffer_key(Reader& r, const std::string& key, const json& v, const std
     std::uint64_t h = 1;
     size(h, 1);
     if (h > (1u << 20)) r.fail(name, "must be at most 1048576 GPUs, got " + shown_value(v));
-    c.zeropp.hpz_size = static_cast<int>(h);
+    // DeepSpeed's 1 is hpZ off: no secondary partition.
+    c.zeropp.hpz = h > 1;
+    c.zeropp.hpz_size = h > 1 ? static_cast<int>(h) : 0;
   } else {
     return false;
   }

@@ -31,7 +31,7 @@ void add_collective(LevelBytes& sum, std::uint64_t params, std::uint64_t half_by
 LevelBytes level_step_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
                             const Topology& topology, const ZeroPlusPlus& zeropp) {
   ZERODP_CHECK(topology.gpus_per_node >= 1 && topology.nodes >= 1);
-  ZERODP_CHECK(zeropp.hpz_size >= 1 && topology.gpus_per_node % zeropp.hpz_size == 0);
+  ZERODP_CHECK(zeropp.hpz_span() >= 1 && topology.gpus_per_node % zeropp.hpz_span() == 0);
   const int all = topology.gpus();
   const std::uint64_t p = 2 * std::uint64_t(bpp.params), g = 2 * std::uint64_t(bpp.grads);
   LevelBytes sum;
@@ -48,8 +48,8 @@ LevelBytes level_step_bytes(Stage stage, std::uint64_t params, const plan::Bytes
     case Stage::zero3: {
       const std::uint64_t int8 = 2, int4 = 1;
       add_collective(sum, params, zeropp.qwz ? int8 : p, topology, all);
-      if (zeropp.hpz()) {
-        add_collective(sum, params, p, topology, zeropp.hpz_size);
+      if (zeropp.hpz) {
+        add_collective(sum, params, p, topology, zeropp.hpz_span());
       } else {
         add_collective(sum, params, zeropp.qwz ? int8 : p, topology, all);
       }
@@ -69,15 +69,15 @@ double level_seconds(const LevelBytes& bytes, double intra_bandwidth, double int
 double zeropp_cross_node_volume_in_m(const plan::BytesPerParam& bpp, const ZeroPlusPlus& zeropp) {
   const double p = bpp.params, g = bpp.grads;
   const double forward = zeropp.qwz ? 1.0 : p;
-  const double backward = zeropp.hpz() ? 0.0 : forward;
+  const double backward = zeropp.hpz ? 0.0 : forward;
   const double gradients = zeropp.qgz ? 0.5 : g;
   return (forward + backward + gradients) / p;
 }
 
 std::uint64_t hpz_secondary_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
                                   const ZeroPlusPlus& zeropp) {
-  if (stage != Stage::zero3 || !zeropp.hpz()) return 0;
-  const std::uint64_t h = zeropp.hpz_size;
+  if (stage != Stage::zero3 || !zeropp.hpz) return 0;
+  const std::uint64_t h = zeropp.hpz_span();
   return std::uint64_t(bpp.params) * ((params + h - 1) / h);
 }
 
@@ -86,7 +86,7 @@ std::string zeropp_summary(const ZeroPlusPlus& zeropp) {
   std::string out;
   auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   if (zeropp.qwz) add("qwZ");
-  if (zeropp.hpz()) add("hpZ (" + std::to_string(zeropp.hpz_size) + " GPUs)");
+  if (zeropp.hpz) add("hpZ (" + std::to_string(zeropp.hpz_span()) + " GPUs)");
   if (zeropp.qgz) add("qgZ");
   return out;
 }

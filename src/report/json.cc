@@ -130,7 +130,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"inter_bandwidth_bytes_per_second", or_null(in.inter_bandwidth)},
       {"zeropp",
        {{"qwz", in.zeropp.qwz},
-        {"hpz_partition_size", in.zeropp.hpz_size},
+        {"hpz_partition_size", in.zeropp.hpz_span()},
         {"qgz", in.zeropp.qgz}}},
       {"buffers", in.buffers ? json(in.buffers_source) : json(nullptr)},
       {"cuda_overhead_bytes", in.cuda_overhead},

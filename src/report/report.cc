@@ -513,7 +513,7 @@ PlanReport make_plan(const PlanInputs& in) {
     report.budget = report.activations_fill_gpu ? 0 : std::uint64_t(*in.gpu_memory - held);
   }
   // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
-  report.runtime_counted = in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz());
+  report.runtime_counted = in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz);
   if (report.runtime_counted) report.tight_band = kTightBand;
   const deepspeed::RuntimeRun runtime = runtime_run(in);
   for (Stage stage : kStages) {

@@ -50,16 +50,16 @@ std::string device_word(deepspeed::OffloadDevice device) {
 // the two name the same switches.
 void take_zeropp(const deepspeed::DeepSpeedConfig& config, AppliedConfig& applied) {
   if (!config.zeropp.any()) return;
-  std::optional<ZeroPlusPlusRequest>& asked = applied.settings.zeropp;
-  if (asked && (asked->zeropp.qwz != config.zeropp.qwz || asked->zeropp.qgz != config.zeropp.qgz ||
-                asked->hpz_over_node != config.zeropp.hpz())) {
+  std::optional<ZeroPlusPlus>& asked = applied.settings.zeropp;
+  if (asked && (asked->qwz != config.zeropp.qwz || asked->qgz != config.zeropp.qgz ||
+                asked->hpz != config.zeropp.hpz)) {
     applied.conflicts.push_back({"zeropp",
                                  "zero_quantized_weights, zero_hpz_partition_size and "
                                  "zero_quantized_gradients",
                                  deepspeed::zeropp_summary(config.zeropp)});
     return;
   }
-  asked = ZeroPlusPlusRequest{config.zeropp, false};
+  asked = config.zeropp;
 }
 
 // The buffers' sizes from the config, "auto" as the Hugging Face integration fills it.

@@ -170,7 +170,7 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
     if (in.buffers && in.framework == deepspeed::Framework::fsdp) {
       out += " or, in ZeRO-3's row, FSDP's gathered units and gradients";
     }
-    if (in.zeropp.hpz()) out += " + hpZ's secondary copy";
+    if (in.zeropp.hpz) out += " + hpZ's secondary copy";
     if (in.cuda_overhead > 0) {
       out += " + CUDA context and allocator " + bytes(in.cuda_overhead) + " (" +
              in.cuda_overhead_source + ")";

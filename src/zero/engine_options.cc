@@ -4,6 +4,7 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/quantize.h"
+#include "zerodp/common/zeropp.h"
 #include "zerodp/zero/engine.h"
 
 namespace zerodp::zero {
@@ -34,18 +35,9 @@ void EngineOptions::validate() const {
                           field_ref("clip_norm") + ": expected a norm >= 0 (0 disables clipping)");
   }
   // ZeRO++'s parts change stage 3's collectives; no other stage has them.
-  const struct {
-    bool on;
-    const char* what;
-  } zeropp_parts[] = {{qwz, "qwz quantizes stage 3's parameter gathers"},
-                      {qgz, "qgz quantizes stage 3's gradient reductions"},
-                      {hpz, "hpz keeps stage 3's parameters inside each host"}};
-  for (const auto& part : zeropp_parts) {
-    if (part.on && stage != Stage::zero3) {
-      throw InvalidArgument("zeropp", field_ref("zeropp") + ": " + part.what +
-                                          "; expected stage 3, got stage " +
-                                          std::to_string(stage_number(stage)));
-    }
+  if (const std::string why = zeropp_stage_refusal({.qwz = qwz, .hpz = hpz, .qgz = qgz}, stage);
+      !why.empty()) {
+    throw InvalidArgument("zeropp", field_ref("zeropp") + ": " + why);
   }
   if (ranks_per_host < 0) {
     throw InvalidArgument("ranks_per_host",

@@ -50,7 +50,7 @@ TEST(DeepSpeedConfig, ATypicalFineTuningConfig) {
   EXPECT_EQ(c.buffers.max_live_parameters, 1'000'000'000u);
   EXPECT_TRUE(c.zeropp.qwz);
   EXPECT_FALSE(c.zeropp.qgz);
-  EXPECT_FALSE(c.zeropp.hpz());
+  EXPECT_FALSE(c.zeropp.hpz);
   EXPECT_TRUE(c.not_in_plan.empty());
   EXPECT_TRUE(c.unknown.empty());
 }

@@ -84,7 +84,7 @@ TEST(Runtime, TheReuseDistanceKeepsTheForwardsLastModulesGathered) {
 }
 
 TEST(Runtime, HpzKeepsASecondaryShardWhereTheParamsAre) {
-  const ZeroPlusPlus hpz{.hpz_size = 8};
+  const ZeroPlusPlus hpz{.hpz = true, .hpz_size = 8};
   EXPECT_EQ(terms(Stage::zero3, 64, kDefaults, {}, hpz).hpz_secondary, 2 * kPhi / 8);
   EXPECT_EQ(terms(Stage::zero2, 64, kDefaults, {}, hpz).hpz_secondary, 0u);
   EXPECT_EQ(terms(Stage::zero3, 64, kDefaults, {OffloadDevice::none, OffloadDevice::cpu}, hpz)

@@ -35,7 +35,7 @@ TEST(Topology, ZeroThreeByHand) {
 }
 
 TEST(Topology, ZeroPlusPlusCutsTheCrossNodeVolumeToAQuarter) {
-  const ZeroPlusPlus all{.qwz = true, .qgz = true, .hpz_size = 8};
+  const ZeroPlusPlus all{.qwz = true, .hpz = true, .qgz = true, .hpz_size = 8};
   const LevelBytes plain = level_step_bytes(Stage::zero3, kPhi, kMixed, k8x8);
   const LevelBytes zpp = level_step_bytes(Stage::zero3, kPhi, kMixed, k8x8, all);
   // Across nodes: int8 forward gather (Φ) + no backward gather + int4 gradients (Φ/2), each
@@ -52,7 +52,7 @@ TEST(Topology, ZeroPlusPlusCutsTheCrossNodeVolumeToAQuarter) {
 }
 
 TEST(Topology, ZeroPlusPlusChangesZeroThreeOnly) {
-  const ZeroPlusPlus all{.qwz = true, .qgz = true, .hpz_size = 8};
+  const ZeroPlusPlus all{.qwz = true, .hpz = true, .qgz = true, .hpz_size = 8};
   for (Stage stage : {Stage::dp, Stage::zero1, Stage::zero2}) {
     const LevelBytes plain = level_step_bytes(stage, kPhi, kMixed, k8x8);
     const LevelBytes zpp = level_step_bytes(stage, kPhi, kMixed, k8x8, all);
@@ -65,11 +65,13 @@ TEST(Topology, ZeroPlusPlusChangesZeroThreeOnly) {
 TEST(Topology, HpzCostsASecondaryShardOfTheParams) {
   // 16-bit params sharded over the node's 8 GPUs: 2 × 8.8e9 bytes per GPU, rounded up to
   // whole elements when h does not divide Φ.
-  EXPECT_EQ(hpz_secondary_bytes(Stage::zero3, kPhi, kMixed, {.hpz_size = 8}), 2 * kPhi / 8);
-  EXPECT_EQ(hpz_secondary_bytes(Stage::zero3, 10, kMixed, {.hpz_size = 4}), 2u * 3);
+  EXPECT_EQ(hpz_secondary_bytes(Stage::zero3, kPhi, kMixed, {.hpz = true, .hpz_size = 8}),
+            2 * kPhi / 8);
+  EXPECT_EQ(hpz_secondary_bytes(Stage::zero3, 10, kMixed, {.hpz = true, .hpz_size = 4}), 2u * 3);
   EXPECT_EQ(hpz_secondary_bytes(Stage::zero3, kPhi, kMixed, {}), 0u);
   // A secondary group of 4 inside a node of 8: the backward gather moves 3/4 of 2Φ inside.
-  const LevelBytes b = level_step_bytes(Stage::zero3, kPhi, kMixed, k8x8, {.hpz_size = 4});
+  const LevelBytes b =
+      level_step_bytes(Stage::zero3, kPhi, kMixed, k8x8, {.hpz = true, .hpz_size = 4});
   EXPECT_EQ(b.intra, 2 * (2 * kPhi / 8 * 7) + 2 * kPhi / 4 * 3);
   EXPECT_EQ(b.inter, 2 * (2 * kPhi / 64 * 7));
 }
@@ -77,7 +79,8 @@ TEST(Topology, HpzCostsASecondaryShardOfTheParams) {
 TEST(Topology, SecondsAddTheTwoPhases) {
   const LevelBytes b{.intra = 300'000'000'000, .inter = 50'000'000'000};
   EXPECT_DOUBLE_EQ(level_seconds(b, 300e9, 50e9), 2.0);
-  EXPECT_EQ(zeropp_summary({.qwz = true, .qgz = true, .hpz_size = 8}), "qwZ, hpZ (8 GPUs), qgZ");
+  EXPECT_EQ(zeropp_summary({.qwz = true, .hpz = true, .qgz = true, .hpz_size = 8}),
+            "qwZ, hpZ (8 GPUs), qgZ");
   EXPECT_EQ(zeropp_summary({}), "off");
 }
 

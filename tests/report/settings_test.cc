@@ -89,14 +89,14 @@ TEST(DeepSpeedSettings, ZeroPlusPlusAgreesByItsSwitchesAndTheConfigKeepsItsParti
                                 "zero_hpz_partition_size": 4}})");
   PlanInputs in;
   SharedSettings given;
-  given.zeropp = ZeroPlusPlusRequest{{true, false, 1}, true};  // --zeropp qwz,hpz
+  given.zeropp = ZeroPlusPlus{.qwz = true, .hpz = true};  // --zeropp qwz,hpz
   AppliedConfig a = apply_deepspeed_config(c, "ds.json", given, 0, in);
   EXPECT_TRUE(a.conflicts.empty());
   ASSERT_TRUE(a.settings.zeropp.has_value());
-  EXPECT_EQ(a.settings.zeropp->zeropp.hpz_size, 4);
-  EXPECT_FALSE(a.settings.zeropp->hpz_over_node);
+  EXPECT_EQ(a.settings.zeropp->hpz_size, 4);
+  EXPECT_TRUE(a.settings.zeropp->hpz);  // over the config's 4 GPUs, not the node
 
-  given.zeropp = ZeroPlusPlusRequest{};  // --zeropp none
+  given.zeropp = ZeroPlusPlus{};  // --zeropp none
   a = apply_deepspeed_config(c, "ds.json", given, 0, in);
   ASSERT_EQ(a.conflicts.size(), 1u);
   EXPECT_EQ(a.conflicts[0].field, "zeropp");

@@ -25,13 +25,20 @@ struct ZeroPlusPlus {
   bool qwz = false;
   bool hpz = false;
   bool qgz = false;
+  // hpz's secondary partition: the GPUs (ranks) it spans; 0: those of one node (host), known
+  // once the node's size is (--zeropp hpz). A DeepSpeed config gives its own
+  // (zero_hpz_partition_size).
+  int hpz_size = 0;
+  // The GPUs hpz's partition spans once settled; 1 without hpz (no secondary partition).
+  int hpz_span() const { return hpz ? hpz_size : 1; }
   bool any() const { return qwz || hpz || qgz; }
   // Whether a quantization block size applies: qwz's and qgz's int8 blocks.
   bool quantizes() const { return qwz || qgz; }
   // Whether the ranks of one host matter: hpz's secondary partition and qgz's first all-to-all.
   bool uses_hosts() const { return hpz || qgz; }
   bool operator==(const ZeroPlusPlus&) const = default;
-  // "none", or the switches that are on, in the order qwz, hpz, qgz, comma-separated.
+  // "none", or the switches that are on, in the order qwz, hpz, qgz, comma-separated (the
+  // partition's size is not a word).
   std::string words() const;
 };
 

@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 
+#include "zerodp/common/zeropp.h"
 #include "zerodp/plan/memory.h"
 
 namespace zerodp::deepspeed {
@@ -42,15 +43,9 @@ struct Topology {
   int gpus() const { return gpus_per_node * nodes; }
 };
 
-// ZeRO++'s switches (--zeropp qwz,hpz,qgz, or the DeepSpeed config's zero_quantized_weights,
-// zero_hpz_partition_size, zero_quantized_gradients).
-struct ZeroPlusPlus {
-  bool qwz = false;
-  bool qgz = false;
-  int hpz_size = 1;  // h: GPUs the secondary partition spans; 1 = hpZ off
-  bool hpz() const { return hpz_size > 1; }
-  bool any() const { return qwz || qgz || hpz(); }
-};
+// ZeRO++'s switches are zerodp::ZeroPlusPlus (zerodp/common/zeropp.h): --zeropp qwz,hpz,qgz,
+// or the DeepSpeed config's zero_quantized_weights, zero_hpz_partition_size and
+// zero_quantized_gradients. Below, hpz's partition is settled (hpz_span() GPUs).
 
 struct LevelBytes {
   std::uint64_t intra = 0;  // per GPU, inside its node

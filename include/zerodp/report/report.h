@@ -104,8 +104,8 @@ struct PlanInputs {
   // --inter-bandwidth (bytes/s per GPU) their seconds, which then set the step time.
   std::optional<deepspeed::Topology> topology;
   std::optional<double> intra_bandwidth, inter_bandwidth;
-  deepspeed::ZeroPlusPlus zeropp;  // --zeropp or the DeepSpeed config: ZeRO-3's levels, hpZ memory
-  std::string zeropp_source;       // "--zeropp" or the config's path
+  ZeroPlusPlus zeropp;        // --zeropp or the DeepSpeed config: ZeRO-3's levels, hpZ memory
+  std::string zeropp_source;  // "--zeropp" or the config's path
 
   // The GPU peak's terms beyond model state and activations (deepspeed/runtime.h): DeepSpeed's
   // buffers (--buffers) and the CUDA allowance (--cuda-overhead). When any applies, "total"

@@ -26,14 +26,6 @@
 
 namespace zerodp::report {
 
-// What asks ZeRO++ of ZeRO-3: hpz_over_node partitions the secondary copy over the node (its
-// size is known once the node's is), a config's zero_hpz_partition_size over its own count.
-struct ZeroPlusPlusRequest {
-  deepspeed::ZeroPlusPlus zeropp;
-  bool hpz_over_node = false;
-  bool any() const { return zeropp.any() || hpz_over_node; }
-};
-
 // The settings, each unset (nullopt, false) when not given.
 struct SharedSettings {
   std::optional<Stage> stage;
@@ -43,7 +35,9 @@ struct SharedSettings {
   std::optional<deepspeed::OffloadDevice> offload_optimizer, offload_params;
   std::optional<std::uint64_t> micro_batch;
   bool seq_len_given = false;
-  std::optional<ZeroPlusPlusRequest> zeropp;
+  // What asks ZeRO++ of ZeRO-3: --zeropp (hpz over a node: hpz_size 0, settled once the
+  // node's size is) or a config (hpz over its zero_hpz_partition_size).
+  std::optional<ZeroPlusPlus> zeropp;
 };
 
 // A setting given one way and configured another. `field` names it as SharedSettings does
