@@ -140,9 +140,14 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
 }
 
 void check_resume(const TrainSettings& s, const checkpoint::Checkpoint& resume) {
-  refuse_resume_changes(resume.folder(), nlohmann::json::parse(resume.manifest().run),
-                        nlohmann::json::parse(resume.manifest().model), s.spec.config_json(),
-                        s.run_record());
+  // The weights' precision is the manifest's, recorded in the run too since run records
+  // existed (run_record.h holds the two equal): an older record without it is still held to it.
+  nlohmann::json saved_run = nlohmann::json::parse(resume.manifest().run);
+  if (!saved_run.contains("precision")) {
+    saved_run["precision"] = std::string(dtype_name(resume.manifest().precision));
+  }
+  refuse_resume_changes(resume.folder(), saved_run, nlohmann::json::parse(resume.manifest().model),
+                        s.spec.config_json(), s.run_record());
   resume.check_model(s.spec.config_json().dump());
   if (resume.state().step >= s.steps) {
     const std::string done = std::to_string(resume.state().step);
