@@ -4,7 +4,7 @@
 // Contract:
 //  - plan(**keywords) returns what `zerodp plan --json` prints, parsed by Python's json module, and
 //    predict_peak(**keywords) what `zerodp train --dry-run --json` prints: each call runs the same
-//    run_command_line() as the executable (cli/planner/app.h), so the dict and its numbers are the
+//    run_command_line() as the executable (cli/frame/app.h), so the dict and its numbers are the
 //    command line's by construction. list_models() and list_gpus() are `plan --list-models
 //    --json` and `plan --list-gpus --json`.
 //  - A keyword is a long flag with underscores for dashes (seq_len is --seq-len); the keywords are
@@ -23,7 +23,7 @@
 //    warnings (UserWarning), in keywords too.
 //  - Thread-safety: any thread may call; the command line runs one call at a time with the GIL
 //    released (other Python threads run meanwhile), and writes into streams of the call's own
-//    (cli/planner/output.h): nothing goes through the process's file descriptors 1 and 2, so no
+//    (cli/frame/output.h): nothing goes through the process's file descriptors 1 and 2, so no
 //    output of another thread is taken into a result, and no result's output reaches them.
 #include <pybind11/eval.h>
 #include <pybind11/pybind11.h>

@@ -1,6 +1,6 @@
 // Which model a run builds: the byte-level GPT (the default) on a text file, or the synthetic
 // MLP, from the choice as written (`zerodp train`, `eval`, `sample` and `export` take it from
-// their flags, cli/model_flags.h) or from a checkpoint's model config.
+// their flags, cli/engine/model_flags.h) or from a checkpoint's model config.
 #pragma once
 
 #include <cstdint>
