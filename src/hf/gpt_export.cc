@@ -1,6 +1,8 @@
 #include "zerodp/hf/gpt_export.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -161,10 +163,22 @@ std::string tokenizer_config_json(const model::GptConfig& config) {
   return json.dump(2);
 }
 
+namespace {
+
+// Fault injection for tests: dies by SIGKILL once the weights are written and nothing else,
+// the worst moment for an export to be interrupted, when ZERODP_INJECT_KILL_AFTER_WEIGHTS is
+// set.
+void die_here_if_asked() {
+  if (std::getenv("ZERODP_INJECT_KILL_AFTER_WEIGHTS") != nullptr) ::raise(SIGKILL);
+}
+
+}  // namespace
+
 void export_gpt2_folder(const model::GptConfig& config, const ParamReader& read,
                         const std::string& dir) {
   const std::filesystem::path folder(dir);
   export_gpt2_safetensors(config, read, (folder / "model.safetensors").string());
+  die_here_if_asked();
   write_gpt2_config(config, (folder / "config.json").string());
   write_file_atomically((folder / "generation_config.json").string(),
                         generation_config_json(config) + "\n");

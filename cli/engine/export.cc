@@ -1,0 +1,51 @@
+// zerodp export: a checkpoint's model as a Hugging Face GPT-2 folder (model.safetensors,
+// config.json, generation_config.json and a byte-level tokenizer), or as a .safetensors file
+// with its config.json beside it; the weights streamed from the shards one tensor at a time.
+#include <cstdio>
+#include <memory>
+
+#include "command.h"
+#include "model_flags.h"
+#include "output.h"
+#include "zerodp/common/error.h"
+#include "zerodp/run/export_model.h"
+
+namespace zerodp::cli {
+namespace {
+
+struct ExportFlags {
+  CheckpointFlags checkpoint;
+  std::string out = "model";
+};
+
+void run_export(const ExportFlags& f) {
+  const run::Exported done =
+      run::export_checkpoint(f.checkpoint.checkpoint, f.checkpoint.data, f.out);
+  if (done.folder) {
+    std::fprintf(out(),
+                 "wrote %s: model.safetensors, config.json, generation_config.json, "
+                 "tokenizer.json, tokenizer_config.json (%s, step %lld)\n",
+                 printable(f.out).c_str(), done.described.c_str(), (long long)done.step);
+    return;
+  }
+  std::fprintf(out(), "wrote %s and %s (%s, step %lld)\n", printable(f.out).c_str(),
+               printable(done.config).c_str(), done.described.c_str(), (long long)done.step);
+}
+
+void add_export_command(CLI::App& root) {
+  auto flags = std::make_shared<ExportFlags>();
+  CLI::App* app = root.add_subcommand(
+      "export",
+      "Write a checkpoint as a Hugging Face GPT-2 folder that transformers loads "
+      "(from_pretrained), with a byte-level tokenizer");
+  add_checkpoint_flag(app, flags->checkpoint);
+  app->add_option("--out", flags->out,
+                  "the folder to write (made if new) [model]; a name ending in .safetensors "
+                  "writes the weights alone, with config.json beside them");
+  app->callback([flags] { run_export(*flags); });
+}
+
+const bool export_registered = register_command(60, add_export_command);
+
+}  // namespace
+}  // namespace zerodp::cli

@@ -1,0 +1,220 @@
+#include "zerodp/run/export_model.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include "zerodp/common/error.h"
+#include "zerodp/common/file.h"
+#include "zerodp/hf/gpt_export.h"
+
+namespace zerodp::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A file the export will write: nothing or a regular file there, in a folder it can write in
+// (common/file.h), checked before the checkpoint is read.
+void check_output_file(const std::string& path, const std::string& expected) {
+  if (const std::string why = unreplaceable_because(path); !why.empty()) {
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(path, 160) + " " + why +
+                                     "; give the path of " + expected);
+  }
+}
+
+bool is_weights_file(const std::string& out) {
+  return fs::path(out).extension() == ".safetensors";
+}
+
+// What both forms of out refuse: a path inside a checkpoint (a manifest or a shard replaced
+// is a run lost), and a path in no folder that exists.
+void refuse_inside_checkpoint(const std::string& out) {
+  if (const auto folder = checkpoint::checkpoint_containing(out)) {
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(out, 160) +
+                                     " is inside the checkpoint " + shown(*folder, 160) +
+                                     "; write the export elsewhere, checkpoints hold only their "
+                                     "own files");
+  }
+}
+
+fs::path parent_of(const fs::path& out) {
+  return out.parent_path().empty() ? fs::path(".") : out.parent_path();
+}
+
+void require_parent_folder(const std::string& out) {
+  const fs::path parent = parent_of(fs::path(out));
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) {
+    throw InvalidArgument("out", field_ref("out") + ": the folder " + shown(parent.string(), 160) +
+                                     " does not exist");
+  }
+}
+
+bool is_export_file(const std::string& name) {
+  return std::find_if(std::begin(hf::kFolderFiles), std::end(hf::kFolderFiles),
+                      [&](const char* f) { return name == f; }) != std::end(hf::kFolderFiles);
+}
+
+// A folder out: a new one, or one that holds nothing but an earlier export's files (replaced
+// as a whole), never a link, a file, or a folder inside a checkpoint.
+void check_out_folder(const std::string& out) {
+  refuse_inside_checkpoint(out);
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(out, ec);
+  if (fs::is_symlink(status)) {
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(out, 160) +
+                                     " is a symbolic link; give a folder of the export's own");
+  }
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    const std::string why = unreplaceable_because(out);
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(out, 160) + " " +
+                                     (why.empty() ? "is a file" : why) +
+                                     "; give a folder for the Hugging Face files, or a name "
+                                     "ending in .safetensors for the weights and config.json "
+                                     "alone");
+  }
+  if (!fs::exists(status)) {
+    require_parent_folder(out);
+    return;
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_export_file(name) || entry.is_symlink(ec) || !entry.is_regular_file(ec)) {
+      throw InvalidArgument("out", field_ref("out") + ": " + shown(out, 160) + " holds " +
+                                       shown(name) +
+                                       ", which is not an export's file; give a new or empty "
+                                       "folder");
+    }
+  }
+  if (ec) {
+    throw InvalidArgument("out", field_ref("out") + ": cannot read the folder " + shown(out, 160) +
+                                     ": " + ec.message());
+  }
+}
+
+// A .safetensors out and the config.json beside it must be files of their own: never a
+// folder, never a file of a checkpoint.
+void check_out_file(const std::string& out) {
+  if (out.empty() || fs::path(out).filename().empty()) {
+    throw InvalidArgument::expected("out", "a file name such as model.safetensors", out);
+  }
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) {
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(out, 160) +
+                                     " is a folder; give a file name such as " +
+                                     shown((fs::path(out) / "model.safetensors").string(), 160));
+  }
+  require_parent_folder(out);
+  refuse_inside_checkpoint(out);
+  const std::string config = hf::config_path_beside(out);
+  if (fs::path(out).filename() == "config.json") {
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(out, 160) +
+                                     " is where the config.json goes; name the weights file "
+                                     "otherwise, such as model.safetensors");
+  }
+  if (fs::is_directory(config, ec)) {
+    throw InvalidArgument("out", field_ref("out") + ": " + shown(config, 160) +
+                                     ", the config.json beside it, is a folder");
+  }
+  check_output_file(out, "a file such as model.safetensors");
+  check_output_file(config, "weights whose config.json beside them can be written");
+}
+
+// The folder a new export of `name` is written in before it takes its place.
+std::string staging_prefix(const std::string& name) {
+  return "." + name + ".export-";
+}
+
+// Staging folders of `name` left by exports killed midway: their process is gone.
+void remove_stale_staging(const fs::path& parent, const std::string& name) {
+  const std::string prefix = staging_prefix(name);
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+    const std::string n = entry.path().filename().string();
+    if (n.rfind(prefix, 0) != 0 || entry.is_symlink(ec) || !entry.is_directory(ec)) continue;
+    const std::string pid_text = n.substr(prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos ||
+        pid_text.size() > 9) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(entry, ec);
+  }
+}
+
+// Removes an old export folder, now at `old`: its export files, then the folder; anything
+// else put there since the check stays.
+void remove_old_export(const fs::path& old) {
+  std::error_code ec;
+  for (const char* file : hf::kFolderFiles) fs::remove(old / file, ec);
+  fs::remove(old, ec);
+}
+
+void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const std::string& out) {
+  fs::path target(out);
+  if (target.filename().empty()) target = target.parent_path();  // "model/"
+  const fs::path parent = parent_of(target);
+  const std::string name = target.filename().string();
+  remove_stale_staging(parent, name);
+  const fs::path staging = parent / (staging_prefix(name) + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(staging, ec);  // this process's own, from an export before in this process
+  if (::mkdir(staging.c_str(), 0755) != 0) {
+    throw Error(field_ref("out") + ": cannot make the folder " + shown(staging.string(), 160) +
+                ": " + errno_text());
+  }
+  try {
+    hf::export_gpt2_folder(loaded.spec.gpt(), read, staging.string());
+    fsync_dir(staging.string());
+    const bool replacing = fs::exists(fs::symlink_status(target, ec));
+    // One rename puts the whole new folder in place: beside nothing (NOREPLACE: a folder made
+    // there meanwhile is not overwritten), or in exchange for the old export.
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(),
+                    replacing ? RENAME_EXCHANGE : RENAME_NOREPLACE) != 0) {
+      throw Error(field_ref("out") + ": cannot put the export in place at " +
+                  shown(target.string(), 160) + ": " + errno_text());
+    }
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  fsync_dir(parent.string());
+  remove_old_export(staging);  // after an exchange, the old export; else nothing is there
+}
+
+}  // namespace
+
+Exported export_checkpoint(const std::string& checkpoint, const std::string& data,
+                           const std::string& out) {
+  const bool folder = !is_weights_file(out);
+  if (folder) {
+    check_out_folder(out);
+  } else {
+    check_out_file(out);
+  }
+  // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
+  // out of whichever shards hold it.
+  const LoadedModel loaded = load_gpt(checkpoint, data, /*read_params=*/false);
+  const checkpoint::Checkpoint& ck = loaded.checkpoint;
+  const hf::ParamReader read = [&ck](std::size_t offset, std::span<float> values) {
+    ck.read({offset, values.size()}, values.data(), nullptr, nullptr);
+  };
+  Exported done{loaded.spec.describe(), ck.state().step, folder, {}};
+  if (folder) {
+    export_folder(loaded, read, out);
+    return done;
+  }
+  hf::export_gpt2_safetensors(loaded.spec.gpt(), read, out);
+  done.config = hf::config_path_beside(out);
+  hf::write_gpt2_config(loaded.spec.gpt(), done.config);
+  return done;
+}
+
+}  // namespace zerodp::run
