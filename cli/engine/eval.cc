@@ -9,6 +9,7 @@
 #include "engine_flags.h"
 #include "model_flags.h"
 #include "output.h"
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
 
@@ -69,7 +70,7 @@ void run_eval(const EvalFlags& f) {
                               {"windows", windows},
                               {"checkpoint", loaded.checkpoint.folder()},
                               {"data", data.describe()}};
-    std::fprintf(out(), "%s\n", j.dump(2).c_str());
+    std::fprintf(out(), "%s\n", utf8_dump(j, 2).c_str());
   } else {
     std::fprintf(out(), "%s\nloss %.6f nats per byte over %llu tokens (%llu windows of %zu)\n",
                  data.describe().c_str(), loss, (unsigned long long)tokens,

@@ -11,6 +11,7 @@
 #include "model_flags.h"
 #include "output.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/run/measurement.h"
 #include "zerodp/run/measurement_table.h"
 
@@ -34,12 +35,12 @@ void print_results(const MeasureFlags& f, const run::Measurement& measurement,
     return;
   }
   if (results.size() == 1) {
-    std::fprintf(out(), "%s\n", run::measure_json(setup, results[0]).dump(2).c_str());
+    std::fprintf(out(), "%s\n", utf8_dump(run::measure_json(setup, results[0]), 2).c_str());
     return;
   }
   nlohmann::json all = {{"stages", nlohmann::json::array()}};
   for (const run::StageMeasure& s : results) all["stages"].push_back(run::measure_json(setup, s));
-  std::fprintf(out(), "%s\n", all.dump(2).c_str());
+  std::fprintf(out(), "%s\n", utf8_dump(all, 2).c_str());
 }
 
 void run_measure(MeasureFlags f, bool stage_given) {

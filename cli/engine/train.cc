@@ -16,6 +16,7 @@
 #include "peak_report.h"
 #include "progress.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/common/units.h"
 #include "zerodp/run/checkpoint_model.h"
 #include "zerodp/run/engine_run.h"
@@ -158,7 +159,7 @@ void print_summary(const run::ModelSpec& spec, const nlohmann::json& j) {
 void report(const TrainFlags& f, const run::TrainSettings& settings,
             const nlohmann::json& summary) {
   if (f.json) {
-    std::fprintf(out(), "%s\n", summary.dump(2).c_str());
+    std::fprintf(out(), "%s\n", utf8_dump(summary, 2).c_str());
   } else {
     print_summary(settings.spec, summary);
   }
@@ -191,7 +192,7 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
                         {"hpz_ranks_per_host", run.hpz_ranks},
                         {"qwz_block", run.qwz_block}};
     j.update(run::peak_json(run, budget, run::max_ranks_searched(launch), flag_of_field));
-    std::fprintf(out(), "%s\n", j.dump(2).c_str());
+    std::fprintf(out(), "%s\n", utf8_dump(j, 2).c_str());
   } else {
     print_peak(settings.spec.describe(), run, budget, run::max_ranks_searched(launch));
   }

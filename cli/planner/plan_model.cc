@@ -9,6 +9,7 @@
 #include "output.h"
 #include "plan_flags.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/common/units.h"
 #include "zerodp/plan/activations.h"
 
@@ -267,7 +268,7 @@ void list_models(bool json) {
                  c.model_type.c_str(), units::format_count(p.params).c_str(),
                  units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
   }
-  if (json) std::fprintf(out(), "%s\n", all.dump(2).c_str());
+  if (json) std::fprintf(out(), "%s\n", utf8_dump(all, 2).c_str());
 }
 
 }  // namespace zerodp::cli

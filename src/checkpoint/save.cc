@@ -15,6 +15,7 @@
 #include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/common/sha256.h"
 
 namespace zerodp::checkpoint {
@@ -188,7 +189,7 @@ nlohmann::json manifest_json(const zero::Engine& engine, const zero::EngineState
 void write_manifest(const std::string& save_dir, const std::string& folder,
                     const nlohmann::json& manifest) {
   AtomicFile file((fs::path(folder) / kManifestFile).string());
-  const std::string text = manifest.dump(2) + "\n";
+  const std::string text = utf8_dump(manifest, 2) + "\n";
   file.write(text.data(), text.size());
   file.commit();
   fsync_dir(folder);

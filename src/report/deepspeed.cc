@@ -2,6 +2,7 @@
 // text and rows (deepspeed/estimator.h), with zerodp's figures and each difference named.
 #include <nlohmann/json.hpp>
 
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/estimator.h"
 #include "zerodp/report/deepspeed.h"
@@ -77,7 +78,7 @@ std::string plan_json(const PlanReport& report, const DeepSpeedEstimate& estimat
                       const FieldNamer& name) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(plan_json(report, name));
   j["deepspeed"] = deepspeed_json(estimate);
-  return j.dump(2);
+  return utf8_dump(std::move(j), 2);
 }
 
 }  // namespace zerodp::report

@@ -1,6 +1,7 @@
 // plan_json(): the machine-readable plan. Keys are a contract (json.h, docs/planner.md):
 // add keys freely, never rename or remove one.
 #include "zerodp/report/json.h"
+#include "zerodp/common/json_utf8.h"
 #include "zerodp/report/notes.h"
 
 #include <nlohmann/json.hpp>
@@ -228,7 +229,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                      "(2P+G)*phi*(N-1)/N for ZeRO-3"},
       {"ring", "bytes the busiest rank sends with ring collectives over shard_of() chunks"},
       {"units", "bytes, seconds, fractions; 1 GB = 1e9 bytes"}};
-  return j.dump(2);
+  return utf8_dump(std::move(j), 2);
 }
 
 }  // namespace zerodp::report

@@ -9,6 +9,7 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
+#include "zerodp/common/json_text.h"
 #include "zerodp/common/units.h"
 #include "zerodp/predict/peak.h"
 
@@ -223,7 +224,7 @@ nlohmann::json ModelSpec::config_json() const {
           {"vocab_size", gpt_.vocab},
           {"checkpoint_activations", gpt_.checkpoint_activations},
           {"compute", std::string(model::compute_name(gpt_.compute))},
-          {"data", data_path_},
+          {"data", utf8_text(data_path_)},  // a file name is bytes: JSON holds UTF-8
           {"data_seed", data_seed_},
           {"params", param_count()}};
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_text.h"
 #include "zerodp/common/units.h"
 #include "zerodp/optim/schedule.h"
 #include "zerodp/plan/memory.h"
@@ -27,7 +28,7 @@ nlohmann::json TrainSettings::run_record() const {
           {"zeropp", zeropp_value(options)},
           {"ranks_per_host", options.ranks_per_host},
           {"qwz_block", options.qwz_block},
-          {"data", spec.data_path()},
+          {"data", utf8_text(spec.data_path())},
           {"data_fingerprint", spec.data_fingerprint()},
           {"data_seed", spec.data_seed()},
           {"eval_every", eval_every},

@@ -3,9 +3,11 @@
 // nested deeper than any parser's stack (common/json_text.h).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -124,6 +126,23 @@ TEST(AtomicFile, ADestroyedWriterLeavesNoTemporaryAndNoTarget) {
     file.write("half of it");
   }
   EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(Utf8Text, KeepsValidUtf8AndShowsEveryOtherByteAsItsHex) {
+  EXPECT_EQ(utf8_text("plain/ascii.json"), "plain/ascii.json");
+  EXPECT_EQ(utf8_text("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");                // é, €, an emoji: valid
+  EXPECT_EQ(utf8_text("caf\xe9.json"), "caf\\xE9.json");                 // Latin-1 é
+  EXPECT_EQ(utf8_text("\x80"), "\\x80");                                 // a lone continuation byte
+  EXPECT_EQ(utf8_text("\xc0\xaf"), "\\xC0\\xAF");                        // an overlong '/'
+  EXPECT_EQ(utf8_text("\xed\xa0\x80"), "\\xED\\xA0\\x80");               // a UTF-16 surrogate
+  EXPECT_EQ(utf8_text("\xf4\x90\x80\x80"), "\\xF4\\x90\\x80\\x80");      // above U+10FFFF
+  EXPECT_EQ(utf8_text("\xe2\x82"), "\\xE2\\x82");                        // cut short at the end
+  EXPECT_EQ(utf8_text(std::string("a\0b", 3)), std::string("a\0b", 3));  // JSON escapes NUL
+  // Whatever the bytes, the result is text nlohmann's writer accepts.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  EXPECT_NO_THROW(nlohmann::json(utf8_text(all)).dump());
 }
 
 TEST(JsonDepth, CountsNestingOutsideStrings) {

@@ -20,6 +20,12 @@ inline constexpr int kMaxJsonDepth = 64;
 // scalar). Malformed text is measured as far as it goes: the parser then says what is wrong.
 int json_depth(std::string_view text, int limit = kMaxJsonDepth);
 
+// `text` as valid UTF-8, for a JSON string: unchanged when it is valid UTF-8, else each byte
+// that starts no valid sequence (a Latin-1 file name's 0xE9, a lone continuation byte, an
+// overlong form, a surrogate) written as the four characters \xHH, so the name stays visible
+// and unambiguous to a person rather than turned into U+FFFD or refused by the JSON writer.
+std::string utf8_text(std::string_view text);
+
 // Why `text` is not read, or empty: "nests more than 64 levels deep (zerodp reads at most
 // 64)".
 std::string json_depth_refusal(std::string_view text);
