@@ -54,9 +54,9 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.grad_accum = std::uint64_t(o.grad_accum);
   run.bucket_bytes = o.bucket_bytes;
   run.prefetch = o.prefetch;
-  run.qwz = o.qwz;
+  run.qwz = o.zeropp.qwz;
   run.qwz_block = o.qwz_block;
-  if (o.hpz || o.qgz) {
+  if (o.zeropp.uses_hosts()) {
     if (o.ranks_per_host > 0 && ranks % o.ranks_per_host != 0) {
       throw InvalidArgument("ranks_per_host",
                             field_ref("ranks_per_host") + ": " + std::to_string(o.ranks_per_host) +
@@ -69,8 +69,8 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
     }
     const int hosts_of =
         per_host > 0 && per_host <= ranks && ranks % per_host == 0 ? per_host : ranks;
-    run.hpz_ranks = o.hpz ? hosts_of : 0;
-    run.qgz_ranks = o.qgz ? hosts_of : 0;
+    run.hpz_ranks = o.zeropp.hpz ? hosts_of : 0;
+    run.qgz_ranks = o.zeropp.qgz ? hosts_of : 0;
   }
   run.mpi = launch.backend == "mpi";
   run.mpi_segment_bytes = launch.options.mpi_segment_bytes;
@@ -78,14 +78,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
 }
 
 std::string zeropp_value(const zero::EngineOptions& o) {
-  std::string words;
-  for (auto [on, word] :
-       {std::pair{o.qwz, "qwz"}, std::pair{o.hpz, "hpz"}, std::pair{o.qgz, "qgz"}}) {
-    if (!on) continue;
-    if (!words.empty()) words += ',';  // in steps: GCC 12 warns falsely on "," + std::string
-    words += word;
-  }
-  return words.empty() ? "none" : words;
+  return o.zeropp.words();
 }
 
 std::string zeropp_description(const predict::EngineRun& run) {

@@ -94,9 +94,8 @@ void Measurement::agree(const MeasureChoice& f) {
 zero::EngineOptions Measurement::at_stage(Stage stage) const {
   zero::EngineOptions o = base_;
   o.stage = stage;
-  o.qwz = base_.qwz && stage == Stage::zero3;
-  o.hpz = base_.hpz && stage == Stage::zero3;
-  o.qgz = base_.qgz && stage == Stage::zero3;
+  // ZeRO++ is stage 3's (zeropp_stage_refusal): the other stages are measured without it.
+  if (!zeropp_stage_refusal(base_.zeropp, stage).empty()) o.zeropp = {};
   return o;
 }
 

@@ -226,10 +226,9 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
   // ZeRO++'s gathers (qwZ's int8 payloads, hpZ's host rings) are not in the planner's ring
   // column: the engine's own bucket-by-bucket ring then predicts them.
-  m.predicted_comm =
-      options.qwz || options.hpz || options.qgz
-          ? predict::predict_rank_ring_bytes(planned, comm.rank())
-          : plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank());
+  m.predicted_comm = options.zeropp.any() ? predict::predict_rank_ring_bytes(planned, comm.rank())
+                                          : plan::ring_step_bytes(options.stage, params, bpp,
+                                                                  comm.size(), comm.rank());
   return m;
 }
 

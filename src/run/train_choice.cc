@@ -44,9 +44,7 @@ zero::EngineOptions engine_options(const EngineChoice& f, std::size_t default_mi
   o.rank_memory =
       f.rank_memory.empty() ? 0 : units::parse_bytes(f.rank_memory, field_ref("rank_memory"));
   const ZeroPlusPlus zeropp = parse_zeropp(f.zeropp, field_ref("zeropp"));
-  o.qwz = zeropp.qwz;
-  o.hpz = zeropp.hpz;
-  o.qgz = zeropp.qgz;
+  o.zeropp = zeropp;
   // A setting of a part not asked for would be silently ignored: refused, as a person who
   // typed it meant it to change something.
   if (!f.qwz_block.empty()) {

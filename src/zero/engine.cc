@@ -100,10 +100,12 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
   hosts = HostGroups::open(comm, opt);
   if (!full_params()) {
     gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch,
-                     opt.qwz ? opt.qwz_block : 0, opt.hpz ? hosts.host.get() : nullptr);
+                     opt.zeropp.qwz ? opt.qwz_block : 0,
+                     opt.zeropp.hpz ? hosts.host.get() : nullptr);
   }
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
-                  grads16.data(), hosts.host.get(), hosts.peers.get(), opt.qgz ? opt.qwz_block : 0);
+                  grads16.data(), hosts.host.get(), hosts.peers.get(),
+                  opt.zeropp.qgz ? opt.qwz_block : 0);
   // The largest reductions a step issues: a bucket of 16-bit grads, and the scalars.
   comm.reserve(part.max_bucket, opt.precision);
   comm.reserve(3, DType::f32);

@@ -35,8 +35,7 @@ void EngineOptions::validate() const {
                           field_ref("clip_norm") + ": expected a norm >= 0 (0 disables clipping)");
   }
   // ZeRO++'s parts change stage 3's collectives; no other stage has them.
-  if (const std::string why = zeropp_stage_refusal({.qwz = qwz, .hpz = hpz, .qgz = qgz}, stage);
-      !why.empty()) {
+  if (const std::string why = zeropp_stage_refusal(zeropp, stage); !why.empty()) {
     throw InvalidArgument("zeropp", field_ref("zeropp") + ": " + why);
   }
   if (ranks_per_host < 0) {

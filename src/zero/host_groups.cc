@@ -8,7 +8,7 @@ namespace zerodp::zero {
 
 HostGroups HostGroups::open(comm::Communicator& group, const EngineOptions& options) {
   HostGroups groups;
-  if (!options.hpz && !options.qgz) return groups;
+  if (!options.zeropp.uses_hosts()) return groups;
   const int per_host = options.ranks_per_host > 0 ? options.ranks_per_host : group.ranks_per_host();
   if (per_host == 0) {
     throw InvalidArgument("ranks_per_host",
@@ -22,7 +22,7 @@ HostGroups HostGroups::open(comm::Communicator& group, const EngineOptions& opti
                                                 std::to_string(group.size()) + " ranks");
   }
   groups.host = group.host_group(per_host);
-  if (options.qgz) groups.peers = group.peer_group(per_host);
+  if (options.zeropp.qgz) groups.peers = group.peer_group(per_host);
   return groups;
 }
 

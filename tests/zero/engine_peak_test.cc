@@ -40,10 +40,10 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
   o.grad_accum = static_cast<int>(run.grad_accum);
   o.bucket_bytes = run.bucket_bytes;
   o.prefetch = run.prefetch;
-  o.qwz = run.qwz;
+  o.zeropp.qwz = run.qwz;
   o.qwz_block = run.qwz_block;
-  o.hpz = run.hpz_ranks > 0;
-  o.qgz = run.qgz_ranks > 0;
+  o.zeropp.hpz = run.hpz_ranks > 0;
+  o.zeropp.qgz = run.qgz_ranks > 0;
   o.ranks_per_host = std::max(run.hpz_ranks, run.qgz_ranks);
   o.rank_memory = budget;
   Measured m;

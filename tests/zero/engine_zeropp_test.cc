@@ -36,10 +36,10 @@ zero::EngineOptions options(bool qwz, std::size_t block, int hpz_ranks = 0, int 
   o.stage = Stage::zero3;
   o.micro_batch = 2;
   o.bucket_bytes = 300;
-  o.qwz = qwz;
+  o.zeropp.qwz = qwz;
   o.qwz_block = block;
-  o.hpz = hpz_ranks > 0;
-  o.qgz = qgz_ranks > 0;
+  o.zeropp.hpz = hpz_ranks > 0;
+  o.zeropp.qgz = qgz_ranks > 0;
   o.ranks_per_host = std::max(hpz_ranks, qgz_ranks);
   return o;
 }

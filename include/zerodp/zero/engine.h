@@ -49,6 +49,7 @@
 #include "zerodp/common/ledger.h"
 #include "zerodp/common/quantize.h"
 #include "zerodp/common/stage.h"
+#include "zerodp/common/zeropp.h"
 #include "zerodp/data/samples.h"
 #include "zerodp/model/model.h"
 #include "zerodp/optim/adamw.h"
@@ -73,20 +74,19 @@ struct EngineOptions {
   std::size_t rank_memory = 0;        // --rank-memory: each rank's ledger budget in bytes (the
                                       // engine's, the model's and the communicator's buffers);
                                       // 0: none. Above it, an allocation throws BudgetExceeded
-  // --zeropp qwz (stage 3, docs/zeropp.md): every gather of 16-bit params moves int8 codes in
-  // blocks of qwz_block with one 16-bit maximum each (zerodp/common/quantize.h), and every rank
-  // computes with the dequantized params, its own chunk's included. Off: not a bit changes.
-  bool qwz = false;
+  // --zeropp (stage 3, docs/zeropp.md; zerodp/common/zeropp.h), its hpz partition a host's:
+  //  - qwz: every gather of 16-bit params moves int8 codes in blocks of qwz_block with one
+  //    16-bit maximum each (zerodp/common/quantize.h), and every rank computes with the
+  //    dequantized params, its own chunk's included. Off: not a bit changes.
+  //  - hpz: after each unit's forward gather, a secondary copy of its 16-bit params partitioned
+  //    over the ranks of this rank's host serves the backward's gather, over the host's own
+  //    communicator (Communicator::host_group), so it never leaves the host. The backward
+  //    computes with the forward's weights, as without: not a bit changes.
+  //  - qgz: each bucket's gradient reduce-scatter becomes two quantized all-to-alls, inside the
+  //    host and then across hosts (int8 blocks of qwz_block, summed in fp32 in a fixed order):
+  //    bitwise repeatable for the same ranks and hosts.
+  ZeroPlusPlus zeropp;
   std::size_t qwz_block = kDefaultQuantBlock;  // --qwz-block: elements per block
-  // --zeropp hpz (stage 3): after each unit's forward gather, a secondary copy of its 16-bit
-  // params partitioned over the ranks of this rank's host serves the backward's gather, over
-  // the host's own communicator (Communicator::host_group), so it never leaves the host. The
-  // backward computes with the forward's weights, as without: not a bit changes.
-  bool hpz = false;
-  // --zeropp qgz (stage 3): each bucket's gradient reduce-scatter becomes two quantized
-  // all-to-alls, inside the host and then across hosts (int8 blocks of qwz_block, summed in
-  // fp32 in a fixed order): bitwise repeatable for the same ranks and hosts.
-  bool qgz = false;
   int ranks_per_host = 0;  // --ranks-per-host: consecutive ranks per host; 0: the backend's
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
