@@ -198,23 +198,6 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
   }
 }
 
-// --out before any step: the folder made, and its loss.csv and loss.svg replaceable, so a run
-// never trains to the end to find it cannot write its curve.
-void check_curve_folder(const std::string& out) {
-  if (out.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (!std::filesystem::is_directory(out, ec)) {
-    throw UsageError("--out: cannot make the folder " + quote(out) + " (" +
-                     (ec ? ec.message() : std::string("a file is in the way")) +
-                     "); give a folder for loss.csv and loss.svg");
-  }
-  for (const char* name : {"loss.csv", "loss.svg"}) {
-    check_output_file((std::filesystem::path(out) / name).string(), "--out",
-                      "a folder for loss.csv and loss.svg");
-  }
-}
-
 void run_train(TrainFlags f, const CLI::App& app) {
   if (f.dry_run && !f.run.resume.empty()) {
     throw UsageError("--dry-run: plans a new run; give the resumed run's flags without --resume");
@@ -234,7 +217,7 @@ void run_train(TrainFlags f, const CLI::App& app) {
       {settings.spec.param_count(), settings.spec.activation_bytes(settings.options.micro_batch),
        settings.spec.size_field()},
       settings.options, settings.launch);
-  check_curve_folder(settings.out);
+  run::check_curve_folder(settings.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
   run::configure_blas_threads(settings.launch, settings.threads());
   if (resume) run::check_resume(settings, *resume);

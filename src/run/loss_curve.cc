@@ -156,4 +156,23 @@ void LossCurve::write_svg(const std::string& path) const {
   write_file_atomically(path, doc.str());
 }
 
+void check_curve_folder(const std::string& out) {
+  if (out.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (!std::filesystem::is_directory(out, ec)) {
+    throw InvalidArgument("out", field_ref("out") + ": cannot make the folder " + shown(out, 160) +
+                                     " (" +
+                                     (ec ? ec.message() : std::string("a file is in the way")) +
+                                     "); give a folder for loss.csv and loss.svg");
+  }
+  for (const char* name : {"loss.csv", "loss.svg"}) {
+    const std::string path = (std::filesystem::path(out) / name).string();
+    if (const std::string why = unreplaceable_because(path); !why.empty()) {
+      throw InvalidArgument("out", field_ref("out") + ": " + shown(path, 160) + " " + why +
+                                       "; give the path of a folder for loss.csv and loss.svg");
+    }
+  }
+}
+
 }  // namespace zerodp::run

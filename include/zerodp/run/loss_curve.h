@@ -8,6 +8,11 @@
 
 namespace zerodp::run {
 
+// The curve's folder before any step: made, and its loss.csv and loss.svg replaceable (nothing
+// or a regular file there), so that a run never trains to the end to find it cannot write its
+// curve. Empty: no curve. Throws UsageError naming the field "out".
+void check_curve_folder(const std::string& out);
+
 struct LossCurve {
   std::vector<std::pair<std::int64_t, double>> train, validation;
   std::string title;
