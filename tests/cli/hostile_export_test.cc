@@ -74,6 +74,20 @@ Exports exported_once(const std::string& name) {
   return e;
 }
 
+// ck2's export over ck1's: it succeeds, the folder holds ck2's five files (its 1-layer config,
+// other weights), and nothing is left beside it.
+void expect_replaced_by_ck2(const Exports& e) {
+  const CliResult r =
+      run_zerodp("export --checkpoint '" + e.dir + "/ck2' --out '" + e.dir + "/model'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto second = contents(e.dir + "/model");
+  EXPECT_EQ(second.size(), 5u);
+  EXPECT_NE(second.at("model.safetensors"), e.first.at("model.safetensors"));
+  EXPECT_NE(second.at("config.json").find("\"n_layer\": 1"), std::string::npos)
+      << second.at("config.json");
+  EXPECT_EQ(others(e.dir, "model"), std::vector<std::string>{});
+}
+
 TEST(HostileExport, AnExportKilledHalfwayLeavesTheOldFolderWhole) {
   const Exports e = exported_once("killed");
   const CliResult r =
@@ -82,17 +96,8 @@ TEST(HostileExport, AnExportKilledHalfwayLeavesTheOldFolderWhole) {
   EXPECT_NE(r.status, 0);
   // Every file as the first export wrote it: not ck2's weights beside ck1's config.
   EXPECT_EQ(differing(contents(e.dir + "/model"), e.first), std::vector<std::string>{});
-  // The next export replaces it whole, and cleans up.
-  const CliResult again =
-      run_zerodp("export --checkpoint '" + e.dir + "/ck2' --out '" + e.dir + "/model'");
-  ASSERT_EQ(again.status, 0) << again.err;
-  const auto second = contents(e.dir + "/model");
-  EXPECT_EQ(second.size(), 5u);
-  EXPECT_NE(second.at("model.safetensors"), e.first.at("model.safetensors"));
-  EXPECT_NE(second.at("config.json").find("\"n_layer\": 1"), std::string::npos)
-      << second.at("config.json");
-  // The killed export's staging folder is gone with it.
-  EXPECT_EQ(others(e.dir, "model"), std::vector<std::string>{});
+  // The next export replaces it whole, and removes the killed one's staging folder.
+  expect_replaced_by_ck2(e);
 }
 
 TEST(HostileExport, AnExportThatFailsLeavesTheOldFolderWholeAndNothingBeside) {
@@ -109,13 +114,7 @@ TEST(HostileExport, AnExportThatFailsLeavesTheOldFolderWholeAndNothingBeside) {
 
 TEST(HostileExport, AReexportReplacesTheFolderAsAWhole) {
   const Exports e = exported_once("replaced");
-  const CliResult r =
-      run_zerodp("export --checkpoint '" + e.dir + "/ck2' --out '" + e.dir + "/model'");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const auto second = contents(e.dir + "/model");
-  EXPECT_EQ(second.size(), 5u);
-  EXPECT_NE(second.at("model.safetensors"), e.first.at("model.safetensors"));
-  EXPECT_TRUE(others(e.dir, "model").empty()) << others(e.dir, "model")[0];
+  expect_replaced_by_ck2(e);
   EXPECT_TRUE(fs::is_directory(e.dir + "/model"));
   EXPECT_FALSE(fs::is_symlink(e.dir + "/model"));
 }
