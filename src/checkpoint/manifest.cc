@@ -107,9 +107,20 @@ zero::EngineState read_state(const json& m) {
   const json& scale = field(state, "loss_scale", "state.loss_scale");
   if (!scale.is_number() || !(scale.get<double>() > 0) ||
       !std::isfinite(static_cast<float>(scale.get<double>())))
-    throw Error("state.loss_scale is " + shown_json(scale) + ", expected a positive finite fp32");
+    throw UsageError("state.loss_scale is " + shown_json(scale) +
+                     ", expected a positive finite fp32");
+  // The run's step, skipped steps included; a manifest from before it was recorded was saved by
+  // a run whose steps all counted as optimizer steps as far as a resume could tell: its step.
+  const std::uint64_t run_step =
+      state.contains("run_step")
+          ? whole(state, "run_step", "state.run_step", std::numeric_limits<std::int64_t>::max())
+          : step;
+  if (run_step < step) {
+    throw UsageError("state.run_step is " + std::to_string(run_step) +
+                     ", expected at least state.step (" + std::to_string(step) + ")");
+  }
   return {static_cast<std::int64_t>(step), samples, static_cast<float>(scale.get<double>()),
-          static_cast<int>(good_steps)};
+          static_cast<int>(good_steps), static_cast<std::int64_t>(run_step)};
 }
 
 DType read_precision(const json& m) {

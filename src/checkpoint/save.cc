@@ -179,7 +179,8 @@ nlohmann::json manifest_json(const zero::Engine& engine, const zero::EngineState
            {{"step", state.step},
             {"samples_done", state.samples_done},
             {"loss_scale", state.loss_scale},
-            {"good_steps", state.good_steps}}},
+            {"good_steps", state.good_steps},
+            {"run_step", state.run_step}}},
           {"run", std::move(run)},
           {"shards", std::move(shards)}};
 }
@@ -242,7 +243,7 @@ std::string save(const std::string& save_dir, zero::Engine& engine, comm::Commun
   // The run writing the manifest holds the folder; the other ranks' processes need not.
   const Ownership owner = rank == 0 ? claimed(save_dir) : Ownership{};
   const zero::EngineState state = engine.state();
-  const std::string folder = step_folder(save_dir, state.step);
+  const std::string folder = step_folder(save_dir, state.run_step);
   const std::vector<zero::FlatRange> ranges = engine.owned_ranges();
   std::uint64_t elements = 0;
   for (const zero::FlatRange& r : ranges) elements += r.count;
@@ -255,7 +256,7 @@ std::string save(const std::string& save_dir, zero::Engine& engine, comm::Commun
 
   const std::vector<std::uint64_t> all_words =
       gather_shard_words(comm, shard_words(elements, sha, ranges));
-  die_here_if_asked(state.step);
+  die_here_if_asked(state.run_step);
 
   std::string manifest_failure;
   if (rank == 0) {

@@ -248,7 +248,7 @@ SaveDir SaveDir::claim(const std::string& save_dir, const Checkpoint* resumed) {
     if (!resumed || s->run_id != resumed_id) refuse_foreign(save_dir, *s, resumed != nullptr);
   }
   impl->owner = {resumed_id.empty() ? new_run_id() : resumed_id, resumed && resumed_id.empty()};
-  if (resumed) impl->rewind_to = resumed->state().step;
+  if (resumed) impl->rewind_to = resumed->state().run_step;
   std::lock_guard<std::mutex> lock(g_claims_mu);
   // flock refuses a second claim of one folder in this process too: the key is free.
   claims()[impl->key] = impl->owner;

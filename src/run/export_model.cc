@@ -206,7 +206,7 @@ Exported export_checkpoint(const std::string& checkpoint, const std::string& dat
   const hf::ParamReader read = [&ck](std::size_t offset, std::span<float> values) {
     ck.read({offset, values.size()}, values.data(), nullptr, nullptr);
   };
-  Exported done{loaded.spec.describe(), ck.state().step, folder, {}};
+  Exported done{loaded.spec.describe(), ck.state().run_step, folder, {}};
   if (folder) {
     export_folder(loaded, read, out);
     return done;

@@ -95,8 +95,8 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
   if (resume_from == nullptr) return mine;
   if (launch.backend == "mpi") {
     check_ranks_agree(
-        comm, {{"the checkpoint to resume",
-                resume_from->folder() + " at step " + std::to_string(resume_from->state().step)}});
+        comm, {{"the checkpoint to resume", resume_from->folder() + " at step " +
+                                                std::to_string(resume_from->state().run_step)}});
   }
   ResumePlan plan;
   try {  // the same checkpoint and settings on every rank: the same answer
@@ -129,12 +129,12 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
   const unsigned __int128 per_step =
       (unsigned __int128)plan.micro_batch * plan.grad_accum * std::uint64_t(comm.size());
   const unsigned __int128 end =
-      state.samples_done + per_step * std::uint64_t(mine.steps - state.step);
+      state.samples_done + per_step * std::uint64_t(mine.steps - state.run_step);
   if (end > checkpoint::kMaxSamplesDone) {
     throw UsageErrorOnEveryRank(
         field_ref("steps") + ": " + quote(resume_from->folder()) + " has drawn " +
         std::to_string(state.samples_done) + " samples already; " +
-        std::to_string(mine.steps - state.step) + " more steps would pass the " +
+        std::to_string(mine.steps - state.run_step) + " more steps would pass the " +
         std::to_string(checkpoint::kMaxSamplesDone) + " (2^62) a checkpoint records");
   }
   return mine;
@@ -150,8 +150,8 @@ void check_resume(const TrainSettings& s, const checkpoint::Checkpoint& resume) 
   refuse_resume_changes(resume.folder(), saved_run, nlohmann::json::parse(resume.manifest().model),
                         s.spec.config_json(), s.run_record());
   resume.check_model(s.spec.config_json().dump());
-  if (resume.state().step >= s.steps) {
-    const std::string done = std::to_string(resume.state().step);
+  if (resume.state().run_step >= s.steps) {
+    const std::string done = std::to_string(resume.state().run_step);
     throw InvalidArgument(field_ref("steps") + ": " + quote(resume.folder()) + " has done " + done +
                           " steps already and " + field_ref("steps") + " " +
                           std::to_string(s.steps) + " asks for no more; give " +
@@ -185,7 +185,9 @@ Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserv
 
 void Training::resume_from(const checkpoint::Checkpoint& ck) {
   engine_.import_state(ck.reader(), ck.state());
-  first_step_ = ck.state().step + 1;
+  // The run's step, fp16's skipped steps included: the schedule and the steps left go on from
+  // there, while AdamW's t (state().step) counts the updates only.
+  first_step_ = ck.state().run_step + 1;
   if (observer_) observer_->resumed(ck);
 }
 

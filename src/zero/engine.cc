@@ -400,6 +400,7 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   result.grad_norm = std::sqrt(scalars[1]) * inv_scale;
   const bool overflow = flags.overflow || !std::isfinite(result.grad_norm);
   result.skipped = e.scaler.update(overflow);
+  ++e.run_step;  // taken or skipped, a step of the run
   if (!result.skipped) {
     float clip = 1.0f;
     if (e.opt.clip_norm > 0.0f && result.grad_norm > e.opt.clip_norm) {

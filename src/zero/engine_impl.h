@@ -95,6 +95,7 @@ struct Engine::Impl {
   std::unique_ptr<LanePool> pool;
   void split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
   std::int64_t t = 0;
+  std::int64_t run_step = 0;  // EngineState::run_step: t and the skipped steps
   std::uint64_t samples_done = 0;
 };
 

@@ -78,12 +78,14 @@ void Engine::import_state(const RangeReader& read, const EngineState& state) {
   }
   e.rebuild_params16(false);  // the master rounded, as after every update
   e.t = state.step;
+  e.run_step = state.run_step;
   e.samples_done = state.samples_done;
   e.scaler.restore(state.loss_scale, state.good_steps);
 }
 
 EngineState Engine::state() const {
-  return {impl_->t, impl_->samples_done, impl_->scaler.scale(), impl_->scaler.good_steps()};
+  return {impl_->t, impl_->samples_done, impl_->scaler.scale(), impl_->scaler.good_steps(),
+          impl_->run_step};
 }
 
 }  // namespace zerodp::zero

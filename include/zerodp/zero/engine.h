@@ -137,6 +137,9 @@ struct EngineState {
   std::uint64_t samples_done = 0;  // the data position: samples consumed by all ranks
   float loss_scale = 1.0f;
   int good_steps = 0;  // steps since the loss scale last changed
+  // Steps run, those fp16 skipped for an overflow included: the run's step, which the
+  // learning-rate schedule and the steps left count. Equal to `step` until a skip; never less.
+  std::int64_t run_step = 0;
 };
 
 // The model's view of a batch of drawn samples.
