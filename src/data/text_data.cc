@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zerodp/common/error.h"
@@ -100,31 +101,123 @@ std::uint64_t fnv1a64(std::span<const std::uint8_t> bytes) {
   return h;
 }
 
+// Why pread and not a read-only mmap: a mapping of the whole file counts against
+// RLIMIT_AS (a 2 GiB corpus under a 3 GiB limit leaves too little for the run), and a file cut
+// short under a mapping kills the process with SIGBUS where pread returns a short count that
+// becomes an Error naming the file. A window is seq_len + 1 bytes, one system call beside a
+// forward pass over it; the page cache keeps a small corpus as fast as memory.
+struct TextData::File {
+  int fd = -1;
+  // What the file was when opened; every read compares the file with it.
+  off_t size = 0;
+  timespec modified{};
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  // Why the file is no longer what it was when opened, or empty while it is.
+  std::string changed_because() const {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return "cannot stat it: " + errno_text();
+    if (st.st_size != size) {
+      return "it had " + units::format_with_commas(std::uint64_t(size)) +
+             " bytes when the run began and has " +
+             units::format_with_commas(std::uint64_t(st.st_size)) + " now";
+    }
+    if (st.st_mtim.tv_sec != modified.tv_sec || st.st_mtim.tv_nsec != modified.tv_nsec) {
+      return "it was modified after the run began";
+    }
+    return {};
+  }
+
+  // Reads [offset, offset + out.size()); the bytes count only if the file is unchanged after
+  // the read (a check before could pass and the bytes still change under the read).
+  void read(std::size_t offset, std::span<std::uint8_t> out, const std::string& source) const {
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t got =
+          ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw Error("cannot read " + source + ": " + errno_text());
+      if (got == 0) break;  // the end came early: the file shrank
+      done += static_cast<std::size_t>(got);
+    }
+    std::string why = changed_because();
+    if (why.empty() && done < out.size())
+      why = "it ends before byte " + std::to_string(offset + out.size());
+    if (!why.empty()) {
+      throw Error(source + " changed after the run began (" + why +
+                  "); its windows would no longer be the corpus the run started with");
+    }
+  }
+};
+
 TextData::TextData(std::vector<std::uint8_t> bytes, std::size_t seq_len, int validation_percent,
                    std::string source)
     : bytes_(std::move(bytes)),
+      size_(bytes_.size()),
+      fingerprint_(fnv1a64(bytes_)),
       seq_len_(seq_len),
       validation_percent_(validation_percent),
       validation_bytes_(0),
       source_(std::move(source)) {
-  if (seq_len < 1) throw InvalidArgument(field_ref("seq_len") + " must be at least 1");
-  if (validation_percent < 0 || validation_percent > 100) {
-    throw UsageError("validation split must be 0 to 100 percent of the data, got " +
-                     std::to_string(validation_percent));
+  check_splits();
+}
+
+TextData::TextData(std::shared_ptr<const File> file, std::size_t size, std::size_t seq_len,
+                   int validation_percent, std::string source)
+    : file_(std::move(file)),
+      size_(size),
+      seq_len_(seq_len),
+      validation_percent_(validation_percent),
+      validation_bytes_(0),
+      source_(std::move(source)) {
+  check_splits();  // before the pass over the file: a file too small is refused at once
+  // The fingerprint in one pass of 1 MiB chunks: the file is never held whole.
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::vector<std::uint8_t> chunk(std::min<std::size_t>(size_, std::size_t{1} << 20));
+  for (std::size_t offset = 0; offset < size_; offset += chunk.size()) {
+    const std::span<std::uint8_t> part(chunk.data(), std::min(chunk.size(), size_ - offset));
+    file_->read(offset, part, source_);
+    for (const std::uint8_t b : part) hash = (hash ^ b) * 0x100000001b3ULL;
   }
-  if (!splits_fit(bytes_.size(), window_bytes(), validation_percent)) {
-    throw Error(source_ + " has " + units::format_with_commas(bytes_.size()) + " bytes; " +
-                field_ref("seq_len") + " " + std::to_string(seq_len) + " with a " +
-                std::to_string(validation_percent) + " % validation split needs at least " +
-                units::format_with_commas(minimum_bytes(window_bytes(), validation_percent)) +
+  fingerprint_ = hash;
+}
+
+void TextData::check_splits() {
+  if (seq_len_ < 1) throw InvalidArgument(field_ref("seq_len") + " must be at least 1");
+  if (validation_percent_ < 0 || validation_percent_ > 100) {
+    throw UsageError("validation split must be 0 to 100 percent of the data, got " +
+                     std::to_string(validation_percent_));
+  }
+  if (!splits_fit(size_, window_bytes(), validation_percent_)) {
+    throw Error(source_ + " has " + units::format_with_commas(size_) + " bytes; " +
+                field_ref("seq_len") + " " + std::to_string(seq_len_) + " with a " +
+                std::to_string(validation_percent_) + " % validation split needs at least " +
+                units::format_with_commas(minimum_bytes(window_bytes(), validation_percent_)) +
                 " (" + units::format_with_commas(window_bytes()) +
                 " bytes, one window, in each split)");
   }
-  validation_bytes_ = validation_bytes_of(bytes_.size(), validation_percent);
+  validation_bytes_ = validation_bytes_of(size_, validation_percent_);
 }
 
-TextData TextData::from_file(const std::string& path, std::size_t seq_len, int validation_percent) {
-  return TextData(read_file_bytes(path), seq_len, validation_percent, "data file '" + path + "'");
+TextData TextData::from_file(const std::string& path, std::size_t seq_len, int validation_percent,
+                             std::string source) {
+  if (source.empty()) source = "data file " + shown(path, 160);
+  // A regular file only, opened without blocking (common/file.h): a FIFO or a device swapped
+  // in for the path is refused here, not read forever.
+  std::string why;
+  auto file = std::make_shared<File>();
+  file->fd = open_regular(path, why);
+  if (file->fd < 0) throw Error("cannot read data file " + shown(path, 160) + ": " + why);
+  struct stat st {};
+  if (::fstat(file->fd, &st) != 0) {
+    throw Error("cannot read data file " + shown(path, 160) + ": " + errno_text());
+  }
+  file->size = st.st_size;
+  file->modified = st.st_mtim;
+  return TextData(std::move(file), static_cast<std::size_t>(st.st_size), seq_len,
+                  validation_percent, std::move(source));
 }
 
 TextData TextData::default_corpus(std::size_t seq_len, int validation_percent) {
@@ -153,14 +246,18 @@ void TextData::window(Split split, std::uint64_t seed, std::uint64_t i,
                       std::span<std::uint8_t> out) const {
   ZERODP_CHECK(out.size() == window_bytes());
   const std::size_t start = window_start(split, seed, i);
-  std::memcpy(out.data(), bytes_.data() + start, window_bytes());
+  if (file_) {
+    file_->read(start, out, source_);
+  } else {
+    std::memcpy(out.data(), bytes_.data() + start, window_bytes());
+  }
 }
 
 std::string TextData::describe() const {
   char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes_)));
-  return printable(source_) + ": " + units::format_with_commas(bytes_.size()) + " bytes, fnv1a64 " +
-         hash + ", train " + units::format_with_commas(train_bytes()) + " / validation " +
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fingerprint_));
+  return printable(source_) + ": " + units::format_with_commas(size_) + " bytes, fnv1a64 " + hash +
+         ", train " + units::format_with_commas(train_bytes()) + " / validation " +
          units::format_with_commas(validation_bytes_) + " (last " +
          std::to_string(validation_percent_) + " %)";
 }

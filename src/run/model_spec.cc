@@ -136,12 +136,12 @@ void ModelSpec::load_data(const std::string& path, int validation_percent) {
     // An evaluated file (100 %) is named as it is; a training file as "data file '...'".
     const std::string source =
         validation_percent == 100 ? printable(path, 160) : "data file " + shown(path, 160);
-    data_ = std::make_shared<const data::TextData>(data::read_file_bytes(path), seq,
-                                                   validation_percent, source);
+    data_ = std::make_shared<const data::TextData>(
+        data::TextData::from_file(path, seq, validation_percent, source));
   }
   samples_ = std::make_shared<data::TextWindows>(data_, data_seed_);
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)data::fnv1a64(data_->bytes()));
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)data_->fingerprint());
   data_fingerprint_ =
       "fnv1a64 " + std::string(hex) + ", " + std::to_string(data_->size()) + " bytes";
 }

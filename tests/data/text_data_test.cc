@@ -2,14 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "zerodp/common/error.h"
+#include "zerodp/data/samples.h"
 
 namespace zerodp::data {
 namespace {
@@ -144,6 +149,110 @@ TEST(TextData, Fnv1aOfKnownInputs) {
   EXPECT_EQ(fnv1a64({}), 0xcbf29ce484222325ULL);
   const std::uint8_t a[] = {'a'};
   EXPECT_EQ(fnv1a64(a), 0xaf63dc4c8601ec8cULL);
+}
+
+void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<long>(bytes.size()));
+}
+
+std::string read_error(const TextData& data, Split split, std::uint64_t i) {
+  std::vector<std::uint8_t> out(data.window_bytes());
+  try {
+    data.window(split, 1, i, out);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A file is read window by window, the bytes in memory as they are: both give the same
+// windows, split, sweep, samples and fingerprint, so a run's bits do not depend on which.
+TEST(TextData, AFileGivesTheWindowsAndFingerprintOfItsBytesInMemory) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("zerodp_text_file_" + std::to_string(::getpid()) + ".bin");
+  // 2.5 MB: more than one chunk of the fingerprint's pass over the file.
+  std::vector<std::uint8_t> bytes = counting_bytes(2'500'003);
+  for (std::size_t i = 0; i < bytes.size(); i += 4099) bytes[i] = 0;
+  write_bytes(path, bytes);
+  for (const std::size_t seq_len :
+       {std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{1000}}) {
+    for (const int percent : {0, 10, 37, 100}) {
+      const auto file =
+          std::make_shared<const TextData>(TextData::from_file(path.string(), seq_len, percent));
+      const auto memory = std::make_shared<const TextData>(bytes, seq_len, percent);
+      ASSERT_EQ(file->size(), bytes.size());
+      EXPECT_EQ(file->fingerprint(), fnv1a64(bytes));
+      EXPECT_EQ(file->fingerprint(), memory->fingerprint());
+      EXPECT_EQ(file->train_bytes(), memory->train_bytes());
+      EXPECT_EQ(file->validation_windows(), memory->validation_windows());
+      const std::string tail = memory->describe().substr(memory->describe().find(':'));
+      EXPECT_EQ(file->describe().substr(file->describe().find(':')), tail);
+      for (const std::uint64_t seed : {0ULL, 1ULL, 42ULL, 0x8000000000000005ULL}) {
+        const TextWindows from_file(file, seed), from_memory(memory, seed);
+        Batch a, b;
+        for (const Split split : {Split::train, Split::validation}) {
+          if ((split == Split::train && percent == 100) ||
+              (split == Split::validation && percent == 0)) {
+            EXPECT_THROW(from_file.draw(split, 0, 1, a), Error);
+            continue;
+          }
+          from_file.draw(split, 1000, 64, a);
+          from_memory.draw(split, 1000, 64, b);
+          EXPECT_EQ(a.tokens, b.tokens) << seq_len << " " << percent << " " << seed;
+          for (std::uint64_t i = 0; i < 64; ++i) {
+            const std::size_t start = memory->window_start(split, seed, 1000 + i);
+            EXPECT_EQ(file->window_start(split, seed, 1000 + i), start);
+            EXPECT_TRUE(std::equal(a.tokens.begin() + i * (seq_len + 1),
+                                   a.tokens.begin() + (i + 1) * (seq_len + 1),
+                                   bytes.begin() + start));
+          }
+        }
+      }
+    }
+  }
+  // A whole validation sweep, window after window, and past its end (it wraps).
+  const auto file = std::make_shared<const TextData>(TextData::from_file(path.string(), 997));
+  const auto memory = std::make_shared<const TextData>(bytes, 997);
+  Batch a, b;
+  const auto sweep = file->validation_windows() + 3;
+  TextWindows(file, 0).draw(Split::validation, 0, sweep, a);
+  TextWindows(memory, 0).draw(Split::validation, 0, sweep, b);
+  EXPECT_EQ(a.tokens, b.tokens);
+  std::filesystem::remove(path);
+}
+
+TEST(TextData, AFileThatShrinksOrChangesAfterTheStartIsAnErrorNamingIt) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("zerodp_text_shrink_" + std::to_string(::getpid()) + ".bin");
+  const std::vector<std::uint8_t> bytes = counting_bytes(100'000);
+  write_bytes(path, bytes);
+  const TextData data = TextData::from_file(path.string(), 64);
+  EXPECT_EQ(read_error(data, Split::validation, 0), "");
+  std::filesystem::resize_file(path, 50'000);  // the validation split is gone
+  const std::string error = read_error(data, Split::validation, 0);
+  EXPECT_NE(error.find(path.string()), std::string::npos) << error;
+  EXPECT_NE(error.find("100,000 bytes"), std::string::npos) << error;
+  EXPECT_NE(error.find("50,000"), std::string::npos) << error;
+  // A window still inside the shorter file is refused too: the corpus is not what it was.
+  const std::string train_error = read_error(data, Split::train, 0);
+  EXPECT_NE(train_error.find(path.string()), std::string::npos) << train_error;
+
+  // The same size, another byte: seen by the file's modification time, which the clock moves
+  // in ticks of a few milliseconds.
+  write_bytes(path, bytes);
+  const TextData again = TextData::from_file(path.string(), 64);
+  EXPECT_EQ(read_error(again, Split::train, 0), "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(12345);
+    out.put('x');
+  }
+  const std::string changed = read_error(again, Split::train, 0);
+  EXPECT_NE(changed.find(path.string()), std::string::npos) << changed;
+  EXPECT_NE(changed.find("changed"), std::string::npos) << changed;
+  std::filesystem::remove(path);
 }
 
 }  // namespace

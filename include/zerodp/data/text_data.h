@@ -14,11 +14,24 @@
 //    but the first is predicted exactly once per sweep. The seed plays no part.
 //  - Each split in use (train when validation_percent < 100, validation when > 0) must hold
 //    a window: seq_len + 1 bytes. A smaller corpus throws Error naming the minimum size.
-// Thread-safety: immutable after construction; ranks share one TextData.
+//  - Where the bytes are: a corpus given as bytes (the default corpus, tests) is held in
+//    memory; a file is not. from_file() keeps the file open and reads each window's
+//    seq_len + 1 bytes with pread when the window is drawn, so a corpus of any size trains in
+//    the memory its windows take. Its fingerprint (fnv1a64 of every byte) is taken once, at
+//    construction, in one pass of bounded chunks. For the same bytes both give the same
+//    windows, split, sweep and fingerprint, bit for bit.
+//  - A file is the bytes it held when it was opened: a window read that finds it shorter,
+//    longer or modified since (its size or modification time differ) throws Error naming the
+//    file and the change, never a window of other bytes. The modification time moves in the
+//    kernel's clock ticks (a few ms), so a same-size rewrite within one tick of the opening
+//    goes unseen.
+// Thread-safety: immutable after construction; ranks share one TextData and draw windows from
+// it at once (pread moves no shared file offset).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,15 +65,18 @@ class TextData {
   TextData(std::vector<std::uint8_t> bytes, std::size_t seq_len, int validation_percent = 10,
            std::string source = "in-memory corpus");
 
-  // A file (Error when it cannot be read or is too small) or the default corpus.
+  // A file, read window by window as drawn (the contract above). Error naming it when it
+  // cannot be opened, is not a regular file, is too small, or changes during the fingerprint's
+  // pass. `source` names it in messages; empty means "data file '<path>'".
   static TextData from_file(const std::string& path, std::size_t seq_len,
-                            int validation_percent = 10);
+                            int validation_percent = 10, std::string source = "");
+  // The default corpus, held in memory.
   static TextData default_corpus(std::size_t seq_len, int validation_percent = 10);
 
   std::size_t seq_len() const { return seq_len_; }
   std::size_t window_bytes() const { return seq_len_ + 1; }
-  std::size_t size() const { return bytes_.size(); }
-  std::size_t train_bytes() const { return bytes_.size() - validation_bytes_; }
+  std::size_t size() const { return size_; }
+  std::size_t train_bytes() const { return size_ - validation_bytes_; }
   std::size_t validation_bytes() const { return validation_bytes_; }
   int validation_percent() const { return validation_percent_; }
   // Windows in one sequential sweep of the validation split; 0 without a validation split.
@@ -68,9 +84,11 @@ class TextData {
   // Offset in the corpus of window i of a split (the seed matters for train only).
   std::size_t window_start(Split split, std::uint64_t seed, std::uint64_t i) const;
   // Copies that window into out, which must hold window_bytes(). Throws Error for a split
-  // that is empty (train at 100 %, validation at 0 %).
+  // that is empty (train at 100 %, validation at 0 %), and for a file that cannot be read or
+  // is no longer the bytes it was (the message names the file and the change).
   void window(Split split, std::uint64_t seed, std::uint64_t i, std::span<std::uint8_t> out) const;
-  std::span<const std::uint8_t> bytes() const { return bytes_; }
+  // fnv1a64 of every byte, taken at construction: the corpus's fingerprint.
+  std::uint64_t fingerprint() const { return fingerprint_; }
 
   // One line: source, size, fingerprint and the split, e.g. "default corpus
   // /usr/share/common-licenses: 237,320 bytes, fnv1a64 fe680f168f8bdd96, train 213,588 /
@@ -78,7 +96,15 @@ class TextData {
   std::string describe() const;
 
  private:
-  std::vector<std::uint8_t> bytes_;
+  struct File;  // an open file and what it was when opened; closed with the last copy
+  TextData(std::shared_ptr<const File> file, std::size_t size, std::size_t seq_len,
+           int validation_percent, std::string source);
+  void check_splits();
+
+  std::vector<std::uint8_t> bytes_;   // the corpus when it is held in memory
+  std::shared_ptr<const File> file_;  // or the file its windows are read from
+  std::size_t size_ = 0;
+  std::uint64_t fingerprint_ = 0;
   std::size_t seq_len_;
   int validation_percent_;
   std::size_t validation_bytes_;
