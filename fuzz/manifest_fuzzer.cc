@@ -11,7 +11,8 @@
 // holds the format's keys.
 //
 // Properties, for every input:
-//  - Checkpoint::open() returns or throws Error whose message is one line; nothing else
+//  - Checkpoint::open() returns or throws Error (unreadable, corrupt) or UsageError (a field
+//    out of its type or range) whose message is one line; nothing else
 //    escapes, nothing crashes, nothing is read outside the folder or past a file (ASan);
 //  - open() accepts only fields of their real type and range: the step, sample count and
 //    good-step count are whole numbers written as such, the stage 0-3, the precision fp32,
@@ -165,11 +166,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const std::exception& e) {
       fail(std::string("an accepted manifest failed later: ") + e.what());
     }
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // unreadable or corrupt
+    check_one_line(e, "Checkpoint::open()");
+    return 0;
+  } catch (const UsageError& e) {  // a field out of its type or range: input
     check_one_line(e, "Checkpoint::open()");
     return 0;
   } catch (const std::exception& e) {
-    fail(std::string("Checkpoint::open() threw something other than Error: ") + e.what());
+    fail(std::string("Checkpoint::open() threw something other than Error or UsageError: ") +
+         e.what());
   }
 
   try {

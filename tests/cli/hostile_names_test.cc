@@ -38,7 +38,7 @@ TEST(HostileNames, APlanReadsALatin1NamedConfigAndPrintsValidJson) {
   fs::copy_file(ZERODP_SOURCE_DIR "/examples/ds_zero3_offload.json", ds);
   const std::string model = dir + "/" + kLatin1 + "-config.json";
   fs::copy_file(ZERODP_SOURCE_DIR "/examples/handwritten_config.json", model);
-  for (const std::string args :
+  for (const std::string& args :
        {"plan --deepspeed-config '" + ds + "' --model llama-3-8b --gpus 4 --json",
         "plan --model-config '" + model + "' --gpus 4 --json",
         "plan --model-config '" + model + "' --deepspeed-config '" + ds + "' --gpus 4 --json"}) {

@@ -136,7 +136,7 @@ TEST(HostileRecord, TwoShardsWithTheirRangesSwappedAreRefused) {
   const CliResult before = run_zerodp("eval --checkpoint '" + s.dir + "/ck' --json");
   ASSERT_EQ(before.status, 0) << before.err;
   edit(s, [](nlohmann::json& m) { std::swap(m["shards"][0]["ranges"], m["shards"][1]["ranges"]); });
-  for (const std::string args : {"eval --checkpoint '" + s.dir + "/ck' --json",
+  for (const std::string& args : {"eval --checkpoint '" + s.dir + "/ck' --json",
                                  "train --resume '" + s.dir + "/ck' --steps 3 --out ''"}) {
     const CliResult r = run_zerodp(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
