@@ -121,7 +121,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   if (!f.deepspeed_config.empty()) {
     ds = read_deepspeed_config(f);
     settings = apply_deepspeed_config(f, *ds, settings, config.hidden, in);
-    if (ds->zeropp.any()) zeropp_source = f.deepspeed_config;
+    if (ds->zeropp.any()) zeropp_source = printable(f.deepspeed_config);
   }
   read_framework(f, settings, given_bpp, in);
   read_optimizer_impl(f, ds ? &*ds : nullptr, settings.optimizer, in);

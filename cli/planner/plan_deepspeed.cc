@@ -106,10 +106,12 @@ std::pair<const char*, const std::string*> flag_of(const std::string& field, con
 }  // namespace
 
 deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f) {
-  const std::string& path = f.deepspeed_config;
   deepspeed::DeepSpeedConfig c = deepspeed::parse_deepspeed_config(
-      read_file(path, "--deepspeed-config", "a DeepSpeed config, ds.json"),
-      "--deepspeed-config " + path);
+      read_file(f.deepspeed_config, "--deepspeed-config", "a DeepSpeed config, ds.json"),
+      "--deepspeed-config " + f.deepspeed_config);
+  // Every line that names the config, a warning here or the plan's, shows it as printable()
+  // does: a name holding a newline or an escape code quoted and escaped.
+  const std::string path = printable(f.deepspeed_config);
   if (!c.unknown.empty()) {
     std::fprintf(err(), "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
                  path.c_str(), units::format_list(c.unknown).c_str());
@@ -131,7 +133,8 @@ report::SharedSettings apply_deepspeed_config(const PlanFlags& f,
                                               const deepspeed::DeepSpeedConfig& config,
                                               const report::SharedSettings& given,
                                               std::uint64_t hidden, report::PlanInputs& in) {
-  const std::string& path = f.deepspeed_config;
+  // The plan's lines and its JSON show the name as read_deepspeed_config()'s warnings do.
+  const std::string path = printable(f.deepspeed_config);
   report::AppliedConfig applied = report::apply_deepspeed_config(config, path, given, hidden, in);
   if (!applied.conflicts.empty()) {
     const report::ConfigConflict& c = applied.conflicts.front();

@@ -235,7 +235,10 @@ std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelC
     text = std::string(known->config_json);
   } else {
     text = read_file(f.model_config, "--model-config", "a Hugging Face config.json");
-    m.name = f.model_config;
+    // The name the plan's lines and its JSON show (and the config's errors name): a path
+    // holding a control character is quoted and escaped, so that it can neither split a line
+    // nor drive the terminal.
+    m.name = printable(f.model_config);
     m.source = "--model-config";
   }
   config = catalog::parse_model_config(text, std::string(flag) + " " + m.name);
