@@ -386,9 +386,12 @@ StepResult Engine::step(float lr, const std::function<bool()>& stop_requested) {
   e.ledger.set_phase(Phase::optimizer);
   auto [sum_sq, non_finite] = e.local_grad_stats();
   const bool stop = stop_requested && stop_requested();
+  const std::vector<std::int64_t>& forced = e.opt.overflow_at_for_tests;
+  const bool forced_overflow =
+      std::find(forced.begin(), forced.end(), e.run_step + 1) != forced.end();
   float scalars[3] = {float(loss_sum / K), float(sum_sq), 0.0f};
   const comm::Stats before_scalars = e.stats();
-  const Flags flags = e.agree_on_flags(scalars, non_finite > 0.0, stop);
+  const Flags flags = e.agree_on_flags(scalars, non_finite > 0.0 || forced_overflow, stop);
   const comm::Stats after_scalars = e.stats();
   result.scalar_bytes = after_scalars.ring_bytes() - before_scalars.ring_bytes();
   result.scalar_sent_bytes = after_scalars.sent_bytes() - before_scalars.sent_bytes();

@@ -36,8 +36,13 @@
 // master weights, Adam m and Adam v of the rank's owned ranges, each block packed in range
 // order, little-endian. The 16-bit params are not stored: they are always the master rounded.
 // The manifest holds the format version, the model config, the stage and ranks that saved,
-// the engine state (step, data position, loss scale), the run's hyper-parameters and, for
-// every shard, its file, size, SHA-256 and ranges.
+// the engine state, the run's hyper-parameters and, for every shard, its file, size, SHA-256
+// and ranges. The state is state.run_step (the steps run, fp16's skipped steps included: what
+// names the step folder, and where a resume goes on in the schedule and the steps left),
+// state.step (AdamW's t, the updates only: less than run_step after a skip), state.samples_done
+// (the data position) and the loss scale with its good-step count. A manifest without run_step
+// was written before it was recorded: its run_step is read as its step, which is exact for
+// every run that skipped no step (bf16 always) and is where such a checkpoint always resumed.
 #pragma once
 
 #include <cstdint>
@@ -83,7 +88,7 @@ struct Manifest {
   int ranks = 0;                  // the ranks that saved: one shard each (any number can load it)
   DType precision = DType::bf16;  // the 16-bit params' type of the run that saved
   std::uint64_t bucket_bytes = 0;
-  zero::EngineState state;  // step, data position, loss scale
+  zero::EngineState state;  // run step, AdamW step, data position, loss scale
   std::string run_id;       // 32 hex digits; empty in a manifest written before run ids existed
   // The run record given to save(): the text of a JSON object ("{}" when the manifest has
   // none). Read back so that a resume can hold the run's settings to it.

@@ -88,6 +88,12 @@ struct EngineOptions {
   ZeroPlusPlus zeropp;
   std::size_t qwz_block = kDefaultQuantBlock;  // --qwz-block: elements per block
   int ranks_per_host = 0;  // --ranks-per-host: consecutive ranks per host; 0: the backend's
+  // Tests only (no flag or setting reaches it): the run steps (EngineState::run_step, 1-based)
+  // at which this rank reports its gradients overflowed whatever their values. Such a step goes
+  // as a real overflow does: skipped on every rank, the fp16 loss scale halved. It puts skips
+  // where a test needs them (several in a row, the last one before a checkpoint), which a loss
+  // scale the gradients overflow places only where their values fall.
+  std::vector<std::int64_t> overflow_at_for_tests;
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
   // precision, zeropp, qwz_block, ranks_per_host) when a value is out of range.
@@ -95,7 +101,7 @@ struct EngineOptions {
 };
 
 struct StepResult {
-  std::int64_t step = 0;    // 1-based optimizer step just taken (or skipped)
+  std::int64_t step = 0;    // AdamW's t after this step: unchanged by a skipped one
   float loss = 0.0f;        // mean over ranks and micro-steps
   float grad_norm = 0.0f;   // global norm of the unscaled gradient, before clipping
   bool skipped = false;     // fp16 overflow: no update on any rank
@@ -214,6 +220,7 @@ class Engine {
   void import_state(const RangeReader& read, const EngineState& state);
   EngineState state() const;
 
+  // Updates taken: AdamW's t (EngineState::step), which a skipped step leaves as it was.
   std::int64_t steps_done() const;
   const Ledger& ledger() const;
   // The stats of the collectives the engine issued: its communicator's and, with hpZ, its
