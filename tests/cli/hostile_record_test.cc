@@ -124,7 +124,11 @@ TEST(HostileRecord, AHundredKilobytePathComesBackAsAShortLine) {
   edit(s, [](nlohmann::json& m) { m["run"]["data"] = std::string(100'000, 'd'); });
   expect_record_refusal(s, "train --resume '" + s.dir + "/ck' --steps 3 --out ''", "run.data");
   // A path a record may hold (4,000 bytes) that is not readable here: also one short line.
-  edit(s, [](nlohmann::json& m) { m["run"]["data"] = "/nowhere/" + std::string(4000, 'd'); });
+  edit(s, [](nlohmann::json& m) {
+    std::string path = "/nowhere/";  // appended in steps: GCC 12 warns falsely on "..." + string
+    path.append(4000, 'd');
+    m["run"]["data"] = path;
+  });
   const CliResult r = run_zerodp("train --resume '" + s.dir + "/ck' --steps 3 --out ''");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(line_count(r.err), 1u);
