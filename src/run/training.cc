@@ -15,6 +15,20 @@
 #include "zerodp/run/stop_signal.h"
 
 namespace zerodp::run {
+namespace {
+
+// The run record of `resume` as the resume rules compare it. The weights' precision is the
+// manifest's, recorded in the run too since run records existed (run_record.h holds the two
+// equal): an older record without it is still held to it, and compared, not said unknown.
+nlohmann::json saved_run_of(const checkpoint::Checkpoint& resume) {
+  nlohmann::json saved_run = nlohmann::json::parse(resume.manifest().run);
+  if (!saved_run.contains("precision")) {
+    saved_run["precision"] = std::string(dtype_name(resume.manifest().precision));
+  }
+  return saved_run;
+}
+
+}  // namespace
 
 nlohmann::json TrainSettings::run_record() const {
   return {{"lr", lr},
@@ -100,7 +114,7 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
   }
   ResumePlan plan;
   try {  // the same checkpoint and settings on every rank: the same answer
-    plan = plan_resume(resume_from->folder(), nlohmann::json::parse(resume_from->manifest().run),
+    plan = plan_resume(resume_from->folder(), saved_run_of(*resume_from),
                        resume_from->manifest().ranks, run_record(), comm.size());
   } catch (const UsageError& e) {
     throw UsageErrorOnEveryRank(e.text());
@@ -141,13 +155,7 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
 }
 
 void check_resume(const TrainSettings& s, const checkpoint::Checkpoint& resume) {
-  // The weights' precision is the manifest's, recorded in the run too since run records
-  // existed (run_record.h holds the two equal): an older record without it is still held to it.
-  nlohmann::json saved_run = nlohmann::json::parse(resume.manifest().run);
-  if (!saved_run.contains("precision")) {
-    saved_run["precision"] = std::string(dtype_name(resume.manifest().precision));
-  }
-  refuse_resume_changes(resume.folder(), saved_run, nlohmann::json::parse(resume.manifest().model),
+  refuse_resume_changes(resume.folder(), saved_run_of(resume), nlohmann::json::parse(resume.manifest().model),
                         s.spec.config_json(), s.run_record());
   resume.check_model(s.spec.config_json().dump());
   if (resume.state().run_step >= s.steps) {

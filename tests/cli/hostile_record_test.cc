@@ -119,6 +119,19 @@ TEST(HostileRecord, APrecisionThatIsNotTheWeightsIsRefusedNotTrainedIn) {
   ASSERT_EQ(ok.status, 0) << ok.err;
 }
 
+TEST(HostileRecord, ARecordWithoutPrecisionIsHeldToTheManifestsAndNotSaidUncompared) {
+  const Saved s = saved_run("no_precision");  // bf16
+  edit(s, [](nlohmann::json& m) { m["run"].erase("precision"); });  // a record of an older run
+  const std::string resume = "train --resume '" + s.dir + "/ck' --steps 3 --out '' ";
+  const CliResult fp16 = run_zerodp(resume + "--precision fp16");
+  EXPECT_EQ(fp16.status, 2) << fp16.err;
+  EXPECT_NE(fp16.err.find("trained in bf16, this run asks fp16"), std::string::npos) << fp16.err;
+  const CliResult ok = run_zerodp(resume);
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ((ok.out + ok.err).find("precision; not compared"), std::string::npos)
+      << ok.out << ok.err;
+}
+
 TEST(HostileRecord, AHundredKilobytePathComesBackAsAShortLine) {
   const Saved s = saved_run("long_path");
   edit(s, [](nlohmann::json& m) { m["run"]["data"] = std::string(100'000, 'd'); });
