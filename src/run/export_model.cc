@@ -150,11 +150,20 @@ void remove_stale_staging(const fs::path& parent, const std::string& name) {
 }
 
 // Removes an old export folder, now at `old`: its export files, then the folder; anything
-// else put there since the check stays.
+// else put there since the check stays. `old` is whatever the exchange swapped out, which a
+// race may have made a link between the check and the rename: it is opened without following
+// a link and its files removed relative to that descriptor, so no file a link points at is
+// touched; a link itself is removed as a name.
 void remove_old_export(const fs::path& old) {
-  std::error_code ec;
-  for (const char* file : hf::kFolderFiles) fs::remove(old / file, ec);
-  fs::remove(old, ec);
+  const int dir = ::open(old.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) {
+    struct stat st {};
+    if (::lstat(old.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) ::unlink(old.c_str());
+    return;
+  }
+  for (const char* file : hf::kFolderFiles) ::unlinkat(dir, file, 0);
+  ::close(dir);
+  ::rmdir(old.c_str());  // only when empty: nothing else put there is removed
 }
 
 void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const std::string& out) {

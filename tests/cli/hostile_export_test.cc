@@ -102,8 +102,9 @@ TEST(HostileExport, AnExportKilledHalfwayLeavesTheOldFolderWhole) {
 
 TEST(HostileExport, AnExportThatFailsLeavesTheOldFolderWholeAndNothingBeside) {
   const Exports e = exported_once("failed");
-  // Files of at most 4 KiB: the weights cannot be written (bash's ulimit -f counts 1024 bytes;
-  // SIGXFSZ ignored, the write fails with EFBIG instead of killing).
+  // Files of at most 2 KiB: the weights cannot be written (std::system runs /bin/sh, whose
+  // ulimit -f counts 512-byte blocks on Debian's dash, 1024-byte ones in bash: 4 KiB, still too
+  // small; SIGXFSZ ignored, the write fails with EFBIG instead of killing).
   const CliResult r =
       run_zerodp("export --checkpoint '" + e.dir + "/ck2' --out '" + e.dir + "/model'",
                  "ulimit -f 4 && trap '' XFSZ && ");
