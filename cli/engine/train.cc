@@ -189,7 +189,7 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
                         {"bucket_bytes", run.bucket_bytes},
                         {"prefetch", run.prefetch},
                         {"zeropp", run::zeropp_value(settings.options)},
-                        {"hpz_ranks_per_host", run.hpz_ranks},
+                        {"hpz_ranks_per_host", run.hpz_ranks()},
                         {"qwz_block", run.qwz_block}};
     j.update(run::peak_json(run, budget, run::max_ranks_searched(launch), flag_of_field));
     std::fprintf(out(), "%s\n", utf8_dump(j, 2).c_str());

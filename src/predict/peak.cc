@@ -208,8 +208,8 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   if (shards.gradients) {
     scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
     u128 buckets = 2 * (2 * max_bucket + 2 * max_chunk);
-    if (run.qgz_ranks > 0 && shards.parameters) {
-      const u128 hosts = u128(run.ranks / run.qgz_ranks);
+    if (run.qgz_ranks() > 0 && shards.parameters) {
+      const u128 hosts = u128(run.ranks / run.qgz_ranks());
       const u128 payload = quantized_payload(std::uint64_t(max_bucket), run.ranks, run.qwz_block);
       buckets += 2 * (2 * u128(run.ranks) * payload + 2 * hosts * payload + 4 * hosts * max_chunk) +
                  2 * max_chunk;
@@ -230,7 +230,7 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   }
   if (shards.parameters) {
     u128 staging = 0;  // qwZ: one slot's payloads, for the unit whose buckets need the most
-    if (run.qwz) {
+    if (run.zeropp.qwz) {
       const auto payloads = [&](std::uint64_t elements) {
         return u128(run.ranks) * quantized_payload(elements, run.ranks, run.qwz_block);
       };
@@ -239,11 +239,11 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
       }
     }
     u128 secondary = 0;  // hpZ: this rank's host chunk of every bucket
-    if (run.hpz_ranks > 0) {
-      const int host_rank = rank % run.hpz_ranks;
+    if (run.hpz_ranks() > 0) {
+      const int host_rank = rank % run.hpz_ranks();
       for (std::uint64_t c : f.layout.counts) {
-        secondary += u128(c / E) * shard_of(E, run.hpz_ranks, host_rank).size +
-                     shard_of(c % E, run.hpz_ranks, host_rank).size;
+        secondary += u128(c / E) * shard_of(E, run.hpz_ranks(), host_rank).size +
+                     shard_of(c % E, run.hpz_ranks(), host_rank).size;
       }
     }
     set(Category::gathered_params,
@@ -268,7 +268,7 @@ std::vector<RankPeak> predict_peak(const EngineRun& run) {
 }
 
 std::uint64_t qgz_bytes_to(const EngineRun& run, std::uint64_t count, int rank, int peer) {
-  const int h = run.qgz_ranks;
+  const int h = run.qgz_ranks();
   if (peer == rank || h <= 0) return 0;
   const std::uint64_t payload = quantized_payload(count, run.ranks, run.qwz_block);
   if (peer / h == rank / h) return std::uint64_t(run.ranks / h) * payload;  // inside the host
@@ -295,16 +295,17 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
         if (j / ranks_per_host == host) continue;  // shared memory, not the wire
         const std::uint64_t theirs = shard_of(bucket.count, run.ranks, j).size;
         const std::uint64_t gathered =
-            run.qwz && gathers == 2 ? quantized_payload(bucket.count, run.ranks, run.qwz_block)
-                                    : 2 * mine;
+            run.zeropp.qwz && gathers == 2
+                ? quantized_payload(bucket.count, run.ranks, run.qwz_block)
+                : 2 * mine;
         // hpZ: the backward's gather stays in the hpZ host (counted below).
-        const std::uint64_t world_gathers = gathers == 2 && run.hpz_ranks > 0 ? 1 : gathers;
-        const std::uint64_t scattered = gathers == 2 && run.qgz_ranks > 0
+        const std::uint64_t world_gathers = gathers == 2 && run.hpz_ranks() > 0 ? 1 : gathers;
+        const std::uint64_t scattered = gathers == 2 && run.qgz_ranks() > 0
                                             ? qgz_bytes_to(run, bucket.count, r, j)
                                             : 2 * scatters * theirs;
         sent[host] += scattered + world_gathers * gathered;
-        if (gathers == 2 && run.hpz_ranks > 0 && j / run.hpz_ranks == r / run.hpz_ranks) {
-          sent[host] += 2 * shard_of(bucket.count, run.hpz_ranks, r % run.hpz_ranks).size;
+        if (gathers == 2 && run.hpz_ranks() > 0 && j / run.hpz_ranks() == r / run.hpz_ranks()) {
+          sent[host] += 2 * shard_of(bucket.count, run.hpz_ranks(), r % run.hpz_ranks()).size;
         }
       }
     }
@@ -322,16 +323,16 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
   std::uint64_t bytes = 0;
   for (const Bucket& bucket : part.buckets) {
     std::uint64_t scatter = 2 * (bucket.count - shard_of(bucket.count, n, rank).size);
-    if (params_sharded && run.qgz_ranks > 0) {
+    if (params_sharded && run.qgz_ranks() > 0) {
       scatter = 0;
       for (int peer = 0; peer < n; ++peer) scatter += qgz_bytes_to(run, bucket.count, rank, peer);
     }
     std::uint64_t gather = 2 * (bucket.count - shard_of(bucket.count, n, (rank + 1) % n).size);
-    if (params_sharded && run.qwz) {
+    if (params_sharded && run.zeropp.qwz) {
       gather = std::uint64_t(n - 1) * quantized_payload(bucket.count, n, run.qwz_block);
     }
-    if (params_sharded && run.hpz_ranks > 0) {
-      const int h = run.hpz_ranks;  // the backward's gather: a ring over the hpZ host
+    if (params_sharded && run.hpz_ranks() > 0) {
+      const int h = run.hpz_ranks();  // the backward's gather: a ring over the hpZ host
       const std::uint64_t host_gather =
           2 * (bucket.count - shard_of(bucket.count, h, (rank % h + 1) % h).size);
       bytes += scatter + gather + host_gather;

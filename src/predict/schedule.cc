@@ -48,7 +48,7 @@ class Replay {
 // (common/quantize.h).
 double gather_seconds(const EngineRun& run, int ranks_per_host, const Link& link,
                       std::uint64_t count) {
-  if (run.qwz && sharding(run.stage).parameters) {
+  if (run.zeropp.qwz && sharding(run.stage).parameters) {
     return collective_seconds(run, ranks_per_host, link, LinkCollective::all_gather,
                               run.ranks * quantized_payload(count, run.ranks, run.qwz_block), 1);
   }
@@ -59,14 +59,14 @@ double gather_seconds(const EngineRun& run, int ranks_per_host, const Link& link
 // the hpZ host, which crosses the link only where an hpZ host spans hosts of the link.
 double backward_gather_seconds(const EngineRun& run, int ranks_per_host, const Link& link,
                                std::uint64_t count) {
-  const int h = run.hpz_ranks;
+  const int h = run.hpz_ranks();
   if (h <= 0 || !sharding(run.stage).parameters) {
     return gather_seconds(run, ranks_per_host, link, count);
   }
   if (ranks_per_host % h == 0) return 0.0;  // inside one host of the link: shared memory
   EngineRun host = run;
   if (h % ranks_per_host == 0) host.ranks = h;  // a few whole hosts
-  host.qwz = false;
+  host.zeropp.qwz = false;
   return collective_seconds(host, ranks_per_host, link, LinkCollective::all_gather, count, 2);
 }
 
@@ -83,7 +83,7 @@ double qgz_seconds(const EngineRun& run, int ranks_per_host, const Link& link, s
     std::vector<double> sent(n / ranks_per_host, 0.0);
     for (int r = 0; r < n; ++r) {
       for (int j = 0; j < n; ++j) {
-        const bool same_qgz_host = j / run.qgz_ranks == r / run.qgz_ranks;
+        const bool same_qgz_host = j / run.qgz_ranks() == r / run.qgz_ranks();
         if (same_qgz_host != inside || j / ranks_per_host == r / ranks_per_host) continue;
         sent[r / ranks_per_host] += double(qgz_bytes_to(run, count, r, j));
       }
@@ -113,7 +113,7 @@ class EngineSchedule {
     const LinkCollective reduce =
         sharding.optimizer_states ? LinkCollective::reduce_scatter : LinkCollective::all_reduce;
     for (const Bucket& b : part_.buckets) {
-      if (run.qgz_ranks > 0 && params_sharded_) {
+      if (run.qgz_ranks() > 0 && params_sharded_) {
         // qgZ: the host's all-to-all travels from its issue; the hosts' one starts only when
         // the slot lands (zero/grad_reducer.h), and is waited at once.
         reduce_.push_back(qgz_seconds(run, ranks_per_host, link, b.count, true));

@@ -54,7 +54,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.grad_accum = std::uint64_t(o.grad_accum);
   run.bucket_bytes = o.bucket_bytes;
   run.prefetch = o.prefetch;
-  run.qwz = o.zeropp.qwz;
+  run.zeropp = o.zeropp;
   run.qwz_block = o.qwz_block;
   if (o.zeropp.uses_hosts()) {
     if (o.ranks_per_host > 0 && ranks % o.ranks_per_host != 0) {
@@ -69,8 +69,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
     }
     const int hosts_of =
         per_host > 0 && per_host <= ranks && ranks % per_host == 0 ? per_host : ranks;
-    run.hpz_ranks = o.zeropp.hpz ? hosts_of : 0;
-    run.qgz_ranks = o.zeropp.qgz ? hosts_of : 0;
+    run.ranks_per_host = hosts_of;
   }
   run.mpi = launch.backend == "mpi";
   run.mpi_segment_bytes = launch.options.mpi_segment_bytes;
@@ -83,14 +82,14 @@ std::string zeropp_value(const zero::EngineOptions& o) {
 
 std::string zeropp_description(const predict::EngineRun& run) {
   std::string parts;
-  if (run.qwz) parts = "qwZ (int8 gathers, blocks of " + std::to_string(run.qwz_block) + ")";
-  if (run.hpz_ranks > 0) {
+  if (run.zeropp.qwz) parts = "qwZ (int8 gathers, blocks of " + std::to_string(run.qwz_block) + ")";
+  if (run.hpz_ranks() > 0) {
     parts += (parts.empty() ? "" : " and ") + std::string("hpZ (hosts of ") +
-             std::to_string(run.hpz_ranks) + (run.hpz_ranks == 1 ? " rank)" : " ranks)");
+             std::to_string(run.hpz_ranks()) + (run.hpz_ranks() == 1 ? " rank)" : " ranks)");
   }
-  if (run.qgz_ranks > 0) {
+  if (run.qgz_ranks() > 0) {
     parts += (parts.empty() ? "" : " and ") + std::string("qgZ (int8 all-to-alls, hosts of ") +
-             std::to_string(run.qgz_ranks) + (run.qgz_ranks == 1 ? " rank)" : " ranks)");
+             std::to_string(run.qgz_ranks()) + (run.qgz_ranks() == 1 ? " rank)" : " ranks)");
   }
   return parts.empty() ? "" : " with " + parts;
 }

@@ -40,11 +40,9 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2)
   o.grad_accum = static_cast<int>(run.grad_accum);
   o.bucket_bytes = run.bucket_bytes;
   o.prefetch = run.prefetch;
-  o.zeropp.qwz = run.qwz;
+  o.zeropp = run.zeropp;
   o.qwz_block = run.qwz_block;
-  o.zeropp.hpz = run.hpz_ranks > 0;
-  o.zeropp.qgz = run.qgz_ranks > 0;
-  o.ranks_per_host = std::max(run.hpz_ranks, run.qgz_ranks);
+  o.ranks_per_host = run.zeropp.uses_hosts() ? run.ranks_per_host : 0;
   o.rank_memory = budget;
   Measured m;
   m.ledgers.resize(run.ranks);
@@ -165,14 +163,15 @@ class PeakQwz : public ::testing::TestWithParam<std::tuple<bool, int, bool, int,
 TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
   const auto [gpt, ranks, prefetch, block, hosts, qgz] = GetParam();
   predict::EngineRun run = run_of({gpt, 3, ranks, prefetch, false, 1});
-  run.qwz = block > 0;
+  run.zeropp.qwz = block > 0;
   run.qwz_block = block > 0 ? block : 256;
   // hosts 0: hpZ over all ranks (one host) or, with qwZ, off; 1: hosts of one rank; 2: of two
   // where the ranks pair up, else one host.
   const int paired = ranks % 2 == 0 ? 2 : ranks;
-  run.hpz_ranks = hosts == 1 ? 1 : hosts == 2 ? paired : block == 0 ? ranks : 0;
+  run.zeropp.hpz = hosts != 0 || block == 0;
+  run.ranks_per_host = hosts == 1 ? 1 : hosts == 2 ? paired : ranks;
   // qgZ over the same hosts (all ranks when hpZ is off), with qwZ's block.
-  run.qgz_ranks = qgz ? (run.hpz_ranks > 0 ? run.hpz_ranks : ranks) : 0;
+  run.zeropp.qgz = qgz;
   const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
   const Measured measured = train(run, 0);
   for (int r = 0; r < run.ranks; ++r) {
@@ -184,8 +183,8 @@ TEST_P(PeakQwz, PredictionEqualsTheLedgerOnEveryRank) {
     EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
   }
   // The staging and the copy are there: more than the plain run's gathered params.
-  run.qwz = false;
-  run.hpz_ranks = run.qgz_ranks = 0;
+  run.zeropp.qwz = false;
+  run.zeropp = {};
   EXPECT_GT(predicted[0][Category::gathered_params],
             predict::predict_rank_peak(run, 0)[Category::gathered_params]);
 }

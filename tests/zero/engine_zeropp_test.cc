@@ -52,10 +52,11 @@ predict::EngineRun planned(int ranks, bool qwz, std::size_t block, int hpz_ranks
   run.stage = Stage::zero3;
   run.ranks = ranks;
   run.bucket_bytes = 300;
-  run.qwz = qwz;
+  run.zeropp.qwz = qwz;
   run.qwz_block = block;
-  run.hpz_ranks = hpz_ranks;
-  run.qgz_ranks = qgz_ranks;
+  run.zeropp.hpz = hpz_ranks > 0;
+  run.zeropp.qgz = qgz_ranks > 0;
+  run.ranks_per_host = std::max(hpz_ranks, qgz_ranks);
   return run;
 }
 

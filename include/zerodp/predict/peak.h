@@ -40,6 +40,7 @@
 
 #include "zerodp/common/ledger.h"
 #include "zerodp/common/stage.h"
+#include "zerodp/common/zeropp.h"
 
 namespace zerodp::predict {
 
@@ -67,10 +68,16 @@ struct EngineRun {
   int model_threads = 1;                 // GptModel::set_threads
   bool mpi = false;                      // the MPI backend keeps reduction staging
   std::uint64_t mpi_segment_bytes = 4 << 20;
-  bool qwz = false;               // stage 3: quantized param gathers (engine.h)
-  std::uint64_t qwz_block = 256;  // elements per quantization block
-  int hpz_ranks = 0;  // stage 3 with hpZ: the ranks per host its secondary copy spans; 0: off
-  int qgz_ranks = 0;  // stage 3 with qgZ: the ranks per host of its first all-to-all; 0: off
+  ZeroPlusPlus zeropp;            // stage 3's ZeRO++ switches (common/zeropp.h)
+  std::uint64_t qwz_block = 256;  // elements per quantization block (qwZ, qgZ)
+  // The ranks of one host, settled (EngineOptions::ranks_per_host, or the backend's): hpZ's
+  // secondary copy and qgZ's first all-to-all span them. Unused without hpZ or qgZ.
+  int ranks_per_host = 0;
+
+  // Stage 3 with hpZ: the ranks its secondary copy spans; 0: off.
+  int hpz_ranks() const { return zeropp.hpz ? ranks_per_host : 0; }
+  // Stage 3 with qgZ: the ranks of its first all-to-all; 0: off.
+  int qgz_ranks() const { return zeropp.qgz ? ranks_per_host : 0; }
 };
 
 // qgZ's two all-to-alls of a bucket of `count` elements (zero/grad_reducer.h): the bytes rank
