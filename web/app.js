@@ -12,24 +12,87 @@ const ZerodpPage = (() => {
   const OUTPUT_FLAGS = new Set(["--help", "--json", "--link", "--link-base", "--list-models",
                                 "--list-gpus"]);
 
-  // Hand-written sections for the flags known when the page was written; a flag that is in
-  // none of them (one added to the planner later) lands in "More inputs", so every input of
-  // `zerodp plan` has a field without editing this page.
-  const SECTIONS = [
-    ["Model", ["--params", "--model", "--model-config"]],
-    ["GPUs", ["--gpus", "--stage", "--gpu", "--gpu-memory", "--round-to", "--gpus-per-node",
-              "--nodes", "--intra-bandwidth", "--inter-bandwidth", "--cuda-overhead", "--buffers",
-              "--host-memory"]],
-    ["Activations", ["--activations", "--layers", "--hidden", "--heads", "--seq-len",
-                     "--micro-batch", "--checkpointing", "--attention"]],
-    ["Step time", ["--compute-time", "--bandwidth", "--overlap", "--comm-bytes",
-                   "--comm-convention", "--count-both-directions"]],
-    ["Precision and optimizer", ["--precision", "--optimizer", "--bytes-per-param",
-                                 "--optimizer-impl", "--framework", "--limit-all-gathers"]],
-    ["Offload and DeepSpeed", ["--offload-optimizer", "--offload-params", "--zeropp",
-                               "--deepspeed-config", "--estimator", "--largest-layer"]],
-    ["Display", ["--binary"]],
+  // The fields in groups, each a few fields in view and the less used in a fold ("More"); a
+  // flag in no group (one added to the planner later) lands in "Other inputs", so every input
+  // of `zerodp plan` has a field without editing this page.
+  const GROUPS = [
+    ["Model", ["--model", "--params"], ["--model-config", "--largest-layer"]],
+    ["Cluster / GPUs", ["--gpu", "--gpus", "--gpu-memory"],
+     ["--gpus-per-node", "--nodes", "--host-memory", "--round-to"]],
+    ["Batch & activations", ["--seq-len", "--micro-batch", "--checkpointing", "--attention"],
+     ["--activations", "--layers", "--hidden", "--heads"]],
+    ["DeepSpeed / ZeRO", ["--stage", "--precision", "--optimizer", "--offload-optimizer",
+                          "--offload-params"],
+     ["--framework", "--zeropp", "--deepspeed-config", "--optimizer-impl", "--bytes-per-param",
+      "--buffers", "--cuda-overhead", "--limit-all-gathers", "--estimator"]],
+    ["Communication", ["--compute-time", "--bandwidth", "--overlap"],
+     ["--intra-bandwidth", "--inter-bandwidth", "--comm-bytes", "--comm-convention",
+      "--count-both-directions"]],
+    ["Display", ["--binary"], []],
   ];
+
+  // Each flag's label in words; the flag itself stands beside it. A flag missing here shows
+  // its name alone, and page_test.py's words test fails until it has words.
+  const WORDS = {
+    "--params": "Parameter count",
+    "--model": "Published model",
+    "--model-config": "Hugging Face config.json",
+    "--largest-layer": "Largest layer's parameters",
+    "--gpu": "GPU",
+    "--gpus": "Number of GPUs",
+    "--gpu-memory": "Memory per GPU",
+    "--gpus-per-node": "GPUs per node",
+    "--nodes": "Number of nodes",
+    "--host-memory": "Host memory per node",
+    "--round-to": "Round the least N up to a multiple of",
+    "--seq-len": "Sequence length",
+    "--micro-batch": "Micro-batch per GPU",
+    "--checkpointing": "Activation checkpointing",
+    "--attention": "Attention kernel",
+    "--activations": "Activation memory per GPU",
+    "--layers": "Transformer layers",
+    "--hidden": "Hidden size",
+    "--heads": "Attention heads",
+    "--stage": "ZeRO stage you will run",
+    "--precision": "Precision",
+    "--optimizer": "Optimizer",
+    "--offload-optimizer": "Offload the optimizer states to",
+    "--offload-params": "Offload the parameters to",
+    "--framework": "Framework",
+    "--zeropp": "ZeRO++",
+    "--deepspeed-config": "DeepSpeed config (ds.json)",
+    "--optimizer-impl": "Optimizer implementation",
+    "--bytes-per-param": "Bytes per parameter",
+    "--buffers": "DeepSpeed's buffers",
+    "--cuda-overhead": "CUDA context and allocator",
+    "--limit-all-gathers": "FSDP's limit_all_gathers",
+    "--estimator": "Also DeepSpeed's own estimate",
+    "--compute-time": "Compute time per step",
+    "--bandwidth": "Bandwidth per GPU",
+    "--overlap": "Communication hidden behind compute",
+    "--intra-bandwidth": "Bandwidth inside a node",
+    "--inter-bandwidth": "Bandwidth across nodes",
+    "--comm-bytes": "Communication per step",
+    "--comm-convention": "Communication time from",
+    "--count-both-directions": "Count bytes sent and received",
+    "--binary": "Binary units (GiB, TiB)",
+  };
+
+  // What the page opens on without a query: a question with an answer, Llama 3 8B on eight
+  // H100 80GB at 4096 tokens a sequence, one a GPU (ZeRO-1 fits, tight; ZeRO-2 with room).
+  const EXAMPLE_QUERY = "model=llama-3-8b&gpus=8&gpu=h100-80gb&seq-len=4096&micro-batch=1";
+
+  // The presets, by catalogue name: a name the catalogue no longer lists gets no button.
+  const MODEL_PRESETS = [["llama-3-8b", "Llama 3 8B"], ["llama-3-70b", "Llama 3 70B"],
+                         ["mistral-7b", "Mistral 7B"], ["mixtral-8x7b", "Mixtral 8x7B"],
+                         ["qwen2.5-7b", "Qwen2.5 7B"], ["gemma-2-9b", "Gemma 2 9B"],
+                         ["gpt2-xl", "GPT-2 XL"]];
+  const GPU_PRESETS = [["a100-40gb", "A100 40GB"], ["a100-80gb", "A100 80GB"],
+                       ["h100-80gb", "H100 80GB"], ["h200", "H200"], ["l40s", "L40S"],
+                       ["rtx-4090", "RTX 4090"]];
+  // A preset replaces the fields that give the same thing another way, which the planner
+  // refuses beside it ("--params: not with --model").
+  const PRESET_CLEARS = { "--model": ["--params", "--model-config"], "--gpu": ["--gpu-memory"] };
 
   // Choices of the flags that take a word; the planner still checks them (a value from a link
   // that is not among them is kept, so that its error shows).
@@ -172,35 +235,93 @@ const ZerodpPage = (() => {
   // A refusal in the planner's own form, for what the page cannot pass on to it.
   const refusal = (message) => ({ status: 2, stdout: "", stderr: "zerodp: " + message + "\n" });
 
-  // Plan and figure for a state: what the page shows, with no DOM involved.
+  // Plan and figure for a state: what the page shows, with no DOM involved. A state the
+  // planner refuses has errors: [{flag, message}], every wrong value's (wrongValues).
   function evaluate(state) {
     const result = { argv: null, text: null, json: null, plan: null, figure: null,
-                     breakdown: null };
+                     breakdown: null, errors: [] };
+    const refuse = (message) => {
+      result.text = refusal(message);
+      result.errors = [{ flag: flagOfMessage(result.text.stderr), message: result.text.stderr.trim() }];
+      return result;
+    };
     // A key of an output flag (help=1 in the address) would make the planner print its help
     // or a link where the page expects a plan: it is refused like any other bad input.
     const output = state.find((s) => OUTPUT_FLAGS.has(s.option.name));
     if (output) {
       const key = output.option.name.slice(2);
-      result.text = refusal(`${output.option.name}: chooses how the command line prints, not ` +
-                            `what the plan is, and the page shows all of it; remove '${key}' ` +
-                            "from the address");
-      return result;
+      return refuse(`${output.option.name}: chooses how the command line prints, not ` +
+                    `what the plan is, and the page shows all of it; remove '${key}' ` +
+                    "from the address");
     }
     result.argv = planArgv(state);
     result.text = run(result.argv);
-    if (result.text.status !== 0) return result;
+    if (result.text.status !== 0) {
+      result.errors = wrongValues(state, result.text.stderr.trim());
+      return result;
+    }
     result.json = run(result.argv.concat(["--json"]));
     try {
       result.plan = JSON.parse(result.json.stdout);
     } catch (e) {
       // Not expected of the planner; if it happens, the page says so instead of stopping.
       const first = (result.json.stderr || result.json.stdout).trim().split("\n")[0];
-      result.text = refusal("the plan could not be read as JSON: " + first);
-      return result;
+      return refuse("the plan could not be read as JSON: " + first);
     }
     result.figure = figure(state, result.plan);
     result.breakdown = breakdown(result.argv, result.plan);
     return result;
+  }
+
+  // Every wrong value of a state the planner refused with `message`, each with the planner's
+  // own words: [{flag, message}], the refusal first (flag null when it names none).
+  //
+  // The planner stops at its first error, as the command line does, and its rules (which
+  // value, which pair of flags) live in its C++ alone. So the page asks it again rather than
+  // judging values itself: without the flag it named, which flag does it stop on next, and so
+  // on until it plans or names no flag that is left. Such a flag may only be missing what was
+  // taken out (--framework fsdp without the --model that was wrong), so each is asked once
+  // more on its own: with every other wrong flag given the example's value (EXAMPLE_QUERY) or
+  // left out, it is wrong if the planner still names it.
+  function wrongValues(state, message) {
+    const errors = [{ flag: flagOfMessage(message), message }];
+    const wrong = new Set();
+    if (errors[0].flag) {
+      wrong.add(errors[0].flag);
+    } else {
+      // A key that names no flag ("unknown flag '--foo'") is refused before any value is
+      // read; without such keys the planner still reads the others.
+      const unknown = state.filter((s) => !options.includes(s.option));
+      if (unknown.length === 0) return errors;
+      for (const s of unknown) wrong.add(s.option.name);
+    }
+    const suspects = [];
+    let rest = state.filter((s) => !wrong.has(s.option.name));
+    while (rest.length > 0) {
+      const next = run(planArgv(rest));
+      if (next.status === 0) break;
+      const flag = flagOfMessage(next.stderr.trim());
+      if (!flag || !rest.some((s) => s.option.name === flag)) break;
+      suspects.push(flag);
+      wrong.add(flag);
+      rest = rest.filter((s) => s.option.name !== flag);
+    }
+    const example = new URLSearchParams(EXAMPLE_QUERY);
+    for (const flag of suspects) {
+      const context = [];
+      for (const s of state) {
+        const name = s.option.name;
+        if (name === flag || !wrong.has(name)) {
+          context.push(s);
+        } else if (example.has(name.slice(2)) && !context.some((c) => c.option.name === name)) {
+          context.push({ option: s.option, value: example.get(name.slice(2)) });
+        }
+      }
+      const alone = run(planArgv(context));
+      const said = alone.stderr.trim();
+      if (alone.status !== 0 && flagOfMessage(said) === flag) errors.push({ flag, message: said });
+    }
+    return errors;
   }
 
   // The first flag a message names ("zerodp: --seq-len, --micro-batch: ..."), or null.
@@ -325,6 +446,15 @@ const ZerodpPage = (() => {
         : [entry.name, `${entry.device}, sold as ${entry.sold_as}`]);
   }
 
+  // A field's label: the flag in words, the flag itself beside them in small type.
+  function fieldLabel(o, id) {
+    const words = WORDS[o.name];
+    return el("label", { for: id }, [
+      words ? el("span", { class: "words", text: words }) : "",
+      words ? " " : "",
+      el("code", { class: "flag", text: o.name })]);
+  }
+
   function buildField(o, choices) {
     const key = o.name.slice(2);
     const id = "field-" + key;
@@ -335,8 +465,7 @@ const ZerodpPage = (() => {
     let input;
     if (o.flag) {
       input = el("input", { type: "checkbox", id, name: key, "aria-describedby": described });
-      return el("div", { class: "field check" }, [
-        input, el("label", { for: id, text: o.name }), hint, error]);
+      return el("div", { class: "field check" }, [input, fieldLabel(o, id), hint, error]);
     }
     if (SEARCHED[o.name]) {
       // A name typed or picked from the catalogue's list (the browser filters it as one
@@ -349,9 +478,7 @@ const ZerodpPage = (() => {
         type: "text", id, name: key, list: "list-" + key, autocomplete: "off",
         spellcheck: "false", "aria-describedby": described, placeholder: "type to search",
       });
-      const label = el("label", { for: id }, [
-        el("code", { text: o.name }), el("span", { class: "type", text: " " + o.type })]);
-      return el("div", { class: "field" }, [label, input, list, hint, error]);
+      return el("div", { class: "field" }, [fieldLabel(o, id), input, list, hint, error]);
     }
     if (choices) {
       input = el("select", { id, name: key, "aria-describedby": described });
@@ -368,34 +495,72 @@ const ZerodpPage = (() => {
         "aria-describedby": described, placeholder: o.type,
       });
     }
-    const label = el("label", { for: id }, [
-      el("code", { text: o.name }), o.type ? el("span", { class: "type", text: " " + o.type }) : ""]);
-    return el("div", { class: "field" }, [label, input, hint, error]);
+    return el("div", { class: "field" }, [fieldLabel(o, id), input, hint, error]);
   }
-
-  // Sections open when they hold a value, or are where every plan starts (Model, GPUs);
-  // the others fold away, so that on a phone the plan is not a screen of empty fields away.
-  const OPEN_SECTIONS = new Set(["Model", "GPUs"]);
 
   // Fields chosen from a catalogue, filled by buildForm().
   const SEARCHED = {};
+
+  // One row of preset buttons for a flag: each puts its value in the field, empties the
+  // fields it replaces, and the form's input event re-plans.
+  function presetRow(form, title, flag, presets) {
+    const described = new Map(SEARCHED[flag]);
+    const labelId = "presets-" + flag.slice(2);
+    const row = el("div", { class: "preset-row", role: "group", "aria-labelledby": labelId },
+                   [el("span", { id: labelId, class: "preset-title", text: title })]);
+    for (const [value, words] of presets.filter(([value]) => described.has(value))) {
+      const button = el("button", {
+        type: "button", class: "preset", "data-flag": flag, "data-value": value,
+        "aria-pressed": "false", title: `${flag} ${value}: ${described.get(value)}`, text: words,
+      });
+      button.addEventListener("click", () => {
+        form.elements.namedItem(flag.slice(2)).value = value;
+        for (const other of PRESET_CLEARS[flag] || []) {
+          const input = form.elements.namedItem(other.slice(2));
+          if (input) input.value = "";
+        }
+        form.dispatchEvent(new Event("input"));
+      });
+      row.append(button);
+    }
+    return row;
+  }
+
+  // A preset shows as pressed while its field holds its value.
+  function markPresets(form) {
+    for (const button of form.querySelectorAll("button.preset")) {
+      const input = form.elements.namedItem(button.dataset.flag.slice(2));
+      button.setAttribute("aria-pressed", String(!!input && input.value === button.dataset.value));
+    }
+  }
 
   function buildForm(form, state) {
     SEARCHED["--model"] = catalogue("--list-models");
     SEARCHED["--gpu"] = catalogue("--list-gpus");
     const byName = new Map(options.map((o) => [o.name, o]));
     const given = new Set(state.map((s) => s.option.name));
-    const sections = SECTIONS.map(([title, names]) => [title, names.filter((n) => byName.has(n))]);
-    const more = options.map((o) => o.name).filter((n) => !SECTIONS.some(([, ns]) => ns.includes(n)));
-    sections.splice(sections.length - 1, 0, ["More inputs", more]);
-    for (const [title, names] of sections) {
-      if (names.length === 0) continue;
-      const details = el("details", { class: "section" }, [el("summary", { text: title })]);
-      details.open = OPEN_SECTIONS.has(title) || names.some((n) => given.has(n));
-      const fieldset = el("fieldset", {}, [el("legend", { class: "visually-hidden", text: title })]);
-      for (const name of names) fieldset.append(buildField(byName.get(name), CHOICES[name]));
-      details.append(fieldset);
-      form.append(details);
+    const present = (names) => names.filter((n) => byName.has(n));
+    const grouped = new Set(GROUPS.flatMap(([, shown, more]) => shown.concat(more)));
+    const groups = GROUPS.map(([title, shown, more]) => [title, present(shown), present(more)]);
+    groups.push(["Other inputs", [], options.map((o) => o.name).filter((n) => !grouped.has(n))]);
+    form.prepend(el("div", { id: "presets" }, [
+      presetRow(form, "Model", "--model", MODEL_PRESETS),
+      presetRow(form, "GPU", "--gpu", GPU_PRESETS)]));
+    for (const [title, shown, more] of groups) {
+      if (shown.length + more.length === 0) continue;
+      const fieldset = el("fieldset", { class: "group" }, [el("legend", { text: title })]);
+      for (const name of shown) fieldset.append(buildField(byName.get(name), CHOICES[name]));
+      if (more.length > 0) {
+        // The less used inputs fold away, named in the fold's summary so that they are
+        // found; open when one of them holds a value.
+        const names = more.map((n) => WORDS[n] || n).join(", ");
+        const details = el("details", { class: "more" }, [
+          el("summary", { text: shown.length > 0 ? "More: " + names : names })]);
+        details.open = more.some((n) => given.has(n));
+        for (const name of more) details.append(buildField(byName.get(name), CHOICES[name]));
+        fieldset.append(details);
+      }
+      form.append(fieldset);
     }
   }
 
@@ -444,16 +609,18 @@ const ZerodpPage = (() => {
     $("results").classList.toggle("stale", keep);
     $("stale-note").hidden = !keep;
     if (!ok) {
-      const message = result.text.stderr.trim();
-      const flag = flagOfMessage(message);
-      const slot = flag && $("error-" + flag.slice(2));
-      if (slot) {
+      // Each wrong value beside its field, its group's fold opened; all of them above the plan.
+      for (const { flag, message } of result.errors) {
+        const slot = flag && $("error-" + flag.slice(2));
+        if (!slot) continue;
         slot.textContent = message;
         const field = $("field-" + flag.slice(2));
         field.setAttribute("aria-invalid", "true");
-        field.closest("details").open = true;
+        for (let fold = field.closest("details"); fold; fold = fold.parentElement.closest("details")) {
+          fold.open = true;
+        }
       }
-      $("message").textContent = message;
+      $("message").textContent = result.errors.map((e) => e.message).join("\n");
       if (keep) return result;
       $("plan-text").textContent = "";
       $("plan-html").replaceChildren();
@@ -502,7 +669,9 @@ const ZerodpPage = (() => {
       status.textContent = "The planner could not start in this browser: " + e;
       return;
     }
-    const initial = stateFromQuery(location.search);
+    // Without a query the page opens on the example, a plan rather than a request for input;
+    // the address stays empty until a field changes.
+    const initial = stateFromQuery(location.search || EXAMPLE_QUERY);
     buildForm(form, initial);
     const unknown = initial.filter((s) => !options.includes(s.option));
     fillForm(form, initial);
@@ -515,6 +684,7 @@ const ZerodpPage = (() => {
       const query = queryFromState(state.concat(unknown));
       history.replaceState(null, "", query ? "?" + query : location.pathname);
       show(form, state, unknown);
+      markPresets(form);
     };
     // Events of one keystroke or click (input, change) run the planner once. A timer, not
     // requestAnimationFrame, which a hidden tab or a headless browser may never call.
@@ -543,7 +713,14 @@ const ZerodpPage = (() => {
       copy(document.getElementById("command").textContent, e.currentTarget));
     document.getElementById("copy-link").addEventListener("click", (e) =>
       copy(location.href, e.currentTarget));
+    document.getElementById("example").addEventListener("click", () => {
+      unknown.length = 0;
+      form.reset();
+      fillForm(form, stateFromQuery(EXAMPLE_QUERY));
+      schedule();
+    });
     show(form, initial.filter((s) => options.includes(s.option)), unknown);
+    markPresets(form);
     document.body.dataset.ready = "true";
   }
 
