@@ -74,6 +74,40 @@ def dump_dom(browser, url, profile):
     return r.stdout
 
 
+SERVERS = []
+
+
+def serve(folder):
+    """Serves folder over HTTP on a free local port, as any static server would; its base URL."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=folder, **k)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    SERVERS.append(server)
+    return f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def stop_servers():
+    while SERVERS:
+        SERVERS.pop().shutdown()
+
+
+def keep_screenshots(site):
+    """Copies the screenshots taken into SITE-screenshots/, beside those of the other web
+    tests (each test writes its own file names)."""
+    kept = site.rstrip("/") + "-screenshots"
+    for shots in SCREENSHOTS:
+        os.makedirs(kept, exist_ok=True)
+        for name in sorted(os.listdir(shots)):
+            shutil.copy(os.path.join(shots, name), kept)
+            print(f"screenshot: {os.path.join(kept, name)}")
+
+
 def element_text(dom, element_id):
     """The text of the element with this id (its own text only: these hold no markup)."""
     m = re.search(r'<(\w+)[^>]*\bid="%s"[^>]*>(.*?)</\1>' % re.escape(element_id), dom, re.S)
@@ -339,18 +373,8 @@ def examples(zerodp, site, browser, profile, tmp):
     shutil.copy(os.path.join(ROOT, "tests", "web", "typing.html"), served)
     shutil.copy(os.path.join(ROOT, "tests", "web", "layout.html"), served)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **k):
-            super().__init__(*a, directory=served, **k)
-
-        def log_message(self, *a):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    base = serve(served)
     try:
-        base = f"http://127.0.0.1:{server.server_address[1]}/"
         check_page(browser, profile, zerodp, base + "index.html?params=1e9&gpus=8",
                    "Example 1 over HTTP", EXAMPLES[0][1])
         # Typing updates the plan, the address and the command; a mistake shows at once.
@@ -378,7 +402,7 @@ def examples(zerodp, site, browser, profile, tmp):
                   f"typing 'sixteen': the last valid plan did not stay: {typing['wrong']}")
         layout(browser, profile, base, tmp)
     finally:
-        server.shutdown()
+        stop_servers()
 
 
 # The question the page is for, at a laptop's and a phone's width.
@@ -574,11 +598,7 @@ def main():
         os.makedirs(profile)
         {"examples": examples, "property": property_test}[mode](zerodp, site, browser,
                                                                 profile, tmp)
-        for shots in SCREENSHOTS:
-            kept = site.rstrip("/") + "-screenshots"
-            shutil.rmtree(kept, ignore_errors=True)
-            shutil.copytree(shots, kept)
-            print(f"screenshots: {kept}/page-1280.png, {kept}/page-390.png")
+        keep_screenshots(site)
     print(f"web {mode}: {len(failures)} failed" if failures else f"web {mode}: passed")
     return 1 if failures else 0
 
