@@ -7,7 +7,10 @@ _zerodp() {
   COMPREPLY=()
   if ((COMP_CWORD == 1)); then
     local commands
-    commands=$("$program" --help 2>/dev/null | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}')
+    # The commands are the indented lines under "Subcommands:" or under headings such as
+    # "Planner commands:" and "Engine commands:".
+    commands=$("$program" --help 2>/dev/null |
+      awk '/^([A-Z][a-z]+ commands|Subcommands):$/ {on = 1; next} /^[^ ]/ {on = 0} on && NF {print $1}')
     COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
     return
   fi
