@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "engine_flags.h"
+#include "help.h"
 #include "model_flags.h"
 #include "output.h"
 #include "zerodp/common/json_utf8.h"
@@ -80,7 +81,8 @@ void run_eval(const EvalFlags& f) {
 
 void add_eval_command(CLI::App& root) {
   auto flags = std::make_shared<EvalFlags>();
-  CLI::App* app = root.add_subcommand("eval", "Mean loss of a trained GPT over a file");
+  CLI::App* app = root.add_subcommand("eval");
+  describe_command(*app);
   add_checkpoint_flag(app, flags->checkpoint);
   app->add_option("--data", flags->checkpoint.data,
                   "the file to evaluate, all of it [the training corpus's validation split]");

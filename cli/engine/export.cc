@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "command.h"
+#include "help.h"
 #include "model_flags.h"
 #include "output.h"
 #include "zerodp/common/error.h"
@@ -34,10 +35,8 @@ void run_export(const ExportFlags& f) {
 
 void add_export_command(CLI::App& root) {
   auto flags = std::make_shared<ExportFlags>();
-  CLI::App* app = root.add_subcommand(
-      "export",
-      "Write a checkpoint as a Hugging Face GPT-2 folder that transformers loads "
-      "(from_pretrained), with a byte-level tokenizer");
+  CLI::App* app = root.add_subcommand("export");
+  describe_command(*app);
   add_checkpoint_flag(app, flags->checkpoint);
   app->add_option("--out", flags->out,
                   "the folder to write (made if new) [model]; a name ending in .safetensors "

@@ -8,6 +8,7 @@
 #include "app.h"
 #include "command.h"
 #include "engine_flags.h"
+#include "help.h"
 #include "model_flags.h"
 #include "output.h"
 #include "zerodp/common/error.h"
@@ -60,8 +61,8 @@ void run_measure(MeasureFlags f, bool stage_given) {
 
 void add_measure_command(CLI::App& root) {
   auto flags = std::make_shared<MeasureFlags>();
-  CLI::App* app = root.add_subcommand(
-      "measure", "Run a few steps and print what each rank holds and sends, beside the plan");
+  CLI::App* app = root.add_subcommand("measure");
+  describe_command(*app);
   add_model_flags(app, flags->run.model, "10M");
   app->add_option("--steps", flags->run.steps, "measured steps after one warm-up [3]");
   app->add_flag("--all-stages", flags->run.all_stages, "measure stages 0-3 side by side");

@@ -6,6 +6,7 @@
 
 #include "command.h"
 #include "engine_flags.h"
+#include "help.h"
 #include "model_flags.h"
 #include "output.h"
 #include "zerodp/common/error.h"
@@ -77,7 +78,8 @@ void run_sample(const SampleFlags& f) {
 
 void add_sample_command(CLI::App& root) {
   auto flags = std::make_shared<SampleFlags>();
-  CLI::App* app = root.add_subcommand("sample", "Generate text with a trained GPT");
+  CLI::App* app = root.add_subcommand("sample");
+  describe_command(*app);
   add_checkpoint_flag(app, flags->checkpoint);
   app->add_option("--prompt", flags->prompt, "the text to continue [\"The \"]");
   app->add_option("--length", flags->length, "bytes to generate [200]");

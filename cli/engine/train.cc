@@ -11,6 +11,7 @@
 #include "app.h"
 #include "command.h"
 #include "engine_flags.h"
+#include "help.h"
 #include "model_flags.h"
 #include "output.h"
 #include "peak_report.h"
@@ -269,7 +270,8 @@ void run_train(TrainFlags f, const CLI::App& app) {
 
 void add_train_command(CLI::App& root) {
   auto flags = std::make_shared<TrainFlags>();
-  CLI::App* app = root.add_subcommand("train", "Train a model with ZeRO stage 0-3 on N ranks");
+  CLI::App* app = root.add_subcommand("train");
+  describe_command(*app);
   add_model_flags(app, flags->run.model);
   app->add_option("--steps", flags->run.steps, "optimizer steps [200]");
   app->add_option("--lr", flags->run.lr, "peak learning rate [2e-3]");

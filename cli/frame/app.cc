@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <string_view>
 
 #include "command.h"
+#include "help.h"
 #include "output.h"
 #include "zerodp/common/error.h"
 
@@ -86,11 +88,18 @@ std::string flag_message(const Failure& failure) {
 }
 
 void build_app(CLI::App& app) {
+  app.formatter(std::make_shared<HelpFormatter>());
   app.description(
-      "zerodp: ZeRO data parallelism. Plan the memory and communication of each stage, then "
-      "train with stages 0-3 and measure them.");
+      "zerodp: ZeRO data parallelism. Plan the memory and traffic of each GPU under DP and "
+      "ZeRO-1/2/3 before you rent the cluster, then train with stages 0-3 and measure them.");
+  app.footer(
+      "Examples:\n"
+      "  zerodp plan --params 7.5B --gpus 64 --gpu-memory 80GB\n"
+      "  zerodp plan --model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096\n"
+      "  zerodp train --stage 3 --ranks 4 --rank-memory 40MB --dry-run\n\n"
+      "Each command has its own --help; 'man zerodp' has them all.");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "zerodp 0.1.0");
+  app.set_version_flag("-V,--version", version_line());
   auto& registry = zerodp::cli::command_registry();
   // Sorted once: several threads may build apps at once (the Python module's calls).
   static std::once_flag sorted;
@@ -99,6 +108,21 @@ void build_app(CLI::App& app) {
               [](const auto& a, const auto& b) { return a.order < b.order; });
   });
   for (const auto& command : registry) command.add(app);
+  // A front end without the engine (the executable zerodp, the web page) still lists the
+  // engine's commands, and says where they run when one is called.
+  for (const std::string_view name : kEngineCommands) {
+    const auto subs =
+        app.get_subcommands([name](const CLI::App* sub) { return sub->get_name() == name; });
+    if (!subs.empty()) continue;
+    CLI::App* stand_in = app.add_subcommand(std::string(name));
+    describe_command(*stand_in);
+    stand_in->allow_extras();
+    stand_in->callback([name] {
+      throw Error("'" + std::string(name) +
+                  "' is the engine's command, which this program does not hold: it runs in "
+                  "zerodp-engine (the package zerodp-engine; docs/install.md)");
+    });
+  }
   zerodp::cli::refuse_empty_values(app);
   zerodp::cli::name_values(app);
 }
@@ -128,6 +152,10 @@ int run_command_line(int argc, char** argv, std::FILE* out_stream, std::FILE* er
     std::fputs(error.str().c_str(), err());
     return status;
   };
+  if (argc <= 1) {  // `zerodp` alone: what it does and how to ask
+    std::fputs(short_usage().c_str(), err());
+    return 2;
+  }
   try {
     zerodp::cli::check_command_name(app, argc, argv);
     zerodp::cli::check_flag_names(app, argc, argv);

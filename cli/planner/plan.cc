@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "command.h"
+#include "help.h"
 #include "output.h"
 #include "plan_flags.h"
 #include "plan_link.h"
@@ -315,11 +316,8 @@ namespace {
 
 void add_plan_command(CLI::App& root) {
   auto flags = std::make_shared<PlanFlags>();
-  CLI::App* cmd = root.add_subcommand(
-      "plan",
-      "Memory and communication per GPU of DP and ZeRO-1/2/3: totals, floors (the memory as N "
-      "grows without bound), least N for a GPU, largest model, step efficiency, cheapest stage "
-      "that fits (see docs/planner.md)");
+  CLI::App* cmd = root.add_subcommand("plan");
+  describe_command(*cmd);
   PlanFlags& f = *flags;
   add_model_options(cmd, f);
   add_gpu_options(cmd, f);

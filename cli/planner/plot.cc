@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "command.h"
+#include "help.h"
 #include "output.h"
 #include "plan_flags.h"
 #include "plan_options.h"
@@ -104,11 +105,8 @@ void run(const PlotFlags& f, const CLI::App& cmd) {
 
 void add_plot_command(CLI::App& root) {
   auto flags = std::make_shared<PlotFlags>();
-  CLI::App* cmd = root.add_subcommand(
-      "plot",
-      "Draw model-state memory per GPU of DP and ZeRO-1/2/3 against the number of GPUs N, "
-      "with each stage's floor (its limit as N grows) dashed, as SVG; with --breakdown, each "
-      "stage's memory at N term by term against the GPU's memory, from any plan's flags");
+  CLI::App* cmd = root.add_subcommand("plot");
+  describe_command(*cmd);
   PlotFlags& f = *flags;
   cmd->add_option("--out", f.out, "SVG file to write")->type_name("PATH");
   cmd->add_flag("--breakdown", f.breakdown,

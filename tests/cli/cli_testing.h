@@ -32,14 +32,16 @@ inline std::string slurp(const std::string& path) {
   return s.str();
 }
 
-// `args` are shell words, quoted by the caller; `env` is prefixed as "NAME=value ".
-inline CliResult run_zerodp(const std::string& args, const std::string& env = "") {
+// `program` run with `args`, shell words quoted by the caller; `env` is prefixed as
+// "NAME=value ".
+inline CliResult run_program(const std::string& program, const std::string& args,
+                             const std::string& env = "") {
   static std::atomic<int> counter{0};
   const std::string stem = ::testing::TempDir() + "/zerodp_cli_" + std::to_string(getpid()) + "_" +
                            std::to_string(counter++);
   const std::string out = stem + ".out", err = stem + ".err";
   const std::string command =
-      "(" + env + "'" + ZERODP_BIN + "' " + args + ") >'" + out + "' 2>'" + err + "'";
+      "(" + env + "'" + program + "' " + args + ") >'" + out + "' 2>'" + err + "'";
   const int raw = std::system(command.c_str());
   CliResult r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -48,6 +50,11 @@ inline CliResult run_zerodp(const std::string& args, const std::string& env = ""
   std::remove(out.c_str());
   std::remove(err.c_str());
   return r;
+}
+
+// The built zerodp, as a user runs it.
+inline CliResult run_zerodp(const std::string& args, const std::string& env = "") {
+  return run_program(ZERODP_BIN, args, env);
 }
 
 inline CliResult zerodp(const std::string& args) {
