@@ -3,7 +3,8 @@
 // code as the native `zerodp plan`; this file only turns fields into an argv and back.
 //
 // State: the query string, one key per plan flag without its dashes (params=1e9&gpus=8); a
-// flag without a value is key=1; a FILE flag (--model-config) carries the file's text.
+// flag without a value is key=1; a FILE flag (--model-config) carries the file's text. No
+// query at all opens the example (EXAMPLE_QUERY).
 // `zerodp plan ... --link` prints the same addresses (plan_link.h, the planner's command line).
 "use strict";
 
@@ -32,7 +33,8 @@ const ZerodpPage = (() => {
   ];
 
   // Each flag's label in words; the flag itself stands beside it. A flag missing here shows
-  // its name alone, and page_test.py's words test fails until it has words.
+  // its name alone, and the test web_page_words (tests/web/landing_test.py) fails until it
+  // has words.
   const WORDS = {
     "--params": "Parameter count",
     "--model": "Published model",
@@ -79,7 +81,7 @@ const ZerodpPage = (() => {
   };
 
   // What the page opens on without a query: a question with an answer, Llama 3 8B on eight
-  // H100 80GB at 4096 tokens a sequence, one a GPU (ZeRO-1 fits, tight; ZeRO-2 with room).
+  // H100 80GB, one sequence of 4096 tokens a GPU (ZeRO-1 fits, tight; ZeRO-2 with room).
   const EXAMPLE_QUERY = "model=llama-3-8b&gpus=8&gpu=h100-80gb&seq-len=4096&micro-batch=1";
 
   // The presets, by catalogue name: a name the catalogue no longer lists gets no button.
@@ -242,7 +244,8 @@ const ZerodpPage = (() => {
                      breakdown: null, errors: [] };
     const refuse = (message) => {
       result.text = refusal(message);
-      result.errors = [{ flag: flagOfMessage(result.text.stderr), message: result.text.stderr.trim() }];
+      const said = result.text.stderr.trim();
+      result.errors = [{ flag: flagOfMessage(said), message: said }];
       return result;
     };
     // A key of an output flag (help=1 in the address) would make the planner print its help
@@ -616,9 +619,8 @@ const ZerodpPage = (() => {
         slot.textContent = message;
         const field = $("field-" + flag.slice(2));
         field.setAttribute("aria-invalid", "true");
-        for (let fold = field.closest("details"); fold; fold = fold.parentElement.closest("details")) {
-          fold.open = true;
-        }
+        let fold = field.closest("details");
+        for (; fold; fold = fold.parentElement.closest("details")) fold.open = true;
       }
       $("message").textContent = result.errors.map((e) => e.message).join("\n");
       if (keep) return result;

@@ -162,7 +162,8 @@ def landing(zerodp, site, browser, profile, tmp):
     index = "file://" + os.path.join(site, "index.html")
     for name, pairs, wrong in [
         ("three wrong values", [("model", "llama-3-8b"), ("gpus", "abc"), ("micro-batch", "-1"),
-                                ("checkpointing", "most")], ["gpus", "micro-batch", "checkpointing"]),
+                                ("checkpointing", "most")],
+         ["gpus", "micro-batch", "checkpointing"]),
         ("a wrong model under fsdp", [("model", "gpt5"), ("framework", "fsdp"), ("gpus", "8")],
          ["model"]),
         ("a wrong model with its batch", [("model", "gpt5"), ("seq-len", "4096"),
