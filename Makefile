@@ -35,11 +35,12 @@ ASAN_FLAGS = $(HARDENING_FLAGS) $(UNITY) -DZERODP_SANITIZE=address,undefined -DZ
 TSAN_FLAGS = $(HARDENING_FLAGS) -DZERODP_SANITIZE=thread -DZERODP_BUILD_CLI=OFF -DZERODP_ONEDNN=OFF \
   "-DZERODP_TEST_DIRS=comm;zero" "-DZERODP_TEST_LIBS=zerodp_zero;zerodp_predict;zerodp_sanitizer_options"
 
-# make install's prefix; the .deb's is /usr.
+# make install's and make uninstall's prefix (DESTDIR, when given, goes before it); the .debs'
+# is /usr.
 PREFIX ?= /usr/local
 
-.PHONY: setup setup-web setup-test build run test install deb format clean asan-build asan tsan \
-  fuzz sanitize web
+.PHONY: setup setup-web setup-test build run test install uninstall deb format clean asan-build asan \
+  tsan fuzz sanitize web
 
 setup:
 	@scripts/setup.sh run
@@ -62,16 +63,27 @@ web: setup-web
 run: build
 	@scripts/main-job.sh $(BUILD)
 
-# zerodp, its man page, its bash completion, the Python module, the docs and the examples under
-# PREFIX (DESTDIR honoured).
+# zerodp, its engine, its man page, its bash completion, the Python module, the docs and the
+# examples under PREFIX (DESTDIR honoured), as cmake/install.cmake lays them out.
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
-# zerodp_VERSION_ARCH.deb in this folder: `apt-get install ./zerodp_*.deb` installs it.
-deb: build
-	@cd $(BUILD) && cpack -G DEB > /dev/null
-	@cp $(BUILD)/zerodp_*.deb .
-	@ls zerodp_*.deb
+# Removes what the last `make install` from $(BUILD) installed, as $(BUILD)/install_manifest.txt
+# lists it, if that was under the same DESTDIR and PREFIX.
+uninstall:
+	@packaging/uninstall.sh $(BUILD) "$(PREFIX)" "$(DESTDIR)"
+
+# The packages zerodp, zerodp-engine and python3-zerodp (docs/install.md) in this folder, and
+# their file names the only output: the build's and cpack's go to logs in $(BUILD), shown when
+# they fail.
+deb: setup
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/deb-build.log 2>&1 || \
+	  { cat $(BUILD)/deb-build.log; exit 1; }
+	@rm -rf $(BUILD)/debs
+	@cd $(BUILD) && cpack -G DEB -B debs > debs.log 2>&1 || { cat debs.log; exit 1; }
+	@cp $(BUILD)/debs/*.deb .
+	@cd $(BUILD)/debs && ls *.deb
 
 # The release tests, then the hardening runs, one after the other.
 test: setup-test build
