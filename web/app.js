@@ -29,7 +29,7 @@ const ZerodpPage = (() => {
     ["Communication", ["--compute-time", "--bandwidth", "--overlap"],
      ["--intra-bandwidth", "--inter-bandwidth", "--comm-bytes", "--comm-convention",
       "--count-both-directions"]],
-    ["Display", ["--binary"], []],
+    ["Display", ["--binary", "--wide"], []],
   ];
 
   // Each flag's label in words; the flag itself stands beside it. A flag missing here shows
@@ -78,6 +78,7 @@ const ZerodpPage = (() => {
     "--comm-convention": "Communication time from",
     "--count-both-directions": "Count bytes sent and received",
     "--binary": "Binary units (GiB, TiB)",
+    "--wide": "Tables whole, past 100 columns",
   };
 
   // What the page opens on without a query: a question with an answer, Llama 3 8B on eight

@@ -255,8 +255,9 @@ def examples(zerodp, site, browser, profile, tmp):
     dom = dump_dom(browser, index + "?params=1e9&gpus=8", profile)
 
     # Every input of `zerodp plan`, as its --help lists them, has a labelled field.
-    listed = re.findall(r"^\s+(?:-\w, ?)?(--[a-z0-9-]+)", native(zerodp, ["plan", "--help"])["stdout"],
-                        re.M)
+    # Each at the start of an option's line, not where a wrapped description names one.
+    listed = re.findall(r"^ {2}(?:-\w, ?)?(--[a-z0-9-]+)",
+                        native(zerodp, ["plan", "--help"])["stdout"], re.M)
     inputs = [f for f in listed if f not in ("--help", "--json", "--link", "--link-base",
                                              "--list-models", "--list-gpus")]
     check(len(inputs) >= 30, f"plan --help lists only {inputs}")
