@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "zerodp/common/text_wrap.h"
+
 namespace zerodp::cli {
 namespace {
 
@@ -58,44 +60,6 @@ constexpr CommandHelp kCommands[] = {
      "zerodp export --checkpoint ckpt --out gpt.safetensors"},
 };
 
-// Splits `text` into words at spaces.
-std::vector<std::string_view> words_of(std::string_view text) {
-  std::vector<std::string_view> words;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    const std::size_t start = i;
-    while (i < text.size() && text[i] != ' ') ++i;
-    if (i > start) words.push_back(text.substr(start, i - start));
-  }
-  return words;
-}
-
-// One paragraph (no line ends) filled to `width`, lines after the first indented by `indent`;
-// the first line starts at column `first` (text before it is the caller's).
-std::string fill(std::string_view paragraph, std::size_t width, std::size_t indent,
-                 std::size_t first) {
-  std::string out;
-  std::size_t column = first;
-  bool line_empty = true;
-  for (const std::string_view word : words_of(paragraph)) {
-    if (!line_empty && column + 1 + word.size() > width) {
-      out += '\n';
-      out.append(indent, ' ');
-      column = indent;
-      line_empty = true;
-    }
-    if (!line_empty) {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += word.size();
-    line_empty = false;
-  }
-  return out;
-}
-
 // Each example line, indented by two, with "   # why" kept after it.
 std::string examples_text(std::string_view examples) {
   std::string out = "Examples:\n";
@@ -135,7 +99,7 @@ std::string wrap_paragraphs(std::string_view text, std::size_t width, std::size_
       out += line;
     } else if (!line.empty()) {
       if (!first) out.append(indent, ' ');
-      out += fill(line, width, indent, first ? 0 : indent);
+      out += fill_words(line, width, indent, first ? 0 : indent);
     }
     first = false;
     start = end + 1;
@@ -180,16 +144,16 @@ std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positiona
   const std::string desc = make_option_desc(opt);
   if (name.size() + 1 >= kNameColumn) {
     return name + "\n" + std::string(kNameColumn, ' ') +
-           fill(desc, kHelpColumns, kNameColumn, kNameColumn) + "\n";
+           fill_words(desc, kHelpColumns, kNameColumn, kNameColumn) + "\n";
   }
   name.resize(kNameColumn, ' ');
-  return name + fill(desc, kHelpColumns, kNameColumn, kNameColumn) + "\n";
+  return name + fill_words(desc, kHelpColumns, kNameColumn, kNameColumn) + "\n";
 }
 
 std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
   std::string name = "  " + sub->get_name();
   name.resize(12, ' ');
-  return name + fill(sub->get_description(), kHelpColumns, 12, 12) + "\n";
+  return name + fill_words(sub->get_description(), kHelpColumns, 12, 12) + "\n";
 }
 
 std::string HelpFormatter::make_description(const CLI::App* app) const {

@@ -17,6 +17,7 @@
 #include "plan_options.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
+#include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/config.h"
 #include "zerodp/plan/activations.h"
@@ -322,6 +323,9 @@ void add_plan_command(CLI::App& root) {
   add_model_options(cmd, f);
   add_gpu_options(cmd, f);
   add_step_options(cmd, f);
+  cmd->add_flag("--wide", f.wide,
+                "print every table and line whole, however wide; by default no line is wider "
+                "than 100 columns: a wider table is printed in parts, a longer line wrapped");
   auto link = std::make_shared<LinkFlags>();
   add_link_flags(*cmd, *link);
   cmd->callback([flags, link, cmd] {
@@ -345,9 +349,11 @@ void add_plan_command(CLI::App& root) {
                                   : report::plan_json(report, flag_of_field);
       std::fprintf(out(), "%s\n", json.c_str());
     } else {
-      std::fputs(report::plan_table(report, flags->binary, flag_of_field).c_str(), out());
+      const std::size_t width = flags->wide ? 0 : report::kPlanColumns;
+      std::fputs(report::plan_table(report, flags->binary, flag_of_field, width).c_str(), out());
       if (ds) {
-        std::fputs(report::deepspeed_comparison(*ds, report, flag_of_field).c_str(), out());
+        const std::string comparison = report::deepspeed_comparison(*ds, report, flag_of_field);
+        std::fputs((width ? wrap_long_lines(comparison, width) : comparison).c_str(), out());
       }
     }
   });

@@ -30,6 +30,7 @@ struct PlanFlags {
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
   PrecisionFlags model_bytes;
   bool both_directions = false, binary = false, json = false;
+  bool wide = false;  // plan only: no width limit (report/table.h's kPlanColumns)
 };
 
 // The flags, on `zerodp plan` and on `zerodp plot --breakdown` (plot.cc), in three groups:

@@ -11,9 +11,11 @@
 #include "plan_flags.h"
 #include "zerodp/catalog/gpus.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/runtime.h"
 #include "zerodp/deepspeed/topology.h"
+#include "zerodp/report/table.h"
 
 namespace zerodp::cli {
 
@@ -57,10 +59,12 @@ void list_gpus(bool json) {
                  units::format_bytes_in(g.reported_bytes, {"GiB", double(1ull << 30)}).c_str(),
                  units::format_bytes_in(g.reported_bytes, {"GB", 1e9}).c_str());
   }
-  std::fprintf(out(),
-               "\nreported: the smallest total a public report of the card gives (PyTorch's "
-               "\"total capacity\"); sources: plan --gpu NAME prints its own, docs/planner.md "
-               "lists them all\n");
+  std::fprintf(out(), "\n%s\n",
+               fill_words("reported: the smallest total a public report of the card gives "
+                          "(PyTorch's \"total capacity\"); sources: plan --gpu NAME prints its "
+                          "own, docs/planner.md lists them all",
+                          report::kPlanColumns, 2)
+                   .c_str());
 }
 
 // --gpus-per-node and --nodes: N = n·k, and the two levels when something asks for them.

@@ -1,10 +1,12 @@
 // `zerodp plan`'s model and activations: --model and --model-config (a published model or a
 // Hugging Face config.json), --list-models, and the activations given in bytes, from a
 // transformer shape, or from the model with --seq-len and --micro-batch (plan_flags.h).
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "output.h"
 #include "plan_flags.h"
@@ -251,10 +253,11 @@ std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelC
 // params, active_params, hf_id, published_params}.
 void list_models(bool json) {
   nlohmann::json all = nlohmann::json::array();
-  if (!json) {
-    std::fprintf(out(), "%-16s %-10s %18s %18s  %s\n", "--model", "type", "parameters", "active",
-                 "config published as");
-  }
+  // Columns as wide as their widest entry: the table fits 100 columns (report/table.h).
+  struct Row {
+    std::string name, type, params, active, hf_id;
+  };
+  std::vector<Row> rows{{"--model", "type", "params", "active", "config published as"}};
   for (const catalog::CatalogueModel& m : catalog::model_catalogue()) {
     const catalog::ModelConfig c = catalog::parse_model_config(m.config_json, std::string(m.name));
     const catalog::ModelParams p = catalog::model_params(c);
@@ -267,11 +270,25 @@ void list_models(bool json) {
                      {"published_params", m.published_params}});
       continue;
     }
-    std::fprintf(out(), "%-16.*s %-10s %18s %18s  %.*s\n", int(m.name.size()), m.name.data(),
-                 c.model_type.c_str(), units::format_count(p.params).c_str(),
-                 units::format_count(p.active_params).c_str(), int(m.hf_id.size()), m.hf_id.data());
+    rows.push_back({std::string(m.name), c.model_type, units::format_count(p.params),
+                    units::format_count(p.active_params), std::string(m.hf_id)});
   }
-  if (json) std::fprintf(out(), "%s\n", utf8_dump(all, 2).c_str());
+  if (json) {
+    std::fprintf(out(), "%s\n", utf8_dump(all, 2).c_str());
+    return;
+  }
+  int name_w = 0, type_w = 0, params_w = 0, active_w = 0;
+  for (const Row& r : rows) {
+    name_w = std::max(name_w, int(r.name.size()));
+    type_w = std::max(type_w, int(r.type.size()));
+    params_w = std::max(params_w, int(r.params.size()));
+    active_w = std::max(active_w, int(r.active.size()));
+  }
+  for (const Row& r : rows) {
+    std::fprintf(out(), "%-*s  %-*s  %*s  %*s  %s\n", name_w, r.name.c_str(), type_w,
+                 r.type.c_str(), params_w, r.params.c_str(), active_w, r.active.c_str(),
+                 r.hf_id.c_str());
+  }
 }
 
 }  // namespace zerodp::cli

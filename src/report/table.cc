@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
 #include "zerodp/report/notes.h"
 #include "zerodp/report/table.h"
@@ -28,25 +29,43 @@ std::string rate(double bytes_per_second, bool binary) {
   return text;
 }
 
-std::string render(const std::vector<Column>& columns, const PlanReport& report) {
+// The table of `columns`, one row per stage. Wider than `width` (0: no limit), it is cut into
+// parts one after the other, each a few whole columns after the first (the stage's), so that
+// every row of a part is read across as before.
+std::string render(const std::vector<Column>& columns, const PlanReport& report,
+                   std::size_t width) {
   std::vector<std::vector<std::string>> rows(1);
   for (const Column& c : columns) rows[0].push_back(c.header);
   for (const StageReport& s : report.stages) {
     rows.emplace_back();
     for (const Column& c : columns) rows.back().push_back(c.cell(s));
   }
-  std::vector<std::size_t> width(columns.size(), 0);
+  std::vector<std::size_t> col_width(columns.size(), 0);
   for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      col_width[i] = std::max(col_width[i], row[i].size());
+    }
+  }
+  // The parts: [first, last) column ranges after column 0, each as many as fit.
+  std::vector<std::pair<std::size_t, std::size_t>> parts;
+  for (std::size_t i = 1; i < columns.size() || parts.empty();) {
+    std::size_t used = col_width[0], j = i;
+    while (j < columns.size() && (j == i || width == 0 || used + 2 + col_width[j] <= width)) {
+      used += 2 + col_width[j++];
+    }
+    parts.emplace_back(i, j);
+    i = j;
   }
   std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      const std::string pad(width[i] - row[i].size(), ' ');
-      line += i == 0 ? row[i] + pad : "  " + pad + row[i];  // stage left, numbers right
+  for (const auto& [first, last] : parts) {
+    if (!out.empty()) out += "\n";
+    for (const auto& row : rows) {
+      std::string line = row[0] + std::string(col_width[0] - row[0].size(), ' ');  // stage left
+      for (std::size_t i = first; i < last; ++i) {
+        line += "  " + std::string(col_width[i] - row[i].size(), ' ') + row[i];  // numbers right
+      }
+      out += line + "\n";
     }
-    out += line + "\n";
   }
   return out;
 }
@@ -320,7 +339,7 @@ void add_comm_columns(std::vector<Column>& columns, const PlanReport& report, bo
 }
 
 // Where the offloaded state goes and what crosses PCIe, per stage it applies to.
-std::string offload_table(const PlanReport& report, bool binary) {
+std::string offload_table(const PlanReport& report, bool binary, std::size_t width) {
   const int per_node = report.inputs.gpus_per_node.value_or(0);
   auto field = [binary](std::uint64_t deepspeed::OffloadBytes::*f) {
     return [binary, f](const S& s) {
@@ -340,7 +359,7 @@ std::string offload_table(const PlanReport& report, bool binary) {
   columns.push_back({"NVMe/GPU", field(&deepspeed::OffloadBytes::nvme_bytes)});
   columns.push_back({"PCIe to host/step", field(&deepspeed::OffloadBytes::pcie_to_host_per_step)});
   columns.push_back({"PCIe to GPU/step", field(&deepspeed::OffloadBytes::pcie_to_gpu_per_step)});
-  return render(columns, report) +
+  return render(columns, report, width) +
          "host: the offloaded states and an fp32 copy of the rank's gradient shard (the CPU "
          "optimizer steps on it); PCIe: the 16-bit gradient shard down, the updated 16-bit "
          "params up, and with params offloaded their shard up for each gather "
@@ -349,7 +368,7 @@ std::string offload_table(const PlanReport& report, bool binary) {
 }
 
 // The GPU's peak per rank at N, term by term: only the terms some stage has.
-std::string peak_table(const PlanReport& report, bool binary) {
+std::string peak_table(const PlanReport& report, bool binary, std::size_t width) {
   const PlanInputs& in = report.inputs;
   const units::ByteUnit unit = units::byte_unit_for(largest(report, &S::total_bytes), binary);
   // A term a stage does not have is "-", not "0.00 TB".
@@ -385,7 +404,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
     if (any(field)) columns.push_back({name, term(field)});
   }
   columns.push_back(bytes_column("peak", &S::total_bytes, unit, binary));
-  std::string out = render(columns, report);
+  std::string out = render(columns, report, width);
   out +=
       "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
       "reduce bufs + gathered + layer grad, step fp32 grads + max(step grad copy, optimizer "
@@ -406,7 +425,7 @@ std::string peak_table(const PlanReport& report, bool binary) {
 }
 
 // Bytes per GPU inside the node and across nodes, and their time.
-std::string level_table(const PlanReport& report, bool binary) {
+std::string level_table(const PlanReport& report, bool binary, std::size_t width) {
   const PlanInputs& in = report.inputs;
   const deepspeed::Topology& t = *in.topology;
   std::uint64_t most = 0;
@@ -430,7 +449,7 @@ std::string level_table(const PlanReport& report, bool binary) {
                                                       *s.level_inter_seconds);
                        }});
   }
-  std::string out = render(columns, report);
+  std::string out = render(columns, report, width);
   out +=
       "levels: each collective runs inside the node, then across nodes: a buffer of B bytes "
       "moves B(n-1)/n per GPU inside and B(k-1)/(kn) across (together the ring column); the "
@@ -450,33 +469,35 @@ std::string level_table(const PlanReport& report, bool binary) {
 
 }  // namespace
 
-std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& name) {
+std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& name,
+                       std::size_t width) {
   std::vector<Column> columns = {
       {"stage", [](const S& s) { return std::string(stage_name(s.stage)); }}};
   add_memory_columns(columns, report, binary);
   add_fit_columns(columns, report);
   add_comm_columns(columns, report, binary);
 
-  std::string out = header(report, binary, name) + render(columns, report);
+  std::string out = header(report, binary, name) + render(columns, report, width);
   // Each section after a blank line (appended, not "\n" + section: GCC 12 warns on that).
   auto section = [&out](const std::string& text) { out.append("\n").append(text); };
-  if (report.runtime_counted && report.inputs.gpus) section(peak_table(report, binary));
+  if (report.runtime_counted && report.inputs.gpus) section(peak_table(report, binary, width));
   if (report.inputs.offload.any() && report.inputs.params && report.inputs.gpus) {
-    section(offload_table(report, binary));
+    section(offload_table(report, binary, width));
   }
   // One node's levels are the ring column again: the table earns its place across nodes or
   // with the levels' bandwidths.
   const PlanInputs& in = report.inputs;
   if (report.stages[0].levels &&
       (in.topology->nodes > 1 || in.intra_bandwidth || in.inter_bandwidth)) {
-    section(level_table(report, binary));
+    section(level_table(report, binary, width));
   }
   const std::vector<std::string> notes = plan_notes(report, binary, name);
   if (!notes.empty()) out += "\n";
   for (const std::string& note : notes) out += note + "\n";
   const std::string foot = footer(report);
   if (!foot.empty()) out += "\n" + foot;
-  return name_fields(out, name);
+  out = name_fields(out, name);
+  return width == 0 ? out : wrap_long_lines(out, width);
 }
 
 }  // namespace zerodp::report
