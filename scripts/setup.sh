@@ -6,7 +6,8 @@
 #   scripts/setup.sh web    run's, and emscripten with node's parser for the page (make web)
 #   scripts/setup.sh test   all of it: web's, clang and its sanitizer runtimes, the network tools
 #                           of the cluster tests, chromium for the page's tests, PyTorch for the
-#                           checks against it, bash-completion for the completion's test
+#                           checks against it, bash-completion for the completion's test,
+#                           lintian and debootstrap for the packages' test
 # (no argument: test). Idempotent: asks apt for nothing when every package is already installed.
 set -euo pipefail
 
@@ -20,7 +21,10 @@ run=(
   libopenmpi-dev openmpi-bin
 )
 web=(emscripten node-acorn)
-test=(clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion)
+test=(
+  clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion
+  lintian debootstrap
+)
 
 case "${1:-test}" in
   run) packages=("${run[@]}") ;;
