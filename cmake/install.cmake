@@ -27,26 +27,17 @@ if(TARGET zerodp-engine)
   install(TARGETS zerodp-engine RUNTIME DESTINATION lib/zerodp COMPONENT engine)
 endif()
 
-# The man page: packaging/zerodp.1 where it is written by hand, else the one scripts/make-man.sh
-# makes from the program's --help. The glob reconfigures the build when the file appears.
-file(GLOB ZERODP_MAN_SOURCE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/packaging/zerodp.1)
+# The man page, written as a man page by zerodp-man (cli/frame/man_page.h) from the commands it
+# documents: their help's summaries and examples and every option, so it never lists a flag
+# the program lacks.
 set(ZERODP_MAN ${CMAKE_BINARY_DIR}/zerodp.1.gz)
-if(ZERODP_MAN_SOURCE)
-  add_custom_command(
-    OUTPUT ${ZERODP_MAN}
-    COMMAND gzip -9n < ${ZERODP_MAN_SOURCE} > ${ZERODP_MAN}
-    DEPENDS ${ZERODP_MAN_SOURCE}
-    COMMENT "Compressing the man page"
-    VERBATIM)
-else()
-  add_custom_command(
-    OUTPUT ${ZERODP_MAN}
-    COMMAND ${CMAKE_SOURCE_DIR}/scripts/make-man.sh $<TARGET_FILE:zerodp> ${PROJECT_VERSION}
-            | gzip -9n > ${ZERODP_MAN}
-    DEPENDS zerodp ${CMAKE_SOURCE_DIR}/scripts/make-man.sh
-    COMMENT "Writing the man page from zerodp's --help"
-    VERBATIM)
-endif()
+add_custom_command(
+  OUTPUT ${ZERODP_MAN}
+  COMMAND sh -c "\"$1\" > \"$2.roff\" && gzip -9n < \"$2.roff\" > \"$2\"" make-man
+          $<TARGET_FILE:zerodp-man> ${ZERODP_MAN}
+  DEPENDS zerodp-man
+  COMMENT "Writing the man page"
+  VERBATIM)
 add_custom_target(zerodp_man ALL DEPENDS ${ZERODP_MAN})
 install(FILES ${ZERODP_MAN} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT planner)
 

@@ -23,7 +23,7 @@ run=(
 web=(emscripten node-acorn)
 test=(
   clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion
-  lintian debootstrap
+  lintian debootstrap man-db groff-base
 )
 
 case "${1:-test}" in
