@@ -3,7 +3,7 @@
 # shaped with tc, and zerodp's MPI backend run across them over TCP.
 #
 #   scripts/cluster.sh --hosts K [--ranks-per-host R] [--rate RATE] [--delay D] [--loss P]
-#                      [--cut H@S] [--partition A@S] [--kill H@S] -- ZERODP_ARGS...
+#                      [--cut H@S] [--partition A@S] [--kill H@S] [--after PATH] -- ZERODP_ARGS...
 #
 # Runs `zerodp ZERODP_ARGS --backend mpi` (the binary: build/zerodp, or $ZERODP) as K*R ranks,
 # R per host, prints its output and exits with its status. Hosts are namespaces zerodp-h0 ..
@@ -18,6 +18,8 @@
 #   --partition A@S  S seconds after the start, hosts 0..A-1 and A..K-1 stop reaching each
 #                 other (blackhole routes both ways); each side's links stay up
 #   --kill H@S    kill host H's zerodp processes (SIGKILL) S seconds after the start
+#   --after PATH  the seconds of --cut, --partition and --kill count from when PATH exists (a
+#                 checkpoint the run saves), not from the start: a loaded machine starts late
 # Each rank gets ZERODP_WIRE_IF=eth0, so `measure` reports what each host's interface sent
 # (the kernel's counter) as "wire", and ZERODP_LINK_RATE/ZERODP_LINK_DELAY (--rate, --delay),
 # so that it replays the step on the link it runs on ("predicted_efficiency").
@@ -35,7 +37,7 @@ fail() {
   exit 2
 }
 
-hosts="" per_host=1 rate="" delay="" loss="" cut="" kill="" partition=""
+hosts="" per_host=1 rate="" delay="" loss="" cut="" kill="" partition="" after=""
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=${2:-}; shift 2 ;;
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
     --cut) cut=${2:-}; shift 2 ;;
     --kill) kill=${2:-}; shift 2 ;;
     --partition) partition=${2:-}; shift 2 ;;
+    --after) after=${2:-}; shift 2 ;;
     --) shift; break ;;
     *) usage ;;
   esac
@@ -160,14 +163,20 @@ exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$ns && exec \$*"
 EOF
 chmod +x "$work/agent"
 
+# Waits for --after's path, when given: the start of the events' clocks.
+wait_for_start() {
+  [ -z "$after" ] && return 0
+  until [ -e "$after" ]; do sleep 0.1; done
+}
+
 if [ -n "$cut" ]; then
-  (sleep "$cut_after" && ip netns exec zerodp-h$cut_host ip link set eth0 down &&
+  (wait_for_start && sleep "$cut_after" && ip netns exec zerodp-h$cut_host ip link set eth0 down &&
      echo "cluster.sh: host $cut_host's link is down (--cut $cut)" >&2) &
   cutter=$!
 fi
 
 if [ -n "$partition" ]; then
-  (sleep "$part_after" &&
+  (wait_for_start && sleep "$part_after" &&
      for h in $(seq 0 $((hosts - 1))); do
        for o in $(seq 0 $((hosts - 1))); do
          if [ $(( h < part_at )) != $(( o < part_at )) ]; then
@@ -179,9 +188,12 @@ if [ -n "$partition" ]; then
 fi
 
 if [ -n "$kill" ]; then
-  (sleep "$kill_after" &&
+  (wait_for_start && sleep "$kill_after" &&
      for pid in $(ip netns pids zerodp-h$kill_host); do
-       [ "$(cat /proc/$pid/comm 2>/dev/null)" = zerodp ] && kill -9 "$pid"
+       # zerodp runs the engine's commands as zerodp-engine (the same process, exec'd).
+       case "$(cat /proc/$pid/comm 2>/dev/null)" in
+         zerodp | zerodp-engine) kill -9 "$pid" ;;
+       esac
      done
      echo "cluster.sh: host $kill_host's zerodp processes killed (--kill $kill)" >&2) &
   killer=$!
