@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "testing/temp_dir.h"
 
@@ -74,6 +76,21 @@ inline std::uint64_t u64(const nlohmann::json& v) {
 
 inline bool has(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
+}
+
+// The lines of `text`, without their line ends.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The widest line of `text` in bytes: a column each, for zerodp's ASCII output.
+inline std::size_t widest_line(const std::string& text) {
+  std::size_t most = 0;
+  for (const std::string& line : lines_of(text)) most = std::max(most, line.size());
+  return most;
 }
 
 // The number of lines of `text` (its newlines): an error must be one.

@@ -19,27 +19,13 @@ namespace fs = std::filesystem;
 using testing::CliResult;
 using testing::run_zerodp;
 
-std::vector<std::string> help_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// The widest_line line of `text` in columns (the help is ASCII: a byte is a column).
-std::size_t widest_line(const std::string& text) {
-  std::size_t most = 0;
-  for (const std::string& line : help_lines(text)) most = std::max(most, line.size());
-  return most;
-}
-
 // The commands `zerodp --help` lists: the lines "  NAME  summary" under "... commands:".
 std::vector<std::string> listed_commands() {
   const CliResult r = run_zerodp("--help");
   EXPECT_EQ(r.status, 0) << r.err;
   std::vector<std::string> names;
   bool in_list = false;
-  for (const std::string& line : help_lines(r.out)) {
+  for (const std::string& line : testing::lines_of(r.out)) {
     if (line.size() > 10 && line.find("commands:") == line.size() - 9) {
       in_list = true;
     } else if (line.empty()) {
@@ -58,12 +44,12 @@ TEST(Help, ListsEveryCommandOfThePlannerAndTheEngine) {
 
 TEST(Help, EveryHelpFitsEightyColumns) {
   const CliResult root = run_zerodp("--help");
-  EXPECT_LE(widest_line(root.out), 80u) << root.out;
+  EXPECT_LE(testing::widest_line(root.out), 80u) << root.out;
   for (const std::string& command : listed_commands()) {
     SCOPED_TRACE(command);
     const CliResult r = run_zerodp(command + " --help");
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_LE(widest_line(r.out), 80u) << r.out;
+    EXPECT_LE(testing::widest_line(r.out), 80u) << r.out;
     // Every option is there, each description under its own option.
     EXPECT_NE(r.out.find("Usage: zerodp " + command + " [OPTIONS]"), std::string::npos);
   }
@@ -74,7 +60,7 @@ std::vector<std::string> help_examples_of(const std::string& command) {
   const CliResult r = run_zerodp(command + " --help");
   std::vector<std::string> examples;
   bool in_examples = false;
-  for (const std::string& line : help_lines(r.out)) {
+  for (const std::string& line : testing::lines_of(r.out)) {
     if (line == "Examples:") {
       in_examples = true;
     } else if (line.empty()) {
@@ -106,7 +92,7 @@ TEST(Help, ZerodpAlonePrintsAShortUsage) {
   for (const std::string& command : listed_commands()) {
     EXPECT_NE(r.err.find("\n  " + command + " "), std::string::npos) << command;
   }
-  EXPECT_LE(widest_line(r.err), 80u) << r.err;
+  EXPECT_LE(testing::widest_line(r.err), 80u) << r.err;
   EXPECT_LE(testing::line_count(r.err), 15u) << r.err;
 }
 

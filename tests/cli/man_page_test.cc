@@ -33,13 +33,6 @@ ManPage read_man_page() {
   return {set.out, warned.err};
 }
 
-std::vector<std::string> man_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // Columns of a line man set: UTF-8 (its hyphens may be U+2010) counted as characters.
 std::size_t columns(const std::string& line) {
   std::size_t n = 0;
@@ -50,7 +43,8 @@ std::size_t columns(const std::string& line) {
 TEST(ManPage, FitsEightyColumnsAndHasTheSectionsOfAManPage) {
   const ManPage page = read_man_page();
   ASSERT_GT(page.text.size(), 10'000u);
-  for (const std::string& line : man_lines(page.text)) EXPECT_LE(columns(line), 80u) << line;
+  for (const std::string& line : testing::lines_of(page.text))
+    EXPECT_LE(columns(line), 80u) << line;
   std::size_t at = 0;
   for (const char* section :
        {"\nNAME\n", "\nSYNOPSIS\n", "\nDESCRIPTION\n", "\nCOMMANDS\n", "\nOPTIONS\n",
@@ -78,7 +72,7 @@ TEST(ManPage, NamesEveryOptionOfEveryCommandUnderIt) {
     const std::string part = section.substr(start, end == std::string::npos ? end : end - start);
     const CliResult help = run_zerodp(std::string(command) + " --help");
     int flags = 0;
-    for (const std::string& line : man_lines(help.out)) {
+    for (const std::string& line : testing::lines_of(help.out)) {
       // The help's option lines: "  --flag VALUE  description".
       if (line.rfind("  --", 0) != 0) continue;
       const std::string flag = line.substr(2, line.find(' ', 2) - 2);

@@ -21,13 +21,6 @@ using testing::run_zerodp;
 
 constexpr std::size_t kColumns = 100;
 
-std::size_t widest_plan_line(const std::string& text) {
-  std::size_t most = 0;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) most = std::max(most, line.size());
-  return most;
-}
-
 std::set<std::string> words_in(const std::string& text) {
   std::set<std::string> words;
   std::istringstream in(text);
@@ -73,7 +66,7 @@ TEST(PlanWidth, EveryPlanOfTheReadmeFitsOneHundredColumns) {
     SCOPED_TRACE(plan);
     const CliResult r = plan_in_source(plan);
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_LE(widest_plan_line(r.out), kColumns) << r.out;
+    EXPECT_LE(testing::widest_line(r.out), kColumns) << r.out;
   }
 }
 
@@ -85,8 +78,8 @@ TEST(PlanWidth, WideGivesTheSameWordsAtTheirWholeWidth) {
   ASSERT_EQ(narrow.status, 0) << narrow.err;
   ASSERT_EQ(wide.status, 0) << wide.err;
   // The peak's table and several lines are wider than 100 columns: the case this is about.
-  EXPECT_GT(widest_plan_line(wide.out), 150u);
-  EXPECT_LE(widest_plan_line(narrow.out), kColumns);
+  EXPECT_GT(testing::widest_line(wide.out), 150u);
+  EXPECT_LE(testing::widest_line(narrow.out), kColumns);
   EXPECT_EQ(words_in(narrow.out), words_in(wide.out));
   // The peak table's parts each start with the stage column's header.
   std::size_t parts = 0;
@@ -103,15 +96,14 @@ TEST(PlanWidth, ALongPathIsWrappedToo) {
   const std::string dir = zerodp::testing::fresh_folder("plan_width");
   const std::string name = dir + "/" + std::string(200, 'c') + ".json";
   fs::copy_file(std::string(ZERODP_SOURCE_DIR) + "/examples/ds_zero3_offload.json", name);
-  const CliResult r =
-      run_zerodp("plan --model llama-3-8b --gpus 8 --gpu h100-80gb --deepspeed-config '" + name +
-                 "'");
+  const CliResult r = run_zerodp(
+      "plan --model llama-3-8b --gpus 8 --gpu h100-80gb --deepspeed-config '" + name + "'");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_LE(widest_plan_line(r.out), kColumns) << r.out;
+  EXPECT_LE(testing::widest_line(r.out), kColumns) << r.out;
   const CliResult list = run_zerodp("plan --list-models");
-  EXPECT_LE(widest_plan_line(list.out), kColumns) << list.out;
+  EXPECT_LE(testing::widest_line(list.out), kColumns) << list.out;
   const CliResult gpus = run_zerodp("plan --list-gpus");
-  EXPECT_LE(widest_plan_line(gpus.out), kColumns) << gpus.out;
+  EXPECT_LE(testing::widest_line(gpus.out), kColumns) << gpus.out;
 }
 
 }  // namespace
