@@ -55,6 +55,17 @@ TEST(Help, EveryHelpFitsEightyColumns) {
   }
 }
 
+TEST(Help, EveryValueIsNamedForWhatItTakes) {
+  // CLI11 calls any string TEXT; each option says what it takes (COUNT, SIZE, PATH, ...), but
+  // sample's --prompt, which takes text.
+  for (const std::string& command : listed_commands()) {
+    for (const std::string& line : testing::lines_of(run_zerodp(command + " --help").out)) {
+      if (line.rfind("  --", 0) != 0 || line.find(" TEXT") == std::string::npos) continue;
+      EXPECT_EQ(line.rfind("  --prompt TEXT", 0), 0u) << command << ": " << line;
+    }
+  }
+}
+
 // The example lines of `command`'s help: "  zerodp COMMAND ..." under "Examples:".
 std::vector<std::string> help_examples_of(const std::string& command) {
   const CliResult r = run_zerodp(command + " --help");
