@@ -1,6 +1,8 @@
 // `zerodp plan` as a newcomer first types it: the defaults users run, said in one line; a verdict
 // per stage with the planner's measured error as its margin; what would fit without --gpus; the
 // host memory an offload needs, checked. The real executable, its table and its JSON.
+// The plan is read at its whole width (--wide), each sentence on its line: where the lines of
+// the default output wrap is plan_width_test.cc's.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +20,7 @@ using zerodp::testing::zerodp;
 
 TEST(FirstAnswer, TheDefaultsAreWhatUsersRunAndEachIsSaid) {
   // Only the model and the cards: bf16, sdpa, run_clm's 1024 tokens and the Trainer's batch of 8.
-  const Result r = zerodp("plan --model llama-3-8b --gpus 8 --gpu a100-40gb");
+  const Result r = zerodp("plan --wide --model llama-3-8b --gpus 8 --gpu a100-40gb");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "assumed (not given): --precision bf16 (mixed, with an fp32 master copy); "
@@ -56,7 +58,7 @@ TEST(FirstAnswer, ActivationsDominatingIsNotWorthZeroOnlyWhenDpFitsOnceTheyAreCu
   // The newcomer's Llama-3-8B on 8 x A100 40GB at 4096 tokens: activations outweigh DP's
   // 128 GB of model state, but DP cannot fit whatever is cut: ZeRO is needed, and said so.
   const Result r = zerodp(
-      "plan --model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 "
+      "plan --wide --model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1 "
       "--attention eager");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(has(r.out, "not worth it")) << r.out;
@@ -65,7 +67,8 @@ TEST(FirstAnswer, ActivationsDominatingIsNotWorthZeroOnlyWhenDpFitsOnceTheyAreCu
                   "--checkpointing full --attention flash"))
       << r.out;
   // The seed's tiny model on a 16 GB card: DP fits as planned, so ZeRO is not worth it.
-  const Result tiny = zerodp("plan --params 50M --gpus 8 --activations 12GB --gpu-memory 16GB");
+  const Result tiny =
+      zerodp("plan --wide --params 50M --gpus 8 --activations 12GB --gpu-memory 16GB");
   EXPECT_TRUE(has(tiny.out, "ZeRO is not worth it here: DP already fits at N = 8.")) << tiny.out;
   // On 12.5 GB, DP (0.8 + 12 GB) does not fit; its model state alone would.
   const auto j = plan_json("--params 50M --gpus 8 --activations 12GB --gpu-memory 12.5GB");
@@ -106,7 +109,7 @@ TEST(FirstAnswer, WithoutGpusTheFewestThatFitWithTheMargin) {
   // activations fill a card), fewer with checkpointing, flash and a smaller batch, each N the
   // least whose verdict is "fits".
   const std::string run = "--model llama-3-70b --gpu h100-80gb --seq-len 4096";
-  const Result r = zerodp("plan " + run);
+  const Result r = zerodp("plan --wide " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "What would fit: as planned, no number of GPUs; fewer GPUs with "
@@ -138,7 +141,7 @@ TEST(FirstAnswer, TheHostMemoryAnOffloadNeedsIsChecked) {
   EXPECT_EQ(u64(small["stages"][3]["host_bytes_per_node"]), 4 * 20 * shard);
   EXPECT_FALSE(small["stages"][3]["host_fits"].get<bool>());
   EXPECT_EQ(small["stages"][3]["verdict"], "does_not_fit");
-  const Result r = zerodp("plan " + run + "64GB");
+  const Result r = zerodp("plan --wide " + run + "64GB");
   EXPECT_TRUE(has(r.out, "the offload's host memory 145 GB per node > 64.0 GB")) << r.out;
   EXPECT_TRUE(has(r.out,
                   "The host cannot hold the offload (it needs 145 GB per node); with nothing "
@@ -149,7 +152,7 @@ TEST(FirstAnswer, TheHostMemoryAnOffloadNeedsIsChecked) {
   const auto large = plan_json(run + "256GB");
   EXPECT_TRUE(large["stages"][3]["host_fits"].get<bool>());
   EXPECT_NE(large["stages"][3]["verdict"], "does_not_fit");
-  EXPECT_EQ(zerodp("plan " + run + "64XB").status, 2);
+  EXPECT_EQ(zerodp("plan --wide " + run + "64XB").status, 2);
 }
 
 }  // namespace

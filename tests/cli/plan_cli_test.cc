@@ -1,5 +1,7 @@
 // `zerodp plan` and `zerodp plot` as a user runs them: the real executable, its table, its
 // JSON contract, its exit codes and its one-line errors.
+// The plan is read at its whole width (--wide), each sentence on its line: where the lines of
+// the default output wrap is plan_width_test.cc's.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +27,7 @@ using zerodp::testing::u64;
 using zerodp::testing::zerodp;
 
 TEST(PlanCli, Example1TableShowsTheSeedFigures) {
-  const Result r = zerodp("plan --params 1e9 --gpus 8");
+  const Result r = zerodp("plan --wide --params 1e9 --gpus 8");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
   for (const char* text : {"DP         16.00 GB", "ZeRO-1      5.50 GB", "ZeRO-2      3.75 GB",
@@ -69,7 +71,7 @@ TEST(PlanCli, Example4ActivationsDominate) {
   EXPECT_EQ(j["stages"][3]["total_bytes"].get<std::uint64_t>(), 12'100'000'000u);
   EXPECT_NEAR(j["stages"][3]["savings_vs_dp"].get<double>(), 0.055, 0.0005);
   EXPECT_TRUE(j["activations_dominate"].get<bool>());
-  const Result r = zerodp("plan --params 50M --gpus 8 --activations 12GB");
+  const Result r = zerodp("plan --wide --params 50M --gpus 8 --activations 12GB");
   EXPECT_TRUE(has(r.out, "12.80 GB")) << r.out;
   EXPECT_TRUE(has(r.out, "12.10 GB"));
   EXPECT_TRUE(has(r.out, "saves only 5.5 %"));
@@ -93,7 +95,8 @@ TEST(PlanCli, Example5LeastNIsFortySeven) {
   const auto at46 = plan_json("--params 175B --gpus 46 --gpu-memory 80GB --activations 20GB");
   EXPECT_FALSE(at46["stages"][3]["fits"].get<bool>());
   EXPECT_TRUE(at46["cheapest_fitting_stage"].is_null());
-  const Result r = zerodp("plan --params 175B --gpus 47 --gpu-memory 80GB --activations 20GB");
+  const Result r =
+      zerodp("plan --wide --params 175B --gpus 47 --gpu-memory 80GB --activations 20GB");
   EXPECT_TRUE(has(r.out, "59.57 GB")) << r.out;
   EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 47: ZeRO-3"));
 }
@@ -107,7 +110,7 @@ TEST(PlanCli, Example6CommunicationInBothConventions) {
   const auto both = plan_json("--params 175B --gpus 64 --count-both-directions");
   // The seed's figures to half a unit of their last digit; 2.06, its truncation of 2.0672, to one.
   EXPECT_NEAR(both["stages"][3]["comm_bytes_per_gpu"]["seed"].get<double>() / 1e12, 2.06, 0.01);
-  const Result r = zerodp("plan --params 175B --gpus 64");
+  const Result r = zerodp("plan --wide --params 175B --gpus 64");
   EXPECT_TRUE(has(r.out, "0.34 TB")) << r.out;
   EXPECT_TRUE(has(r.out, "1.03 TB"));
 }
@@ -121,7 +124,7 @@ TEST(PlanCli, Example7Efficiency) {
   EXPECT_NEAR(overlapped["stages"][3]["exposed_seconds"].get<double>(), 2.75, 0.005);
   EXPECT_NEAR(overlapped["stages"][3]["efficiency"].get<double>(), 0.784, 0.001);
   EXPECT_TRUE(overlapped["stages"][3]["model_state_bytes"].is_null());  // no Φ given
-  const Result r = zerodp("plan " + given + " --overlap 60%");
+  const Result r = zerodp("plan --wide " + given + " --overlap 60%");
   EXPECT_TRUE(has(r.out, "6.87 s")) << r.out;
   EXPECT_TRUE(has(r.out, "2.75 s"));
 }
@@ -135,7 +138,7 @@ TEST(PlanCli, Example8NothingFitsAtFourGpus) {
   }
   EXPECT_TRUE(j["cheapest_fitting_stage"].is_null());
   EXPECT_EQ(j["stages"][3]["min_gpus"].get<std::uint64_t>(), 9u);
-  const Result r = zerodp("plan --params 1e10 --gpus 4 --gpu-memory 24GB --activations 6GB");
+  const Result r = zerodp("plan --wide --params 1e10 --gpus 4 --gpu-memory 24GB --activations 6GB");
   EXPECT_TRUE(has(r.out, "No stage fits at N = 4")) << r.out;
   EXPECT_TRUE(has(r.out, "ZeRO-3 9"));
 }
@@ -145,7 +148,7 @@ TEST(PlanCli, SelfTestOneGpu) {
   for (int s = 0; s < 4; ++s) {
     EXPECT_EQ(j["stages"][s]["model_state_bytes"].get<std::uint64_t>(), 16'000'000'000u);
   }
-  EXPECT_TRUE(has(zerodp("plan --params 1e9 --gpus 1").out, "saves nothing without N > 1"));
+  EXPECT_TRUE(has(zerodp("plan --wide --params 1e9 --gpus 1").out, "saves nothing without N > 1"));
 }
 
 TEST(PlanCli, InverseAndShapeAndOptions) {
@@ -161,7 +164,7 @@ TEST(PlanCli, InverseAndShapeAndOptions) {
             4);
   EXPECT_EQ(
       plan_json("--params 1e9 --bytes-per-param 2,2,6")["bytes_per_param"]["total"].get<int>(), 10);
-  EXPECT_TRUE(has(zerodp("plan --params 1e9 --gpus 8 --binary").out, "14.90 GiB"));
+  EXPECT_TRUE(has(zerodp("plan --wide --params 1e9 --gpus 8 --binary").out, "14.90 GiB"));
 }
 
 struct BadInput {
@@ -189,7 +192,7 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
     "num_local_experts": 8, "num_experts_per_tok": 2, "rope_theta": 1e6,
     "tie_word_embeddings": false, "torch_dtype": "bfloat16"})";
-  const Result r = zerodp("plan --model-config " + path + " --gpus 8 --activations 0B");
+  const Result r = zerodp("plan --wide --model-config " + path + " --gpus 8 --activations 0B");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "46,702,792,704 parameters, 12,879,925,248 active per token")) << r.out;
 
@@ -216,7 +219,7 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
   EXPECT_TRUE(has(act["activations_source"].get<std::string>(), "flash attention"));
 
   // Every catalogue model is listed with its count.
-  const Result list = zerodp("plan --list-models");
+  const Result list = zerodp("plan --wide --list-models");
   EXPECT_EQ(list.status, 0);
   for (const char* name : {"gpt2-xl", "pythia-12b", "llama-2-70b", "mistral-7b", "qwen2.5-7b"}) {
     EXPECT_TRUE(has(list.out, name)) << name;
@@ -226,8 +229,8 @@ TEST(PlanCli, APublishedModelGivesItsExactCount) {
 TEST(PlanCli, DeepSpeedsEstimateBesideThePlan) {
   // memory.rst's model (2851e6 params, 32e6 in its largest layer) on one node of 8 GPUs:
   // DeepSpeed v0.16.4's text, then zerodp's figures and the differences.
-  const Result r =
-      zerodp("plan --params 2851e6 --largest-layer 32e6 --gpus-per-node 8 --estimator deepspeed");
+  const Result r = zerodp(
+      "plan --wide --params 2851e6 --largest-layer 32e6 --gpus-per-node 8 --estimator deepspeed");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "HW: Setup with 1 node, 8 GPUs per node.\n"
@@ -273,7 +276,8 @@ TEST(PlanCli, OffloadTakesTheOptimizerOffTheGpu) {
   EXPECT_EQ(j["inputs"]["offload_optimizer"], "cpu");
   EXPECT_TRUE(plan_json("--params 1e9 --gpus 8")["stages"][2]["offload"].is_null());
   const Result r = zerodp(
-      "plan --model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu --activations "
+      "plan --wide --model llama-3-8b --gpus 8 --gpu-memory 40GB --offload-optimizer cpu "
+      "--activations "
       "0B");
   EXPECT_TRUE(has(r.out, "offload: optimizer states to cpu")) << r.out;
   EXPECT_TRUE(has(r.out, "PCIe to host/step")) << r.out;
@@ -288,7 +292,7 @@ TEST(PlanCli, ADeepSpeedConfigSetsStageOffloadPrecisionAndMicroBatch) {
     "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                           "reduce_bucket_size": 5e8}, "colour": "blue"})";
   const std::string model = "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 512 ";
-  const Result r = zerodp("plan " + model + "--deepspeed-config " + path);
+  const Result r = zerodp("plan --wide " + model + "--deepspeed-config " + path);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "ZeRO-2, optimizer states to cpu, params to none, mixed bf16, "
@@ -304,7 +308,8 @@ TEST(PlanCli, ADeepSpeedConfigSetsStageOffloadPrecisionAndMicroBatch) {
   EXPECT_EQ(with_config["activation_bytes"], with_flags["activation_bytes"]);
   EXPECT_EQ(with_config["inputs"]["configured_stage"].get<int>(), 2);
   // A flag that says otherwise is an error naming both.
-  const Result clash = zerodp("plan " + model + "--deepspeed-config " + path + " --precision fp16");
+  const Result clash =
+      zerodp("plan --wide " + model + "--deepspeed-config " + path + " --precision fp16");
   EXPECT_EQ(clash.status, 2);
   EXPECT_TRUE(has(clash.err, "--precision: 'fp16' contradicts")) << clash.err;
 }
@@ -323,7 +328,7 @@ TEST(PlanCli, AFlagAgreesWithTheConfigByWhatItNamesNotItsSpelling) {
               from_config["stages"])
         << word;
   }
-  const Result clash = zerodp("plan " + plan + "--optimizer sgd");
+  const Result clash = zerodp("plan --wide " + plan + "--optimizer sgd");
   EXPECT_EQ(clash.status, 2);
   EXPECT_TRUE(has(clash.err, "--optimizer: 'sgd' contradicts " + path + "'s optimizer.type (adam)"))
       << clash.err;
@@ -332,96 +337,103 @@ TEST(PlanCli, AFlagAgreesWithTheConfigByWhatItNamesNotItsSpelling) {
 TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
   const BadInput cases[] = {
       {"plan", "--params: required"},
-      {"plan --gpus 8", "--params: required"},
-      {"plan --params 0", "--params: expected a count"},
-      {"plan --params -5", "--params: expected a count"},
-      {"plan --params=-5", "--params: expected a count"},
-      {"plan --params nan", "--params: expected a count"},
-      {"plan --params inf", "--params: expected a count"},
-      {"plan --params abc", "--params: expected a count"},
-      {"plan --params 5Q", "--params: expected a count"},
-      {"plan --params 1e9 --gpus 4.5", "--gpus: expected a whole number"},
-      {"plan --params 1e9 --gpus 0", "--gpus: expected a whole number"},
-      {"plan --params 1e9 --gpus -8", "--gpus: expected a whole number"},
-      {"plan --params 1e9 --gpu-memory 80XB", "--gpu-memory: expected a size"},
-      {"plan --params 1e9 --gpu-memory 80", "--gpu-memory: expected a size"},
-      {"plan --params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s --overlap 1.5",
+      {"plan --wide --gpus 8", "--params: required"},
+      {"plan --wide --params 0", "--params: expected a count"},
+      {"plan --wide --params -5", "--params: expected a count"},
+      {"plan --wide --params=-5", "--params: expected a count"},
+      {"plan --wide --params nan", "--params: expected a count"},
+      {"plan --wide --params inf", "--params: expected a count"},
+      {"plan --wide --params abc", "--params: expected a count"},
+      {"plan --wide --params 5Q", "--params: expected a count"},
+      {"plan --wide --params 1e9 --gpus 4.5", "--gpus: expected a whole number"},
+      {"plan --wide --params 1e9 --gpus 0", "--gpus: expected a whole number"},
+      {"plan --wide --params 1e9 --gpus -8", "--gpus: expected a whole number"},
+      {"plan --wide --params 1e9 --gpu-memory 80XB", "--gpu-memory: expected a size"},
+      {"plan --wide --params 1e9 --gpu-memory 80", "--gpu-memory: expected a size"},
+      {"plan --wide --params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s --overlap 1.5",
        "--overlap: expected a fraction"},
-      {"plan --params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s --overlap -0.1",
+      {"plan --wide --params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s --overlap -0.1",
        "--overlap: expected a fraction"},
-      {"plan --params 1e9 --gpus 8 --compute-time nan --bandwidth 300GB/s",
+      {"plan --wide --params 1e9 --gpus 8 --compute-time nan --bandwidth 300GB/s",
        "--compute-time: expected a duration"},
-      {"plan --params 1e9 --gpus 8 --compute-time 10s --bandwidth inf",
+      {"plan --wide --params 1e9 --gpus 8 --compute-time 10s --bandwidth inf",
        "--bandwidth: expected a bandwidth"},
-      {"plan --params 2e18", "--params: expected a count whose bytes fit in 64 bits"},
-      {"plan --params 1e9 --gpus 8 --compute-time 10s", "--bandwidth: required"},
-      {"plan --params 1e9 --round-to 8", "--round-to: needs --gpu-memory"},
-      {"plan --params 1e9 --precision fp8", "--precision: expected fp16, bf16 or fp32"},
-      {"plan --params 1e9 --bytes-per-param 2,2", "--bytes-per-param: expected P,G,K"},
-      {"plan --params 1e9 --layers 2 --hidden 64", "--heads: required"},
-      {"plan --params 1e9 --comm-convention both --compute-time 1s --bandwidth 1GB/s --gpus 2",
+      {"plan --wide --params 2e18", "--params: expected a count whose bytes fit in 64 bits"},
+      {"plan --wide --params 1e9 --gpus 8 --compute-time 10s", "--bandwidth: required"},
+      {"plan --wide --params 1e9 --round-to 8", "--round-to: needs --gpu-memory"},
+      {"plan --wide --params 1e9 --precision fp8", "--precision: expected fp16, bf16 or fp32"},
+      {"plan --wide --params 1e9 --bytes-per-param 2,2", "--bytes-per-param: expected P,G,K"},
+      {"plan --wide --params 1e9 --layers 2 --hidden 64", "--heads: required"},
+      {"plan --wide --params 1e9 --comm-convention both --compute-time 1s --bandwidth 1GB/s --gpus "
+       "2",
        "--comm-convention: expected seed or ring"},
-      {"plan --model gpt5", "--model: unknown model 'gpt5'; known: gpt2, gpt2-medium"},
-      {"plan --model llama3-8b", "--model: unknown model 'llama3-8b'; did you mean 'llama-3-8b'?"},
-      {"plan --model gpt2 --params 1B", "--params: not with --model, which gives the count"},
-      {"plan --model gpt2 --model-config c.json", "--model: not with --model-config"},
-      {"plan --model-config /nonexistent/config.json", "--model-config: cannot read"},
-      {"plan --model llama-3-8b --layers 32", "--layers: not with --model"},
-      {"plan --model gpt2 --seq-len 8 --micro-batch 1 --attention paged",
+      {"plan --wide --model gpt5", "--model: unknown model 'gpt5'; known: gpt2, gpt2-medium"},
+      {"plan --wide --model llama3-8b",
+       "--model: unknown model 'llama3-8b'; did you mean 'llama-3-8b'?"},
+      {"plan --wide --model gpt2 --params 1B", "--params: not with --model, which gives the count"},
+      {"plan --wide --model gpt2 --model-config c.json", "--model: not with --model-config"},
+      {"plan --wide --model-config /nonexistent/config.json", "--model-config: cannot read"},
+      {"plan --wide --model llama-3-8b --layers 32", "--layers: not with --model"},
+      {"plan --wide --model gpt2 --seq-len 8 --micro-batch 1 --attention paged",
        "--attention: expected sdpa (the default), flash or eager"},
-      {"plan --model gpt2 --activations 1GB --checkpointing full",
+      {"plan --wide --model gpt2 --activations 1GB --checkpointing full",
        "--activations: not with --checkpointing"},
-      {"plan --params 1e9 --attention flash", "--attention: applies to --model"},
-      {"plan --model gpt2 --seq-len 8 --micro-batch 1 --activations 1GB",
+      {"plan --wide --params 1e9 --attention flash", "--attention: applies to --model"},
+      {"plan --wide --model gpt2 --seq-len 8 --micro-batch 1 --activations 1GB",
        "--activations: not with --seq-len"},
-      {"plan --model gpt2 --seq-len 4kk",
+      {"plan --wide --model gpt2 --seq-len 4kk",
        "--seq-len: expected a whole number of tokens such "
        "as 4096 or 4k (k = 1024), got '4kk'"},
-      {"plan --model gpt2 --seq-len 4.5k", "--seq-len: expected a whole number of tokens"},
-      {"plan --params 1e9 --layers 2 --hidden 64 --heads 4 --micro-batch 1 --seq-len 1e3k",
+      {"plan --wide --model gpt2 --seq-len 4.5k", "--seq-len: expected a whole number of tokens"},
+      {"plan --wide --params 1e9 --layers 2 --hidden 64 --heads 4 --micro-batch 1 --seq-len 1e3k",
        "--seq-len: expected a whole number of tokens"},
-      {"plan --params 1B --estimator ds", "--estimator: expected deepspeed"},
-      {"plan --params 1B --estimator deepspeed", "--largest-layer: required"},
-      {"plan --params 1B --nodes 2", "--nodes: needs --gpus-per-node"},
-      {"plan --params 1B --largest-layer 2B --estimator deepspeed",
+      {"plan --wide --params 1B --estimator ds", "--estimator: expected deepspeed"},
+      {"plan --wide --params 1B --estimator deepspeed", "--largest-layer: required"},
+      {"plan --wide --params 1B --nodes 2", "--nodes: needs --gpus-per-node"},
+      {"plan --wide --params 1B --largest-layer 2B --estimator deepspeed",
        "--largest-layer: expected at most --params"},
-      {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 8",
+      {"plan --wide --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node "
+       "8",
        "--gpus-per-node: expected at most --gpus (4)"},
-      {"plan --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node 2",
+      {"plan --wide --params 1B --largest-layer 1M --estimator deepspeed --gpus 4 --gpus-per-node "
+       "2",
        "--gpus: 4 is not --gpus-per-node x --nodes (2)"},
-      {"plan --params 1B --gpus 8 --gpus-per-node 4 --nodes 4",
+      {"plan --wide --params 1B --gpus 8 --gpus-per-node 4 --nodes 4",
        "--gpus: 8 is not --gpus-per-node x --nodes (16)"},
-      {"plan --params 1B --gpus 8 --intra-bandwidth 300GB/s",
+      {"plan --wide --params 1B --gpus 8 --intra-bandwidth 300GB/s",
        "--gpus-per-node: required with --intra-bandwidth"},
-      {"plan --params 1B --gpus 12 --gpus-per-node 8 --zeropp qwz",
+      {"plan --wide --params 1B --gpus 12 --gpus-per-node 8 --zeropp qwz",
        "--gpus-per-node: expected a divisor of --gpus (12)"},
-      {"plan --params 1B --gpus-per-node 8 --nodes 2 --zeropp qwz,lora",
+      {"plan --wide --params 1B --gpus-per-node 8 --nodes 2 --zeropp qwz,lora",
        "--zeropp: expected none or a list of qwz, hpz, qgz"},
-      {"plan --params 1B --gpus-per-node 8 --nodes 1 --intra-bandwidth 300GB/s "
+      {"plan --wide --params 1B --gpus-per-node 8 --nodes 1 --intra-bandwidth 300GB/s "
        "--inter-bandwidth 50GB/s",
        "--inter-bandwidth: one node sends nothing across nodes"},
-      {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s",
+      {"plan --wide --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s",
        "--inter-bandwidth: required with --intra-bandwidth"},
-      {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
+      {"plan --wide --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
        "--inter-bandwidth 50GB/s --bandwidth 1GB/s --compute-time 1s",
        "--bandwidth: not with --intra-bandwidth"},
-      {"plan --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
+      {"plan --wide --params 1B --gpus-per-node 8 --nodes 2 --intra-bandwidth 300GB/s "
        "--inter-bandwidth 0GB/s",
        "--inter-bandwidth: expected a bandwidth"},
-      {"plan --params 1B --gpus-per-node 1 --nodes 8 --zeropp hpz",
+      {"plan --wide --params 1B --gpus-per-node 1 --nodes 8 --zeropp hpz",
        "--zeropp: hpz needs nodes of more than one GPU"},
-      {"plan --params 1B --gpus 8 --buffers megatron", "--buffers: expected deepspeed or none"},
-      {"plan --params 1B --gpus 8 --buffers deepspeed",
+      {"plan --wide --params 1B --gpus 8 --buffers megatron",
+       "--buffers: expected deepspeed or none"},
+      {"plan --wide --params 1B --gpus 8 --buffers deepspeed",
        "--largest-layer: required with --params and --buffers deepspeed"},
-      {"plan --params 1B --gpus 8 --deepspeed-config /dev/null",
+      {"plan --wide --params 1B --gpus 8 --deepspeed-config /dev/null",
        "--deepspeed-config: cannot read '/dev/null' (is a device, not a file"},
-      {"plan --params 1B --gpus 8 --cuda-overhead 2XB", "--cuda-overhead: expected a size"},
-      {"plan --estimator deepspeed --gpus-per-node 8", "--params: required with --estimator"},
-      {"plan --params 1B --gpus 8 --offload-optimizer gpu", "--offload-optimizer: expected none"},
-      {"plan --params 1B --gpus 8 --offload-params disk", "--offload-params: expected none"},
-      {"plan --params 1B --gpus 8 --offload-optimizer cpu --gpus-per-node 16",
+      {"plan --wide --params 1B --gpus 8 --cuda-overhead 2XB", "--cuda-overhead: expected a size"},
+      {"plan --wide --estimator deepspeed --gpus-per-node 8",
+       "--params: required with --estimator"},
+      {"plan --wide --params 1B --gpus 8 --offload-optimizer gpu",
+       "--offload-optimizer: expected none"},
+      {"plan --wide --params 1B --gpus 8 --offload-params disk", "--offload-params: expected none"},
+      {"plan --wide --params 1B --gpus 8 --offload-optimizer cpu --gpus-per-node 16",
        "--gpus-per-node: expected at most --gpus (8)"},
-      {"plan --params 1B --deepspeed-config /nonexistent/ds.json",
+      {"plan --wide --params 1B --deepspeed-config /nonexistent/ds.json",
        "--deepspeed-config: cannot read"},
       {"plot --max-gpus 64 --out x.svg", "--params: required"},
       {"plot --params 1e9", "--out: required"},
@@ -451,14 +463,16 @@ TEST(PlanCli, BadInputGetsOneLineNamingTheFlagAndExitTwo) {
 
 TEST(PlanCli, ASequenceLengthInKIsTokensInPowersOfTwo) {
   // A model card's "4k" is 4096 tokens: the same plan, every figure and word of it.
-  const std::string run = "plan --model llama-3-8b --gpus 8 --gpu a100-40gb --json --seq-len ";
+  const std::string run =
+      "plan --wide --model llama-3-8b --gpus 8 --gpu a100-40gb --json --seq-len ";
   const Result k = zerodp(run + "4k");
   const Result digits = zerodp(run + "4096");
   ASSERT_EQ(k.status, 0) << k.err;
   ASSERT_EQ(digits.status, 0) << digits.err;
   EXPECT_EQ(k.out, digits.out);
   EXPECT_EQ(zerodp(run + "32K").out, zerodp(run + "32768").out);
-  const std::string shape = "plan --params 1e9 --layers 2 --hidden 64 --heads 4 --micro-batch 1 ";
+  const std::string shape =
+      "plan --wide --params 1e9 --layers 2 --hidden 64 --heads 4 --micro-batch 1 ";
   EXPECT_EQ(zerodp(shape + "--seq-len 2k").out, zerodp(shape + "--seq-len 2048").out);
 }
 
@@ -491,7 +505,7 @@ TEST(PlotCli, TheBreakdownShowsEachStagesPeakAsThePlanCountsItAgainstTheGpu) {
   const std::string svg = slurp(path);
   // The bars' totals are the plan's peaks (42.5 GB for ZeRO-2, 29.6 GB for ZeRO-3), the line
   // is the card's 42.3 GB, and the notes' terms are the legend's.
-  const nlohmann::json plan = nlohmann::json::parse(zerodp("plan " + run + " --json").out);
+  const nlohmann::json plan = nlohmann::json::parse(zerodp("plan --wide " + run + " --json").out);
   // A tight bar says so beside its number (ZeRO-2's 42.5 GB is within 9 % of 42.3 GB).
   for (const auto& stage : plan["stages"]) {
     const std::string total =

@@ -1,6 +1,8 @@
 // `zerodp plan` on GPUs as a user asks about them: the GPU's peak term by term, the card by name,
 // the verdict when nothing fits and what would, the optimizer step's own allocations, DeepSpeed's
 // estimate and ZeRO++ across nodes. The real executable, its table and its JSON.
+// The plan is read at its whole width (--wide), each sentence on its line: where the lines of
+// the default output wrap is plan_width_test.cc's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,7 +26,7 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
   const std::string run =
       "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 4096 --micro-batch 1 "
       "--checkpointing full --attention flash --stage 2";
-  const Result r = zerodp("plan " + run);
+  const Result r = zerodp("plan --wide " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "--stage 2: ZeRO-2 is tight at N = 8: peak 42.5 GB > 40.0 GB, within the "
@@ -71,7 +73,7 @@ TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
   const std::string run =
       "--model llama-3-8b --gpus 8 --seq-len 3072 --micro-batch 1 --checkpointing full "
       "--attention flash --stage 2 ";
-  const Result card = zerodp("plan " + run + "--gpu a100-40gb");
+  const Result card = zerodp("plan --wide " + run + "--gpu a100-40gb");
   ASSERT_EQ(card.status, 0) << card.err;
   // 40.4 GB is within the planner's measured 9 % of 42.3 GB: it fits as predicted, but tight.
   EXPECT_TRUE(has(card.out,
@@ -90,7 +92,7 @@ TEST(PlanCliPeak, OnTheA100s40GBZeroTwoFitsWhere40DecimalGBDoesNot) {
   EXPECT_EQ(j["stages"][3]["verdict"], "fits");
   EXPECT_EQ(j["tight_band"]["fraction"].get<double>(), 0.09);
   // "40GB" typed: the plan says which card is sold as that, and what it reports instead.
-  const Result typed = zerodp("plan " + run + "--gpu-memory 40GB");
+  const Result typed = zerodp("plan --wide " + run + "--gpu-memory 40GB");
   EXPECT_TRUE(has(typed.out,
                   "note: cards sold as 40 GB report other totals to CUDA: a100-40gb 42.30 GB "
                   "(--gpu NAME plans for the card)\n"))
@@ -108,7 +110,7 @@ TEST(PlanCliPeak, WhenNothingFitsThePlanStillPrintsWithWhatWouldFit) {
   const std::string run =
       "--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 2048 --micro-batch 1 --stage 2 "
       "--attention eager";
-  const Result r = zerodp("plan " + run);
+  const Result r = zerodp("plan --wide " + run);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out,
                   "No stage fits at any N: the activations (42.9 GB) and the CUDA "
@@ -203,7 +205,7 @@ TEST(PlanCliPeak, TheOptimizersTemporariesFollowTheConfigOrTheFlag) {
   const auto single = z2("--optimizer-impl single");
   EXPECT_EQ(u64(single["peak"]["optimizer_temp_bytes"]), 8 * shard);
   EXPECT_FALSE(single["fits"].get<bool>());
-  EXPECT_TRUE(has(zerodp("plan " + run + "--optimizer-impl single").out,
+  EXPECT_TRUE(has(zerodp("plan --wide " + run + "--optimizer-impl single").out,
                   "(model state 30.1 GB + CUDA 2.00 GB + step fp32 grads 4.02 GB + optimizer "
                   "temporaries 8.03 GB)"));
   // A config without an optimizer block: the Hugging Face Trainer's torch AdamW, foreach.
@@ -225,25 +227,25 @@ TEST(PlanCliPeak, TheOptimizersTemporariesFollowTheConfigOrTheFlag) {
   EXPECT_EQ(plan_json(base + "/ds_fused.json")["inputs"]["optimizer_impl"], "fused");
   EXPECT_EQ(plan_json(base + "/ds_no_opt.json --optimizer-impl single")["inputs"]["optimizer_impl"],
             "single");
-  const Result conflict = zerodp("plan " + base + "/ds_fused.json --optimizer-impl foreach");
+  const Result conflict = zerodp("plan --wide " + base + "/ds_fused.json --optimizer-impl foreach");
   EXPECT_EQ(conflict.status, 2);
   EXPECT_TRUE(has(conflict.err, "--optimizer-impl: 'foreach' contradicts ")) << conflict.err;
-  const Result bad = zerodp("plan " + run + "--optimizer-impl apex");
+  const Result bad = zerodp("plan --wide " + run + "--optimizer-impl apex");
   EXPECT_EQ(bad.err, "zerodp: --optimizer-impl: expected fused, foreach or single, got 'apex'\n");
 }
 
 TEST(PlanCli, GpusByNameAreListedAndAMistakeIsOneLine) {
-  const Result list = zerodp("plan --list-gpus");
+  const Result list = zerodp("plan --wide --list-gpus");
   ASSERT_EQ(list.status, 0) << list.err;
   for (const char* name : {"a100-40gb", "a100-80gb", "h100-80gb", "rtx-4090", "t4", "mi300x"}) {
     EXPECT_TRUE(has(list.out, name)) << name;
   }
-  Result r = zerodp("plan --params 1e9 --gpus 8 --gpu a100");
+  Result r = zerodp("plan --wide --params 1e9 --gpus 8 --gpu a100");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
             "zerodp: --gpu: unknown GPU 'a100'; did you mean 'a100-40gb'? (--list-gpus lists "
             "them; --gpu-memory gives any other)\n");
-  r = zerodp("plan --params 1e9 --gpus 8 --gpu t4 --gpu-memory 16GB");
+  r = zerodp("plan --wide --params 1e9 --gpus 8 --gpu t4 --gpu-memory 16GB");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
             "zerodp: --gpu-memory: not with --gpu, which gives the card's memory; give one\n");
@@ -291,12 +293,13 @@ TEST(PlanCliPeak, ADeepSpeedConfigWithOffloadAndZeroPlusPlusChangesThePlan) {
   EXPECT_EQ(with_flags["stages"][3]["peak"]["hpz_secondary_bytes"],
             z3["peak"]["hpz_secondary_bytes"]);
   // And a flag that says otherwise is an error naming both.
-  const Result clash = zerodp("plan " + base + "--deepspeed-config " + path + " --zeropp qwz");
+  const Result clash =
+      zerodp("plan --wide " + base + "--deepspeed-config " + path + " --zeropp qwz");
   EXPECT_EQ(clash.status, 2);
   EXPECT_TRUE(has(clash.err, "--zeropp: 'qwz' contradicts")) << clash.err;
   // With --params instead of a model, the config's ZeRO-3 buffers need the largest layer.
   const Result no_layer =
-      zerodp("plan --params 70B --gpus-per-node 8 --nodes 8 --deepspeed-config " + path);
+      zerodp("plan --wide --params 70B --gpus-per-node 8 --nodes 8 --deepspeed-config " + path);
   EXPECT_EQ(no_layer.status, 2);
   EXPECT_TRUE(has(no_layer.err, "--largest-layer: required with --params and --deepspeed-config"))
       << no_layer.err;
@@ -372,7 +375,7 @@ TEST(PlanCliPeak, ZeroPlusPlusKeysBelowStageThreeAreIgnoredAsDeepSpeedIgnoresThe
       << R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})";
   const std::string run =
       "--model llama-3-8b --gpus 1 --gpu a100-80gb --seq-len 512 --micro-batch 1 ";
-  const Result r = zerodp("plan " + run + "--deepspeed-config " + dir + "/hpz2.json --json");
+  const Result r = zerodp("plan --wide " + run + "--deepspeed-config " + dir + "/hpz2.json --json");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.err, "ZeRO++ keys (") && has(r.err,
                                                  "are read by DeepSpeed at stage 3 only; "
@@ -423,7 +426,7 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
   for (int stage = 0; stage < 3; ++stage) {
     EXPECT_EQ(j["stages"][stage], deepspeed["stages"][stage]) << stage;
   }
-  const Result table = zerodp("plan " + run);
+  const Result table = zerodp("plan --wide " + run);
   EXPECT_TRUE(has(table.out, "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row")) << table.out;
   // Without FSDP's rate limiter every unit's all-gather may be issued ahead: all the params.
   const auto unlimited = plan_json(run + " --limit-all-gathers off");
@@ -446,7 +449,7 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
            {"--model llama-2-7b --gpus 4 --seq-len 512 --micro-batch 1 --framework fsdp "
             "--limit-all-gathers false",
             "--limit-all-gathers: expected on or off, got 'false'"}}) {
-    const Result bad = zerodp("plan " + flags);
+    const Result bad = zerodp("plan --wide " + flags);
     EXPECT_EQ(bad.status, 2) << flags;
     EXPECT_TRUE(has(bad.err, message)) << bad.err;
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
