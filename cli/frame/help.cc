@@ -123,9 +123,8 @@ std::string short_usage() {
     name.resize(12, ' ');
     out += name + std::string(c.summary) + "\n";
   }
-  out += "\nTry:  " +
-         std::string(
-             command_help("plan").examples.substr(0, command_help("plan").examples.find('\n'))) +
+  const std::string_view plan_examples = command_help("plan").examples;
+  out += "\nTry:  " + std::string(plan_examples.substr(0, plan_examples.find('\n'))) +
          "\nHelp: zerodp COMMAND --help, zerodp --help, man zerodp\n";
   return out;
 }
@@ -141,13 +140,13 @@ HelpFormatter::HelpFormatter() {
 
 std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positional) const {
   std::string name = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
-  const std::string desc = make_option_desc(opt);
+  // A name that reaches the description's column stands on a line of its own.
   if (name.size() + 1 >= kNameColumn) {
-    return name + "\n" + std::string(kNameColumn, ' ') +
-           fill_words(desc, kHelpColumns, kNameColumn, kNameColumn) + "\n";
+    name.append("\n").append(kNameColumn, ' ');
+  } else {
+    name.resize(kNameColumn, ' ');
   }
-  name.resize(kNameColumn, ' ');
-  return name + fill_words(desc, kHelpColumns, kNameColumn, kNameColumn) + "\n";
+  return name + fill_words(make_option_desc(opt), kHelpColumns, kNameColumn, kNameColumn) + "\n";
 }
 
 std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {

@@ -155,8 +155,9 @@ TrainSettings TrainSettings::on_ranks(comm::Communicator& comm,
 }
 
 void check_resume(const TrainSettings& s, const checkpoint::Checkpoint& resume) {
-  refuse_resume_changes(resume.folder(), saved_run_of(resume), nlohmann::json::parse(resume.manifest().model),
-                        s.spec.config_json(), s.run_record());
+  refuse_resume_changes(resume.folder(), saved_run_of(resume),
+                        nlohmann::json::parse(resume.manifest().model), s.spec.config_json(),
+                        s.run_record());
   resume.check_model(s.spec.config_json().dump());
   if (resume.state().run_step >= s.steps) {
     const std::string done = std::to_string(resume.state().run_step);

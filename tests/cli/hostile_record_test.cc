@@ -120,7 +120,7 @@ TEST(HostileRecord, APrecisionThatIsNotTheWeightsIsRefusedNotTrainedIn) {
 }
 
 TEST(HostileRecord, ARecordWithoutPrecisionIsHeldToTheManifestsAndNotSaidUncompared) {
-  const Saved s = saved_run("no_precision");  // bf16
+  const Saved s = saved_run("no_precision");                        // bf16
   edit(s, [](nlohmann::json& m) { m["run"].erase("precision"); });  // a record of an older run
   const std::string resume = "train --resume '" + s.dir + "/ck' --steps 3 --out '' ";
   const CliResult fp16 = run_zerodp(resume + "--precision fp16");
@@ -154,7 +154,7 @@ TEST(HostileRecord, TwoShardsWithTheirRangesSwappedAreRefused) {
   ASSERT_EQ(before.status, 0) << before.err;
   edit(s, [](nlohmann::json& m) { std::swap(m["shards"][0]["ranges"], m["shards"][1]["ranges"]); });
   for (const std::string& args : {"eval --checkpoint '" + s.dir + "/ck' --json",
-                                 "train --resume '" + s.dir + "/ck' --steps 3 --out ''"}) {
+                                  "train --resume '" + s.dir + "/ck' --steps 3 --out ''"}) {
     const CliResult r = run_zerodp(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find(s.manifest + ": shards[1].ranges"), std::string::npos) << r.err;
