@@ -14,6 +14,7 @@ differences (include/zerodp/plan/torch_runtime.h).
   /usr/bin/python3 scripts/torch_activations.py --config tests/plan/torch_reference/llama.json \
       --seq-len 32 --micro-batch 2 [--verbose]      # one JSON object
   /usr/bin/python3 scripts/torch_activations.py --config ... --shapes 8x2,12x3,16x1   # one a line
+  /usr/bin/python3 scripts/torch_activations.py --config A.json --config B.json --shapes ...  # A's, then B's
   /usr/bin/python3 scripts/torch_activations.py --optimizer-step 1000000   # AdamW's step temporaries
 
 (`python3` on the PATH may be another interpreter, without Debian's python3-torch; use /usr/bin/python3.)
@@ -1368,7 +1369,8 @@ def optimizer_step_peak(S, foreach):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", help="tests/plan/torch_reference/FAMILY.json")
+    ap.add_argument("--config", action="append", help="tests/plan/torch_reference/FAMILY.json; with --shapes, "
+                    "may be given several times (one interpreter and one torch import for them all)")
     ap.add_argument("--seq-len", type=int, default=32)
     ap.add_argument("--micro-batch", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -1388,12 +1390,16 @@ def main():
         return 0
     if not a.config:
         ap.error("--config or --optimizer-step is required")
-    cfg = load_config(a.config)
     if a.shapes:
-        for shape in a.shapes.split(","):
-            s, b = (int(n) for n in shape.split("x"))
-            print(json.dumps(run(cfg, s, b, a.seed)))
+        for path in a.config:
+            cfg = load_config(path)
+            for shape in a.shapes.split(","):
+                s, b = (int(n) for n in shape.split("x"))
+                print(json.dumps(run(cfg, s, b, a.seed)))
         return 0
+    if len(a.config) > 1:
+        ap.error("several --config need --shapes")
+    cfg = load_config(a.config[0])
     print(json.dumps(run(cfg, a.seq_len, a.micro_batch, a.seed, a.verbose), indent=None if not a.verbose else 1))
     return 0
 

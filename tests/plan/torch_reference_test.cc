@@ -4,7 +4,8 @@
 // every storage autograd saves for backward; the planner's formula, given this build's
 // differences (plan/torch_runtime.h: kCpuTorch113), must give the same bytes layer by layer,
 // outside the layers and in the rotary tables, exactly. The configs are
-// tests/plan/torch_reference/FAMILY.json, small shapes so each run takes about a second.
+// tests/plan/torch_reference/FAMILY.json, small shapes; a test counts all its configs in one
+// run of the script, as importing torch takes longer than the counting.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,14 +46,17 @@ bool torch_installed() {
   return installed;
 }
 
-std::string reference(const fs::path& config, const std::string& extra) {
-  return kSource + "/scripts/torch_activations.py --config " + config.string() + " " + extra;
+// The script's arguments for these configs, each a --config.
+std::string reference(const std::vector<fs::path>& configs, const std::string& extra) {
+  std::string command = kSource + "/scripts/torch_activations.py";
+  for (const fs::path& config : configs) command += " --config " + config.string();
+  return command + " " + extra;
 }
 
-// The counts at each shape, one JSON object per shape.
-std::vector<json> counted(const fs::path& config, const std::string& shapes) {
+// The counts at each shape of each config in turn, one JSON object per shape.
+std::vector<json> counted(const std::vector<fs::path>& configs, const std::string& shapes) {
   const std::string out =
-      run(std::string(kPython) + " " + reference(config, "--shapes " + shapes) + " 2>/dev/null");
+      run(std::string(kPython) + " " + reference(configs, "--shapes " + shapes) + " 2>/dev/null");
   std::vector<json> results;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) results.push_back(json::parse(line));
@@ -66,33 +70,47 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-// One config (a family's file, or that file with fields changed) at three shapes, the batch of
-// one among them (fused projections and the labels are kept differently there).
-void expect_equal_counts(const std::string& name, const json& config_json) {
-  const fs::path path = fs::path(::testing::TempDir()) / (name + ".json");
-  std::ofstream(path) << config_json.dump();
-  const ModelConfig config = parse_model_config(config_json.dump(), name);
+// A config to count: a family's file, or that file with fields changed.
+struct Case {
+  std::string name;
+  json config;
+};
+
+// Each config at three shapes, the batch of one among them (fused projections and the labels
+// are kept differently there), all counted by one run of the script: starting Python and
+// importing torch is most of what a run costs.
+void expect_equal_counts(const std::vector<Case>& cases) {
   const std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {{8, 2}, {12, 3}, {16, 1}};
-  const std::vector<json> results = counted(path, "8x2,12x3,16x1");
-  ASSERT_EQ(results.size(), shapes.size()) << name << ": " << reference(path, "--shapes ...");
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const auto [s, b] = shapes[i];
-    const json& got = results[i];
-    const auto want = saved_tensor_bytes(config, s, b, Attention::eager, plan::kCpuTorch113);
-    ASSERT_TRUE(want.has_value());
-    const std::string where = name + " s=" + std::to_string(s) + " b=" + std::to_string(b);
-    // Layer by layer, as a multiset: which layers are dense is the config's business.
-    std::vector<std::uint64_t> layers = got["layers"].get<std::vector<std::uint64_t>>();
-    std::vector<std::uint64_t> expected(config.layers - config.moe_layers(), want->dense_layer);
-    expected.insert(expected.end(), config.moe_layers(), want->moe_layer);
-    std::sort(layers.begin(), layers.end());
-    std::sort(expected.begin(), expected.end());
-    EXPECT_EQ(layers, expected) << where << " per_layer " << got["per_layer"].dump();
-    std::uint64_t outside = 0;
-    for (const auto& [part, bytes] : got["outside"].items()) outside += bytes.get<std::uint64_t>();
-    EXPECT_EQ(outside, want->outside) << where << " outside " << got["outside"].dump();
-    EXPECT_EQ(got["shared"].get<std::uint64_t>(), want->rope_tables) << where;
-    EXPECT_EQ(got["total_saved"].get<std::uint64_t>(), want->total) << where;
+  std::vector<fs::path> paths;
+  for (const Case& c : cases) {
+    paths.push_back(fs::path(::testing::TempDir()) / (c.name + ".json"));
+    std::ofstream(paths.back()) << c.config.dump();
+  }
+  const std::vector<json> results = counted(paths, "8x2,12x3,16x1");
+  ASSERT_EQ(results.size(), cases.size() * shapes.size()) << reference(paths, "--shapes ...");
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const std::string& name = cases[c].name;
+    const ModelConfig config = parse_model_config(cases[c].config.dump(), name);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const auto [s, b] = shapes[i];
+      const json& got = results[c * shapes.size() + i];
+      const auto want = saved_tensor_bytes(config, s, b, Attention::eager, plan::kCpuTorch113);
+      ASSERT_TRUE(want.has_value());
+      const std::string where = name + " s=" + std::to_string(s) + " b=" + std::to_string(b);
+      // Layer by layer, as a multiset: which layers are dense is the config's business.
+      std::vector<std::uint64_t> layers = got["layers"].get<std::vector<std::uint64_t>>();
+      std::vector<std::uint64_t> expected(config.layers - config.moe_layers(), want->dense_layer);
+      expected.insert(expected.end(), config.moe_layers(), want->moe_layer);
+      std::sort(layers.begin(), layers.end());
+      std::sort(expected.begin(), expected.end());
+      EXPECT_EQ(layers, expected) << where << " per_layer " << got["per_layer"].dump();
+      std::uint64_t outside = 0;
+      for (const auto& [part, bytes] : got["outside"].items())
+        outside += bytes.get<std::uint64_t>();
+      EXPECT_EQ(outside, want->outside) << where << " outside " << got["outside"].dump();
+      EXPECT_EQ(got["shared"].get<std::uint64_t>(), want->rope_tables) << where;
+      EXPECT_EQ(got["total_saved"].get<std::uint64_t>(), want->total) << where;
+    }
   }
 }
 
@@ -111,46 +129,50 @@ TEST_F(TorchReference, EveryFamilySavesWhatThePlannerCounts) {
   const char* families[] = {"gpt2",    "gpt_neox",  "llama",     "mistral",    "qwen2",
                             "qwen3",   "phi3",      "olmo2",     "gemma2",     "gemma3_text",
                             "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2"};
-  for (const char* name : families) expect_equal_counts(name, family(name));
+  std::vector<Case> cases;
+  for (const char* name : families) cases.push_back({name, family(name)});
+  expect_equal_counts(cases);
 }
 
 TEST_F(TorchReference, DropoutMasksAndTheVariantsOfEachFamily) {
+  std::vector<Case> cases;
   // Dropout's masks on the scores, the residual branches and the embeddings.
   json gpt2 = family("gpt2");
   gpt2["attn_pdrop"] = gpt2["resid_pdrop"] = gpt2["embd_pdrop"] = 0.1;
-  expect_equal_counts("gpt2_dropout", gpt2);
+  cases.push_back({"gpt2_dropout", gpt2});
   json phi3 = family("phi3");
   phi3["attention_dropout"] = phi3["resid_pdrop"] = phi3["embd_pdrop"] = 0.1;
-  expect_equal_counts("phi3_dropout", phi3);
+  cases.push_back({"phi3_dropout", phi3});
   json neox = family("gpt_neox");
   neox["hidden_dropout"] = neox["attention_dropout"] = 0.1;
   neox["use_parallel_residual"] = false;
-  expect_equal_counts("gpt_neox_sequential_dropout", neox);
+  cases.push_back({"gpt_neox_sequential_dropout", neox});
   // Without grouped heads a fused qkv's v is a view at batch 1; partial rotary on phi3.
   phi3 = family("phi3");
   phi3["num_key_value_heads"] = phi3["num_attention_heads"];
   phi3["partial_rotary_factor"] = 0.5;
-  expect_equal_counts("phi3_mha_partial_rotary", phi3);
+  cases.push_back({"phi3_mha_partial_rotary", phi3});
   json llama = family("llama");
   llama["num_key_value_heads"] = llama["num_attention_heads"];
-  expect_equal_counts("llama_mha", llama);
+  cases.push_back({"llama_mha", llama});
   // Renormalised routing weights, and a mixture with dense layers.
   json qwen3_moe = family("qwen3_moe");
   qwen3_moe["norm_topk_prob"] = true;
   qwen3_moe["num_hidden_layers"] = 3;
   qwen3_moe["mlp_only_layers"] = {1};
   qwen3_moe["intermediate_size"] = 96;
-  expect_equal_counts("qwen3_moe_normalised_mixed", qwen3_moe);
+  cases.push_back({"qwen3_moe_normalised_mixed", qwen3_moe});
   // DeepSeek's q through a low rank.
   json deepseek = family("deepseek_v2");
   deepseek["q_lora_rank"] = 24;
-  expect_equal_counts("deepseek_v2_q_lora", deepseek);
+  cases.push_back({"deepseek_v2_q_lora", deepseek});
   // Routing limited to the best groups of experts keeps the mask of the others.
   deepseek = family("deepseek_v2");
   deepseek["topk_method"] = "group_limited_greedy";
   deepseek["n_group"] = 2;
   deepseek["topk_group"] = 1;
-  expect_equal_counts("deepseek_v2_group_limited", deepseek);
+  cases.push_back({"deepseek_v2_group_limited", deepseek});
+  expect_equal_counts(cases);
 }
 
 TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSaved) {
@@ -167,7 +189,7 @@ TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSave
   llama["num_hidden_layers"] = 1;
   const fs::path path = fs::path(::testing::TempDir()) / "llama_vocab.json";
   std::ofstream(path) << llama.dump();
-  const std::vector<json> results = counted(path, "128x4");
+  const std::vector<json> results = counted({path}, "128x4");
   ASSERT_EQ(results.size(), 1u);
   const double tv = 128.0 * 4 * 4096;
   const double beyond =
