@@ -85,9 +85,14 @@ deb: setup
 	@cp $(BUILD)/debs/*.deb .
 	@cd $(BUILD)/debs && ls *.deb
 
-# The release tests, then the hardening runs, one after the other.
+# The release tests, then the hardening runs, one after the other. The release tests take the
+# cores they compute on from a spec of JOBS cores (cmake/test_cpus.cmake); the one job more runs
+# a test that mostly waits (the cluster's) beside them. Two slots at least: an MPI run takes two.
+CPU_SLOTS = $(shell echo $$(( $(JOBS) > 2 ? $(JOBS) : 2 )))
 test: setup-test build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpus": [{"id": "0", "slots": %s}]}]}\n' \
+	  $(CPU_SLOTS) > $(BUILD)/cpus.json
+	@cd $(BUILD) && ctest --output-on-failure -j $$(( $(CPU_SLOTS) + 1 )) --resource-spec-file cpus.json
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory tsan
 	@$(MAKE) --no-print-directory fuzz
