@@ -18,7 +18,7 @@
 //    so its figure is nvidia-smi's total (NVML's, in MiB), which is more than CUDA reports (on
 //    an H100 by 0.54 GiB, 0.7 %): a plan for "h200" within 1 % of the GPU memory may not fit.
 //  - find_gpu() matches a name as catalog/names.h compares names ("A100-80GB", "a100_80gb");
-//    suggest_gpu() gives the closest name for a message.
+//    suggest_gpu() gives the name a mistyped or partial one most likely means, for a message.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +44,9 @@ std::span<const GpuSpec> gpu_catalogue();
 // The card of that name, or nullptr.
 const GpuSpec* find_gpu(std::string_view name);
 
-// The catalogue's name closest to `name` (edit distance on the normalised names), for "did you
-// mean"; empty when none is close.
+// The catalogue's name `name` most likely means, for "did you mean" (catalog/names.h: the name
+// it begins, the one card whose model number it is, "a6000" -> "rtx-a6000", or one within two
+// edits); empty when none is.
 std::string suggest_gpu(std::string_view name);
 
 // The cards sold as `bytes` read as a whole number of decimal GB or of GiB (40 * 10^9 or 40 *

@@ -36,6 +36,16 @@
 // field and what it expected; counts saturate at UINT64_MAX rather than wrap. The catalogue's
 // configs are copied from the published config.json files; model_params() of each equals its
 // published count (tests/catalog/models_test.cc).
+//
+// Hub ids: find_model() takes an entry's name, its hf_id, or any Hub id of hub_aliases(), each
+// matched whole and case-insensitively ("meta-llama/llama-3.1-8b-instruct"). An alias is a
+// published model whose config.json sets every size-setting field (model_type, vocabulary,
+// widths, layers, heads, head_dim, MLP and expert sizes, tied embeddings, biases) as its
+// entry's does, so it has the entry's parameters and activations; a variant that differs in
+// any of them (Mistral-7B-Instruct-v0.3's 32768-token vocabulary against v0.1's 32000) is an
+// entry of its own or absent. An alias resolves to its entry: the plan shows the entry's name
+// and cites the entry's hf_id, the config its count was checked against, whichever id was
+// typed. model_catalogue() and catalogue_names() list the entries alone.
 #pragma once
 
 #include <cstdint>
@@ -182,16 +192,27 @@ std::optional<ModelActivations> model_activation_bytes(
 struct CatalogueModel {
   std::string_view name;           // what --model takes
   std::string_view hf_id;          // where its config.json is published
-  std::uint64_t published_params;  // the count its publishers give (model card, paper)
+  std::uint64_t published_params;  // its published count (the safetensors, a card, a paper)
   std::string_view config_json;    // its config.json's fields that set the size
 };
 std::span<const CatalogueModel> model_catalogue();
-// nullptr when no model has that name (case-insensitive; the hf_id is accepted too).
+
+// A Hub id with the same size-setting config.json fields as a catalogue entry: an instruct,
+// chat or "-it" release of it, a fine-tune published by the same organisation, or the name
+// the repository had before.
+struct HubAlias {
+  std::string_view hf_id;  // "meta-llama/Llama-3.1-8B-Instruct"
+  std::string_view model;  // the entry's name: "llama-3.1-8b"
+};
+std::span<const HubAlias> hub_aliases();
+
+// The entry `name` names (its name, its hf_id or an alias's Hub id; see the contract above),
+// or nullptr.
 const CatalogueModel* find_model(std::string_view name);
-// "gpt2, gpt2-medium, ..." for error messages.
+// "gpt2, gpt2-medium, ..." for error messages: the entries' names, not the aliases.
 std::string catalogue_names();
-// The catalogue's name `name` most likely means (catalog/names.h), or "": "llama3-8b" ->
-// "llama-3-8b".
+// The name or Hub id `name` most likely means (catalog/names.h), as the catalogue spells it, or
+// "": "llama3-8b" -> "llama-3-8b", "Qwen/Qwen2.5-7B-Instruc" -> "Qwen/Qwen2.5-7B-Instruct".
 std::string suggest_model(std::string_view name);
 
 }  // namespace zerodp::catalog
