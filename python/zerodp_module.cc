@@ -36,7 +36,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -171,31 +170,62 @@ std::string speaker(const char* function) {
   return std::string("zerodp.") + function + "()";
 }
 
+bool is_flag_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// The length of the flag (--[a-z0-9]+(-[a-z0-9]+)*) that starts at `at`, or 0. A scan, not a
+// std::regex: libstdc++'s regex recurses once per character, and a 100 kB value named in a
+// message overflowed the stack of the Python process.
+std::size_t flag_length(const std::string& text, std::size_t at) {
+  if (text.compare(at, 2, "--") != 0) return 0;
+  std::size_t end = at + 2;
+  if (end >= text.size() || !is_flag_char(text[end])) return 0;
+  while (end < text.size()) {
+    if (is_flag_char(text[end])) {
+      ++end;
+    } else if (text[end] == '-' && end + 1 < text.size() && is_flag_char(text[end + 1])) {
+      end += 2;
+    } else {
+      break;
+    }
+  }
+  return end - at;
+}
+
 // A line of the command line in keywords: "zerodp: --seq-len: ..." is "zerodp.plan(): seq_len:
 // ...", every flag of the command named by its keyword, the hint to --help by help().
 std::string in_keywords(const std::string& line, const char* function,
                         const std::vector<Keyword>& keywords) {
   std::string text = line;
   if (text.rfind("zerodp: ", 0) == 0) text = speaker(function) + ": " + text.substr(8);
-  static const std::regex help_hint(R"(see 'zerodp [a-z]+ --help')");
-  text = std::regex_replace(text, help_hint, "see help(zerodp." + std::string(function) + ")");
-  static const std::regex flag(R"(--[a-z0-9]+(-[a-z0-9]+)*)");
+  // "see 'zerodp plan --help'" is "see help(zerodp.plan)".
+  const std::string hint = "see 'zerodp ";
+  for (std::size_t at = text.find(hint); at != std::string::npos; at = text.find(hint, at + 1)) {
+    std::size_t word = at + hint.size(), end = word;
+    while (end < text.size() && text[end] >= 'a' && text[end] <= 'z') ++end;
+    if (end > word && text.compare(end, 8, " --help'") == 0) {
+      text.replace(at, end + 8 - at, "see help(zerodp." + std::string(function) + ")");
+    }
+  }
   std::string out;
-  auto last = text.cbegin();
-  for (std::sregex_iterator it(text.begin(), text.end(), flag), end; it != end; ++it) {
-    const std::string found = it->str();
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t length = flag_length(text, at);
+    if (length == 0) {
+      out.push_back(text[at++]);
+      continue;
+    }
+    const std::string found = text.substr(at, length);
     const auto known = std::find_if(keywords.begin(), keywords.end(),
                                     [&](const Keyword& k) { return k.flag == found; });
-    out.append(last, (*it)[0].first);
     // The catalogues' flags are functions of the module.
     if (found == "--list-gpus" || found == "--list-models") {
       out += "zerodp." + found.substr(2, 4) + "_" + found.substr(7) + "()";
     } else {
       out += known != keywords.end() ? known->name : found;
     }
-    last = (*it)[0].second;
+    at += length;
   }
-  out.append(last, text.cend());
   return out;
 }
 
