@@ -356,7 +356,8 @@ py::object call(const char* function, std::vector<std::string> args, const py::k
       if (value.cast<bool>()) args.push_back(keyword.flag);
       continue;
     }
-    args.push_back(keyword.flag);
+    // One argument, --flag=value: a value that begins with '-' is the flag's value, never read
+    // as a flag of its own.
     const bool takes_dict =
         std::find(file_keywords.begin(), file_keywords.end(), keyword.name) != file_keywords.end();
     if (takes_dict && py::isinstance<py::dict>(value)) {
@@ -366,9 +367,9 @@ py::object call(const char* function, std::vector<std::string> args, const py::k
                               std::to_string(zerodp::kMaxJsonDepth) + " deep");
       }
       files.push_back(std::make_unique<TemporaryJson>(value));
-      args.push_back(files.back()->path());
+      args.push_back(keyword.flag + "=" + files.back()->path());
     } else {
-      args.push_back(flag_text(function, keyword.name, value));
+      args.push_back(keyword.flag + "=" + flag_text(function, keyword.name, value));
     }
   }
   const Output result = run_command(std::move(args));

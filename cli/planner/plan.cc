@@ -44,7 +44,7 @@ deepspeed::OffloadDevice parse_offload(const std::string& text, const char* flag
   if (text.empty() || text == "none") return deepspeed::OffloadDevice::none;
   if (text == "cpu") return deepspeed::OffloadDevice::cpu;
   if (text == "nvme") return deepspeed::OffloadDevice::nvme;
-  throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + quote(text));
+  throw UsageError(std::string(flag) + ": expected none, cpu or nvme, got " + shown(text));
 }
 
 // The flags a DeepSpeed config also sets, typed; --bytes-per-param's P,G,K returned.
@@ -74,14 +74,14 @@ void read_framework(const PlanFlags& f, const report::SharedSettings& settings,
     }
     if (f.limit_all_gathers != "on" && f.limit_all_gathers != "off") {
       throw UsageError("--limit-all-gathers: expected on or off, got " +
-                       quote(f.limit_all_gathers));
+                       shown(f.limit_all_gathers));
     }
     in.fsdp_limit_all_gathers = f.limit_all_gathers == "on";
   }
   if (f.framework.empty()) return;
   const auto framework = deepspeed::framework_from_name(f.framework);
   if (!framework) {
-    throw UsageError("--framework: expected deepspeed or fsdp, got " + quote(f.framework));
+    throw UsageError("--framework: expected deepspeed or fsdp, got " + shown(f.framework));
   }
   in.framework = *framework;
   if (*framework != deepspeed::Framework::fsdp) return;
@@ -170,7 +170,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   } else if (f.comm_convention == "ring") {
     in.time_convention = report::CommConvention::ring;
   } else if (!f.comm_convention.empty()) {
-    throw UsageError("--comm-convention: expected seed or ring, got " + quote(f.comm_convention));
+    throw UsageError("--comm-convention: expected seed or ring, got " + shown(f.comm_convention));
   }
   return in;
 }

@@ -42,7 +42,7 @@ plan::TransformerShape read_shape(const ShapeFlag (&shape_flags)[4], const Micro
   const plan::TransformerShape shape{value[0], value[1], value[2], value[3], *micro_batch.value};
   if (shape.hidden % shape.heads != 0) {
     throw UsageError("--heads: expected a divisor of --hidden (" + std::to_string(shape.hidden) +
-                     "), got " + quote(heads));
+                     "), got " + shown(heads));
   }
   return shape;
 }
@@ -51,7 +51,7 @@ plan::Checkpointing parse_checkpointing(const std::string& text) {
   if (text == "full") return plan::Checkpointing::full;
   if (text == "selective") return plan::Checkpointing::selective;
   if (!text.empty() && text != "none") {
-    throw UsageError("--checkpointing: expected none, selective or full, got " + quote(text));
+    throw UsageError("--checkpointing: expected none, selective or full, got " + shown(text));
   }
   return plan::Checkpointing::none;
 }
@@ -70,7 +70,7 @@ catalog::Attention parse_attention(const std::string& text) {
   if (text.empty() || text == "sdpa") return catalog::Attention::sdpa;
   if (text == "flash" || text == "flash_attention_2") return catalog::Attention::flash;
   if (text == "eager") return catalog::Attention::eager;
-  throw UsageError("--attention: expected sdpa (the default), flash or eager, got " + quote(text));
+  throw UsageError("--attention: expected sdpa (the default), flash or eager, got " + shown(text));
 }
 
 // What the same run could change to hold fewer activations, each computed for this model:

@@ -40,7 +40,7 @@ std::optional<plan::BytesPerParam> read_precision_flags(const PrecisionFlags& fl
   const std::string expected =
       "--bytes-per-param: expected P,G,K bytes such as 2,2,12 (P, G from 1 to 64, K from 0 "
       "to 64), got " +
-      quote(text);
+      shown(text);
   std::uint64_t part[3];
   std::size_t start = 0;
   for (int i = 0; i < 3; ++i) {
@@ -81,12 +81,12 @@ ModelBytes parse_precision_flags(const PrecisionFlags& flags) {
 
 plan::Precision precision_of(const std::string& word) {
   if (const auto precision = report::precision_from_word(word)) return *precision;
-  throw UsageError("--precision: expected fp16, bf16 or fp32, got " + quote(word));
+  throw UsageError("--precision: expected fp16, bf16 or fp32, got " + shown(word));
 }
 
 plan::Optimizer optimizer_of(const std::string& word) {
   if (const auto optimizer = report::optimizer_from_word(word)) return *optimizer;
-  throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " + quote(word));
+  throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " + shown(word));
 }
 
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,
@@ -97,9 +97,9 @@ int parse_gpu_count(const std::string& text, const std::string& flag, std::uint6
   try {
     n = units::parse_whole(text, flag);
   } catch (const UsageError&) {
-    throw UsageError(flag + ": expected " + range + ", got " + quote(text));
+    throw UsageError(flag + ": expected " + range + ", got " + shown(text));
   }
-  if (n < min || n > max) throw UsageError(flag + ": expected " + range + ", got " + quote(text));
+  if (n < min || n > max) throw UsageError(flag + ": expected " + range + ", got " + shown(text));
   return static_cast<int>(n);
 }
 

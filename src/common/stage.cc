@@ -35,7 +35,7 @@ Stage stage_from_number(int number) {
 
 Stage parse_stage(std::string_view text) {
   if (text.size() != 1 || text[0] < '0' || text[0] > '3') {
-    throw InvalidArgument("stage", expected_stage() + quote(text));
+    throw InvalidArgument("stage", expected_stage() + shown(text));
   }
   return static_cast<Stage>(text[0] - '0');
 }

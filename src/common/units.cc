@@ -94,7 +94,7 @@ std::optional<std::uint64_t> exact_value(const Decimal& d, int p10, int p2) {
 [[noreturn]] void reject(std::string_view flag, std::string_view expected, std::string_view text,
                          std::string_view why = {}) {
   std::string message =
-      std::string(flag) + ": expected " + std::string(expected) + ", got " + quote(text);
+      std::string(flag) + ": expected " + std::string(expected) + ", got " + shown(text);
   if (!why.empty()) message += " (" + std::string(why) + ")";
   throw UsageError(message);
 }

@@ -76,7 +76,7 @@ ModelSpec::ModelSpec(const ModelChoice& f) {
     if (wanted > kMaxMlpParams) {
       throw InvalidArgument(field_ref("params") + ": the MLP has at most " +
                             units::format_count(kMaxMlpParams) +
-                            " parameters (4096 layers of 4096 x 4096), got " + quote(text));
+                            " parameters (4096 layers of 4096 x 4096), got " + shown(text));
     }
     mlp_ = model::MlpConfig::for_params(wanted);
     samples_ = std::make_shared<data::SyntheticRegression>(mlp_.width, data_seed_);

@@ -156,6 +156,20 @@ check(message is not None and message.startswith("zerodp.plan(): model: ") and
 check(raises(ValueError, zerodp.plan, **{"params": 1e9, "gpu\ud800": 1}) is not None or
       raises(TypeError, zerodp.plan, **{"params": 1e9, "gpu\ud800": 1}) is not None,
       "a keyword with a lone surrogate was accepted")
+# A 100 kB value that looks like flags: taken as the keyword's value (not as a flag), named cut
+# in a message of bounded length, and no std::regex recursion over it (which killed Python).
+long_value = "--a" + "-a" * 50_000
+for key in ("gpu_memory", "gpu", "seq_len"):
+    kw = dict(params=1e9, gpus=8, **{key: long_value})
+    if key == "seq_len":
+        kw = dict(model="gpt2", gpus=8, seq_len=long_value)
+    message = raises(ValueError, zerodp.plan, **kw)
+    check(message is not None and message.startswith(f"zerodp.plan(): {key}: ") and
+          "(100003 bytes)" in message and len(message) < 1000,
+          f"a 100 kB {key} raised {message if message is None else message[:200]!r}")
+message = raises(ValueError, zerodp.plan, params=1e9, gpus=8, gpu_memory="-5GB")
+check(message is not None and message.startswith("zerodp.plan(): gpu_memory: ") and "'-5GB'" in message,
+      f"gpu_memory='-5GB' raised {message!r}")
 deep = {}
 inner = deep
 for _ in range(100_000):
