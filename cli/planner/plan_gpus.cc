@@ -89,7 +89,7 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::P
   }
   if (per_node && in.gpus && *per_node > *in.gpus) {
     throw UsageError("--gpus-per-node: expected at most --gpus (" + std::to_string(*in.gpus) +
-                     "), got " + quote(f.gpus_per_node));
+                     "), got " + shown(f.gpus_per_node));
   }
   in.gpus_per_node = per_node;
   const std::string asker = !f.nodes.empty()             ? "--nodes"
@@ -106,7 +106,7 @@ void read_topology(const PlanFlags& f, const ZeroPlusPlusAsked& asked, report::P
   if (!in.gpus) throw UsageError("--gpus: required with " + asker + " (or --nodes)");
   if (*in.gpus % *per_node != 0) {
     throw UsageError("--gpus-per-node: expected a divisor of --gpus (" + std::to_string(*in.gpus) +
-                     ") for whole nodes, got " + quote(f.gpus_per_node));
+                     ") for whole nodes, got " + shown(f.gpus_per_node));
   }
   in.topology = deepspeed::Topology{*per_node, *in.gpus / *per_node};
   if (!f.intra_bandwidth.empty()) {
@@ -148,7 +148,7 @@ void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report
     const std::uint64_t largest = units::parse_count(f.largest_layer, "--largest-layer");
     if (in.params && largest > *in.params) {
       throw UsageError("--largest-layer: expected at most --params (" +
-                       units::format_count(*in.params) + "), got " + quote(f.largest_layer));
+                       units::format_count(*in.params) + "), got " + shown(f.largest_layer));
     }
     in.largest_layer = largest;
   } else if (in.model) {
@@ -159,7 +159,7 @@ void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report
   } else if (f.buffers == "deepspeed" || f.buffers == "none") {
     in.buffers = f.buffers == "deepspeed";
   } else {
-    throw UsageError("--buffers: expected deepspeed or none, got " + quote(f.buffers));
+    throw UsageError("--buffers: expected deepspeed or none, got " + shown(f.buffers));
   }
   if (in.buffers) {
     if (!in.params) throw UsageError("--buffers: needs a model (--params, --model)");

@@ -78,7 +78,7 @@ InvalidArgument InvalidArgument::expected(std::string field, std::string_view ex
                                           std::string_view got) {
   std::string message = field_ref(field) + ": expected ";
   message += expected;
-  message += ", got " + quote(got);
+  message += ", got " + shown(got);
   return InvalidArgument(std::move(field), message);
 }
 
