@@ -59,7 +59,7 @@ std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
                                                         report::PlanInputs& in) {
   if (f.estimator.empty()) return std::nullopt;
   if (f.estimator != "deepspeed") {
-    throw UsageError("--estimator: expected deepspeed, got " + quote(f.estimator));
+    throw UsageError("--estimator: expected deepspeed, got " + shown(f.estimator));
   }
   if (!in.params) {
     throw UsageError("--params: required with --estimator deepspeed (or --model, --model-config)");
@@ -83,8 +83,9 @@ std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
   }
   if (gpus > INT_MAX)
     throw UsageError("--nodes: expected at most " + std::to_string(INT_MAX) + " GPUs in all");
-  in.gpus = static_cast<int>(gpus);
-  in.gpus_per_node = run.gpus_per_node;
+  // DeepSpeed's estimate is asked of these GPUs; zerodp's own answer stays the one the other
+  // flags ask for: taking the estimator's node size into the plan would change its host check
+  // (all N on one node becoming a node of --gpus), and its N the fewest-GPUs answer.
   return run;
 }
 

@@ -46,7 +46,8 @@ std::optional<std::uint64_t> min_gpus(std::uint64_t params, Stage stage, const B
 std::uint64_t max_params(int ranks, Stage stage, const BytesPerParam& bpp, std::uint64_t budget) {
   ZERODP_CHECK(ranks >= 1);
   const StageSplit split = stage_split(stage, bpp);
-  ZERODP_CHECK(split.replicated + split.sharded > 0);
+  // Nothing of the model state on the GPU (all of it offloaded): the GPU sets no bound.
+  if (split.replicated + split.sharded == 0) return kMax64;
   // The state grows with Φ, so the largest fitting Φ is found by bisection on exact bytes.
   u128 lo = 0, hi = kMax64;  // state(lo) fits; look for the last Φ in [lo, hi] that does
   while (lo < hi) {

@@ -5,6 +5,7 @@
 #include "zerodp/common/json_utf8.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/estimator.h"
+#include "zerodp/plan/memory.h"
 #include "zerodp/report/deepspeed.h"
 #include "zerodp/report/json.h"
 
@@ -47,11 +48,15 @@ std::string deepspeed_comparison(const DeepSpeedEstimate& ds, const PlanReport& 
   out += "\n";
   out += deepspeed::deepspeed_zero3_text(ds.params, ds.largest_layer, ds.gpus_per_node, ds.nodes);
   const auto gb = [](std::uint64_t b) { return units::format_bytes(b); };
-  const StageReport& z2 = report.stages[2];
-  const StageReport& z3 = report.stages[3];
-  out += "\nzerodp for the same model on " + std::to_string(*report.inputs.gpus) +
-         " GPUs, without offload: ZeRO-2 " + gb(*z2.model_state_bytes) + ", ZeRO-3 " +
-         gb(*z3.model_state_bytes) +
+  // zerodp's model state on DeepSpeed's GPUs with nothing offloaded, whatever the plan offloads:
+  // the figures DeepSpeed's offload_optimizer=none rows stand beside.
+  const int gpus = ds.gpus_per_node * ds.nodes;
+  const auto state = [&](Stage stage) {
+    return plan::model_state_bytes(ds.params, gpus, stage, report.inputs.bpp);
+  };
+  out += "\nzerodp for the same model on " + std::to_string(gpus) +
+         " GPUs, without offload: ZeRO-2 " + gb(state(Stage::zero2)) + ", ZeRO-3 " +
+         gb(state(Stage::zero3)) +
          " of model state per GPU (GB = 1e9 bytes; DeepSpeed's GB "
          "is 2^30). Where the figures differ:\n";
   out +=

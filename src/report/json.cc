@@ -210,6 +210,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   j["stages"] = json::array();
   for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s, in));
   j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);
+  j["tight_stage"] = or_null(report.tight_stage);
   j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},
                                  {"ring", or_null(report.comm_ratio_ring)}};
   j["activations_dominate"] = or_null(report.activations_dominate);

@@ -59,6 +59,13 @@ std::string activations_note(const PlanReport& report, bool binary) {
            ". ZeRO pays off when the model state dominates: cut the activations first with "
            "activation checkpointing or gradient accumulation, then see what still needs sharding.";
   }
+  if (report.smallest_gpu && *report.dp_fits_with_activations_cut) {
+    const catalog::GpuSpec& g = *report.smallest_gpu;
+    return note +
+           ". ZeRO is not worth it here: DP's model state fits even the smallest GPU listed (" +
+           std::string(g.name) + ", " + bytes(g.reported_bytes, binary) +
+           "); reach for activation checkpointing or gradient accumulation instead.";
+  }
   if (*report.dp_fits_with_activations_cut && cut == "as planned") {
     return note +
            ". ZeRO is not worth it here: DP already fits at N = " + std::to_string(*in.gpus) + ".";
@@ -106,37 +113,42 @@ std::string peak_terms(const PlanReport& report, const StageReport& s, bool bina
   return out.empty() ? out : out + ")";
 }
 
-// Cells E and H: what fits the budget.
+// " with the 9 % margin" where the verdicts have a band, else "".
+std::string margin_words(const PlanReport& report) {
+  return report.tight_band ? " with the " + units::format_percent(*report.tight_band, 0) + " margin"
+                           : std::string();
+}
+
+// Cells E and H: what fits the budget. Every count and stage here is the verdict's: `fits`,
+// clear of the band where there is one; a tight stage is named as tight, never as fitting.
 std::string fit_note(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   const std::string rounded = in.round_to && *in.round_to > 1
                                   ? ", rounded up to a multiple of " + std::to_string(*in.round_to)
                                   : std::string();
-  const std::string basis = report.runtime_counted
-                                ? "the peak within " + bytes(*in.gpu_memory, binary) + " per GPU" +
-                                      rounded + "; none: no N brings it there"
-                                : "model-state budget " + bytes(*report.budget, binary) +
-                                      " per GPU" + rounded + "; none: the floor exceeds it";
+  const std::string basis =
+      report.runtime_counted ? "the peak within " + bytes(*in.gpu_memory, binary) + " per GPU" +
+                                   margin_words(report) + rounded + "; none: no N brings it there"
+                             : "model-state budget " + bytes(*report.budget, binary) + " per GPU" +
+                                   rounded + "; none: the floor exceeds it";
   const std::string least = "Least N per stage (" + basis + "): " + least_n_list(report) + ".";
   if (!in.gpus) return least;
+  const std::string at = " at N = " + std::to_string(*in.gpus);
+  const auto tight = [&](const StageReport& t) {
+    return std::string(stage_name(t.stage)) + " is tight (" + fit_reason(report, t, binary) + ")";
+  };
   if (!report.cheapest_fitting_stage) {
-    return "No stage fits at N = " + std::to_string(*in.gpus) + ". " + least;
-  }
-  const StageReport& s = report.stages[*report.cheapest_fitting_stage];
-  std::string out = "Cheapest stage that fits at N = " + std::to_string(*in.gpus) + ": " +
-                    std::string(stage_name(s.stage)) +
-                    (s.verdict == Verdict::tight ? ", tight (" : " (") +
-                    fit_reason(report, s, binary) + ")";
-  // A tight fit is a coin toss: name the first stage that fits with the margin, if any.
-  if (s.verdict == Verdict::tight) {
-    for (const StageReport& other : report.stages) {
-      if (stage_number(other.stage) > stage_number(s.stage) && other.verdict == Verdict::fits) {
-        out += "; " + std::string(stage_name(other.stage)) + " fits with the margin (" +
-               fit_reason(report, other, binary) + ")";
-        break;
-      }
+    if (report.tight_stage) {
+      return "No stage fits" + margin_words(report) + at + "; " +
+             tight(report.stages[std::size_t(*report.tight_stage)]) + ". " + least;
     }
+    return "No stage fits" + at + ". " + least;
   }
+  const StageReport& s = report.stages[std::size_t(*report.cheapest_fitting_stage)];
+  std::string out = "Cheapest stage that fits" + margin_words(report) + at + ": " +
+                    std::string(stage_name(s.stage)) + " (" + fit_reason(report, s, binary) + ")";
+  // A cheaper stage within the planner's error is a coin toss: named, as tight.
+  if (report.tight_stage) out += "; " + tight(report.stages[std::size_t(*report.tight_stage)]);
   return out + ".";
 }
 
@@ -149,11 +161,11 @@ std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
   const StageReport& s = other.stages[stage_number(wanted)];
   std::string note =
       "With " + field_ref("offload_optimizer") + " cpu, " + std::string(stage_name(wanted)) +
-      (s.verdict == Verdict::tight ? " is tight"
-       : *s.fits                   ? " fits"
-                                   : " still does not fit") +
+      (s.verdict == Verdict::tight  ? " is tight"
+       : s.verdict == Verdict::fits ? " fits"
+                                    : " still does not fit") +
       " at N = " + std::to_string(*with.gpus) + " (" + fit_reason(other, s, binary) + ")";
-  if (*s.fits && s.offload) {
+  if (s.verdict != Verdict::does_not_fit && s.offload) {
     note += ", the host holding " + bytes(s.offload->host_bytes, binary) + " per GPU";
   }
   return note + ".";
@@ -165,9 +177,7 @@ std::string changes_note(const PlanReport& report, bool binary) {
   const PlanInputs& in = report.inputs;
   const std::string at = " at N = " + std::to_string(*in.gpus);
   // Changes are planned to fit clear of the band (report.cc): said where there is one.
-  const std::string margin =
-      report.tight_band ? " with the " + units::format_percent(*report.tight_band, 0) + " margin"
-                        : std::string();
+  const std::string margin = margin_words(report);
   if (report.fitting_changes.empty()) {
     std::string tried;
     for (const PlanInputs::ActivationChoice& c : in.activation_choices) {
@@ -241,9 +251,9 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
         (in.deepspeed_config.empty()
              ? field_ref("stage") + " " + std::to_string(stage_number(s.stage)) + ": " + stage
              : "The DeepSpeed config's stage, " + stage + ",") +
-        (s.verdict == Verdict::tight ? " is tight"
-         : *s.fits                   ? " fits"
-                                     : " does not fit") +
+        (s.verdict == Verdict::tight  ? " is tight"
+         : s.verdict == Verdict::fits ? " fits"
+                                      : " does not fit") +
         " at N = " + std::to_string(*in.gpus) + ": " + fit_reason(report, s, binary) +
         (s.host_fits.value_or(true) ? peak_terms(report, s, binary) : std::string()) + ".");
   }
@@ -255,7 +265,8 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
                                         : report.cheapest_fitting_stage
                                             ? std::nullopt
                                             : std::optional(Stage::zero3);
-    if (wanted && *wanted != Stage::dp && !*report.stages[stage_number(*wanted)].fits) {
+    if (wanted && *wanted != Stage::dp &&
+        report.stages[stage_number(*wanted)].verdict != Verdict::fits) {
       notes.push_back(offload_hint(report, *wanted, binary));
     }
   }

@@ -168,14 +168,34 @@ std::uint64_t host_bytes_per_node(const PlanInputs& in, std::uint64_t per_gpu, i
              : std::uint64_t(bytes);
 }
 
-// Whether the host holds the offload of `stage` at n GPUs (true where nothing is offloaded or
-// no host memory is given).
-bool host_holds(const PlanInputs& in, Stage stage, std::uint64_t n) {
-  if (!in.host_memory || !in.params || n > std::uint64_t(std::numeric_limits<int>::max())) {
-    return true;
-  }
-  const auto o = deepspeed::offload_bytes(*in.params, int(n), stage, in.bpp, in.offload);
+// Whether the host holds the offload of `stage` for `params` at n GPUs (true where nothing is
+// offloaded or no host memory is given).
+bool host_holds_params(const PlanInputs& in, Stage stage, std::uint64_t n, std::uint64_t params) {
+  if (!in.host_memory || n > std::uint64_t(std::numeric_limits<int>::max())) return true;
+  const auto o = deepspeed::offload_bytes(params, int(n), stage, in.bpp, in.offload);
   return !o || host_bytes_per_node(in, o->host_bytes, int(n)) <= *in.host_memory;
+}
+
+bool host_holds(const PlanInputs& in, Stage stage, std::uint64_t n) {
+  return !in.params || host_holds_params(in, stage, n, *in.params);
+}
+
+// The largest Φ at N that fits the GPU's budget and whose offload the host holds: the host's
+// bytes grow with Φ, so the largest the host holds is found by bisection below the GPU's.
+std::uint64_t max_params_at(const PlanInputs& in, Stage stage, const plan::BytesPerParam& gpu,
+                            std::uint64_t budget) {
+  std::uint64_t high = plan::max_params(*in.gpus, stage, gpu, budget);
+  if (!in.host_memory) return high;
+  // The host's bytes are counted for models whose state fits 64 bits (as make_plan() takes Φ).
+  high = std::min(
+      high, std::numeric_limits<std::uint64_t>::max() / std::max<std::uint64_t>(in.bpp.total(), 1));
+  if (host_holds_params(in, stage, std::uint64_t(*in.gpus), high)) return high;
+  std::uint64_t low = 0;  // held (no parameters offload nothing); high is not
+  while (high - low > 1) {
+    const std::uint64_t mid = low + (high - low) / 2;
+    (host_holds_params(in, stage, std::uint64_t(*in.gpus), mid) ? low : high) = mid;
+  }
+  return low;
 }
 
 // One stage at N GPUs: what each holds, its peak, what it sends (at both levels with a
@@ -215,19 +235,37 @@ void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::
   }
 }
 
+// The band in whole percent (kTightBand is one), so that every comparison with it is of integers.
+std::uint64_t band_percent(double band) {
+  return std::uint64_t(std::llround(band * 100));
+}
+
+// The memory less the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent): a plan
+// on it fits exactly where the verdict on all of it is `fits`.
+std::uint64_t margin_memory(const PlanInputs& in, std::optional<double> band) {
+  if (!band) return *in.gpu_memory;
+  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + band_percent(*band)));
+}
+
 // The least N that fits the budget (with Φ), or the largest Φ at N (without it).
 void plan_fit(const PlanInputs& in, const PlanReport& report, const deepspeed::RuntimeRun& runtime,
               const plan::BytesPerParam& gpu, StageReport& s) {
   if (!report.budget) return;
+  // Activations and the allowance beyond the GPU's memory leave a budget of 0 that no N and no
+  // model meets, not even a stage that offloads its whole model state.
+  const bool overfull = u128(in.activation_bytes) + in.cuda_overhead > *in.gpu_memory;
   if (!in.params) {
-    if (in.gpus) s.max_params = plan::max_params(*in.gpus, s.stage, gpu, *report.budget);
+    if (in.gpus) s.max_params = overfull ? 0 : max_params_at(in, s.stage, gpu, *report.budget);
     return;
   }
   s.min_gpus_asked = true;
+  if (overfull) return;
   const std::uint64_t round_to = in.round_to.value_or(1);
+  // The least N whose verdict is `fits`: clear of the band where there is one, so that the
+  // count a reader reserves GPUs by is the count every other part of the answer uses.
   s.min_gpus = report.runtime_counted
                    ? deepspeed::min_gpus_for_peak(s.stage, runtime, in.activation_bytes,
-                                                  *in.gpu_memory, round_to)
+                                                  margin_memory(in, report.tight_band), round_to)
                    : plan::min_gpus(*in.params, s.stage, gpu, *report.budget, round_to);
   if (!s.min_gpus || host_holds(in, s.stage, *s.min_gpus)) return;
   // The host's share of a node shrinks with more GPUs only when the node's size is given (all N
@@ -282,8 +320,12 @@ void compare_stages(PlanReport& report) {
       const double saved = t <= d ? static_cast<double>(d - t) : -static_cast<double>(t - d);
       s.savings_vs_dp = saved / static_cast<double>(d);
     }
-    if (s.fits && *s.fits && !report.cheapest_fitting_stage) {
+    // One rule for "fits" everywhere: the verdict, clear of the band where there is one.
+    if (s.verdict == Verdict::fits && !report.cheapest_fitting_stage) {
       report.cheapest_fitting_stage = stage_number(s.stage);
+    }
+    if (s.verdict == Verdict::tight && !report.cheapest_fitting_stage && !report.tight_stage) {
+      report.tight_stage = stage_number(s.stage);
     }
   }
   const StageReport& z3 = report.stages[3];
@@ -296,19 +338,6 @@ void compare_stages(PlanReport& report) {
   }
 }
 
-// The stage the user asked about (--stage or the config's), or none.
-// The band in whole percent (kTightBand is one), so that every comparison with it is of integers.
-std::uint64_t band_percent(double band) {
-  return std::uint64_t(std::llround(band * 100));
-}
-
-// The memory less the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent): a plan
-// on it fits exactly where the verdict on all of it is `fits`.
-std::uint64_t margin_memory(const PlanInputs& in, std::optional<double> band) {
-  if (!band) return *in.gpu_memory;
-  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + band_percent(*band)));
-}
-
 // The stage wanted fits with the margin (or, without one asked for, some stage does).
 bool wanted_clear(const PlanReport& report) {
   const PlanInputs& in = report.inputs;
@@ -317,12 +346,6 @@ bool wanted_clear(const PlanReport& report) {
   }
   return std::any_of(report.stages.begin(), report.stages.end(),
                      [](const StageReport& s) { return s.verdict == Verdict::fits; });
-}
-
-bool wanted_fits(const PlanReport& report) {
-  const PlanInputs& in = report.inputs;
-  if (in.configured_stage) return *report.stages[stage_number(*in.configured_stage)].fits;
-  return report.cheapest_fitting_stage.has_value();
 }
 
 // The stage with the least N, the lower stage on a tie; nullopt when no N fits any stage.
@@ -351,14 +374,14 @@ void find_fitting_changes(PlanReport& report) {
   if (asked && !report.stages[stage_number(*asked)].host_fits.value_or(true)) return;
   report.changes_tried = !in.activation_choices.empty();
   for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
-    // Planned on the memory less the band: a change offered fits with the margin.
+    // Planned again on the same GPUs: a change offered has the verdict `fits`, as the stages'
+    // least N and the cheapest stage have (with the margin, where there is a band).
     PlanInputs with = in;
-    with.gpu_memory = margin_memory(in, report.tight_band);
     with.activation_bytes = choice.bytes;
     with.activation_choices.clear();
     const PlanReport other = make_plan(with);
     std::optional<int> stage;
-    if (wanted_fits(other)) {
+    if (wanted_clear(other)) {
       stage =
           in.configured_stage ? stage_number(*in.configured_stage) : *other.cheapest_fitting_stage;
     } else {
@@ -398,8 +421,21 @@ void find_fitting_changes(PlanReport& report) {
 // they are cut to the least the choices give (or, given as bytes, to none)?
 void check_activations_cut(PlanReport& report) {
   const PlanInputs& in = report.inputs;
-  if (!report.activations_dominate.value_or(false) || !in.gpus || !in.gpu_memory) return;
-  if (*report.stages[0].fits) {
+  if (!report.activations_dominate.value_or(false) || !in.gpus) return;
+  if (!in.gpu_memory) {
+    // The seed's cell D asks it without a card: DP's whole model state fits beside room for
+    // activations on the smallest GPU the catalogue lists, so no card needs ZeRO for it.
+    const catalog::GpuSpec* smallest = nullptr;
+    for (const catalog::GpuSpec& g : catalog::gpu_catalogue()) {
+      if (!smallest || g.reported_bytes < smallest->reported_bytes) smallest = &g;
+    }
+    report.smallest_gpu = smallest;
+    report.dp_fits_with_activations_cut =
+        smallest && *report.stages[0].floor_bytes < smallest->reported_bytes;
+    report.activations_cut_by = "on any listed GPU";
+    return;
+  }
+  if (report.stages[0].verdict == Verdict::fits) {
     report.dp_fits_with_activations_cut = true;
     report.activations_cut_by = "as planned";
     return;
@@ -422,7 +458,7 @@ void check_activations_cut(PlanReport& report) {
   } else {
     report.activations_cut_by = "with its model state alone";  // given as bytes: cut to none
   }
-  report.dp_fits_with_activations_cut = *make_plan(with).stages[0].fits;
+  report.dp_fits_with_activations_cut = make_plan(with).stages[0].verdict == Verdict::fits;
 }
 
 // Without N: the fewest GPUs the plan fits on (the stage wanted, else the stage with the least
@@ -430,11 +466,9 @@ void check_activations_cut(PlanReport& report) {
 void find_fewest_gpus(PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (in.gpus || !report.budget || !in.params || in.topology || !in.seek_fewest_gpus) return;
-  // A count to reserve GPUs by fits with the margin: the least N is sought on margin_memory(),
-  // its plan shown on all of the memory.
-  PlanInputs margin = in;
-  margin.seek_fewest_gpus = false;
-  margin.gpu_memory = margin_memory(in, report.tight_band);
+  // Each plan's least N is already the least whose verdict is `fits` (plan_fit).
+  PlanInputs asked = in;
+  asked.seek_fewest_gpus = false;
   auto fewest = [&](const PlanReport& r) -> std::optional<int> {
     if (!in.configured_stage) return stage_with_least_n(r);
     const int wanted = stage_number(*in.configured_stage);
@@ -452,7 +486,7 @@ void find_fewest_gpus(PlanReport& report) {
                                      *there.stages[std::size_t(stage)].total_bytes, n};
   };
   auto planned = [&](std::uint64_t activation_bytes) {
-    PlanInputs with = margin;
+    PlanInputs with = asked;
     with.activation_bytes = activation_bytes;
     with.activation_choices.clear();
     return make_plan(with);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <limits>
 
 #include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
@@ -169,8 +170,19 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
            in.zeropp_source + ")\n";
   }
   if (report.runtime_counted && in.buffers) {
+    // Under FSDP the rows step two ways: DeepSpeed's rows with its optimizer, FSDP's with
+    // torch's; the line says which row takes which.
+    const bool fsdp = in.framework == deepspeed::Framework::fsdp;
     out += "optimizer step: " + std::string(deepspeed::optimizer_impl_name(in.optimizer_impl)) +
-           " (" + in.optimizer_impl_source + "; --optimizer-impl fused, foreach or single)\n";
+           (fsdp ? " in the DP, ZeRO-1 and ZeRO-2 rows" : "") + " (" + in.optimizer_impl_source +
+           ")" +
+           (fsdp ? "; " + std::string(deepspeed::optimizer_impl_name(in.fsdp_optimizer_impl)) +
+                       " in ZeRO-3's, FSDP's (torch.optim.AdamW" +
+                       (in.optimizer_impl_source == "--optimizer-impl" ? ", --optimizer-impl"
+                                                                       : ", foreach on CUDA") +
+                       ")"
+                 : std::string()) +
+           "; --optimizer-impl fused, foreach or single\n";
   }
   if (in.framework == deepspeed::Framework::fsdp) {
     out +=
@@ -215,7 +227,11 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
   if (report.tight_band && in.gpus) {
     out += "fits: yes, tight (the peak within " + units::format_percent(*report.tight_band, 0) +
            " of the GPU memory, the error measured against published runs: docs/validation.md) "
-           "or no\n";
+           "or no; least N: the fewest GPUs on which it is yes\n";
+  } else if (report.tight_band) {
+    out += "least N: the fewest GPUs on which the peak is clear of the planner's " +
+           units::format_percent(*report.tight_band, 0) +
+           " error (measured against published runs: docs/validation.md)\n";
   }
   if (in.host_memory) {
     out += "host memory: " + bytes(*in.host_memory) + " per node (" +
@@ -312,8 +328,12 @@ void add_fit_columns(std::vector<Column>& columns, const PlanReport& report) {
                        }});
   }
   if (!in.params && in.gpus && report.budget) {
-    columns.push_back({"largest model",
-                       [](const S& s) { return units::format_count(*s.max_params) + " params"; }});
+    columns.push_back({"largest model", [](const S& s) {
+                         // Saturated: the GPU holds none of the model state (all offloaded).
+                         return *s.max_params == std::numeric_limits<std::uint64_t>::max()
+                                    ? std::string("no GPU bound")
+                                    : units::format_count(*s.max_params) + " params";
+                       }});
   }
 }
 

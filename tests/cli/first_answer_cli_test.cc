@@ -155,4 +155,87 @@ TEST(FirstAnswer, TheHostMemoryAnOffloadNeedsIsChecked) {
   EXPECT_EQ(zerodp("plan --wide " + run + "64XB").status, 2);
 }
 
+// Issue 51's contradictions, each asked as the user asked it: one question, one count.
+TEST(OneAnswer, WhatWouldFitOffersTheLeastNThatTheSameQuestionAnswers) {
+  // Gemma-2-9B on L4s under FSDP: "what would fit" offers a change on some N; asked with that
+  // change, the plan's least N for that stage is the same N, and its verdict there is yes.
+  const std::string run = "--model gemma-2-9b --gpus 8 --gpu l4 --framework fsdp";
+  const auto j = plan_json(run);
+  ASSERT_FALSE(j["what_would_fit"].empty()) << j.dump();
+  const auto& offer = j["what_would_fit"][0];
+  const std::string change = offer["change"];
+  const auto with = plan_json(run + " " + change);
+  const int stage = offer["stage"];
+  EXPECT_EQ(u64(with["stages"][stage]["min_gpus"]), u64(offer["gpus"])) << change;
+  const auto there = plan_json("--model gemma-2-9b --gpus " + std::to_string(u64(offer["gpus"])) +
+                               " --gpu l4 --framework fsdp " + change);
+  EXPECT_EQ(there["stages"][stage]["verdict"], "fits") << change;
+  // A stage within the band is tight, never the cheapest stage that fits.
+  const auto tight = plan_json(
+      "--model llama-3-8b --gpus 8 --gpu-memory 40GB --seq-len 4096 --micro-batch 1 "
+      "--checkpointing full --attention flash");
+  ASSERT_FALSE(tight["cheapest_fitting_stage"].is_null());
+  const int cheapest = tight["cheapest_fitting_stage"];
+  EXPECT_EQ(tight["stages"][cheapest]["verdict"], "fits");
+  ASSERT_FALSE(tight["tight_stage"].is_null());
+  const int coin_toss = tight["tight_stage"];
+  EXPECT_LT(coin_toss, cheapest);
+  EXPECT_EQ(tight["stages"][coin_toss]["verdict"], "tight");
+}
+
+TEST(OneAnswer, DeepSpeedsEstimateLeavesZerodpsOwnAnswerAsItWas) {
+  // Mistral-7B with a ZeRO-3 offload config on 4 x RTX 4090 and a 64 GB host: asking for
+  // DeepSpeed's estimate beside the plan changes nothing of the plan (its node, its least N).
+  const std::string run =
+      "--model mistral-7b --gpus 4 --gpu rtx-4090 --host-memory 64GB "
+      "--deepspeed-config examples/ds_zero3_offload.json";
+  const auto alone = plan_json(run);
+  const auto beside = plan_json(run + " --estimator deepspeed");
+  EXPECT_EQ(alone["stages"], beside["stages"]);
+  EXPECT_EQ(alone["inputs"], beside["inputs"]);
+  EXPECT_EQ(alone["notes"], beside["notes"]);
+  // Its "without offload" line gives zerodp's model state with nothing offloaded.
+  const Result r = zerodp("plan --wide " + run + " --estimator deepspeed");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto plain = plan_json("--model mistral-7b --gpus 4 --gpu rtx-4090");
+  const auto gb = [](std::uint64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", double(b) / 1e9);
+    return std::string(text);
+  };
+  EXPECT_TRUE(has(r.out, "without offload: ZeRO-2 " +
+                             gb(u64(plain["stages"][2]["model_state_bytes"])) + ", ZeRO-3 " +
+                             gb(u64(plain["stages"][3]["model_state_bytes"]))))
+      << r.out;
+}
+
+TEST(OneAnswer, TheLargestModelIsOneWhoseOffloadTheHostHolds) {
+  const std::string run = "--gpus 4 --gpu rtx-3090 --offload-optimizer cpu";
+  const auto unbounded = plan_json(run);
+  const auto bounded = plan_json(run + " --host-memory 128GB");
+  const std::uint64_t largest = u64(bounded["stages"][3]["max_params"]);
+  EXPECT_LT(largest, u64(unbounded["stages"][3]["max_params"]));
+  // That model planned on the same GPUs and host fits, GPU and host; one more does not.
+  const auto at = plan_json(run + " --host-memory 128GB --params " + std::to_string(largest));
+  EXPECT_EQ(at["stages"][3]["verdict"], "fits");
+  EXPECT_EQ(at["stages"][3]["host_fits"], true);
+  const auto more = plan_json(run + " --host-memory 128GB --params " + std::to_string(largest + 1));
+  EXPECT_EQ(more["stages"][3]["host_fits"], false);
+}
+
+TEST(OneAnswer, FsdpsRowSaysItsOwnOptimizerStepAndCellDKeepsItsWord) {
+  const Result fsdp = zerodp("plan --wide --model gemma-2-9b --gpus 8 --gpu l4 --framework fsdp");
+  ASSERT_EQ(fsdp.status, 0) << fsdp.err;
+  EXPECT_TRUE(has(fsdp.out,
+                  "optimizer step: fused in the DP, ZeRO-1 and ZeRO-2 rows (DeepSpeed's "
+                  "FusedAdam, the default); foreach in ZeRO-3's, FSDP's (torch.optim.AdamW"))
+      << fsdp.out;
+  // The seed's Example 4: 50M parameters, 12 GB of activations, no card named.
+  const Result d = zerodp("plan --wide --params 50M --gpus 8 --activations 12GB");
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_TRUE(has(d.out, "ZeRO-3 saves only 5.5 %")) << d.out;
+  EXPECT_TRUE(has(d.out, "ZeRO is not worth it here: DP's model state fits even the smallest GPU"))
+      << d.out;
+}
+
 }  // namespace

@@ -36,7 +36,10 @@ TEST(PlanCliPeak, WillLlamaThreeEightBFitOnEightFortyGigabyteGpusWithZeroTwo) {
       << r.out;
   EXPECT_TRUE(has(r.out, "With --offload-optimizer cpu, ZeRO-2 fits at N = 8 (peak 28.4 GB"))
       << r.out;
-  EXPECT_TRUE(has(r.out, "Cheapest stage that fits at N = 8: ZeRO-3 (peak 29.6 GB")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "Cheapest stage that fits with the 9 % margin at N = 8: ZeRO-3 (peak 29.6 GB "
+                  "<= 40.0 GB); ZeRO-2 is tight (peak 42.5 GB > 40.0 GB"))
+      << r.out;
 
   // Every term of the peak, from DeepSpeed's defaults: two-byte grads in a 5e8-element bucket,
   // the largest module's whole 16-bit gradient before it is copied there, the fp32 copy of the

@@ -9,9 +9,9 @@
 // "comm_bytes_per_gpu" {"seed", "ring"}, "comm_seconds", "exposed_seconds", "efficiency",
 // "offload": null or {"host_bytes_per_gpu", "host_bytes_per_node", "nvme_bytes_per_gpu",
 // "nvme_bytes_per_node", "pcie_to_host_bytes_per_step", "pcie_to_gpu_bytes_per_step"}),
-// "cheapest_fitting_stage", "comm_ratio_zero3_to_dp" {"seed", "ring"}, "activations_dominate",
-// "notes". Bytes, seconds and fractions are plain numbers; null where the inputs do not
-// determine a value. Pure.
+// "cheapest_fitting_stage", "tight_stage", "comm_ratio_zero3_to_dp" {"seed", "ring"},
+// "activations_dominate", "notes". Bytes, seconds and fractions are plain numbers; null where the
+// inputs do not determine a value. Pure.
 #pragma once
 
 #include <string>

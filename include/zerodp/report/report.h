@@ -155,21 +155,24 @@ struct PlanInputs {
 
 struct StageReport {
   Stage stage = Stage::dp;
-  std::optional<std::uint64_t> model_state_bytes;    // at N
-  std::optional<std::uint64_t> total_bytes;          // model state + activations, at N
-  std::optional<std::uint64_t> floor_bytes;          // as N → ∞
-  std::optional<double> savings_vs_dp;               // (total_DP − total) / total_DP, at N
-  std::optional<bool> fits;                          // total <= GPU memory, at N
-  std::optional<Verdict> verdict;                    // fits, tight or not, at N (with the host's)
+  std::optional<std::uint64_t> model_state_bytes;  // at N
+  std::optional<std::uint64_t> total_bytes;        // model state + activations, at N
+  std::optional<std::uint64_t> floor_bytes;        // as N → ∞
+  std::optional<double> savings_vs_dp;             // (total_DP − total) / total_DP, at N
+  std::optional<bool> fits;                        // total <= GPU memory, at N (and host)
+  // fits, tight or not, at N (with the host's): the one verdict the rest of the answer reads
+  std::optional<Verdict> verdict;
   std::optional<std::uint64_t> host_bytes_per_node;  // the offload's, at N, with --host-memory
   std::optional<bool> host_fits;                     // those within --host-memory
-  std::optional<std::uint64_t> min_gpus;             // least N that fits (rounded to a node)
-  bool min_gpus_asked = false;                       // a budget and Φ were given
-  std::optional<std::uint64_t> max_params;           // largest Φ at N (inverse mode)
-  std::optional<std::uint64_t> comm_seed;            // seed column, bytes per GPU per step
-  std::optional<std::uint64_t> comm_ring;            // ring column, busiest rank
-  std::optional<plan::StepTime> time;                // given compute inputs
-  std::optional<std::uint64_t> time_comm_bytes;      // the volume the time was computed from
+  // The least N whose verdict is `fits` (clear of the band where there is one; the host holding
+  // its offload), rounded up to a node.
+  std::optional<std::uint64_t> min_gpus;
+  bool min_gpus_asked = false;                   // a budget and Φ were given
+  std::optional<std::uint64_t> max_params;       // largest Φ at N (inverse mode)
+  std::optional<std::uint64_t> comm_seed;        // seed column, bytes per GPU per step
+  std::optional<std::uint64_t> comm_ring;        // ring column, busiest rank
+  std::optional<plan::StepTime> time;            // given compute inputs
+  std::optional<std::uint64_t> time_comm_bytes;  // the volume the time was computed from
   // With offload that applies at this stage (deepspeed/offload.h): model_state_bytes, floor_bytes,
   // fits and min_gpus are then what stays on the GPU, and this is the rest, at N.
   bool offloaded = false;
@@ -185,8 +188,12 @@ struct PlanReport {
   PlanInputs inputs;
   std::optional<std::uint64_t> budget;  // GPU memory − activations: room for model state
   std::array<StageReport, 4> stages;
-  std::optional<int> cheapest_fitting_stage;  // at N; nullopt when none fits or undetermined
-  std::optional<double> comm_ratio_seed;      // ZeRO-3 / DP, at N > 1
+  // At N, the first stage whose verdict is `fits`; nullopt when none does or undetermined.
+  std::optional<int> cheapest_fitting_stage;
+  // At N, the first stage whose verdict is `tight`, when it comes before any that fits: a run
+  // that may or may not fit, named beside the stage that does (or alone, when none does).
+  std::optional<int> tight_stage;
+  std::optional<double> comm_ratio_seed;  // ZeRO-3 / DP, at N > 1
   std::optional<double> comm_ratio_ring;
   std::optional<bool> activations_dominate;  // activations > DP's model state
   bool runtime_counted = false;              // the stages carry `runtime` terms
@@ -213,8 +220,12 @@ struct PlanReport {
   std::vector<FittingChange> fewer_gpus_with;
   // Activations dominate and a stage without ZeRO (DP) fits at N once they are cut to the least
   // of the choices (or, given as bytes, to none): only then is ZeRO not worth it (cell D).
+  // Without a GPU memory (the seed's own cell D): whether DP's model state is less than the
+  // smallest card of the catalogue holds (`smallest_gpu`), with activations_cut_by "on any
+  // listed GPU".
   std::optional<bool> dp_fits_with_activations_cut;
   std::string activations_cut_by;  // "as planned", "with " + the change, ...
+  const catalog::GpuSpec* smallest_gpu = nullptr;
 };
 
 PlanReport make_plan(const PlanInputs& inputs);
