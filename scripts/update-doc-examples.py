@@ -26,6 +26,12 @@ def refreshed(expected, actual):
     if not any(check.is_gap(e) for e in expected):
         return printed
     out, used = [], set()
+    # Lines printed before the block's first shown line are new at the top: shown as printed.
+    first = next((e for e in expected if e.strip()), "")
+    if first and not check.is_gap(first) and printed and \
+            not check.line_pattern(first).match(printed[0]):
+        top = next((i for i, a in enumerate(printed) if check.line_pattern(first).match(a)), 0)
+        out, used = printed[:top], set(range(top))
     for e in expected:
         if check.is_gap(e) or any(check.line_pattern(e).match(a) for a in printed):
             out.append(e)

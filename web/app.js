@@ -334,39 +334,15 @@ const ZerodpPage = (() => {
     return m ? m[1] : null;
   }
 
-  // The headline: the CLI's own sentence on the stage the user will run (--stage, or the
-  // DeepSpeed config's), which answers their question; else on the cheapest stage that fits.
-  function headline(text, plan) {
-    const lines = text.split("\n");
-    const asked = lines.find((l) => /^(--stage \d: |The DeepSpeed config's stage, )/.test(l));
-    if (asked) return asked;
-    const line = lines.find((l) => /^(Cheapest stage|No stage fits)/.test(l));
-    if (line) return line.split(". Least N")[0].replace(/\.?$/, ".");
-    if (plan && plan.inputs.gpu_memory_bytes === null) {
-      return "Give the GPU memory to see the cheapest stage that fits.";
-    }
-    const fewest = lines.find((l) => /^What would fit: /.test(l));
-    if (fewest) return fewest;
-    if (plan && plan.inputs.gpus === null) {
-      return "Give the number of GPUs to see the cheapest stage that fits at that N.";
-    }
-    return "";
+  // The headline and its colour: the plan's own answer (`answer` in plan --json: the sentence on
+  // the stage asked about, else on the cheapest that fits, and the verdict it speaks of), never
+  // a sentence read back out of the printed text.
+  function headline(plan) {
+    return plan && plan.answer ? plan.answer.headline : "";
   }
 
-  // The verdict the headline speaks of, as a class for its colour: the stage asked about (its
-  // sentence), else the cheapest that fits; "" when there is none to colour.
-  function headlineVerdict(said, plan) {
-    if (!plan || !said) return "";
-    const stages = plan.stages;
-    const asked = plan.inputs.configured_stage;
-    let verdict = null;
-    if (/^(--stage \d: |The DeepSpeed config's stage, )/.test(said) && asked !== null) {
-      verdict = stages[asked].verdict;
-    } else if (/^Cheapest stage/.test(said) && plan.cheapest_fitting_stage !== null) {
-      verdict = stages[plan.cheapest_fitting_stage].verdict;
-    } else if (/^No stage fits/.test(said)) {
-      verdict = "does_not_fit";
-    }
+  function headlineVerdict(plan) {
+    const verdict = plan && plan.answer ? plan.answer.verdict : null;
     return verdict ? "verdict-" + verdict.replace(/_/g, "-") : "";
   }
 
@@ -374,13 +350,11 @@ const ZerodpPage = (() => {
   const FITS_CLASS = { "yes": "verdict-fits", "tight": "verdict-tight", "no": "verdict-does-not-fit",
                        "no (host)": "verdict-does-not-fit" };
 
-  // The CLI's sentence on the cheapest stage that fits (or that none does), when the headline
-  // is another sentence (the stage asked about); "" otherwise.
-  function cheapest(text, shown) {
-    const line = text.split("\n").find((l) => /^(Cheapest stage|No stage fits)/.test(l));
-    if (!line) return "";
-    const sentence = line.split(". Least N")[0].replace(/\.?$/, ".");
-    return sentence === shown ? "" : sentence;
+  // The answer's sentence on the cheapest stage that fits (or that none does), when the
+  // headline is another sentence (the stage asked about); "" otherwise.
+  function cheapest(plan) {
+    if (!plan || !plan.answer || !plan.answer.cheapest) return "";
+    return plan.answer.cheapest === plan.answer.headline ? "" : plan.answer.cheapest;
   }
 
   // ---- The page's DOM: built from the option list, then kept in step with the URL. ----
@@ -646,10 +620,9 @@ const ZerodpPage = (() => {
     $("stage-table").replaceChildren(rendered.querySelector(".table-wrap") || "");
     $("plan-html").replaceChildren(rendered);
     $("warnings").textContent = result.text.stderr ? result.text.stderr.trim() : "";
-    const said = headline(result.text.stdout, result.plan);
-    $("headline").textContent = said;
-    $("headline").className = headlineVerdict(said, result.plan);
-    $("cheapest").textContent = cheapest(result.text.stdout, said);
+    $("headline").textContent = headline(result.plan);
+    $("headline").className = headlineVerdict(result.plan);
+    $("cheapest").textContent = cheapest(result.plan);
     const bars = result.breakdown;
     $("breakdown").innerHTML = bars && bars.svg ? bars.svg.replace(/^<\?xml[^>]*>\s*/, "") : "";
     $("breakdown-note").textContent = !bars

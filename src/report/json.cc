@@ -2,6 +2,7 @@
 // add keys freely, never rename or remove one.
 #include "zerodp/report/json.h"
 #include "zerodp/common/json_utf8.h"
+#include "zerodp/report/answer.h"
 #include "zerodp/report/notes.h"
 
 #include <nlohmann/json.hpp>
@@ -209,6 +210,11 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   j["dp_fits_with_activations_cut"] = or_null(report.dp_fits_with_activations_cut);
   j["stages"] = json::array();
   for (const StageReport& s : report.stages) j["stages"].push_back(stage_json(s, in));
+  const Answer answer = answer_of(report, false, name);
+  j["answer"] = {{"headline", answer.headline},
+                 {"verdict", answer.verdict ? json(verdict_name(*answer.verdict)) : json(nullptr)},
+                 {"cheapest", answer.cheapest},
+                 {"lines", answer.lines}};
   j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);
   j["tight_stage"] = or_null(report.tight_stage);
   j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},

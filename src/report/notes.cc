@@ -113,12 +113,6 @@ std::string peak_terms(const PlanReport& report, const StageReport& s, bool bina
   return out.empty() ? out : out + ")";
 }
 
-// " with the 9 % margin" where the verdicts have a band, else "".
-std::string margin_words(const PlanReport& report) {
-  return report.tight_band ? " with the " + units::format_percent(*report.tight_band, 0) + " margin"
-                           : std::string();
-}
-
 // Cells E and H: what fits the budget. Every count and stage here is the verdict's: `fits`,
 // clear of the band where there is one; a tight stage is named as tight, never as fitting.
 std::string fit_note(const PlanReport& report, bool binary) {
@@ -227,6 +221,11 @@ std::string fewest_note(const PlanReport& report, bool binary,
 }
 
 }  // namespace
+
+std::string margin_words(const PlanReport& report) {
+  return report.tight_band ? " with the " + units::format_percent(*report.tight_band, 0) + " margin"
+                           : std::string();
+}
 
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const FieldNamer& name) {
   const PlanInputs& in = report.inputs;

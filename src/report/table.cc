@@ -8,6 +8,7 @@
 
 #include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
+#include "zerodp/report/answer.h"
 #include "zerodp/report/notes.h"
 #include "zerodp/report/table.h"
 
@@ -497,7 +498,11 @@ std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& 
   add_fit_columns(columns, report);
   add_comm_columns(columns, report, binary);
 
-  std::string out = header(report, binary, name) + render(columns, report, width);
+  // The answer first (answer.h), then the header and the tables it is made of.
+  std::string out;
+  for (const std::string& line : answer_of(report, binary, name).lines) out += line + "\n";
+  if (!out.empty()) out += "\n";
+  out += header(report, binary, name) + render(columns, report, width);
   // Each section after a blank line (appended, not "\n" + section: GCC 12 warns on that).
   auto section = [&out](const std::string& text) { out.append("\n").append(text); };
   if (report.runtime_counted && report.inputs.gpus) section(peak_table(report, binary, width));

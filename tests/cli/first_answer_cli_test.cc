@@ -188,7 +188,7 @@ TEST(OneAnswer, DeepSpeedsEstimateLeavesZerodpsOwnAnswerAsItWas) {
   // DeepSpeed's estimate beside the plan changes nothing of the plan (its node, its least N).
   const std::string run =
       "--model mistral-7b --gpus 4 --gpu rtx-4090 --host-memory 64GB "
-      "--deepspeed-config examples/ds_zero3_offload.json";
+      "--deepspeed-config " ZERODP_SOURCE_DIR "/examples/ds_zero3_offload.json";
   const auto alone = plan_json(run);
   const auto beside = plan_json(run + " --estimator deepspeed");
   EXPECT_EQ(alone["stages"], beside["stages"]);
@@ -236,6 +236,39 @@ TEST(OneAnswer, FsdpsRowSaysItsOwnOptimizerStepAndCellDKeepsItsWord) {
   EXPECT_TRUE(has(d.out, "ZeRO-3 saves only 5.5 %")) << d.out;
   EXPECT_TRUE(has(d.out, "ZeRO is not worth it here: DP's model state fits even the smallest GPU"))
       << d.out;
+}
+
+TEST(OneAnswer, TheAnswerComesFirstInTwelveLinesOfEightyColumns) {
+  // The question the README opens with, and the same without N: the first lines are the
+  // answer (the verdict per stage, the cheapest stage, the fewest GPUs, the first change), each
+  // within 80 columns, before the header and the tables; the JSON carries them as printed.
+  for (const std::string run :
+       {"--model llama-3-8b --gpus 8 --gpu a100-40gb --seq-len 4096 --micro-batch 1",
+        "--model llama-3-8b --gpu a100-40gb --seq-len 4096 --micro-batch 1",
+        "--params 10B --gpus 4 --gpu-memory 24GB --activations 6GB"}) {
+    const Result r = zerodp("plan " + run);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string first = r.out.substr(0, r.out.find("\n\n"));
+    std::vector<std::string> lines;
+    for (std::size_t at = 0; at <= first.size();) {
+      const std::size_t end = std::min(first.find('\n', at), first.size());
+      lines.push_back(first.substr(at, end - at));
+      at = end + 1;
+    }
+    EXPECT_LE(lines.size(), 12u) << first;
+    for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
+    EXPECT_EQ(lines[0].rfind("Answer: ", 0), 0u) << first;
+    const auto j = plan_json(run);
+    ASSERT_EQ(j["answer"]["lines"].size(), lines.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(j["answer"]["lines"][i], lines[i]);
+  }
+  // The seed's Example 8 answers as the seed does: nothing fits at N = 4, ZeRO-3 from N = 9.
+  const auto h = plan_json("--params 10B --gpus 4 --gpu-memory 24GB --activations 6GB");
+  EXPECT_EQ(h["answer"]["verdict"], "does_not_fit");
+  EXPECT_EQ(h["answer"]["headline"], "No stage fits at N = 4. Fewest GPUs: ZeRO-3 on N = 9.");
+  // Without a GPU memory there is no answer to give first: the table is the answer.
+  const Result a = zerodp("plan --params 1e9 --gpus 8");
+  EXPECT_EQ(a.out.rfind("zerodp plan: ", 0), 0u) << a.out;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "zerodp/report/answer.h"
 #include "zerodp/report/report.h"
 
 namespace zerodp::report {
@@ -111,6 +112,16 @@ TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
         EXPECT_GT(*c.gpus, n) << c.change;
       }
     }
+    // The answer printed first says the same: at most 12 lines of at most 80 columns, its
+    // verdict the stage asked about's, else `fits` for the cheapest, else does_not_fit.
+    const Answer answer = answer_of(r);
+    EXPECT_LE(answer.lines.size(), kAnswerLines);
+    for (const std::string& line : answer.lines) EXPECT_LE(line.size(), kAnswerColumns) << line;
+    const std::optional<Verdict> said =
+        in.configured_stage ? r.stages[std::size_t(stage_number(*in.configured_stage))].verdict
+        : first_fit         ? std::optional(Verdict::fits)
+                            : std::optional(Verdict::does_not_fit);
+    EXPECT_EQ(answer.verdict, said) << answer.headline;
     // Changes are sought only when the stage wanted does not fit.
     const bool wanted_fits =
         in.configured_stage
@@ -145,6 +156,10 @@ TEST(AnswerAgreement, TheFewestGpusWithoutNAreTheVerdictsLeastN) {
     }
     ++answered;
     const PlanReport::FittingChange& f = *r.fewest_gpus;
+    const Answer answer = answer_of(r);
+    EXPECT_EQ(answer.verdict, Verdict::fits);
+    EXPECT_NE(answer.headline.find("on N = " + std::to_string(*f.gpus) + "."), std::string::npos)
+        << answer.headline;
     EXPECT_EQ(f.gpus, r.stages[std::size_t(f.stage)].min_gpus);
     for (const StageReport& s : r.stages) {
       if (!in.configured_stage && s.min_gpus) {

@@ -79,9 +79,11 @@ def check_shown(zerodp, where, m, width, inputs):
     expected = page.native(zerodp, page.argv_of(EXAMPLE, page.FLAGS))
     check(expected["status"] == 0 and m["planText"] == expected["stdout"],
           f"{where}: the plan is not the CLI's for {EXAMPLE}:\n{m['planText']}")
-    cheapest = [l for l in expected["stdout"].splitlines() if l.startswith("Cheapest stage")]
-    check(m["headline"] != "" and cheapest and m["headline"] in cheapest[0] + ".",
-          f"{where}: the verdict {m['headline']!r} is not the CLI's {cheapest}")
+    answer = json.loads(page.native(zerodp, page.argv_of(EXAMPLE, page.FLAGS) +
+                                    ["--json"])["stdout"])["answer"]
+    check(m["headline"] != "" and m["headline"] == answer["headline"] and
+          answer["headline"].startswith("Cheapest stage that fits"),
+          f"{where}: the verdict {m['headline']!r} is not the CLI's {answer['headline']!r}")
     check(m["stageRows"] == 4, f"{where}: the stages' table has {m['stageRows']} rows")
     check(m["message"] == "" and m["errors"] == [] and not m["failed"],
           f"{where}: an error shows on the example: {m['message']!r} {m['errors']}")

@@ -16,4 +16,8 @@ namespace zerodp::report {
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false,
                                     const FieldNamer& name = field_name);
 
+// " with the 9 % margin" where the plan's verdicts have a band (a predicted peak), else "": the
+// words every sentence that names a count or a stage that fits adds.
+std::string margin_words(const PlanReport& report);
+
 }  // namespace zerodp::report

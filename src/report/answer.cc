@@ -1,0 +1,218 @@
+// answer_of(): the plan's verdicts in the dozen lines a user reads first.
+#include "zerodp/report/answer.h"
+
+#include <string>
+
+#include "zerodp/common/text_wrap.h"
+#include "zerodp/common/units.h"
+#include "zerodp/report/notes.h"
+
+namespace zerodp::report {
+namespace {
+
+// Names the user gave (a config's path, a model's) cut so that the title keeps to one line.
+constexpr std::size_t kNameColumns = 32;
+
+std::string verdict_word(const StageReport& s) {
+  if (s.host_fits == false) return "no (host)";
+  switch (*s.verdict) {
+    case Verdict::fits:
+      return "yes";
+    case Verdict::tight:
+      return "tight";
+    case Verdict::does_not_fit:
+      return "no";
+  }
+  return "no";
+}
+
+std::string padded(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string stage_words(int stage) {
+  return std::string(stage_name(kStages[std::size_t(stage)]));
+}
+
+// "llama-3-8b on 8 x a100-40gb (42.3 GB)": what was asked about, on what.
+std::string title(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  std::string what = in.model ? printable(in.model->name, kNameColumns)
+                              : units::format_count(*in.params) + " params";
+  std::string card =
+      in.gpu ? std::string(in.gpu->name) + " (" + units::format_bytes(*in.gpu_memory, binary) + ")"
+             : units::format_bytes(*in.gpu_memory, binary);
+  std::string where = in.gpus ? std::to_string(*in.gpus) + " x " + card : card + " GPUs";
+  std::string out = "Answer: " + what + " on " + where;
+  if (in.configured_stage) out += ", " + std::string(stage_name(*in.configured_stage)) + " asked";
+  return out;
+}
+
+// The stage with the fewest GPUs (the stage asked about, when one is), or nullopt.
+std::optional<int> fewest_stage(const PlanReport& report) {
+  if (report.inputs.configured_stage) {
+    const int asked = stage_number(*report.inputs.configured_stage);
+    if (report.stages[std::size_t(asked)].min_gpus) return asked;
+    return std::nullopt;
+  }
+  std::optional<int> best;
+  for (const StageReport& s : report.stages) {
+    if (s.min_gpus && (!best || *s.min_gpus < *report.stages[std::size_t(*best)].min_gpus)) {
+      best = stage_number(s.stage);
+    }
+  }
+  return best;
+}
+
+std::string fewest_words(const PlanReport& report) {
+  const std::optional<int> stage = fewest_stage(report);
+  if (!stage) return "none, as planned";
+  return stage_words(*stage) +
+         " on N = " + std::to_string(*report.stages[std::size_t(*stage)].min_gpus);
+}
+
+// "Cheapest stage that fits with the 9 % margin at N = 8: ZeRO-3. ZeRO-2 is tight."
+std::string cheapest_sentence(const PlanReport& report) {
+  const std::string at = " at N = " + std::to_string(*report.inputs.gpus);
+  std::string out = report.cheapest_fitting_stage
+                        ? "Cheapest stage that fits" + margin_words(report) + at + ": " +
+                              stage_words(*report.cheapest_fitting_stage) + "."
+                        : "No stage fits" + margin_words(report) + at + ".";
+  if (report.tight_stage) out += " " + stage_words(*report.tight_stage) + " is tight.";
+  return out;
+}
+
+// The lines at N: each stage's verdict, peak and least N; the cheapest stage; the fewest
+// GPUs; the first change that fits.
+void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>& lines) {
+  const PlanInputs& in = report.inputs;
+  const std::string total = report.runtime_counted ? "peak " : "total ";
+  for (const StageReport& s : report.stages) {
+    lines.push_back("  " + padded(std::string(stage_name(s.stage)), 8) +
+                    padded(verdict_word(s), 11) +
+                    padded(total + units::format_bytes(*s.total_bytes, binary), 18) + "least N " +
+                    (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none")));
+  }
+  const std::string at = " at N = " + std::to_string(*in.gpus);
+  lines.push_back(cheapest_sentence(report));
+  lines.push_back("Fewest GPUs" + margin_words(report) + ": " + fewest_words(report) + ".");
+  if (!report.fitting_changes.empty()) {
+    const PlanReport::FittingChange& c = report.fitting_changes.front();
+    lines.push_back("First change that fits: " + c.change + " (" + stage_words(c.stage) +
+                    (c.gpus ? " on N = " + std::to_string(*c.gpus) : at) + ", " + total +
+                    units::format_bytes(c.total_bytes, binary) + ").");
+  } else if (report.changes_tried) {
+    lines.push_back("No change of the activations makes it fit" + margin_words(report) + ".");
+  }
+}
+
+// The lines without N: each stage's least N; the fewest GPUs as planned; fewer with a change.
+void lines_without_n(const PlanReport& report, std::vector<std::string>& lines) {
+  for (const StageReport& s : report.stages) {
+    lines.push_back("  " + padded(std::string(stage_name(s.stage)), 8) + "least N " +
+                    (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none")));
+  }
+  lines.push_back("Fewest GPUs" + margin_words(report) + ": " +
+                  (report.fewest_gpus ? stage_words(report.fewest_gpus->stage) +
+                                            " on N = " + std::to_string(*report.fewest_gpus->gpus)
+                                      : std::string("none, as planned")) +
+                  ".");
+  if (!report.fewer_gpus_with.empty()) {
+    const PlanReport::FittingChange& c = report.fewer_gpus_with.front();
+    lines.push_back("Fewer with " + c.change + ": " + stage_words(c.stage) +
+                    " on N = " + std::to_string(*c.gpus) + ".");
+  }
+}
+
+// The sentence a page or a notebook titles the plan with, and the verdict it speaks of.
+void headline_of(const PlanReport& report, bool binary, Answer& answer) {
+  const PlanInputs& in = report.inputs;
+  const std::string margin = margin_words(report);
+  if (!in.gpus) {
+    if (report.fewest_gpus) {
+      answer.headline = "The fewest GPUs that fit" + margin + ": " +
+                        stage_words(report.fewest_gpus->stage) +
+                        " on N = " + std::to_string(*report.fewest_gpus->gpus) + ".";
+      answer.verdict = Verdict::fits;
+    } else {
+      answer.headline = "No number of GPUs fits as planned" + margin + ".";
+      answer.verdict = Verdict::does_not_fit;
+    }
+    return;
+  }
+  const std::string at = " at N = " + std::to_string(*in.gpus);
+  const std::string memory = units::format_bytes(*in.gpu_memory, binary) + " a GPU";
+  const std::string total = report.runtime_counted ? "peak " : "total ";
+  auto said = [&](const StageReport& s) {
+    return " (" + total + units::format_bytes(*s.total_bytes, binary) + ", " + memory + ")";
+  };
+  if (in.configured_stage) {
+    const StageReport& s = report.stages[std::size_t(stage_number(*in.configured_stage))];
+    answer.verdict = *s.verdict;
+    const std::string how = *s.verdict == Verdict::fits    ? " fits" + margin
+                            : *s.verdict == Verdict::tight ? " is tight"
+                                                           : " does not fit";
+    answer.headline = std::string(stage_name(s.stage)) + how + at + said(s) + ".";
+    if (*s.verdict != Verdict::fits) {
+      answer.headline += " Fewest GPUs" + margin + ": " + fewest_words(report) + ".";
+    }
+    return;
+  }
+  if (report.cheapest_fitting_stage) {
+    const StageReport& s = report.stages[std::size_t(*report.cheapest_fitting_stage)];
+    answer.verdict = Verdict::fits;
+    answer.headline = "Cheapest stage that fits" + margin + at + ": " +
+                      std::string(stage_name(s.stage)) + said(s) + ".";
+    return;
+  }
+  answer.verdict = Verdict::does_not_fit;
+  answer.headline =
+      "No stage fits" + margin + at + ". Fewest GPUs" + margin + ": " + fewest_words(report) + ".";
+}
+
+}  // namespace
+
+Answer answer_of(const PlanReport& report, bool binary, const FieldNamer& name) {
+  const PlanInputs& in = report.inputs;
+  Answer answer;
+  if (!in.gpu_memory) {
+    answer.headline =
+        "Give the GPU memory (" + name("gpu_memory") + " or " + name("gpu") + ") to see what fits.";
+    return answer;
+  }
+  if (!in.params || !report.budget) {
+    answer.headline =
+        "Give the model (" + name("params") + " or " + name("model") + ") to see what fits.";
+    return answer;
+  }
+  headline_of(report, binary, answer);
+  answer.headline = name_fields(answer.headline, name);
+  if (in.gpus) answer.cheapest = cheapest_sentence(report);
+  std::vector<std::string> lines = {title(report, binary)};
+  if (in.gpus) {
+    lines_at_n(report, binary, lines);
+  } else {
+    lines_without_n(report, lines);
+  }
+  for (const std::string& line : lines) {
+    // The stage rows are aligned and short; a sentence longer than the columns is filled.
+    const std::string named = name_fields(line, name);
+    if (named.size() <= kAnswerColumns) {
+      answer.lines.push_back(named);
+      continue;
+    }
+    const std::string filled = fill_words(named, kAnswerColumns, 2);
+    for (std::size_t at = 0; at < filled.size();) {
+      std::size_t end = filled.find('\n', at);
+      if (end == std::string::npos) end = filled.size();
+      answer.lines.push_back(filled.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  // By construction a title, four stages and three sentences, each of a line or two.
+  ZERODP_CHECK(answer.lines.size() <= kAnswerLines);
+  return answer;
+}
+
+}  // namespace zerodp::report
