@@ -102,6 +102,17 @@ void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>&
     lines.push_back("First change that fits: " + c.change + " (" + stage_words(c.stage) +
                     (c.gpus ? " on N = " + std::to_string(*c.gpus) : at) + ", " + total +
                     units::format_bytes(c.total_bytes, binary) + ").");
+  } else if (!report.offload_changes.empty()) {
+    const PlanReport::OffloadChange& c = report.offload_changes.front();
+    std::string change = field_ref("offload_optimizer") + " " +
+                         std::string(deepspeed::offload_device_name(c.offload.optimizer));
+    if (c.offload.params != in.offload.params) {
+      change += " " + field_ref("offload_params") + " " +
+                std::string(deepspeed::offload_device_name(c.offload.params));
+    }
+    if (!c.activation_change.empty()) change += " " + c.activation_change;
+    lines.push_back("First change that fits: " + change + " (" + stage_words(c.stage) + at + ", " +
+                    total + units::format_bytes(c.total_bytes, binary) + ").");
   } else if (report.changes_tried) {
     lines.push_back("No change of the activations makes it fit" + margin_words(report) + ".");
   }

@@ -180,6 +180,21 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                        {"gpus", c.gpus.value_or(*in.gpus)}});
   }
   j["what_would_fit"] = changes;
+  // With N fixed: the other offloads that fit there (report.h, OffloadChange).
+  json offloads = json::array();
+  for (const PlanReport::OffloadChange& c : report.offload_changes) {
+    offloads.push_back({{"offload_optimizer", deepspeed::offload_device_name(c.offload.optimizer)},
+                        {"offload_params", deepspeed::offload_device_name(c.offload.params)},
+                        {"activation_change", c.activation_change.empty()
+                                                  ? json(nullptr)
+                                                  : json(name_fields(c.activation_change, name))},
+                        {"stage", c.stage},
+                        {"total_bytes", c.total_bytes},
+                        {"host_bytes_per_gpu", c.host_bytes_per_gpu},
+                        {"nvme_bytes_per_gpu", c.nvme_bytes_per_gpu},
+                        {"host_bytes_per_node", or_null(c.host_bytes_per_node)}});
+  }
+  j["offloads_that_fit"] = offloads;
   // Without N: the fewest GPUs as planned, and the changes that need fewer.
   auto fewest = [&](const PlanReport::FittingChange& c) {
     return json{{"change", c.change.empty() ? json(nullptr) : json(name_fields(c.change, name))},

@@ -146,23 +146,82 @@ std::string fit_note(const PlanReport& report, bool binary) {
   return out + ".";
 }
 
-// When a stage the user cares about does not fit and nothing is offloaded: whether moving the
-// optimizer states to the CPU would make it fit, from the same inputs planned again.
-std::string offload_hint(const PlanReport& report, Stage wanted, bool binary) {
-  PlanInputs with = report.inputs;
-  with.offload.optimizer = deepspeed::OffloadDevice::cpu;
-  const PlanReport other = make_plan(with);
-  const StageReport& s = other.stages[stage_number(wanted)];
-  std::string note =
-      "With " + field_ref("offload_optimizer") + " cpu, " + std::string(stage_name(wanted)) +
-      (s.verdict == Verdict::tight  ? " is tight"
-       : s.verdict == Verdict::fits ? " fits"
-                                    : " still does not fit") +
-      " at N = " + std::to_string(*with.gpus) + " (" + fit_reason(other, s, binary) + ")";
-  if (s.verdict != Verdict::does_not_fit && s.offload) {
-    note += ", the host holding " + bytes(s.offload->host_bytes, binary) + " per GPU";
+// "--offload-optimizer nvme --offload-params none": the flags of an offload, the params' named
+// where they differ from the plan's.
+std::string offload_words(const PlanReport& report, const deepspeed::Offload& offload) {
+  std::string out = field_ref("offload_optimizer") + " " +
+                    std::string(deepspeed::offload_device_name(offload.optimizer));
+  if (offload.params != report.inputs.offload.params) {
+    out += " " + field_ref("offload_params") + " " +
+           std::string(deepspeed::offload_device_name(offload.params));
   }
-  return note + ".";
+  return out;
+}
+
+// "peak 41.0 GB <= 42.3 GB, within the planner's 9 % error": an offload's peak against the
+// GPU, and its host against --host-memory where that does not hold it.
+std::string offload_reason(const PlanReport& report, const PlanReport::OffloadChange& c,
+                           bool binary) {
+  const PlanInputs& in = report.inputs;
+  std::string out = "peak " + bytes(c.total_bytes, binary) +
+                    (c.total_bytes <= *in.gpu_memory ? " <= " : " > ") +
+                    bytes(*in.gpu_memory, binary);
+  if (c.host_bytes_per_node && *c.host_bytes_per_node > *in.host_memory) {
+    return out + "; the offload's host memory " + bytes(*c.host_bytes_per_node, binary) +
+           " per node > " + bytes(*in.host_memory, binary);
+  }
+  if (report.tight_band &&
+      verdict_of(c.total_bytes, *in.gpu_memory, report.tight_band) == Verdict::tight) {
+    out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
+  }
+  return out;
+}
+
+// What the host and NVMe hold per GPU for an offload that fits.
+std::string offload_holding(const PlanReport::OffloadChange& c, bool binary) {
+  std::string out = ", the host holding " + bytes(c.host_bytes_per_gpu, binary);
+  if (c.nvme_bytes_per_gpu > 0) out += " and NVMe " + bytes(c.nvme_bytes_per_gpu, binary);
+  return out + " per GPU";
+}
+
+// When the stage wanted does not fit at N: the optimizer to the CPU, the first offload a reader
+// would try (when nothing is offloaded), and the other offloads that fit, as report.cc planned
+// them (find_offload_changes).
+std::vector<std::string> offload_notes(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const std::string at = " at N = " + std::to_string(*in.gpus);
+  std::vector<std::string> out;
+  const auto& changes = report.offload_changes;
+  std::size_t first_other = 0;
+  if (report.offload_tried) {
+    const PlanReport::OffloadChange& t = *report.offload_tried;
+    std::string note = "With " + offload_words(report, t.offload) + ", " +
+                       std::string(stage_name(kStages[std::size_t(t.stage)])) +
+                       (t.verdict == Verdict::tight  ? " is tight"
+                        : t.verdict == Verdict::fits ? " fits"
+                                                     : " still does not fit") +
+                       at + " (" + offload_reason(report, t, binary) + ")";
+    if (t.verdict != Verdict::does_not_fit) note += offload_holding(t, binary);
+    out.push_back(note + ".");
+    // The same offload as planned is not offered twice.
+    if (!changes.empty() && changes[0].activation_change.empty() &&
+        changes[0].offload.optimizer == t.offload.optimizer &&
+        changes[0].offload.params == t.offload.params && changes[0].stage == t.stage) {
+      first_other = 1;
+    }
+  }
+  if (changes.size() <= first_other) return out;
+  std::string note = std::string(report.offload_tried ? "Other offloads" : "Offloads") +
+                     " that fit" + margin_words(report) + at + ":";
+  for (std::size_t i = first_other; i < changes.size(); ++i) {
+    const PlanReport::OffloadChange& c = changes[i];
+    note += std::string(i == first_other ? " " : "; ") + offload_words(report, c.offload) +
+            (c.activation_change.empty() ? "" : " with " + c.activation_change) + " (" +
+            std::string(stage_name(kStages[std::size_t(c.stage)])) + ", peak " +
+            bytes(c.total_bytes, binary) + offload_holding(c, binary) + ")";
+  }
+  out.push_back(note + ".");
+  return out;
 }
 
 // When the stage wanted does not fit: which of the activation choices would make it fit, each
@@ -256,18 +315,10 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
         " at N = " + std::to_string(*in.gpus) + ": " + fit_reason(report, s, binary) +
         (s.host_fits.value_or(true) ? peak_terms(report, s, binary) : std::string()) + ".");
   }
-  // Would offload rescue the stage asked for (or, without a config, the cheapest)?
-  // (Not under FSDP, whose CPU offload is not planned.)
-  if (report.runtime_counted && report.budget && in.gpus && !in.offload.any() && *in.gpus > 1 &&
-      in.framework != deepspeed::Framework::fsdp) {
-    const std::optional<Stage> wanted = in.configured_stage ? in.configured_stage
-                                        : report.cheapest_fitting_stage
-                                            ? std::nullopt
-                                            : std::optional(Stage::zero3);
-    if (wanted && *wanted != Stage::dp &&
-        report.stages[stage_number(*wanted)].verdict != Verdict::fits) {
-      notes.push_back(offload_hint(report, *wanted, binary));
-    }
+  // Would another offload rescue the stage asked for (or, without one, ZeRO-3)? (Not under
+  // FSDP, whose CPU offload is not planned; report.cc leaves these empty then.)
+  if (in.gpus && report.budget) {
+    for (std::string& note : offload_notes(report, binary)) notes.push_back(std::move(note));
   }
   if (report.changes_tried) notes.push_back(changes_note(report, binary));
   if (!in.gpus && report.budget && in.params && !in.topology) {

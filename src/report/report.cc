@@ -417,6 +417,100 @@ void find_fitting_changes(PlanReport& report) {
   if (changes.size() > 3) changes.resize(3);
 }
 
+// The stage wanted (--stage, the config's), else, when no stage fits, ZeRO-3: the one a change
+// of offload is planned for. nullopt when the plan fits as asked or DP is wanted (nothing to
+// offload at stage 0).
+std::optional<Stage> offload_target(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (in.configured_stage) {
+    if (*in.configured_stage == Stage::dp ||
+        report.stages[stage_number(*in.configured_stage)].verdict == Verdict::fits) {
+      return std::nullopt;
+    }
+    return in.configured_stage;
+  }
+  if (report.cheapest_fitting_stage) return std::nullopt;
+  return Stage::zero3;
+}
+
+// With N fixed: the offloads a DeepSpeed user can switch to, each planned again at N (its host
+// checked), as planned or with the cheapest activation choice that makes it fit. NVMe and the
+// params' offload are ZeRO-3's (ZeRO-Infinity), so they are kept only where ZeRO-3 fits.
+void find_offload_changes(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (!report.runtime_counted || !report.budget || !in.params || !in.gpus || *in.gpus < 2 ||
+      in.framework == deepspeed::Framework::fsdp || !in.seek_offload_changes) {
+    return;
+  }
+  const std::optional<Stage> target = offload_target(report);
+  if (!target) return;
+  using D = deepspeed::OffloadDevice;
+  const deepspeed::Offload candidates[] = {{D::cpu, D::none},
+                                           {D::cpu, D::cpu},
+                                           {D::nvme, D::none},
+                                           {D::nvme, D::cpu},
+                                           {D::nvme, D::nvme}};
+  auto planned = [&](const deepspeed::Offload& offload, std::uint64_t activations) {
+    PlanInputs with = in;
+    with.offload = offload;
+    with.activation_bytes = activations;
+    with.activation_choices.clear();
+    with.seek_fewest_gpus = false;
+    with.seek_offload_changes = false;
+    return make_plan(with);
+  };
+  auto change_of = [&](const PlanReport& other, const deepspeed::Offload& offload, int stage,
+                       const std::string& activations) {
+    const StageReport& s = other.stages[std::size_t(stage)];
+    PlanReport::OffloadChange c;
+    c.offload = offload;
+    c.activation_change = activations;
+    c.stage = stage;
+    c.verdict = *s.verdict;
+    c.total_bytes = *s.total_bytes;
+    if (s.offload) {
+      c.host_bytes_per_gpu = s.offload->host_bytes;
+      c.nvme_bytes_per_gpu = s.offload->nvme_bytes;
+    }
+    c.host_bytes_per_node = s.host_bytes_per_node;
+    return c;
+  };
+  const int wanted = stage_number(*target);
+  const bool activations_fit_at_n =
+      std::any_of(report.fitting_changes.begin(), report.fitting_changes.end(),
+                  [](const PlanReport::FittingChange& c) { return !c.gpus; });
+  if (!in.offload.any()) {
+    report.offload_tried =
+        change_of(planned(candidates[0], in.activation_bytes), candidates[0], wanted, "");
+  }
+  for (const deepspeed::Offload& offload : candidates) {
+    if (offload.optimizer == in.offload.optimizer && offload.params == in.offload.params) continue;
+    const bool infinity = offload.optimizer == D::nvme || offload.params != D::none;
+    if (infinity && in.configured_stage && wanted != 3) continue;
+    // An offload with a change of the activations is offered only where that change alone
+    // does not fit on these GPUs.
+    std::vector<PlanInputs::ActivationChoice> tries = {{"", in.activation_bytes}};
+    if (!activations_fit_at_n) {
+      tries.insert(tries.end(), in.activation_choices.begin(), in.activation_choices.end());
+    }
+    for (const PlanInputs::ActivationChoice& a : tries) {
+      const PlanReport other = planned(offload, a.bytes);
+      std::optional<int> stage;
+      if (infinity) {
+        if (other.stages[3].verdict == Verdict::fits) stage = 3;
+      } else if (in.configured_stage) {
+        if (other.stages[std::size_t(wanted)].verdict == Verdict::fits) stage = wanted;
+      } else {
+        stage = other.cheapest_fitting_stage;
+      }
+      if (!stage) continue;
+      report.offload_changes.push_back(change_of(other, offload, *stage, a.change));
+      break;
+    }
+    if (report.offload_changes.size() == 3) break;
+  }
+}
+
 // Cell D's question with a GPU: activations outweigh DP's model state; does DP fit at N once
 // they are cut to the least the choices give (or, given as bytes, to none)?
 void check_activations_cut(PlanReport& report) {
@@ -563,6 +657,7 @@ PlanReport make_plan(const PlanInputs& in) {
   }
   compare_stages(report);
   find_fitting_changes(report);
+  find_offload_changes(report);
   check_activations_cut(report);
   find_fewest_gpus(report);
   return report;

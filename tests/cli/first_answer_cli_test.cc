@@ -271,4 +271,32 @@ TEST(OneAnswer, TheAnswerComesFirstInTwelveLinesOfEightyColumns) {
   EXPECT_EQ(a.out.rfind("zerodp plan: ", 0), 0u) << a.out;
 }
 
+TEST(OneAnswer, WithNFixedOtherOffloadsAreWeighedWithTheirHost) {
+  // Mistral-7B, a ZeRO-3 config offloading optimizer and params to a 64 GB host that cannot
+  // hold them (145 GB): the optimizer to NVMe, params on the GPU, fits on the same 4 GPUs, its
+  // host share within the 64 GB; planned so by hand, the verdict is yes, the host holds it.
+  const auto j = plan_json(
+      "--model mistral-7b --gpus 4 --gpu rtx-4090 --host-memory 64GB "
+      "--deepspeed-config " ZERODP_SOURCE_DIR "/examples/ds_zero3_offload.json");
+  ASSERT_FALSE(j["offloads_that_fit"].empty()) << j["notes"].dump();
+  const auto& o = j["offloads_that_fit"][0];
+  EXPECT_EQ(o["offload_optimizer"], "nvme");
+  EXPECT_EQ(o["offload_params"], "none");
+  EXPECT_EQ(o["stage"], 3);
+  EXPECT_LE(u64(o["host_bytes_per_node"]), 64'000'000'000u);
+  const std::string change = o["activation_change"].is_null() ? "" : o["activation_change"];
+  const auto by_hand = plan_json(
+      "--model mistral-7b --gpus 4 --gpu rtx-4090 --host-memory 64GB --stage 3 "
+      "--offload-optimizer nvme " +
+      change);
+  EXPECT_EQ(by_hand["stages"][3]["verdict"], "fits");
+  EXPECT_EQ(by_hand["stages"][3]["host_fits"], true);
+  // (Its peak differs from the config's by the buffers the config sizes from the model.)
+  // The answer's first change is that one.
+  std::string answer;
+  for (const auto& line : j["answer"]["lines"]) answer += std::string(line) + "\n";
+  EXPECT_NE(answer.find("First change that fits: --offload-optimizer nvme"), std::string::npos)
+      << answer;
+}
+
 }  // namespace

@@ -67,7 +67,7 @@ Verdict verdict_at(PlanInputs in, int stage, std::uint64_t n, std::uint64_t acti
 
 TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
   std::mt19937_64 rng(20261206);
-  int fitted = 0, tight = 0, changes = 0;
+  int fitted = 0, tight = 0, changes = 0, offloads = 0;
   for (int q = 0; q < 1500; ++q) {
     const PlanInputs in = random_question(rng, true);
     const PlanReport r = make_plan(in);
@@ -112,6 +112,22 @@ TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
         EXPECT_GT(*c.gpus, n) << c.change;
       }
     }
+    // Every other offload offered fits, planned again with it at N (the host checked); NVMe
+    // and the params' offload only at ZeRO-3.
+    for (const PlanReport::OffloadChange& c : r.offload_changes) {
+      ++offloads;
+      PlanInputs with = in;
+      with.offload = c.offload;
+      std::uint64_t activations = in.activation_bytes;
+      for (const auto& choice : in.activation_choices) {
+        if (choice.change == c.activation_change) activations = choice.bytes;
+      }
+      EXPECT_EQ(verdict_at(with, c.stage, n, activations), Verdict::fits);
+      if (c.offload.optimizer == deepspeed::OffloadDevice::nvme ||
+          c.offload.params != deepspeed::OffloadDevice::none) {
+        EXPECT_EQ(c.stage, 3);
+      }
+    }
     // The answer printed first says the same: at most 12 lines of at most 80 columns, its
     // verdict the stage asked about's, else `fits` for the cheapest, else does_not_fit.
     const Answer answer = answer_of(r);
@@ -136,6 +152,7 @@ TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
   EXPECT_GT(fitted, 500);
   EXPECT_GT(tight, 50);
   EXPECT_GT(changes, 50);
+  EXPECT_GT(offloads, 50);
 }
 
 TEST(AnswerAgreement, TheFewestGpusWithoutNAreTheVerdictsLeastN) {

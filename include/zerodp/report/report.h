@@ -151,6 +151,8 @@ struct PlanInputs {
   // Whether the plan looks for the fewest GPUs without N; off in the plans made to answer that,
   // which ask no further.
   bool seek_fewest_gpus = true;
+  // Whether the plan looks for other offloads at N; off in the plans made to answer that.
+  bool seek_offload_changes = true;
 };
 
 struct StageReport {
@@ -213,6 +215,24 @@ struct PlanReport {
   };
   std::vector<FittingChange> fitting_changes;
   bool changes_tried = false;  // the stage wanted did not fit and the choices were planned
+  // With N fixed, a predicted peak and the stage wanted not fitting (DeepSpeed's rows): other
+  // offloads, each planned again at N with its host check (report.cc, find_offload_changes):
+  // the optimizer to the CPU, optimizer and params to the CPU, the optimizer to NVMe (ZeRO-3,
+  // as DeepSpeed runs NVMe), with params on the GPU, the CPU or NVMe; each with the cheapest
+  // activation choice it needs, if any. `offload_changes` holds those whose verdict is `fits`,
+  // three at most, cheapest first; `offload_tried` the optimizer to the CPU as planned, the
+  // first a reader would try, whatever its verdict.
+  struct OffloadChange {
+    deepspeed::Offload offload;
+    std::string activation_change;  // "" as planned, else the choice it needs
+    int stage = 0;
+    Verdict verdict = Verdict::does_not_fit;
+    std::uint64_t total_bytes = 0;  // the stage's peak with that offload
+    std::uint64_t host_bytes_per_gpu = 0, nvme_bytes_per_gpu = 0;
+    std::optional<std::uint64_t> host_bytes_per_node;  // with --host-memory
+  };
+  std::vector<OffloadChange> offload_changes;
+  std::optional<OffloadChange> offload_tried;
   // Without N (no --gpus): the fewest GPUs as planned (the stage wanted, else the one with the
   // least N) and, for the activation choices that need fewer, up to three, fewest first; each N
   // the least whose verdict is `fits` (clear of the band, where there is one).
