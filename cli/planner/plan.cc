@@ -213,8 +213,8 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "--model): whose mechanics make the GPU peak",
       "NAME");
   opt("--limit-all-gathers", f.limit_all_gathers,
-      "on (the default) or off: FSDP's limit_all_gathers; off, every unit may be gathered at "
-      "once (with --framework fsdp)",
+      "on (the default) or off: FSDP's limit_all_gathers; off, the CPU may issue all-gathers "
+      "ahead, which costs allocator retries, not memory (with --framework fsdp)",
       "ON|OFF");
   opt("--optimizer-impl", f.optimizer_impl,
       "fused (DeepSpeed's FusedAdam, DeepSpeed's default), foreach (the default under FSDP) or "

@@ -35,8 +35,8 @@ RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   t.cuda_overhead = run.cuda_overhead;
   if (!run.buffers) return t;
   t.deferred_grads = saturated(M * shard);
-  t.gathered_params =
-      saturated(p * (run.fsdp_limit_all_gathers ? std::min<u128>(phi, root + 2 * unit) : phi));
+  // limit_all_gathers changes when the CPU waits, not what is allocated (runtime.h).
+  t.gathered_params = saturated(p * std::min<u128>(phi, root + 2 * unit));
   t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
   t.optimizer_temporaries = saturated(adamw_temporaries(
       run.fsdp_optimizer_impl, M, shard, (std::max(unit, root) + ranks - 1) / ranks));

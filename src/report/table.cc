@@ -193,7 +193,7 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
         std::string(deepspeed::optimizer_impl_name(in.fsdp_optimizer_impl)) +
         (in.fsdp_limit_all_gathers
              ? ""
-             : "; limit_all_gathers off: every unit may be gathered at once") +
+             : "; limit_all_gathers off: the CPU may run ahead, the same units gathered") +
         "); the DP, ZeRO-1 and ZeRO-2 rows are DeepSpeed's\n";
   }
   if (report.runtime_counted) {

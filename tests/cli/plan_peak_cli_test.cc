@@ -431,9 +431,12 @@ TEST(PlanCliPeak, UnderFsdpTheGradientsComeInTheBackwardAndTheStepWorksOnTheShar
   }
   const Result table = zerodp("plan --wide " + run);
   EXPECT_TRUE(has(table.out, "framework: PyTorch FSDP, FULL_SHARD in ZeRO-3's row")) << table.out;
-  // Without FSDP's rate limiter every unit's all-gather may be issued ahead: all the params.
+  // Without FSDP's rate limiter the CPU may issue all-gathers ahead, but the units it frees
+  // stay freed: their blocks wait in the allocator for the compute stream, and are returned
+  // before any out-of-memory error (deepspeed/runtime.h). The same params are gathered.
   const auto unlimited = plan_json(run + " --limit-all-gathers off");
-  EXPECT_EQ(u64(unlimited["stages"][3]["peak"]["gathered_param_bytes"]), 2 * phi);
+  EXPECT_EQ(unlimited["stages"][3]["peak"]["gathered_param_bytes"],
+            j["stages"][3]["peak"]["gathered_param_bytes"]);
   EXPECT_EQ(unlimited["inputs"]["limit_all_gathers"], false);
   EXPECT_TRUE(j["inputs"]["limit_all_gathers"].get<bool>());
   // What FSDP is not planned with is one line, exit 2.

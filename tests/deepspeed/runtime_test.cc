@@ -92,6 +92,24 @@ TEST(Runtime, HpzKeepsASecondaryShardWhereTheParamsAre) {
             0u);
 }
 
+// FSDP's limiter only makes the CPU wait for a free before the next all-gather; the frees
+// happen at the same point either way, so the allocated gathered params are the root unit,
+// the unit computed and the one prefetched, with limit_all_gathers on or off.
+TEST(Runtime, FsdpGathersTheRootAndTwoUnitsWithOrWithoutTheLimiter) {
+  RuntimeModel model = kModel;
+  model.outside_layer_params = 300'000'000;
+  model.per_layer_params = 200'000'000;
+  RuntimeRun run{model, {2, 2, 4}, {}, true, kDefaults, {}, kCuda};
+  run.framework = Framework::fsdp;
+  const std::uint64_t expected = 2 * (300'000'000u + 2 * 200'000'000u);
+  EXPECT_EQ(runtime_terms(Stage::zero3, 16, run).gathered_params, expected);
+  run.fsdp_limit_all_gathers = false;
+  EXPECT_EQ(runtime_terms(Stage::zero3, 16, run).gathered_params, expected);
+  // Never more than the whole model.
+  run.model.params = 500'000'000;
+  EXPECT_EQ(runtime_terms(Stage::zero3, 16, run).gathered_params, 2 * 500'000'000u);
+}
+
 TEST(Runtime, ThePeakTakesTheLargerPhase) {
   const RuntimeTerms t = terms(Stage::zero2, 8);
   const std::uint64_t state = 30'000'000'000;

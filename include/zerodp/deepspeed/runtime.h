@@ -64,12 +64,25 @@
 //            each step, so the activations' peak holds the model state less M·S (deferred).
 //  gathered  the root unit's params stay unsharded from the forward into the backward
 //            (_post_forward_reshard: `not state._is_root`), with the unit being computed and
-//            the one backward_prefetch (BACKWARD_PRE) fetches, at most two in flight
-//            (limit_all_gathers): P·(R + 2U). With limit_all_gathers false the CPU issues
-//            all-gathers without waiting for the frees, and every unit may be gathered at
-//            once (torch 1.13's default; its docstring: "FSDP allows the CPU thread to
-//            schedule all-gathers without any extra synchronization"): P·Φ, what the
-//            allocator may come to reserve.
+//            the one backward_prefetch (BACKWARD_PRE) fetches: P·(R + 2U), whether or not
+//            limit_all_gathers is set. The limiter moves no free: _reshard frees the unit's
+//            unsharded flat param (handle.reshard) in either case and only records an event
+//            for the limiter when it is on; _unshard's one wait, event.synchronize() on the
+//            free two units back, is what it adds (torch 2.0 _runtime_utils.py, _unshard and
+//            _reshard; the same in 1.13's FullyShardedDataParallel methods). The free is
+//            _free_unsharded_flat_param: record_stream(current_stream()), then _free_storage
+//            (flat_param.py, 1.13 to 2.x). The caching allocator counts the block out of the
+//            allocated bytes at that free and keeps it from reuse until the compute stream
+//            has passed the recorded event (c10/cuda/CUDACachingAllocator.cpp, free:
+//            insert_events). Without the limiter nothing in FSDP bounds how far the CPU runs
+//            ahead in the forward, so such blocks may reach every unit, P·Φ of active and
+//            reserved memory (llama-cookbook-25-13b's 48 GiB reserved). They never make an
+//            out-of-memory error: before it reports one, malloc calls release_cached_blocks
+//            (free_cached_blocks in older versions), whose synchronize_and_free_events waits
+//            for those events and returns the blocks, then retries (torch 2.x malloc). The
+//            run-ahead costs a device synchronization and cudaMalloc retries, not memory the
+//            run needs (the limiter's docstring: "Enabling this can help lower the number of
+//            CUDA malloc retries").
 //  layer grads  a unit's unsharded gradient before its reduce-scatter, and the head's, held
 //            from the first step of the backward until the root unit's last gradient (the
 //            embedding's) arrives: G·(U + L).
@@ -164,7 +177,9 @@ struct RuntimeRun {
   Framework framework = Framework::deepspeed;
   std::uint32_t fsdp_shard_bytes = 4;  // M above: bytes of FSDP's sharded params and grads
   OptimizerImpl fsdp_optimizer_impl = OptimizerImpl::foreach;  // FSDP's row's step
-  bool fsdp_limit_all_gathers = true;  // FSDP's limit_all_gathers; false: any unit gathered
+  // FSDP's limit_all_gathers: the same gathered term either way ("gathered" above); kept
+  // because the plan reports it.
+  bool fsdp_limit_all_gathers = true;
 };
 
 struct RuntimeTerms {
