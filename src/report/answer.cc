@@ -6,25 +6,13 @@
 #include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
 #include "zerodp/report/notes.h"
+#include "zerodp/report/table.h"
 
 namespace zerodp::report {
 namespace {
 
 // Names the user gave (a config's path, a model's) cut so that the title keeps to one line.
 constexpr std::size_t kNameColumns = 32;
-
-std::string verdict_word(const StageReport& s) {
-  if (s.host_fits == false) return "no (host)";
-  switch (*s.verdict) {
-    case Verdict::fits:
-      return "yes";
-    case Verdict::tight:
-      return "tight";
-    case Verdict::does_not_fit:
-      return "no";
-  }
-  return "no";
-}
 
 std::string padded(std::string text, std::size_t width) {
   if (text.size() < width) text.append(width - text.size(), ' ');
@@ -89,8 +77,7 @@ void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>&
   const PlanInputs& in = report.inputs;
   const std::string total = report.runtime_counted ? "peak " : "total ";
   for (const StageReport& s : report.stages) {
-    lines.push_back("  " + padded(std::string(stage_name(s.stage)), 8) +
-                    padded(verdict_word(s), 11) +
+    lines.push_back("  " + padded(std::string(stage_name(s.stage)), 8) + padded(fits_word(s), 11) +
                     padded(total + units::format_bytes(*s.total_bytes, binary), 18) + "least N " +
                     (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none")));
   }

@@ -316,12 +316,7 @@ void add_fit_columns(std::vector<Column>& columns, const PlanReport& report) {
   const PlanInputs& in = report.inputs;
   if (in.params && in.gpus && report.budget) {
     // "tight": within the planner's measured error of the GPU's memory (report.h, Verdict).
-    columns.push_back({"fits", [](const S& s) {
-                         if (s.host_fits && !*s.host_fits) return std::string("no (host)");
-                         return std::string(*s.verdict == Verdict::fits    ? "yes"
-                                            : *s.verdict == Verdict::tight ? "tight"
-                                                                           : "no");
-                       }});
+    columns.push_back({"fits", [](const S& s) { return fits_word(s); }});
   }
   if (in.params && report.budget) {
     columns.push_back({"least N", [](const S& s) {
@@ -489,6 +484,11 @@ std::string level_table(const PlanReport& report, bool binary, std::size_t width
 }
 
 }  // namespace
+
+std::string fits_word(const StageReport& s) {
+  if (s.host_fits && !*s.host_fits) return "no (host)";
+  return *s.verdict == Verdict::fits ? "yes" : *s.verdict == Verdict::tight ? "tight" : "no";
+}
 
 std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& name,
                        std::size_t width) {
