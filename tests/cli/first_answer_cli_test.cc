@@ -5,7 +5,11 @@
 // the default output wrap is plan_width_test.cc's.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <sstream>
 #include <string>
 
 #include "cli/cli_testing.h"
@@ -297,6 +301,72 @@ TEST(OneAnswer, WithNFixedOtherOffloadsAreWeighedWithTheirHost) {
   for (const auto& line : j["answer"]["lines"]) answer += std::string(line) + "\n";
   EXPECT_NE(answer.find("First change that fits: --offload-optimizer nvme"), std::string::npos)
       << answer;
+}
+
+// A question as flags; a change ("--checkpointing full --micro-batch 1") replaces its flags.
+std::string with_change(std::map<std::string, std::string> flags, const std::string& change) {
+  std::istringstream words(change);
+  for (std::string flag, value; words >> flag >> value;) flags[flag] = value;
+  std::string out;
+  for (const auto& [flag, value] : flags) out += " " + flag + (value.empty() ? "" : " " + value);
+  return out;
+}
+
+TEST(OneAnswer, PublishedModelsUnderFsdpAndDeepSpeedAgreeWithThemselves) {
+  // The property test of tests/report/ with the front end's own inputs: published models, cards,
+  // FSDP or DeepSpeed's config, DeepSpeed's estimate beside it. For each random question, every
+  // count the plan names (a stage's least N, the cheapest stage, a change on N GPUs) is one
+  // whose verdict, asked again, is `fits`; the estimate changes none of it.
+  std::mt19937 rng(5);
+  const char* models[] = {"llama-3-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b", "llama-2-13b"};
+  const char* gpus[] = {"a100-40gb", "a100-80gb", "rtx-4090", "l4", "h100-80gb"};
+  int offers = 0;
+  for (int q = 0; q < 24; ++q) {
+    std::map<std::string, std::string> flags = {{"--model", models[rng() % 5]},
+                                                {"--gpu", gpus[rng() % 5]},
+                                                {"--seq-len", std::to_string(512 << (rng() % 4))},
+                                                {"--micro-batch", std::to_string(1 << (rng() % 3))},
+                                                {"--gpus", std::to_string(1 + rng() % 16)}};
+    switch (rng() % 3) {
+      case 0:
+        flags["--framework"] = "fsdp";
+        break;
+      case 1:
+        flags["--deepspeed-config"] = ZERODP_SOURCE_DIR "/examples/ds_zero3_offload.json";
+        flags["--host-memory"] = "256GB";
+        break;
+      default:
+        break;
+    }
+    const std::uint64_t n = std::stoull(flags["--gpus"]);
+    const std::string run = with_change(flags, "");
+    SCOPED_TRACE(run);
+    const auto j = plan_json(run);
+    EXPECT_EQ(j["stages"], plan_json(run + " --estimator deepspeed")["stages"]);
+    std::optional<int> first_fit;
+    for (int stage = 0; stage < 4; ++stage) {
+      const auto& s = j["stages"][stage];
+      if (!first_fit && s["verdict"] == "fits") first_fit = stage;
+      if (s["verdict"] == "fits") {
+        EXPECT_LE(u64(s["min_gpus"]), n) << stage;
+      } else if (!s["min_gpus"].is_null()) {
+        EXPECT_GT(u64(s["min_gpus"]), n) << stage;
+      }
+    }
+    const std::optional<int> cheapest = j["cheapest_fitting_stage"].is_null()
+                                            ? std::nullopt
+                                            : std::optional<int>(j["cheapest_fitting_stage"]);
+    EXPECT_EQ(cheapest, first_fit);
+    for (const auto& c : j["what_would_fit"]) {
+      ++offers;
+      const int stage = c["stage"];
+      flags["--gpus"] = std::to_string(u64(c["gpus"]));
+      const auto again = plan_json(with_change(flags, c["change"]));
+      flags["--gpus"] = std::to_string(n);
+      EXPECT_EQ(again["stages"][stage]["verdict"], "fits") << c.dump();
+    }
+  }
+  EXPECT_GT(offers, 3);
 }
 
 }  // namespace
