@@ -13,7 +13,8 @@
 //    (count_both_directions) True, False or None; for any other flag a number, a string, a list
 //    or tuple (joined with commas) or a path-like object (its path), None leaving it out (a float
 //    with no fraction as a whole number: 1e9 is "1000000000"). deepspeed_config and model_config
-//    also take a dict, written as JSON to a private temporary file (mode 0600) for the call.
+//    also take a dict, lent to the command line as JSON text in memory (cli/frame/output.h): no
+//    file is written, so no TMPDIR is needed.
 //  - Errors speak Python: a keyword that is not one (a typo, "list-gpus"), or a value of the wrong
 //    type (gpus=True), raises TypeError naming the keyword, with the nearest keyword when there
 //    is one; bad text (a NUL, a lone surrogate, a dict nested deeper than the config readers take)
@@ -21,19 +22,24 @@
 //    with the command line's line in keywords ("zerodp.plan(): seq_len: expected ..."); a run
 //    that fails raises RuntimeError. Lines the command line prints as warnings become Python
 //    warnings (UserWarning), in keywords too.
+//  - Numbers are read and printed in the C locale whatever locale the process has set; a process
+//    may fork while another thread plans (the fork waits for that call), and the child plans.
 //  - Thread-safety: any thread may call; the command line runs one call at a time with the GIL
 //    released (other Python threads run meanwhile), and writes into streams of the call's own
 //    (cli/frame/output.h): nothing goes through the process's file descriptors 1 and 2, so no
 //    output of another thread is taken into a result, and no result's output reaches them.
 #include <pybind11/eval.h>
 #include <pybind11/pybind11.h>
-#include <unistd.h>
+
+#include <locale.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -85,8 +91,28 @@ class MemoryStream {
 // at a time, the GIL released while it runs.
 std::mutex command_line;
 
-// One command line, run in this process, its words in streams of its own.
-Output run_command(std::vector<std::string> args) {
+// A fork waits for the call in progress, so that the child's copy of the command line is whole
+// and its mutex free: a child forked while another thread planned hung on its next call.
+void before_fork() {
+  command_line.lock();
+}
+void after_fork() {
+  command_line.unlock();
+}
+
+// The command line reads and prints numbers in the C locale whatever the process has set
+// (Python's locale.setlocale(LC_ALL, "de_DE.UTF-8") made "1.5s" one second and printed
+// "41,2 GB"): each call runs with this thread's locale set to "C" (uselocale), the process's
+// left as it is.
+locale_t c_locale() {
+  static const locale_t c = newlocale(LC_ALL_MASK, "C", locale_t(0));
+  return c;
+}
+
+// One command line, run in this process, its words in streams of its own; `inline_texts` the
+// text of each file flag given as a dict (output.h's InlineFiles: no file is written).
+Output run_command(std::vector<std::string> args,
+                   std::map<std::string, std::string> inline_texts = {}) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -95,41 +121,16 @@ Output run_command(std::vector<std::string> args) {
   {
     py::gil_scoped_release release;
     const std::lock_guard<std::mutex> one_at_a_time(command_line);
+    const zerodp::cli::InlineFiles lent(std::move(inline_texts));
+    const locale_t caller = uselocale(c_locale());
     result.status =
         zerodp::cli::run_command_line(int(args.size()), argv.data(), out.file(), err.file());
+    uselocale(caller);
   }
   result.out = out.take();
   result.err = err.take();
   return result;
 }
-
-// A dict given for a file flag: JSON in a private temporary file, removed with this object.
-class TemporaryJson {
- public:
-  explicit TemporaryJson(const py::handle& value) {
-    const std::string text = py::str(py::module_::import("json").attr("dumps")(value));
-    const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/zerodp-XXXXXX.json";
-    const int fd = mkstemps(path_.data(), 5);  // O_EXCL, mode 0600
-    if (fd < 0) {
-      throw std::runtime_error("zerodp: cannot write a temporary config: " +
-                               std::string(std::strerror(errno)));
-    }
-    const bool written = write(fd, text.data(), text.size()) == ssize_t(text.size());
-    close(fd);
-    if (!written) {
-      unlink(path_.c_str());
-      throw std::runtime_error("zerodp: cannot write a temporary config: " + path_);
-    }
-  }
-  TemporaryJson(const TemporaryJson&) = delete;
-  TemporaryJson& operator=(const TemporaryJson&) = delete;
-  ~TemporaryJson() { unlink(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A flag of a command, as a keyword: seq_len for --seq-len.
 struct Keyword {
@@ -264,6 +265,9 @@ std::string flag_text(const char* function, const std::string& key, const py::ha
     return py::repr(value);
   }
   if (py::isinstance<py::str>(value)) return checked_text(function, key, value);
+  // An integer of another type (numpy.int64(8)): what its __index__ gives, as Python's own
+  // range() and list indices take it.
+  if (py::hasattr(value, "__index__")) return py::str(py::int_(value.attr("__index__")()));
   if (py::hasattr(value, "__fspath__")) {
     const py::object path = py::module_::import("os").attr("fspath")(value);
     if (py::isinstance<py::str>(path)) return checked_text(function, key, path);
@@ -343,7 +347,7 @@ const Keyword& keyword_of(const char* function, const py::handle& key_handle,
 py::object call(const char* function, std::vector<std::string> args, const py::kwargs& given,
                 const std::vector<std::string>& file_keywords,
                 const std::vector<Keyword>& keywords) {
-  std::vector<std::unique_ptr<TemporaryJson>> files;
+  std::map<std::string, std::string> inline_texts;
   for (const auto& [key_handle, value] : given) {
     const Keyword& keyword = keyword_of(function, key_handle, keywords);
     if (value.is_none()) continue;
@@ -366,13 +370,15 @@ py::object call(const char* function, std::vector<std::string> args, const py::k
                               ": expected a config nested at most " +
                               std::to_string(zerodp::kMaxJsonDepth) + " deep");
       }
-      files.push_back(std::make_unique<TemporaryJson>(value));
-      args.push_back(keyword.flag + "=" + files.back()->path());
+      // Lent to the command line as text in memory (output.h), no temporary file.
+      inline_texts[keyword.flag] =
+          py::str(py::module_::import("json").attr("dumps")(value)).cast<std::string>();
+      args.push_back(keyword.flag + "=" + std::string(zerodp::cli::kInlineFile));
     } else {
       args.push_back(keyword.flag + "=" + flag_text(function, keyword.name, value));
     }
   }
-  const Output result = run_command(std::move(args));
+  const Output result = run_command(std::move(args), std::move(inline_texts));
 
   // Lines on stderr of a run that succeeded are warnings; a failure's last line is its message.
   std::vector<std::string> lines;
@@ -436,6 +442,7 @@ py::object wrap(py::module_& m, const char* name, const py::cpp_function& implem
 }  // namespace
 
 PYBIND11_MODULE(zerodp, m) {
+  pthread_atfork(before_fork, after_fork, after_fork);
   m.doc() =
       "zerodp: ZeRO data parallelism planned and measured. plan() and predict_peak() return what "
       "`zerodp plan --json` and `zerodp train --dry-run --json` print (docs/python.md).";

@@ -7,7 +7,8 @@
 #   scripts/setup.sh test   all of it: web's, clang and its sanitizer runtimes, the network tools
 #                           of the cluster tests, chromium for the page's tests, PyTorch for the
 #                           checks against it, bash-completion for the completion's test,
-#                           lintian and debootstrap for the packages' test
+#                           lintian and debootstrap for the packages' test, the locales'
+#                           sources for the module's decimal-comma test (compiled by the test)
 # (no argument: test). Idempotent: asks apt for nothing when every package is already installed.
 set -euo pipefail
 
@@ -23,7 +24,7 @@ run=(
 web=(emscripten node-acorn)
 test=(
   clang libclang-rt-dev iproute2 nftables chromium python3-torch bash-completion
-  lintian debootstrap man-db groff-base
+  lintian debootstrap man-db groff-base locales
 )
 
 case "${1:-test}" in

@@ -25,6 +25,8 @@ using zerodp::cli::err;
 // This thread's streams during a call (output.h); nullptr outside one, read as stdout, stderr.
 thread_local std::FILE* call_out = nullptr;
 thread_local std::FILE* call_err = nullptr;
+// The texts lent for file flags on this thread (output.h), innermost first.
+thread_local const zerodp::cli::InlineFiles* inline_files = nullptr;
 
 // The exception being handled, as one line on err() and an exit status: 2 for bad input,
 // 1 for a failed run. No library's words (std::bad_alloc, a parser's) reach the user alone.
@@ -68,6 +70,23 @@ std::FILE* out() {
 }
 std::FILE* err() {
   return call_err ? call_err : stderr;
+}
+
+InlineFiles::InlineFiles(std::map<std::string, std::string> text_by_flag)
+    : text_by_flag_(std::move(text_by_flag)), outer_(inline_files) {
+  inline_files = this;
+}
+
+InlineFiles::~InlineFiles() {
+  inline_files = outer_;
+}
+
+const std::string* InlineFiles::text_for(std::string_view flag) {
+  for (const InlineFiles* lent = inline_files; lent; lent = lent->outer_) {
+    const auto found = lent->text_by_flag_.find(std::string(flag));
+    if (found != lent->text_by_flag_.end()) return &found->second;
+  }
+  return nullptr;
 }
 
 std::string flag_of_field(std::string_view field) {

@@ -29,6 +29,10 @@
 namespace zerodp::cli {
 
 std::string read_file(const std::string& path, const char* flag, const char* expected) {
+  // A text lent in memory for this flag (output.h: the Python module's dict).
+  if (path == kInlineFile) {
+    if (const std::string* text = InlineFiles::text_for(flag)) return *text;
+  }
   std::string why;
   std::optional<std::string> text = read_bounded(path, kMaxConfigBytes, why);
   if (!text) {

@@ -7,6 +7,8 @@ Prints one line per failed check and 'N passed, N failed' last; exit status 1 on
 import io
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -97,7 +99,14 @@ check(zerodp.plan(model_config=model, gpus=4, activations="0B")["stages"] ==
       zerodp.plan(model_config=model_path, gpus=4, activations="0B")["stages"],
       "a config.json as a dict plans otherwise")
 leftover = os.listdir(scratch)
-check(not leftover, f"temporary configs left behind: {leftover}")
+check(not leftover, f"files written for the dicts: {leftover}")
+# A dict is lent as text in memory: no temporary folder is needed, even one that is missing.
+os.environ["TMPDIR"] = os.path.join(scratch, "missing")
+check(zerodp.plan(deepspeed_config=ds, **run)["stages"] == by_dict["stages"],
+      "a dict needs a temporary folder")
+os.environ["TMPDIR"] = scratch
+check(zerodp.plan(deepspeed_config=ds, **run)["inputs"]["deepspeed_config"] == "<dict>",
+      "the plan does not name the dict as <dict>")
 
 # Bad input: ValueError with the command line's own line, in keywords ("zerodp: --gpus: ..." is
 # "zerodp.plan(): gpus: ...").
@@ -185,6 +194,54 @@ for _ in range(100_000):
     inner = inner[0]
 message = raises(ValueError, zerodp.plan, model_config={"n_layer": deep_list}, gpus=8)
 check(message is not None and "model_config" in message, f"a list 100,000 deep raised {message!r}")
+
+# An integer of another type (numpy's) is taken by its __index__, as Python's own indices are.
+class Eight:
+    def __index__(self):
+        return 8
+check(zerodp.plan(params=1e9, gpus=Eight()) == zerodp.plan(params=1e9, gpus=8),
+      "an object with __index__ plans otherwise than its int")
+
+# The C locale for numbers, whatever the process set: a decimal-comma locale (de_DE, compiled
+# here into a folder of the test's own: LOCPATH) read "1.5s" as 1 s and printed "3,00x".
+locale_dir = tempfile.mkdtemp(prefix="zerodp-locale-")
+made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8",
+                       os.path.join(locale_dir, "de_DE.UTF-8")], capture_output=True, text=True)
+check(made.returncode in (0, 1) and os.path.isdir(os.path.join(locale_dir, "de_DE.UTF-8")),
+      f"localedef could not make de_DE.UTF-8 (the locales package): {made.stderr}")
+timed = dict(params=1e9, gpus=8, compute_time="1.5s", bandwidth="12.5GB/s", overlap=0.25)
+probe = (f"import json, locale, sys; sys.path.insert(0, {os.path.dirname(zerodp.__file__)!r}); "
+         "import zerodp; locale.setlocale(locale.LC_ALL, 'de_DE.UTF-8'); "
+         f"print(json.dumps(zerodp.plan(**{timed!r})))")
+german = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                        env=dict(os.environ, LOCPATH=locale_dir))
+check(german.returncode == 0 and json.loads(german.stdout) == zerodp.plan(**timed),
+      f"a decimal-comma locale plans otherwise: {german.stderr[-300:]}")
+shutil.rmtree(locale_dir)
+
+# A fork while other threads plan: the child plans too (the fork waits for the call in progress;
+# the child's copy of the lock is free), every time.
+import threading
+stop = threading.Event()
+def plan_until_stopped():
+    while not stop.is_set():
+        zerodp.plan(params=1e9, gpus=8)
+planners = [threading.Thread(target=plan_until_stopped) for _ in range(2)]
+for t in planners:
+    t.start()
+hung = 0
+for _ in range(20):
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(20)  # a hang ends the child, which the parent counts
+        ok = zerodp.plan(params=1e9, gpus=4)["inputs"]["gpus"] == 4
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    hung += status != 0
+stop.set()
+for t in planners:
+    t.join()
+check(hung == 0, f"{hung} of 20 children forked while threads planned failed or hung")
 
 # help() and inspect show every keyword with its type and default.
 import inspect
