@@ -25,6 +25,9 @@ using zerodp::cli::err;
 // This thread's streams during a call (output.h); nullptr outside one, read as stdout, stderr.
 thread_local std::FILE* call_out = nullptr;
 thread_local std::FILE* call_err = nullptr;
+// The most of a parser's message printed: its sentence and the start of what it quotes.
+constexpr std::size_t kParseErrorChars = 200;
+
 // The texts lent for file flags on this thread (output.h), innermost first.
 thread_local const zerodp::cli::InlineFiles* inline_files = nullptr;
 
@@ -186,7 +189,9 @@ int run_command_line(int argc, char** argv, std::FILE* out_stream, std::FILE* er
   } catch (const CLI::CallForVersion& e) {
     return exit_with(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(err(), "zerodp: %s (%s)\n", zerodp::escape_controls(e.what()).c_str(),
+    // The parser's words quote what was typed whole (100,000 stray words): cut, as values are.
+    std::fprintf(err(), "zerodp: %s (%s)\n",
+                 zerodp::escape_controls(zerodp::cut_long(e.what(), kParseErrorChars)).c_str(),
                  zerodp::cli::help_hint(app, argc, argv).c_str());
     return 2;
   } catch (...) {

@@ -169,7 +169,7 @@ void check_flag_names(const CLI::App& root, int argc, char** argv) {
     const std::string flag(arg.substr(0, arg.find('=')));
     if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
     const std::string near = nearest(flag, flags);
-    throw UsageError("unknown flag " + quote(flag) + " for " + command->get_name() +
+    throw UsageError("unknown flag " + shown(flag) + " for " + command->get_name() +
                      (near.empty() ? " " : "; did you mean " + near + "? ") + "(see 'zerodp " +
                      command->get_name() + " --help')");
   }

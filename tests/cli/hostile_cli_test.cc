@@ -226,4 +226,20 @@ TEST(HostileText, ControlCharactersAndMegabytesFromAConfigNeverReachTheTerminalR
 }
 
 }  // namespace
+TEST(HostileInput, AHundredKilobytesOfFlagsOrWordsGiveOneShortLine) {
+  // An unknown flag of 100 kB, and 60,000 stray words: one line on stderr, the input cut, as
+  // every value named in a message is (the line was as long as the input). (The shell that runs
+  // the test takes one argument of at most 128 kB, the command line whole.)
+  const std::string flag = "--" + std::string(100'000, 'a');
+  std::string words;
+  for (int i = 0; i < 60'000; ++i) words += " x";
+  for (const std::string& args : {"plan --params 1e9 " + flag, "plan --params 1e9" + words}) {
+    const auto r = zerodp::testing::zerodp(args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 400);
+    EXPECT_NE(r.err.find("bytes)"), std::string::npos) << r.err.substr(0, 400);
+  }
+}
+
 }  // namespace zerodp
