@@ -213,7 +213,9 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
     j["fewest_gpus"] = nullptr;
   }
   if (report.tight_band) {
-    j["tight_band"] = {{"fraction", *report.tight_band}, {"basis", kTightBandBasis}};
+    j["tight_band"] = {{"under", report.tight_band->under},
+                       {"over", report.tight_band->over},
+                       {"basis", kTightBandBasis}};
   } else {
     j["tight_band"] = nullptr;
   }

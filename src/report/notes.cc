@@ -94,7 +94,7 @@ std::string fit_reason(const PlanReport& report, const StageReport& s, bool bina
         "peak " + bytes(*s.total_bytes, binary) + relation + bytes(*in.gpu_memory, binary);
     // The GPU's own verdict (a full host makes the stage's "does not fit" whatever it is).
     if (verdict_of(*s.total_bytes, *in.gpu_memory, report.tight_band) == Verdict::tight) {
-      out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
+      out += ", within the planner's error";
     }
     return out + host;
   }
@@ -158,7 +158,7 @@ std::string offload_words(const PlanReport& report, const deepspeed::Offload& of
   return out;
 }
 
-// "peak 41.0 GB <= 42.3 GB, within the planner's 9 % error": an offload's peak against the
+// "peak 41.0 GB <= 42.3 GB, within the planner's error": an offload's peak against the
 // GPU, and its host against --host-memory where that does not hold it.
 std::string offload_reason(const PlanReport& report, const PlanReport::OffloadChange& c,
                            bool binary) {
@@ -172,7 +172,7 @@ std::string offload_reason(const PlanReport& report, const PlanReport::OffloadCh
   }
   if (report.tight_band &&
       verdict_of(c.total_bytes, *in.gpu_memory, report.tight_band) == Verdict::tight) {
-    out += ", within the planner's " + units::format_percent(*report.tight_band, 0) + " error";
+    out += ", within the planner's error";
   }
   return out;
 }
@@ -282,8 +282,9 @@ std::string fewest_note(const PlanReport& report, bool binary,
 }  // namespace
 
 std::string margin_words(const PlanReport& report) {
-  return report.tight_band ? " with the " + units::format_percent(*report.tight_band, 0) + " margin"
-                           : std::string();
+  return report.tight_band
+             ? " with the " + units::format_percent(report.tight_band->under, 0) + " margin"
+             : std::string();
 }
 
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const FieldNamer& name) {

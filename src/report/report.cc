@@ -235,16 +235,17 @@ void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::
   }
 }
 
-// The band in whole percent (kTightBand is one), so that every comparison with it is of integers.
-std::uint64_t band_percent(double band) {
-  return std::uint64_t(std::llround(band * 100));
+// A side of the band in whole percent (kTightBand's are), so that every comparison with it is
+// of integers.
+std::uint64_t band_percent(double side) {
+  return std::uint64_t(std::llround(side * 100));
 }
 
-// The memory less the band (peak*(1+F) <= M is peak <= M*100/(100+F) in whole percent): a plan
-// on it fits exactly where the verdict on all of it is `fits`.
-std::uint64_t margin_memory(const PlanInputs& in, std::optional<double> band) {
+// The memory less the margin (peak*(1+under) <= M is peak <= M*100/(100+under) in whole
+// percent): a plan on it fits exactly where the verdict on all of it is `fits`.
+std::uint64_t margin_memory(const PlanInputs& in, std::optional<TightBand> band) {
   if (!band) return *in.gpu_memory;
-  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + band_percent(*band)));
+  return std::uint64_t(u128(*in.gpu_memory) * 100 / (100 + band_percent(band->under)));
 }
 
 // The least N that fits the budget (with Φ), or the largest Φ at N (without it).
@@ -621,11 +622,11 @@ std::string_view verdict_name(Verdict verdict) {
   return "fits";
 }
 
-Verdict verdict_of(std::uint64_t peak, std::uint64_t memory, std::optional<double> band) {
+Verdict verdict_of(std::uint64_t peak, std::uint64_t memory, std::optional<TightBand> band) {
   if (!band) return peak <= memory ? Verdict::fits : Verdict::does_not_fit;
-  const u128 percent = band_percent(*band);  // peak*(100+F) against memory*100
-  if (u128(peak) * (100 + percent) <= u128(memory) * 100) return Verdict::fits;
-  if (u128(peak) * (100 - percent) > u128(memory) * 100) return Verdict::does_not_fit;
+  const u128 under = band_percent(band->under), over = band_percent(band->over);
+  if (u128(peak) * (100 + under) <= u128(memory) * 100) return Verdict::fits;
+  if (u128(peak) * 100 > u128(memory) * (100 + over)) return Verdict::does_not_fit;
   return Verdict::tight;
 }
 

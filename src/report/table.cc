@@ -225,14 +225,17 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
            (in.activations_given ? "" : " (no activations given)") + "\n";
   }
   if (in.gpu_memory) out += gpu_line(in, binary);
-  if (report.tight_band && in.gpus) {
-    out += "fits: yes, tight (the peak within " + units::format_percent(*report.tight_band, 0) +
-           " of the GPU memory, the error measured against published runs: docs/validation.md) "
-           "or no; least N: the fewest GPUs on which it is yes\n";
-  } else if (report.tight_band) {
-    out += "least N: the fewest GPUs on which the peak is clear of the planner's " +
-           units::format_percent(*report.tight_band, 0) +
-           " error (measured against published runs: docs/validation.md)\n";
+  if (report.tight_band) {
+    const std::string under = units::format_percent(report.tight_band->under, 0);
+    const std::string over = units::format_percent(report.tight_band->over, 0);
+    // The errors measured against published runs, one a side (report.h, TightBand).
+    const std::string errors = "the planner's errors against published runs, " + under +
+                               " under and " + over + " over: docs/validation.md";
+    out += in.gpus ? "fits: yes (the peak plus " + under +
+                         " within the GPU memory), tight (the run may or may not fit, given " +
+                         errors + ") or no; least N: the fewest GPUs on which it is yes\n"
+                   : "least N: the fewest GPUs on which the peak plus " + under +
+                         " is within the GPU memory (" + errors + ")\n";
   }
   if (in.host_memory) {
     out += "host memory: " + bytes(*in.host_memory) + " per node (" +

@@ -506,7 +506,8 @@ TEST(PlotCli, TheBreakdownShowsEachStagesPeakAsThePlanCountsItAgainstTheGpu) {
   // The bars' totals are the plan's peaks (42.5 GB for ZeRO-2, 29.6 GB for ZeRO-3), the line
   // is the card's 42.3 GB, and the notes' terms are the legend's.
   const nlohmann::json plan = nlohmann::json::parse(zerodp("plan --wide " + run + " --json").out);
-  // A tight bar says so beside its number (ZeRO-2's 42.5 GB is within 9 % of 42.3 GB).
+  // A tight bar says so beside its number (ZeRO-2's 42.5 GB of 42.3 GB: within the planner's
+  // measured 9 % of over-prediction).
   for (const auto& stage : plan["stages"]) {
     const std::string total =
         zerodp::units::format_bytes(stage["total_bytes"].get<std::uint64_t>()) +

@@ -16,7 +16,7 @@ namespace zerodp::report {
 std::vector<std::string> plan_notes(const PlanReport& report, bool binary = false,
                                     const FieldNamer& name = field_name);
 
-// " with the 9 % margin" where the plan's verdicts have a band (a predicted peak), else "": the
+// " with the 5 % margin" where the plan's verdicts have a band (a predicted peak), else "": the
 // words every sentence that names a count or a stage that fits adds.
 std::string margin_words(const PlanReport& report);
 

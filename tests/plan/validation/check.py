@@ -21,8 +21,10 @@ directory and asserts:
                 compared, as they do not count the CUDA context; for nvidia-smi's and unnamed
                 figures the whole peak;
     an "off" case carries the reason it is off, and no other case carries one;
-  - the tight band the planner prints (`tight_band.fraction`) is F of the measured cases: the
-    largest |ratio - 1| among the "within 15%" cases, rounded up to the next whole percent;
+  - the tight band the planner prints (`tight_band.under`, `tight_band.over`) is the measured
+    cases': among the "within 15%" cases, `under` the largest 1 / ratio - 1 where the planner
+    predicted less than the figure, `over` the largest ratio - 1 where it predicted more, each
+    rounded up to the next whole percent;
   - the table of docs/validation.md between its markers is what cases.json generates.
 
 One line per failing case, then a summary; exit 1 when anything fails.
@@ -129,7 +131,7 @@ def validate(case, seen, repo, update):
 
 def run_plan(zerodp, repo, argv):
     """The prediction of `zerodp plan ARGV --json` for the stage it is asked about, and the
-    plan's tight band (`tight_band.fraction`, None when the plan prints none)."""
+    plan's tight band ((`tight_band.under`, `tight_band.over`), None when it prints none)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZERODP_")}
     result = subprocess.run([zerodp, "plan", *argv, "--json"], cwd=repo, env=env,
                             capture_output=True, text=True, timeout=120)
@@ -160,7 +162,7 @@ def run_plan(zerodp, repo, argv):
         "verdict": row["verdict"],
         "terms": {k: v for k, v in peak.items() if isinstance(v, int)} if peak else None,
     }
-    return prediction, (band["fraction"] if band else None)
+    return prediction, ((band["under"], band["over"]) if band else None)
 
 
 def observed_bytes(obs):
@@ -193,23 +195,27 @@ def classify(case):
 
 
 def tight_band(cases):
-    """F, the tight band the measured cases give, with the case that sets it: the largest
-    |prediction / figure - 1| among the cases "within 15%", rounded up to the next whole
-    percent. None when no such case has a prediction."""
-    worst = None
+    """The tight band the measured cases give, each side with the case that sets it:
+    {"under": (fraction, id, ratio), "over": (...)}, `under` from the largest 1 / ratio - 1 among
+    the cases "within 15%" predicted below their figure, `over` from the largest ratio - 1 among
+    those predicted above it, each rounded up to the next whole percent; a side no case sets is
+    (0.0, None, None). None when no such case has a prediction."""
+    sides = {"under": None, "over": None}
     for case in cases:
         obs, verdict = case.get("observation") or {}, case.get("verdict") or {}
         if obs.get("kind") != "measured" or verdict.get("class") != "within 15%":
             continue
         if not (case.get("prediction") or {}).get("peak_bytes") or not obs.get("value"):
             continue
-        error = abs(ratio(case) - 1)
-        if worst is None or error > worst[0]:
-            worst = (error, case["id"], ratio(case))
-    if worst is None:
+        r = ratio(case)
+        side, error = ("over", r - 1) if r >= 1 else ("under", 1 / r - 1)
+        if sides[side] is None or error > sides[side][0]:
+            sides[side] = (error, case["id"], r)
+    if sides["under"] is None and sides["over"] is None:
         return None
     # Rounded to a millionth of a percent first, so that an error of exactly 8 % is 0.08.
-    return math.ceil(round(worst[0] * 100, 6)) / 100, worst[1], worst[2]
+    return {side: (math.ceil(round(worst[0] * 100, 6)) / 100, worst[1], worst[2]) if worst
+            else (0.0, None, None) for side, worst in sides.items()}
 
 
 def verdict_problem(case):
@@ -335,9 +341,11 @@ def generate_table(cases):
     lines += ["", f"{len(cases)} cases: {n_same} same verdict, {n_within} within 15%, {n_off} off; "
               f"zerodp calls {n_tight} of them tight."]
     if band:
-        lines += ["", f"The tight band these cases give: F = {band[0]:.2f} (the largest error among "
-                  f"the cases within 15%: {band[1]}, {band[2]:.3f}, rounded up to the next whole "
-                  f"percent)."]
+        under, over = band["under"], band["over"]
+        lines += ["", f"The tight band these cases give, each side rounded up to the next whole "
+                  f"percent: under = {under[0]:.2f} (the largest under-prediction among the cases "
+                  f"within 15%: {under[1]}, {under[2]:.3f}), over = {over[0]:.2f} (the largest "
+                  f"over-prediction: {over[1]}, {over[2]:.3f})."]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -371,7 +379,7 @@ def main():
         data = json.load(f)
     cases = data["cases"]
     failures, notes, seen = [], [], set()
-    printed_bands = {}  # the tight band each plan printed: fraction -> the first case printing it
+    printed_bands = {}  # the tight band each plan printed: (under, over) -> the first case
 
     for case in cases:
         cid = case.get("id", "?")
@@ -418,12 +426,14 @@ def main():
     elif not printed_bands:
         failures.append("no plan printed tight_band: the planner's verdict has no band")
     else:
-        for fraction, cid in printed_bands.items():
-            if abs(fraction - want[0]) > 1e-9:
-                failures.append(
-                    f"tight_band.fraction: zerodp plan prints {fraction} (first in {cid}), "
-                    f"{CASES} gives F = {want[0]:.2f} (the largest error among the cases within "
-                    f"15%: {want[1]}, ratio {want[2]:.4f}, rounded up to the next whole percent)")
+        for printed, cid in printed_bands.items():
+            for side, fraction in zip(("under", "over"), printed):
+                if abs(fraction - want[side][0]) > 1e-9:
+                    failures.append(
+                        f"tight_band.{side}: zerodp plan prints {fraction} (first in {cid}), "
+                        f"{CASES} gives {want[side][0]:.2f} (among the cases within 15%: "
+                        f"{want[side][1]}, ratio {want[side][2]}, rounded up to the next whole "
+                        f"percent)")
 
     with open(doc_path, encoding="utf-8") as f:
         doc = f.read()
