@@ -257,7 +257,9 @@ std::string changes_note(const PlanReport& report, bool binary) {
 }
 
 // Without N: the fewest GPUs as planned, and each change that needs fewer.
-std::string fewest_note(const PlanReport& report, bool binary,
+std::string fewest_note(const PlanReport& report,
+                        const std::optional<PlanReport::FittingChange>& fewest,
+                        const std::vector<PlanReport::FittingChange>& fewer, bool binary,
                         const std::string& opening = "What would fit: ") {
   const std::string total = report.runtime_counted ? "peak " : "total ";
   auto fitting = [&](const PlanReport::FittingChange& c) {
@@ -266,13 +268,13 @@ std::string fewest_note(const PlanReport& report, bool binary,
            bytes(c.total_bytes, binary) + " <= " + bytes(*report.inputs.gpu_memory, binary) + ")";
   };
   std::string out = opening;
-  if (report.fewest_gpus) {
-    out += "as planned, " + fitting(*report.fewest_gpus);
+  if (fewest) {
+    out += "as planned, " + fitting(*fewest);
   } else {
     out += "as planned, no number of GPUs";
   }
-  for (std::size_t i = 0; i < report.fewer_gpus_with.size(); ++i) {
-    const PlanReport::FittingChange& c = report.fewer_gpus_with[i];
+  for (std::size_t i = 0; i < fewer.size(); ++i) {
+    const PlanReport::FittingChange& c = fewer[i];
     out += std::string(i == 0 ? "; fewer GPUs with " : "; with ") + c.change + " (activations " +
            bytes(c.activation_bytes, binary) + "): " + fitting(c);
   }
@@ -323,26 +325,14 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
   }
   if (report.changes_tried) notes.push_back(changes_note(report, binary));
   if (!in.gpus && report.budget && in.params && !in.topology) {
-    notes.push_back(fewest_note(report, binary));
+    notes.push_back(fewest_note(report, report.fewest_gpus, report.fewer_gpus_with, binary));
   }
   // The host cannot hold the offload of the stage wanted: what fits with nothing offloaded.
-  if (in.gpus && report.budget && in.params && !in.topology) {
-    const std::optional<Stage> wanted =
-        in.configured_stage
-            ? in.configured_stage
-            : std::optional<Stage>(report.cheapest_fitting_stage ? std::nullopt
-                                                                 : std::optional(Stage::zero3));
-    const StageReport* s = wanted ? &report.stages[stage_number(*wanted)] : nullptr;
-    if (s && s->host_fits && !*s->host_fits) {
-      PlanInputs with = in;
-      with.offload = {};
-      with.gpus.reset();
-      with.configured_stage.reset();
-      notes.push_back(fewest_note(make_plan(with), binary,
-                                  "The host cannot hold the offload (it needs " +
-                                      bytes(*s->host_bytes_per_node, binary) +
-                                      " per node); with nothing offloaded, what would fit: "));
-    }
+  if (const auto& w = report.without_offload) {
+    notes.push_back(fewest_note(report, w->fewest_gpus, w->fewer_gpus_with, binary,
+                                "The host cannot hold the offload (it needs " +
+                                    bytes(w->host_bytes_per_node, binary) +
+                                    " per node); with nothing offloaded, what would fit: "));
   }
   // Cell F: the price of ZeRO-3 in communication (already said when activations dominate).
   if (report.comm_ratio_seed && !report.activations_dominate.value_or(false)) {

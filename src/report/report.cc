@@ -608,6 +608,26 @@ void find_fewest_gpus(PlanReport& report) {
   if (report.fewer_gpus_with.size() > 3) report.fewer_gpus_with.resize(3);
 }
 
+// At N, when the host cannot hold the offload of the stage wanted: the fewest GPUs with nothing
+// offloaded (the same question without offload and without N).
+void find_without_offload(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (!in.gpus || !report.budget || !in.params || in.topology) return;
+  const std::optional<Stage> wanted = in.configured_stage             ? in.configured_stage
+                                      : report.cheapest_fitting_stage ? std::nullopt
+                                                                      : std::optional(Stage::zero3);
+  if (!wanted) return;
+  const StageReport& s = report.stages[stage_number(*wanted)];
+  if (!s.host_fits || *s.host_fits) return;
+  PlanInputs with = in;
+  with.offload = {};
+  with.gpus.reset();
+  with.configured_stage.reset();
+  const PlanReport other = make_plan(with);
+  report.without_offload =
+      PlanReport::WithoutOffload{*s.host_bytes_per_node, other.fewest_gpus, other.fewer_gpus_with};
+}
+
 }  // namespace
 
 std::string_view verdict_name(Verdict verdict) {
@@ -661,6 +681,7 @@ PlanReport make_plan(const PlanInputs& in) {
   find_offload_changes(report);
   check_activations_cut(report);
   find_fewest_gpus(report);
+  find_without_offload(report);
   return report;
 }
 

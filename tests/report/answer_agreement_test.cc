@@ -128,6 +128,16 @@ TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
         EXPECT_EQ(c.stage, 3);
       }
     }
+    // Where the host cannot hold the offload, the fewest GPUs with nothing offloaded fit.
+    if (r.without_offload && r.without_offload->fewest_gpus &&
+        *r.without_offload->fewest_gpus->gpus <= 4096) {
+      const PlanReport::FittingChange& f = *r.without_offload->fewest_gpus;
+      PlanInputs bare = in;
+      bare.offload = {};
+      bare.configured_stage.reset();
+      EXPECT_EQ(verdict_at(bare, f.stage, *f.gpus, f.activation_bytes), Verdict::fits);
+      ++offloads;
+    }
     // The answer printed first says the same: at most 12 lines of at most 80 columns, its
     // verdict the stage asked about's, else `fits` for the cheapest, else does_not_fit.
     const Answer answer = answer_of(r);

@@ -247,6 +247,15 @@ struct PlanReport {
   // the least whose verdict is `fits` (clear of the band, where there is one).
   std::optional<FittingChange> fewest_gpus;
   std::vector<FittingChange> fewer_gpus_with;
+  // At N, when the host cannot hold the offload of the stage wanted (or, none fitting, of
+  // ZeRO-3): what the offload needs of each node, and the fewest GPUs with nothing offloaded,
+  // as planned and with the changes that need fewer (the plan without offload and without N).
+  struct WithoutOffload {
+    std::uint64_t host_bytes_per_node = 0;
+    std::optional<FittingChange> fewest_gpus;
+    std::vector<FittingChange> fewer_gpus_with;
+  };
+  std::optional<WithoutOffload> without_offload;
   // Activations dominate and a stage without ZeRO (DP) fits at N once they are cut to the least
   // of the choices (or, given as bytes, to none): only then is ZeRO not worth it (cell D).
   // Without a GPU memory (the seed's own cell D): whether DP's model state is less than the
