@@ -2,7 +2,9 @@
 #include "app.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <memory>
@@ -197,7 +199,16 @@ int run_command_line(int argc, char** argv, std::FILE* out_stream, std::FILE* er
   } catch (...) {
     return report_failure();
   }
-  std::fflush(out());
+  // What the command was asked to print is a promise: a full disk or a closed reader
+  // (`plan --json > /dev/full`) is a failed run, said in one line, not an exit 0 with the output
+  // lost.
+  errno = 0;
+  if (std::fflush(out()) != 0 || std::ferror(out())) {
+    const int cause = errno;
+    std::fprintf(err(), "zerodp: error: cannot write the output: %s\n",
+                 cause ? std::strerror(cause) : "a write to it failed");
+    return 1;
+  }
   return 0;
 }
 
