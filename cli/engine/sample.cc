@@ -17,6 +17,17 @@
 namespace zerodp::cli {
 namespace {
 
+// A byte of the prompt or of the text generated, as the terminal is to show it: a control byte
+// (an escape sequence's ESC, a bell) as \xNN, so that neither the prompt typed nor the model's
+// bytes can drive the terminal; lines and tabs as they are.
+void put_shown(std::uint8_t byte) {
+  if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7f) {
+    std::fprintf(out(), "\\x%02x", byte);
+  } else {
+    std::fputc(byte, out());
+  }
+}
+
 struct SampleFlags {
   CheckpointFlags checkpoint;
   std::string prompt = "The ";
@@ -40,7 +51,7 @@ void run_sample(const SampleFlags& f) {
   model::GptModel gpt(loaded.spec.gpt());
 
   std::vector<std::uint8_t> text(f.prompt.begin(), f.prompt.end());
-  std::fwrite(text.data(), 1, text.size(), out());
+  for (const std::uint8_t byte : text) put_shown(byte);
   std::vector<std::uint8_t> window(T + 1);
   std::vector<std::pair<float, int>> ranked(256);
   for (std::uint64_t i = 0; i < length; ++i) {
@@ -70,7 +81,7 @@ void run_sample(const SampleFlags& f) {
       next = ranked[k].second;
     }
     text.push_back(std::uint8_t(next));
-    std::fputc(next, out());
+    put_shown(std::uint8_t(next));
     std::fflush(out());
   }
   std::fputc('\n', out());
