@@ -115,7 +115,7 @@ deepspeed::DeepSpeedConfig read_deepspeed_config(const PlanFlags& f) {
   const std::string path = printable(f.deepspeed_config);
   if (!c.unknown.empty()) {
     std::fprintf(err(), "zerodp: warning: %s: keys this reader does not know, ignored: %s\n",
-                 path.c_str(), units::format_list(c.unknown).c_str());
+                 path.c_str(), units::format_list(c.unknown, deepspeed::kListedKeys).c_str());
   }
   // DeepSpeed hands the ZeRO++ switches only to its stage-3 optimizer (runtime/engine.py,
   // _configure_zero_optimizer): at stages 1 and 2 a config may hold them, and they change

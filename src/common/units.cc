@@ -416,9 +416,12 @@ std::string format_percent(double fraction, int decimals) {
   return text;
 }
 
-std::string format_list(const std::vector<std::string>& items) {
+std::string format_list(const std::vector<std::string>& items, std::size_t most) {
   std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  for (std::size_t i = 0; i < items.size() && i < most; ++i) {
+    out += (out.empty() ? "" : ", ") + items[i];
+  }
+  if (items.size() > most) out += " and " + format_with_commas(items.size() - most) + " more";
   return out;
 }
 

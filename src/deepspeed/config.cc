@@ -358,9 +358,9 @@ std::string deepspeed_config_summary(const DeepSpeedConfig& c) {
   if (c.zeropp.any()) parts.push_back("ZeRO++ " + zeropp_summary(c.zeropp));
   std::string out = units::format_list(parts);
   if (!c.auto_keys.empty())
-    out += "; \"auto\" left to the flags: " + units::format_list(c.auto_keys);
+    out += "; \"auto\" left to the flags: " + units::format_list(c.auto_keys, kListedKeys);
   if (!c.not_in_plan.empty())
-    out += "; read but not counted yet: " + units::format_list(c.not_in_plan);
+    out += "; read but not counted yet: " + units::format_list(c.not_in_plan, kListedKeys);
   return out;
 }
 

@@ -105,7 +105,8 @@ std::string format_seconds(double seconds);
 // A fraction as a percentage: format_percent(0.0547, 1) is "5.5 %".
 std::string format_percent(double fraction, int decimals = 1);
 
-// Items separated by ", ": {"a", "b"} is "a, b"; none is "".
-std::string format_list(const std::vector<std::string>& items);
+// Items separated by ", ": {"a", "b"} is "a, b"; none is "". Past `most` items, the first
+// `most` and how many more: "a, b and 2,998 more" (a hostile config's 3,000 keys are a line).
+std::string format_list(const std::vector<std::string>& items, std::size_t most = std::size_t(-1));
 
 }  // namespace zerodp::units

@@ -27,6 +27,7 @@
 //  - Pure.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,10 @@
 #include "zerodp/plan/memory.h"
 
 namespace zerodp::deepspeed {
+
+// The most keys a line of the plan or a warning lists (the rest counted): a config is a file a
+// user may not have written, and 3,000 unknown keys are not one line to read.
+inline constexpr std::size_t kListedKeys = 20;
 
 struct DeepSpeedConfig {
   std::optional<Stage> stage;
