@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -239,6 +240,58 @@ TEST(HostileInput, AHundredKilobytesOfFlagsOrWordsGiveOneShortLine) {
     EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 400);
     EXPECT_NE(r.err.find("bytes)"), std::string::npos) << r.err.substr(0, 400);
+  }
+}
+
+TEST(HostileInput, AnOutputThatCannotBeWrittenIsAFailedRunNotALostAnswer) {
+  // /dev/full takes nothing: the plan (table or JSON) is not written, and the run says so in
+  // one line with exit 1 (it exited 0 with the output lost).
+  for (const std::string args : {"plan --params 1e9 --gpus 8 --json > /dev/full",
+                                 "plan --params 1e9 --gpus 8 > /dev/full"}) {
+    const auto r = zerodp::testing::zerodp(args);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_EQ(r.err.rfind("zerodp: error: cannot write the output: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(zerodp::testing::zerodp("plan --params 1e9 --gpus 8 --json > /dev/null").status, 0);
+}
+
+TEST(HostileInput, ADeepSpeedConfigOfThreeThousandUnknownKeysIsAShortWarning) {
+  // 3,000 keys the reader does not know: the warning names the first 20 and counts the rest (it
+  // was a 20 kB line), and the plan goes on.
+  const std::string path = ::testing::TempDir() + "/zerodp_many_keys.json";
+  {
+    std::ofstream config(path);
+    config << "{\"zero_optimization\": {\"stage\": 2}";
+    for (int i = 0; i < 3000; ++i) config << ", \"unknown_key_" << i << "\": 1";
+    config << "}";
+  }
+  const auto r = zerodp::testing::zerodp(
+      "plan --model gpt2 --gpus 8 --gpu a100-80gb "
+      "--deepspeed-config " +
+      path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(r.err.size(), 1000u) << r.err.substr(0, 1000);
+  EXPECT_NE(r.err.find(" and 2,980 more\n"), std::string::npos) << r.err;
+  std::remove(path.c_str());
+}
+
+TEST(HostileInput, SampleShowsTheControlBytesOfItsPromptAndItsTextEscaped) {
+  // A prompt with an escape sequence and a bell: printed as \x1b and \x07, so the prompt cannot
+  // drive the terminal; nothing of the text printed is a control byte but lines and tabs.
+  const std::string dir = fresh_folder("sample_escapes");
+  ASSERT_EQ(run_zerodp("train --layers 1 --hidden 32 --heads 2 --seq-len 16 --micro-batch 2 "
+                       "--ranks 1 --steps 1 --out '' --save-dir '" +
+                       dir + "/ck'")
+                .status,
+            0);
+  const auto r = run_zerodp("sample --checkpoint '" + dir +
+                            "/ck' --length 64 --prompt \"$(printf 'a\\033[31mb\\007')\"");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("a\\x1b[31mb\\x07", 0), 0u) << r.out;
+  for (const char c : r.out) {
+    const auto byte = static_cast<unsigned char>(c);
+    EXPECT_FALSE((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) << int(byte);
   }
 }
 
