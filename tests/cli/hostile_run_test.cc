@@ -198,6 +198,35 @@ TEST(HostileRuns, ASaveOnAFullDiskFailsWithTheCauseAndLeavesNoHalfCheckpoint) {
   }
 }
 
+TEST(HostileRuns, AFileSizeLimitTakesTheFullDiskPathAndLeavesNoTemporaryFile) {
+  // ulimit -f (sh's 512-byte blocks: 20 KiB, less than a shard): a save, then an export, each
+  // fails as on a full disk, one line naming the file and EFBIG's words, exit 1, nothing of it
+  // left behind. SIGXFSZ ended the process mid-save before, leaving rank-*.bin.tmp-* files.
+  const std::string dir = fresh_folder("file_size_limit");
+  const auto r = run_zerodp(kMlp + "--ranks 2 --save-dir '" + dir + "/ck'", "ulimit -f 40; ");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(holds(r, "File too large")) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  for (const auto& e : fs::recursive_directory_iterator(dir + "/ck")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << e.path();
+    EXPECT_NE(name, "manifest.json") << e.path();
+  }
+  ASSERT_EQ(run_zerodp("train --layers 1 --hidden 32 --heads 2 --seq-len 16 --micro-batch 2 "
+                       "--ranks 1 --steps 1 --out '' --save-dir '" +
+                       dir + "/whole'")
+                .status,
+            0);
+  const auto e = run_zerodp("export --checkpoint '" + dir + "/whole' --out '" + dir + "/hf'",
+                            "ulimit -f 40; ");
+  EXPECT_EQ(e.status, 1) << e.err;
+  EXPECT_TRUE(holds(e, "File too large")) << e.err;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "ck" || name == "whole") << entry.path();
+  }
+}
+
 // A thousand thread ranks on two cores train and agree. (How long it takes is a benchmark's
 // question, bench/bench_many_ranks.cc: a check over every rank's buffers that each rank made
 // over every pair took minutes here.) One validation batch, not four: each is a forward pass
