@@ -37,24 +37,8 @@ std::string title(const PlanReport& report, bool binary) {
   return out;
 }
 
-// The stage with the fewest GPUs (the stage asked about, when one is), or nullopt.
-std::optional<int> fewest_stage(const PlanReport& report) {
-  if (report.inputs.configured_stage) {
-    const int asked = stage_number(*report.inputs.configured_stage);
-    if (report.stages[std::size_t(asked)].min_gpus) return asked;
-    return std::nullopt;
-  }
-  std::optional<int> best;
-  for (const StageReport& s : report.stages) {
-    if (s.min_gpus && (!best || *s.min_gpus < *report.stages[std::size_t(*best)].min_gpus)) {
-      best = stage_number(s.stage);
-    }
-  }
-  return best;
-}
-
 std::string fewest_words(const PlanReport& report) {
-  const std::optional<int> stage = fewest_stage(report);
+  const std::optional<int> stage = report.least_n_stage;
   if (!stage) return "none, as planned";
   return stage_words(*stage) +
          " on N = " + std::to_string(*report.stages[std::size_t(*stage)].min_gpus);
@@ -91,12 +75,7 @@ void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>&
                     units::format_bytes(c.total_bytes, binary) + ").");
   } else if (!report.offload_changes.empty()) {
     const PlanReport::OffloadChange& c = report.offload_changes.front();
-    std::string change = field_ref("offload_optimizer") + " " +
-                         std::string(deepspeed::offload_device_name(c.offload.optimizer));
-    if (c.offload.params != in.offload.params) {
-      change += " " + field_ref("offload_params") + " " +
-                std::string(deepspeed::offload_device_name(c.offload.params));
-    }
+    std::string change = offload_words(report, c.offload);
     if (!c.activation_change.empty()) change += " " + c.activation_change;
     lines.push_back("First change that fits: " + change + " (" + stage_words(c.stage) + at + ", " +
                     total + units::format_bytes(c.total_bytes, binary) + ").");

@@ -146,18 +146,6 @@ std::string fit_note(const PlanReport& report, bool binary) {
   return out + ".";
 }
 
-// "--offload-optimizer nvme --offload-params none": the flags of an offload, the params' named
-// where they differ from the plan's.
-std::string offload_words(const PlanReport& report, const deepspeed::Offload& offload) {
-  std::string out = field_ref("offload_optimizer") + " " +
-                    std::string(deepspeed::offload_device_name(offload.optimizer));
-  if (offload.params != report.inputs.offload.params) {
-    out += " " + field_ref("offload_params") + " " +
-           std::string(deepspeed::offload_device_name(offload.params));
-  }
-  return out;
-}
-
 // "peak 41.0 GB <= 42.3 GB, within the planner's error": an offload's peak against the
 // GPU, and its host against --host-memory where that does not hold it.
 std::string offload_reason(const PlanReport& report, const PlanReport::OffloadChange& c,
@@ -282,6 +270,16 @@ std::string fewest_note(const PlanReport& report,
 }
 
 }  // namespace
+
+std::string offload_words(const PlanReport& report, const deepspeed::Offload& offload) {
+  std::string out = field_ref("offload_optimizer") + " " +
+                    std::string(deepspeed::offload_device_name(offload.optimizer));
+  if (offload.params != report.inputs.offload.params) {
+    out += " " + field_ref("offload_params") + " " +
+           std::string(deepspeed::offload_device_name(offload.params));
+  }
+  return out;
+}
 
 std::string margin_words(const PlanReport& report) {
   return report.tight_band

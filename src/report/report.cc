@@ -314,6 +314,13 @@ void plan_time(const PlanInputs& in, StageReport& s) {
 void compare_stages(PlanReport& report) {
   const PlanInputs& in = report.inputs;
   const StageReport& dp = report.stages[0];
+  for (const StageReport& s : report.stages) {
+    if (!s.min_gpus || (in.configured_stage && s.stage != *in.configured_stage)) continue;
+    const auto& best = report.least_n_stage;
+    if (!best || *s.min_gpus < *report.stages[std::size_t(*best)].min_gpus) {
+      report.least_n_stage = stage_number(s.stage);
+    }
+  }
   for (StageReport& s : report.stages) {
     if (s.total_bytes && *dp.total_bytes > 0) {
       // Signed: a ZeRO stage's peak can exceed DP's (a reduction buffer larger than what it

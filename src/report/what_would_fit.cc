@@ -17,18 +17,6 @@ bool wanted_clear(const PlanReport& report) {
                      [](const StageReport& s) { return s.verdict == Verdict::fits; });
 }
 
-// The stage with the least N, the lower stage on a tie; nullopt when no N fits any stage.
-std::optional<int> stage_with_least_n(const PlanReport& report) {
-  std::optional<int> best;
-  for (const StageReport& s : report.stages) {
-    if (!s.min_gpus) continue;
-    if (!best || *s.min_gpus < *report.stages[std::size_t(*best)].min_gpus) {
-      best = stage_number(s.stage);
-    }
-  }
-  return best;
-}
-
 // Each activation choice planned again (make_plan() of the changed inputs) and kept with the
 // cheapest way it fits, so that a plan that does not fit always says what would: the stage
 // wanted at N; else, when a stage was asked for, the cheapest other stage that fits at N; else
@@ -65,10 +53,8 @@ void find_fitting_changes(PlanReport& report) {
       continue;
     }
     if (in.topology) continue;
-    const std::optional<int> on_more = in.configured_stage
-                                           ? std::optional(stage_number(*in.configured_stage))
-                                           : stage_with_least_n(other);
-    if (!on_more || !other.stages[std::size_t(*on_more)].min_gpus) continue;
+    const std::optional<int> on_more = other.least_n_stage;
+    if (!on_more) continue;
     with.gpus = *other.stages[std::size_t(*on_more)].min_gpus;
     const PlanReport there = make_plan(with);
     report.fitting_changes.push_back({choice.change, choice.bytes, *on_more,
@@ -232,12 +218,6 @@ void find_fewest_gpus(PlanReport& report) {
   // Each plan's least N is already the least whose verdict is `fits` (plan_fit).
   PlanInputs asked = in;
   asked.seek_fewest_gpus = false;
-  auto fewest = [&](const PlanReport& r) -> std::optional<int> {
-    if (!in.configured_stage) return stage_with_least_n(r);
-    const int wanted = stage_number(*in.configured_stage);
-    if (!r.stages[std::size_t(wanted)].min_gpus) return std::nullopt;
-    return wanted;
-  };
   auto at_n = [&](std::uint64_t activation_bytes, int stage, std::uint64_t n,
                   const std::string& change) {
     PlanInputs with = in;
@@ -256,14 +236,14 @@ void find_fewest_gpus(PlanReport& report) {
   };
   std::optional<std::uint64_t> best;
   const PlanReport as_planned = planned(in.activation_bytes);
-  if (const std::optional<int> stage = fewest(as_planned)) {
+  if (const std::optional<int> stage = as_planned.least_n_stage) {
     const std::uint64_t n = *as_planned.stages[std::size_t(*stage)].min_gpus;
     report.fewest_gpus = at_n(in.activation_bytes, *stage, n, "");
     best = n;
   }
   for (const PlanInputs::ActivationChoice& choice : in.activation_choices) {
     const PlanReport other = planned(choice.bytes);
-    const std::optional<int> stage = fewest(other);
+    const std::optional<int> stage = other.least_n_stage;
     if (!stage) continue;
     const std::uint64_t n = *other.stages[std::size_t(*stage)].min_gpus;
     if (best && n >= *best) continue;

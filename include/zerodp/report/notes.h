@@ -20,4 +20,8 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary = fals
 // words every sentence that names a count or a stage that fits adds.
 std::string margin_words(const PlanReport& report);
 
+// "--offload-optimizer nvme --offload-params none": the flags of `offload` as field references
+// (error.h), the params' named where they differ from the plan's inputs.
+std::string offload_words(const PlanReport& report, const deepspeed::Offload& offload);
+
 }  // namespace zerodp::report

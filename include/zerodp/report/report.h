@@ -204,6 +204,10 @@ struct PlanReport {
   // At N, the first stage whose verdict is `tight`, when it comes before any that fits: a run
   // that may or may not fit, named beside the stage that does (or alone, when none does).
   std::optional<int> tight_stage;
+  // The stage the fewest GPUs are counted for: the stage wanted (--stage, the config's) when it
+  // has a least N, else, without one, the stage with the least N (the lower on a tie); nullopt
+  // when no N fits it.
+  std::optional<int> least_n_stage;
   std::optional<double> comm_ratio_seed;  // ZeRO-3 / DP, at N > 1
   std::optional<double> comm_ratio_ring;
   std::optional<bool> activations_dominate;  // activations > DP's model state
