@@ -11,9 +11,16 @@
 
 namespace zerodp::cli {
 
+// This executable's absolute path: /proc/self/exe, else the absolute path it was started by
+// (AT_EXECFN; a private mount namespace may hide /proc). Empty when neither tells: never
+// argv[0], and never a path relative to the current folder, where anyone may have put a
+// program named zerodp-engine.
+std::string own_path();
+
 // Where zerodp-engine may be, in order: beside this executable (a build folder), then in
 // ../lib/zerodp/ from it (an install under any prefix: /usr/bin/zerodp ->
-// /usr/lib/zerodp/zerodp-engine). `self` is this executable's path.
+// /usr/lib/zerodp/zerodp-engine). `self` is this executable's absolute path; none for a
+// relative or empty one.
 std::vector<std::string> engine_candidates(const std::string& self);
 
 int exec_engine(int argc, char** argv);
