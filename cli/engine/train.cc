@@ -165,7 +165,9 @@ void report(const TrainFlags& f, const run::TrainSettings& settings,
     print_summary(settings.spec, summary);
   }
   if (summary.contains("stopped")) {
-    std::fprintf(f.json ? err() : out(), "%s\n", stop_line(f, summary).c_str());
+    // Where the checkpoint is goes where it can be read: not to a reader that has gone.
+    const bool reader_gone = summary["stopped"]["signal"] == "SIGPIPE";
+    std::fprintf(f.json || reader_gone ? err() : out(), "%s\n", stop_line(f, summary).c_str());
   }
 }
 

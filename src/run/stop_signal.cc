@@ -22,6 +22,17 @@ void say(const char* text) {
 void on_signal(int sig) {
   const int saved_errno = errno;  // the interrupted code may be about to read it
   int none = 0;
+  if (sig == SIGPIPE) {
+    // The run's own write to a reader that has gone (`train | head -1`), raised again by every
+    // write after it: a request to stop the first time, nothing after. Its progress is lost
+    // with the reader; its checkpoint and loss curve are not.
+    if (!run_over.load() && first_signal.compare_exchange_strong(none, sig)) {
+      say("zerodp: SIGPIPE: the reader of the output is gone; stopping after this step "
+          "(checkpoint and loss curve follow)\n");
+    }
+    errno = saved_errno;
+    return;
+  }
   if (run_over.load() || !first_signal.compare_exchange_strong(none, sig)) {
     // The second signal: the user (or the scheduler) will not wait. Die of it, as if we had
     // never handled it, so the parent sees the signal.
@@ -45,6 +56,7 @@ void install() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // reads, writes and waits in flight carry on
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGPIPE, &action, nullptr);
   // A shell starts background jobs with SIGINT ignored, so that Ctrl-C stops only the
   // foreground: keep it so.
   struct sigaction before {};
@@ -61,7 +73,10 @@ int received() {
 }
 
 const char* name(int signal) {
-  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal";
+  return signal == SIGINT    ? "SIGINT"
+         : signal == SIGTERM ? "SIGTERM"
+         : signal == SIGPIPE ? "SIGPIPE"
+                             : "a signal";
 }
 
 int exit_status(int signal) {

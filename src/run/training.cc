@@ -308,12 +308,16 @@ void Training::save(std::int64_t t) {
 // can resume, unless this step was just saved. finish() writes the curve and says where.
 void Training::stop(std::int64_t t) {
   // Every rank ends with one status: SIGTERM if any rank received it (the scheduler's), else
-  // SIGINT if any did; a rank the signal did not reach takes the others'. One small
-  // all-reduce, on a stop only.
+  // SIGINT if any did, else SIGPIPE (a reader gone); a rank the signal did not reach takes the
+  // others'. One small all-reduce, on a stop only.
   const int mine = stop_signal::received();
-  float which[2] = {mine == SIGINT ? 1.0f : 0.0f, mine == SIGTERM ? 1.0f : 0.0f};
-  comm_.all_reduce(which, 2, DType::f32);
-  stopped_by_ = which[1] > 0.0f || which[0] == 0.0f ? SIGTERM : SIGINT;
+  float which[3] = {mine == SIGTERM ? 1.0f : 0.0f, mine == SIGINT ? 1.0f : 0.0f,
+                    mine == SIGPIPE ? 1.0f : 0.0f};
+  comm_.all_reduce(which, 3, DType::f32);
+  stopped_by_ = which[0] > 0.0f   ? SIGTERM
+                : which[1] > 0.0f ? SIGINT
+                : which[2] > 0.0f ? SIGPIPE
+                                  : SIGTERM;
   save(t);
 }
 

@@ -1,7 +1,7 @@
-// A run sent SIGTERM (or SIGINT) stops at a step boundary, saves, writes its loss curve, says
-// where in one line and exits 143 (130); resumed with the same --steps it ends with the same
-// bits as a run never stopped, and its loss.csv holds every step once. A second signal ends
-// the run at once.
+// A run sent SIGTERM (or SIGINT, or SIGPIPE when its reader goes) stops at a step boundary, saves,
+// writes its loss curve, says where in one line and exits 143 (130); resumed with the same --steps
+// it ends with the same bits as a run never stopped, and its loss.csv holds every step once. A
+// second signal ends the run at once.
 //
 // No timing decides a result: the signal is sent once the run's own progress shows it
 // training, and its stdout is a pipe of one page, so it cannot run more than a page of log
@@ -68,6 +68,7 @@ class Child {
     sigemptyset(&defaults);
     sigaddset(&defaults, SIGINT);
     sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
     EXPECT_EQ(posix_spawn(&pid_, ZERODP_BIN, &actions, &attr, argv.data(), environ), 0);
@@ -86,6 +87,7 @@ class Child {
   bool wait_for(int fd, const std::string& what) {
     std::string& text = fd == 1 ? out : err;
     std::size_t& line_start = fd == 1 ? out_line_ : err_line_;
+    if ((fd == 1 ? out_[0] : err_[0]) < 0) return false;
     for (char c; read(fd == 1 ? out_[0] : err_[0], &c, 1) == 1;) {
       text += c;
       if (c != '\n') continue;
@@ -96,6 +98,11 @@ class Child {
     return false;
   }
   void signal(int sig) { kill(pid_, sig); }
+  // The reader of its stdout goes away, as `| head -1` does once it has its line.
+  void close_stdout() {
+    close(out_[0]);
+    out_[0] = -1;
+  }
   // Reads both pipes to their end, then reaps the process.
   int finish() {
     wait_for(1, "\x01never\x01");
@@ -162,6 +169,41 @@ TEST(StopCli, SigtermSavesAndResumesToTheBitsOfARunNeverStopped) {
   expected.resize(400);
   for (long long s = 1; s <= 400; ++s) expected[s - 1] = s;
   EXPECT_EQ(csv_steps(out + "/loss.csv"), expected);
+  EXPECT_EQ(testing::slurp(out + "/loss.csv"), testing::slurp(straight + "/loss.csv"));
+}
+
+// `train | head -1`: the reader takes its line and goes. The run stops as on SIGTERM, says so
+// and where its checkpoint is on stderr (stdout has no reader), exits 141 as a shell reports
+// SIGPIPE, and resumes to the bits of a run never stopped.
+TEST(StopCli, AReaderThatGoesAwayStopsTheRunAsSigtermDoes) {
+  const std::string dir = fresh_path("pipe"), out = fresh_path("pipeout"),
+                    straight = fresh_path("ps");
+  auto run = std::make_unique<Child>(words(kStopRun + " --save-dir " + dir + " --out " + out));
+  ASSERT_TRUE(run->wait_for(1, "step 1/400")) << run->out;
+  run->close_stdout();
+  const int status = run->finish();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 141) << status << run->err;
+  EXPECT_NE(run->err.find("zerodp: SIGPIPE: the reader of the output is gone; stopping after "
+                          "this step"),
+            std::string::npos)
+      << run->err;
+  std::smatch m;
+  const std::regex line("zerodp: stopped by SIGPIPE after step ([0-9]+) of 400; checkpoint (" +
+                        dir + "/step-0*([0-9]+)) \\(continue with --resume " + dir +
+                        "\\); loss curve " + out + "/loss.csv, " + out + "/loss.svg\n");
+  ASSERT_TRUE(std::regex_search(run->err, m, line)) << run->err;
+  const long long stop = std::stoll(m[1]);
+  EXPECT_EQ(std::stoll(m[3]), stop);
+  EXPECT_LT(stop, 400);
+  EXPECT_TRUE(fs::exists(m[2].str() + "/manifest.json"));
+  EXPECT_EQ(csv_steps(out + "/loss.csv").size(), std::size_t(stop));
+
+  const auto resumed = testing::run_zerodp(kStopRun + " --resume " + dir + " --save-dir " + dir +
+                                           " --out " + out + " --json");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  const auto never = testing::run_zerodp(kStopRun + " --out " + straight + " --json");
+  ASSERT_EQ(never.status, 0) << never.err;
+  EXPECT_EQ(weights_of(resumed), weights_of(never));
   EXPECT_EQ(testing::slurp(out + "/loss.csv"), testing::slurp(straight + "/loss.csv"));
 }
 
