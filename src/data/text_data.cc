@@ -108,9 +108,13 @@ std::uint64_t fnv1a64(std::span<const std::uint8_t> bytes) {
 // forward pass over it; the page cache keeps a small corpus as fast as memory.
 struct TextData::File {
   int fd = -1;
-  // What the file was when opened; every read compares the file with it.
+  // What the file was when opened; every read compares the file with it. The descriptor holds
+  // the device and inode: a file renamed over the path later changes nothing read here. A
+  // write in place moves the change time, which no one can set back (the modification time
+  // can be, with touch -d or utimensat): a same-size rewrite with its time restored is seen.
   off_t size = 0;
   timespec modified{};
+  timespec status_changed{};
   ~File() {
     if (fd >= 0) ::close(fd);
   }
@@ -127,12 +131,18 @@ struct TextData::File {
     if (st.st_mtim.tv_sec != modified.tv_sec || st.st_mtim.tv_nsec != modified.tv_nsec) {
       return "it was modified after the run began";
     }
+    if (st.st_ctim.tv_sec != status_changed.tv_sec ||
+        st.st_ctim.tv_nsec != status_changed.tv_nsec) {
+      return "it was written or its times set after the run began: its change time moved";
+    }
     return {};
   }
 
-  // Reads [offset, offset + out.size()); the bytes count only if the file is unchanged after
-  // the read (a check before could pass and the bytes still change under the read).
-  void read(std::size_t offset, std::span<std::uint8_t> out, const std::string& source) const {
+  // Reads [offset, offset + out.size()) into out; why the bytes do not count, or empty when
+  // they do: only if the file is unchanged after the read (a check before could pass and the
+  // bytes still change under the read).
+  std::string read_into(std::size_t offset, std::span<std::uint8_t> out,
+                        const std::string& source) const {
     std::size_t done = 0;
     while (done < out.size()) {
       const ssize_t got =
@@ -143,9 +153,15 @@ struct TextData::File {
       done += static_cast<std::size_t>(got);
     }
     std::string why = changed_because();
-    if (why.empty() && done < out.size())
-      why = "it ends before byte " + std::to_string(offset + out.size());
-    if (!why.empty()) {
+    if (why.empty() && done < out.size()) {
+      why = "it ends before byte " + units::format_with_commas(offset + out.size()) + " of the " +
+            units::format_with_commas(std::uint64_t(size)) + " its size says";
+    }
+    return why;
+  }
+
+  void read(std::size_t offset, std::span<std::uint8_t> out, const std::string& source) const {
+    if (const std::string why = read_into(offset, out, source); !why.empty()) {
       throw Error(source + " changed after the run began (" + why +
                   "); its windows would no longer be the corpus the run started with");
     }
@@ -165,44 +181,50 @@ TextData::TextData(std::vector<std::uint8_t> bytes, std::size_t seq_len, int val
 }
 
 TextData::TextData(std::shared_ptr<const File> file, std::size_t size, std::size_t seq_len,
-                   int validation_percent, std::string source)
+                   int validation_percent, std::string source, std::string seq_len_name)
     : file_(std::move(file)),
       size_(size),
       seq_len_(seq_len),
       validation_percent_(validation_percent),
       validation_bytes_(0),
-      source_(std::move(source)) {
+      source_(std::move(source)),
+      seq_len_name_(std::move(seq_len_name)) {
   check_splits();  // before the pass over the file: a file too small is refused at once
   // The fingerprint in one pass of 1 MiB chunks: the file is never held whole.
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   std::vector<std::uint8_t> chunk(std::min<std::size_t>(size_, std::size_t{1} << 20));
   for (std::size_t offset = 0; offset < size_; offset += chunk.size()) {
     const std::span<std::uint8_t> part(chunk.data(), std::min(chunk.size(), size_ - offset));
-    file_->read(offset, part, source_);
+    if (const std::string why = file_->read_into(offset, part, source_); !why.empty()) {
+      throw Error(source_ + " is not the same bytes from one read to the next (" + why +
+                  "): a corpus must be a file that holds still, not one being written");
+    }
     for (const std::uint8_t b : part) hash = (hash ^ b) * 0x100000001b3ULL;
   }
   fingerprint_ = hash;
 }
 
 void TextData::check_splits() {
-  if (seq_len_ < 1) throw InvalidArgument(field_ref("seq_len") + " must be at least 1");
+  // What sets the window: the run's --seq-len, or a checkpoint's n_positions for eval.
+  const std::string seq_len_named = seq_len_name_.empty() ? field_ref("seq_len") : seq_len_name_;
+  if (seq_len_ < 1) throw InvalidArgument(seq_len_named + " must be at least 1");
   if (validation_percent_ < 0 || validation_percent_ > 100) {
     throw UsageError("validation split must be 0 to 100 percent of the data, got " +
                      std::to_string(validation_percent_));
   }
   if (!splits_fit(size_, window_bytes(), validation_percent_)) {
-    throw Error(source_ + " has " + units::format_with_commas(size_) + " bytes; " +
-                field_ref("seq_len") + " " + std::to_string(seq_len_) + " with a " +
-                std::to_string(validation_percent_) + " % validation split needs at least " +
-                units::format_with_commas(minimum_bytes(window_bytes(), validation_percent_)) +
-                " (" + units::format_with_commas(window_bytes()) +
-                " bytes, one window, in each split)");
+    throw Error(
+        source_ + " has " + units::format_with_commas(size_) +
+        (size_ == 1 ? " byte; " : " bytes; ") + seq_len_named + " " + std::to_string(seq_len_) +
+        " with a " + std::to_string(validation_percent_) + " % validation split needs at least " +
+        units::format_with_commas(minimum_bytes(window_bytes(), validation_percent_)) + " (" +
+        units::format_with_commas(window_bytes()) + " bytes, one window, in each split)");
   }
   validation_bytes_ = validation_bytes_of(size_, validation_percent_);
 }
 
 TextData TextData::from_file(const std::string& path, std::size_t seq_len, int validation_percent,
-                             std::string source) {
+                             std::string source, std::string seq_len_name) {
   if (source.empty()) source = "data file " + shown(path, 160);
   // A regular file only, opened without blocking (common/file.h): a FIFO or a device swapped
   // in for the path is refused here, not read forever.
@@ -216,8 +238,9 @@ TextData TextData::from_file(const std::string& path, std::size_t seq_len, int v
   }
   file->size = st.st_size;
   file->modified = st.st_mtim;
+  file->status_changed = st.st_ctim;
   return TextData(std::move(file), static_cast<std::size_t>(st.st_size), seq_len,
-                  validation_percent, std::move(source));
+                  validation_percent, std::move(source), std::move(seq_len_name));
 }
 
 TextData TextData::default_corpus(std::size_t seq_len, int validation_percent) {

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zerodp/common/error.h"
@@ -252,6 +254,86 @@ TEST(TextData, AFileThatShrinksOrChangesAfterTheStartIsAnErrorNamingIt) {
   const std::string changed = read_error(again, Split::train, 0);
   EXPECT_NE(changed.find(path.string()), std::string::npos) << changed;
   EXPECT_NE(changed.find("changed"), std::string::npos) << changed;
+  std::filesystem::remove(path);
+}
+
+// A rewrite of the same size whose modification time is then set back (touch -d, utimensat), as
+// a process may do while the run is held with SIGSTOP: the change time, which no one can set
+// back, moves, and the window is refused.
+TEST(TextData, ASameSizeRewriteWithItsModificationTimeSetBackIsSeen) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("zerodp_text_touch_" + std::to_string(::getpid()) + ".bin");
+  const std::vector<std::uint8_t> bytes = counting_bytes(100'000);
+  write_bytes(path, bytes);
+  struct stat opened {};
+  ASSERT_EQ(::stat(path.c_str(), &opened), 0);
+  const TextData data = TextData::from_file(path.string(), 64);
+  EXPECT_EQ(read_error(data, Split::train, 0), "");
+  // Rewritten until the change time has moved past the opening's (the clock moves in ticks of
+  // a few milliseconds); each time the modification time is put back as it was.
+  struct stat now {};
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    {
+      std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+      out.seekp(12345);
+      out.put(static_cast<char>(attempt));
+    }
+    const timespec times[2] = {opened.st_atim, opened.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+    ASSERT_EQ(::stat(path.c_str(), &now), 0);
+    if (now.st_ctim.tv_sec != opened.st_ctim.tv_sec ||
+        now.st_ctim.tv_nsec != opened.st_ctim.tv_nsec) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(now.st_size, opened.st_size);
+  ASSERT_EQ(now.st_mtim.tv_nsec, opened.st_mtim.tv_nsec);
+  ASSERT_NE(now.st_ctim.tv_nsec + now.st_ctim.tv_sec * 1'000'000'000LL,
+            opened.st_ctim.tv_nsec + opened.st_ctim.tv_sec * 1'000'000'000LL);
+  const std::string changed = read_error(data, Split::train, 0);
+  EXPECT_NE(changed.find(path.string()), std::string::npos) << changed;
+  EXPECT_NE(changed.find("change time moved"), std::string::npos) << changed;
+  std::filesystem::remove(path);
+}
+
+// A file of /proc or /sys says a size (4096, or 0) that its reads do not give: refused as what
+// it is when opened, not as a file "changed after the run began" before any run began.
+TEST(TextData, APseudoFileIsRefusedForWhatItIs) {
+  for (const std::string path :
+       {"/proc/self/status", "/sys/devices/system/cpu/online", "/proc/self/environ"}) {
+    ASSERT_TRUE(std::filesystem::is_regular_file(path)) << path;
+    try {
+      (void)TextData::from_file(path, 1, 10);
+      ADD_FAILURE() << path << " was taken as a corpus";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("is a pseudo-file of /"), std::string::npos) << message;
+      EXPECT_EQ(message.find("changed after the run began"), std::string::npos) << message;
+    }
+  }
+  const std::string thp = "/sys/kernel/mm/transparent_hugepage/enabled";  // the case reported
+  if (std::filesystem::exists(thp)) {
+    EXPECT_THROW((void)TextData::from_file(thp, 16, 10), Error);
+  }
+}
+
+// A file too small for the window names what set the window: a checkpoint's n_positions when
+// eval reads it, where --seq-len is no flag; and says "1 byte".
+TEST(TextData, TooSmallAFileNamesWhatSetTheWindow) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("zerodp_text_byte_" + std::to_string(::getpid()) + ".bin");
+  write_bytes(path, {'x'});
+  try {
+    (void)TextData::from_file(path.string(), 128, 100, "f", "the checkpoint's n_positions");
+    ADD_FAILURE() << "a 1-byte file was taken";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("f has 1 byte; the checkpoint's n_positions 128 with a 100 %"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("at least 129"), std::string::npos) << message;
+  }
   std::filesystem::remove(path);
 }
 

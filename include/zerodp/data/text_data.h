@@ -21,10 +21,14 @@
 //    construction, in one pass of bounded chunks. For the same bytes both give the same
 //    windows, split, sweep and fingerprint, bit for bit.
 //  - A file is the bytes it held when it was opened: a window read that finds it shorter,
-//    longer or modified since (its size or modification time differ) throws Error naming the
-//    file and the change, never a window of other bytes. The modification time moves in the
-//    kernel's clock ticks (a few ms), so a same-size rewrite within one tick of the opening
-//    goes unseen.
+//    longer or written since (its size, modification time or change time differ) throws Error
+//    naming the file and the change, never a window of other bytes. The open descriptor pins
+//    the device and inode (a file renamed over the path is not read), and the change time
+//    cannot be set back as the modification time can, so a same-size rewrite with its time
+//    restored is seen. The times move in the kernel's clock ticks (a few ms): a rewrite within
+//    one tick of the opening goes unseen.
+//  - A pseudo-file (/proc, /sys: common/file.h) is refused when opened, and a file whose reads
+//    fall short of its size during the fingerprint's pass is refused as not holding still.
 // Thread-safety: immutable after construction; ranks share one TextData and draw windows from
 // it at once (pread moves no shared file offset).
 #pragma once
@@ -67,9 +71,11 @@ class TextData {
 
   // A file, read window by window as drawn (the contract above). Error naming it when it
   // cannot be opened, is not a regular file, is too small, or changes during the fingerprint's
-  // pass. `source` names it in messages; empty means "data file '<path>'".
+  // pass. `source` names it in messages; empty means "data file '<path>'". `seq_len_name`
+  // names what set seq_len in the too-small message; empty means the field seq_len (--seq-len).
   static TextData from_file(const std::string& path, std::size_t seq_len,
-                            int validation_percent = 10, std::string source = "");
+                            int validation_percent = 10, std::string source = "",
+                            std::string seq_len_name = "");
   // The default corpus, held in memory.
   static TextData default_corpus(std::size_t seq_len, int validation_percent = 10);
 
@@ -98,7 +104,7 @@ class TextData {
  private:
   struct File;  // an open file and what it was when opened; closed with the last copy
   TextData(std::shared_ptr<const File> file, std::size_t size, std::size_t seq_len,
-           int validation_percent, std::string source);
+           int validation_percent, std::string source, std::string seq_len_name);
   void check_splits();
 
   std::vector<std::uint8_t> bytes_;   // the corpus when it is held in memory
@@ -109,6 +115,7 @@ class TextData {
   int validation_percent_;
   std::size_t validation_bytes_;
   std::string source_;
+  std::string seq_len_name_;  // empty: field_ref("seq_len")
 };
 
 }  // namespace zerodp::data
