@@ -178,7 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   try {
-    run::LoadedModel loaded = run::load_gpt(g_folder, g_data);
+    run::LoadedModel loaded = run::load_gpt(g_folder, run::CheckpointData::corpus, g_data);
     if (loaded.spec.param_count() != loaded.checkpoint.params() ||
         loaded.params.size() != loaded.checkpoint.params())
       fail("load_gpt() returned weights of another size than its model");

@@ -35,7 +35,8 @@ void run_eval(const EvalFlags& f) {
   // More windows per pass than this only costs memory: the loss is a sum over windows.
   const auto batch =
       static_cast<std::size_t>(units::parse_whole_in(f.batch, "--batch", 1, kMaxEvalBatch));
-  run::LoadedModel loaded = run::load_gpt(f.checkpoint.checkpoint, f.checkpoint.data);
+  run::LoadedModel loaded =
+      run::load_gpt(f.checkpoint.checkpoint, run::CheckpointData::corpus, f.checkpoint.data);
   const model::GptConfig& cfg = loaded.spec.gpt();
   const auto T = static_cast<std::size_t>(cfg.seq_len);
   // A file given: all of it is evaluated (the spec reads it as a 100 % validation split).

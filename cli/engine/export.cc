@@ -20,8 +20,7 @@ struct ExportFlags {
 };
 
 void run_export(const ExportFlags& f) {
-  const run::Exported done =
-      run::export_checkpoint(f.checkpoint.checkpoint, f.checkpoint.data, f.out);
+  const run::Exported done = run::export_checkpoint(f.checkpoint.checkpoint, f.out);
   if (done.folder) {
     std::fprintf(out(),
                  "wrote %s: model.safetensors, config.json, generation_config.json, "
@@ -39,8 +38,8 @@ void add_export_command(CLI::App& root) {
   describe_command(*app);
   add_checkpoint_flag(app, flags->checkpoint);
   app->add_option("--out", flags->out,
-                  "the folder to write (made if new) [model]; a name ending in .safetensors "
-                  "writes the weights alone, with config.json beside them");
+                  "the folder to write (made if new, with the folders it is in) [model]; a name "
+                  "ending in .safetensors writes the weights alone, with config.json beside them");
   app->callback([flags] { run_export(*flags); });
 }
 

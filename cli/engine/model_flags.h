@@ -15,7 +15,7 @@ void add_model_flags(CLI::App* app, run::ModelChoice& choice,
 
 struct CheckpointFlags {
   std::string checkpoint;
-  std::string data;  // overrides the corpus recorded in the checkpoint
+  std::string data;  // eval's --data: overrides the corpus recorded in the checkpoint
 };
 void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags);
 

@@ -46,7 +46,7 @@ void run_sample(const SampleFlags& f) {
       f.temperature, "--temperature", "a number >= 0 such as 0.8 (0 picks the likeliest byte)",
       units::Zero::allowed);
   const std::uint64_t seed = units::parse_whole(f.seed, "--seed", units::Zero::allowed);
-  run::LoadedModel loaded = run::load_gpt(f.checkpoint.checkpoint, f.checkpoint.data);
+  run::LoadedModel loaded = run::load_gpt(f.checkpoint.checkpoint, run::CheckpointData::none);
   const auto T = static_cast<std::size_t>(loaded.spec.gpt().seq_len);
   model::GptModel gpt(loaded.spec.gpt());
 

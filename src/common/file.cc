@@ -1,13 +1,18 @@
 #include "zerodp/common/file.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "zerodp/common/error.h"
 
@@ -22,6 +27,41 @@ std::string kind_of(mode_t mode) {
   if (S_ISCHR(mode) || S_ISBLK(mode)) return "is a device, not a file";
   if (S_ISLNK(mode)) return "is a symbolic link";
   return "is not a regular file";
+}
+
+// The file systems whose files the kernel makes up when read (/proc, /sys and their kin): their
+// size says nothing of what a read returns (4096 or 0 for a line of text), and two reads may
+// differ. Such a file is no input of fixed bytes.
+const char* pseudo_file_system(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return nullptr;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC:
+      return "/proc";
+    case SYSFS_MAGIC:
+      return "/sys";
+    case DEBUGFS_MAGIC:
+      return "debugfs";
+    case TRACEFS_MAGIC:
+      return "tracefs";
+    case SECURITYFS_MAGIC:
+      return "securityfs";
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+      return "cgroup";
+    case 0x62656570:  // CONFIGFS_MAGIC, which <linux/magic.h> lacks
+      return "configfs";
+    case EFIVARFS_MAGIC:
+      return "efivarfs";
+    case PSTOREFS_MAGIC:
+      return "pstore";
+    case BPF_FS_MAGIC:
+      return "bpf";
+    case SELINUX_MAGIC:
+      return "selinuxfs";
+    default:
+      return nullptr;
+  }
 }
 
 std::string parent_of(const std::string& path) {
@@ -47,7 +87,10 @@ std::string unreadable_because(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "no such file" : errno_text();
   if (!S_ISREG(st.st_mode)) return kind_of(st.st_mode);
   if (::access(path.c_str(), R_OK) != 0) return errno_text();
-  return {};
+  std::string why;
+  const int fd = open_regular(path, why);
+  if (fd >= 0) ::close(fd);
+  return why;
 }
 
 int open_regular(const std::string& path, std::string& why) {
@@ -61,6 +104,12 @@ int open_regular(const std::string& path, std::string& why) {
   const bool stated = ::fstat(fd, &st) == 0;
   if (!stated || !S_ISREG(st.st_mode)) {
     why = stated ? kind_of(st.st_mode) : errno_text();
+    ::close(fd);
+    return -1;
+  }
+  if (const char* system = pseudo_file_system(fd)) {
+    why = std::string("is a pseudo-file of ") + system +
+          ", which the kernel makes up as it is read, not a file of fixed bytes";
     ::close(fd);
     return -1;
   }
@@ -112,6 +161,92 @@ std::string unreplaceable_because(const std::string& path) {
     return "is in a folder that cannot be written (" + quote(dir) + ": " + errno_text() + ")";
   }
   return {};
+}
+
+namespace {
+
+// The deepest of `dir` and its ancestors that exists (lstat), and the names below it that do
+// not, outermost first. Empty `existing` with `why` set when an lstat fails otherwise.
+struct MissingFolders {
+  std::string existing;
+  std::vector<std::string> names;
+  std::string why;
+};
+
+MissingFolders missing_folders(const std::string& dir) {
+  MissingFolders m;
+  std::filesystem::path at = std::filesystem::path(dir).lexically_normal();
+  if (!at.has_filename()) at = at.parent_path();  // "a/b/"
+  for (;;) {
+    const std::string text = at.empty() ? "." : at.string();
+    struct stat st {};
+    if (::lstat(text.c_str(), &st) == 0) {
+      m.existing = text;
+      std::reverse(m.names.begin(), m.names.end());
+      return m;
+    }
+    if (errno != ENOENT || !at.has_filename() || at.filename() == "..") {
+      m.why = quote(text) + ": " + errno_text();
+      return m;
+    }
+    m.names.push_back(at.filename().string());
+    at = at.parent_path();
+  }
+}
+
+}  // namespace
+
+std::string folders_unmakeable_because(const std::string& dir) {
+  const MissingFolders m = missing_folders(dir);
+  if (!m.why.empty()) return m.why;
+  struct stat st {};
+  if (::lstat(m.existing.c_str(), &st) != 0) return quote(m.existing) + ": " + errno_text();
+  if (m.names.empty()) {
+    if (::stat(m.existing.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return quote(m.existing) + " is not a folder";
+    }
+    return {};
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return quote(m.existing) + " is a symbolic link, and folders are not made through a link";
+  }
+  if (!S_ISDIR(st.st_mode)) return quote(m.existing) + " is not a folder";
+  if (::access(m.existing.c_str(), W_OK) != 0) {
+    return "no folder can be made in " + quote(m.existing) + ": " + errno_text();
+  }
+  return {};
+}
+
+std::vector<std::string> make_folders(const std::string& dir) {
+  if (const std::string why = folders_unmakeable_because(dir); !why.empty()) {
+    throw Error("cannot make the folder " + quote(dir) + ": " + why);
+  }
+  const MissingFolders m = missing_folders(dir);
+  std::vector<std::string> made;
+  if (m.names.empty()) return made;
+  // Each folder is made in the descriptor of the one before, opened without following a link:
+  // a link put in place of a folder just made (or of the first that existed) is never entered.
+  int at = ::open(m.existing.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  std::filesystem::path path(m.existing);
+  auto fail = [&](const std::string& what) {
+    const std::string why = errno_text();
+    if (at >= 0) ::close(at);
+    for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
+    throw Error("cannot make the folder " + quote(what) + ": " + why);
+  };
+  if (at < 0) fail(m.existing);
+  for (const std::string& name : m.names) {
+    path /= name;
+    const bool new_here = ::mkdirat(at, name.c_str(), 0755) == 0;
+    if (!new_here && errno != EEXIST) fail(path.string());
+    if (new_here) made.push_back(path.string());
+    const int next = ::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0) fail(path.string());
+    ::close(at);
+    at = next;
+  }
+  ::close(at);
+  return made;
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(temporary_name(path_)) {

@@ -17,7 +17,10 @@ using nlohmann::json;
 
 }  // namespace
 
-LoadedModel load_gpt(const std::string& folder, const std::string& data, bool read_params) {
+LoadedModel load_gpt(const std::string& folder, CheckpointData use, const std::string& data,
+                     bool read_params) {
+  ZERODP_CHECK_MSG(use == CheckpointData::corpus || data.empty(),
+                   "load_gpt: data without a corpus");
   if (folder.empty()) {
     throw InvalidArgument(field_ref("checkpoint") + ": expected a checkpoint folder or a " +
                           field_ref("save_dir") + " of zerodp train");
@@ -37,7 +40,11 @@ LoadedModel load_gpt(const std::string& folder, const std::string& data, bool re
   read_run_record(ck);
   std::optional<ModelSpec> parsed;
   try {
-    parsed.emplace(model, data);
+    if (use == CheckpointData::corpus) {
+      parsed.emplace(model, data);
+    } else {
+      parsed.emplace(ModelSpec::without_data(model));
+    }
   } catch (const InvalidArgument& e) {
     if (e.field() == "data") {
       if (!data.empty()) throw;

@@ -48,13 +48,24 @@ fs::path parent_of(const fs::path& out) {
   return out.parent_path().empty() ? fs::path(".") : out.parent_path();
 }
 
-void require_parent_folder(const std::string& out) {
+// The folder an export folder `out` names: "model/" is "model".
+fs::path folder_target(const std::string& out) {
+  fs::path target(out);
+  if (target.filename().empty()) target = target.parent_path();
+  return target;
+}
+
+// The folder `out` goes in exists, or can be made as save_pretrained makes it (common/file.h:
+// never through a link); checked before the checkpoint is read, made once it has been. Returns
+// whether it exists already.
+bool require_parent_folder(const std::string& out) {
   const fs::path parent = parent_of(fs::path(out));
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec)) {
+  if (const std::string why = folders_unmakeable_because(parent.string()); !why.empty()) {
     throw InvalidArgument("out", field_ref("out") + ": the folder " + shown(parent.string(), 160) +
-                                     " does not exist");
+                                     " cannot be made or written: " + why);
   }
+  std::error_code ec;
+  return fs::is_directory(parent, ec);
 }
 
 bool is_export_file(const std::string& name) {
@@ -81,7 +92,7 @@ void check_out_folder(const std::string& out) {
                                      "alone");
   }
   if (!fs::exists(status)) {
-    require_parent_folder(out);
+    require_parent_folder(folder_target(out).string());
     return;
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
@@ -111,7 +122,7 @@ void check_out_file(const std::string& out) {
                                      " is a folder; give a file name such as " +
                                      shown((fs::path(out) / "model.safetensors").string(), 160));
   }
-  require_parent_folder(out);
+  const bool parent_exists = require_parent_folder(out);
   refuse_inside_checkpoint(out);
   const std::string config = hf::config_path_beside(out);
   if (fs::path(out).filename() == "config.json") {
@@ -123,6 +134,7 @@ void check_out_file(const std::string& out) {
     throw InvalidArgument("out", field_ref("out") + ": " + shown(config, 160) +
                                      ", the config.json beside it, is a folder");
   }
+  if (!parent_exists) return;  // nothing is there yet to refuse
   check_output_file(out, "a file such as model.safetensors");
   check_output_file(config, "weights whose config.json beside them can be written");
 }
@@ -167,8 +179,7 @@ void remove_old_export(const fs::path& old) {
 }
 
 void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const std::string& out) {
-  fs::path target(out);
-  if (target.filename().empty()) target = target.parent_path();  // "model/"
+  const fs::path target = folder_target(out);
   const fs::path parent = parent_of(target);
   const std::string name = target.filename().string();
   remove_stale_staging(parent, name);
@@ -200,8 +211,7 @@ void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const
 
 }  // namespace
 
-Exported export_checkpoint(const std::string& checkpoint, const std::string& data,
-                           const std::string& out) {
+Exported export_checkpoint(const std::string& checkpoint, const std::string& out) {
   const bool folder = !is_weights_file(out);
   if (folder) {
     check_out_folder(out);
@@ -210,19 +220,28 @@ Exported export_checkpoint(const std::string& checkpoint, const std::string& dat
   }
   // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
   // out of whichever shards hold it.
-  const LoadedModel loaded = load_gpt(checkpoint, data, /*read_params=*/false);
+  const LoadedModel loaded = load_gpt(checkpoint, CheckpointData::none, "", /*read_params=*/false);
   const checkpoint::Checkpoint& ck = loaded.checkpoint;
   const hf::ParamReader read = [&ck](std::size_t offset, std::span<float> values) {
     ck.read({offset, values.size()}, values.data(), nullptr, nullptr);
   };
   Exported done{loaded.spec.describe(), ck.state().run_step, folder, {}};
-  if (folder) {
-    export_folder(loaded, read, out);
-    return done;
+  // The folders out needs, made only now that the checkpoint has been read, and removed again
+  // (when still empty) if the export fails.
+  const std::vector<std::string> made =
+      make_folders(parent_of(folder ? folder_target(out) : fs::path(out)).string());
+  try {
+    if (folder) {
+      export_folder(loaded, read, out);
+      return done;
+    }
+    hf::export_gpt2_safetensors(loaded.spec.gpt(), read, out);
+    done.config = hf::config_path_beside(out);
+    hf::write_gpt2_config(loaded.spec.gpt(), done.config);
+  } catch (...) {
+    for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
+    throw;
   }
-  hf::export_gpt2_safetensors(loaded.spec.gpt(), read, out);
-  done.config = hf::config_path_beside(out);
-  hf::write_gpt2_config(loaded.spec.gpt(), done.config);
   return done;
 }
 

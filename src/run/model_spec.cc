@@ -96,7 +96,7 @@ ModelSpec::ModelSpec(const ModelChoice& f) {
   load_data(f.data);
 }
 
-ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) {
+ModelSpec::ModelSpec(const nlohmann::json& c, ConfigOnly) {
   is_gpt_ = c.at("type") == "gpt";
   data_seed_ = c.at("data_seed").get<std::uint64_t>();
   if (!is_gpt_) {
@@ -114,14 +114,28 @@ ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override) 
   // trained in (config "compute"): the most exact figure, and the one PyTorch computes from an
   // export. A resume takes the run's compute through its flags (zerodp train).
   gpt_.validate();
-  if (!data_override.empty()) {
-    load_data(data_override, 100);
-    return;
-  }
-  load_data(c.value("data", std::string()));
+  data_path_ = c.value("data", std::string());
+  data_fingerprint_ = "not read";
 }
 
-void ModelSpec::load_data(const std::string& path, int validation_percent) {
+ModelSpec ModelSpec::without_data(const nlohmann::json& config) {
+  return ModelSpec(config, ConfigOnly{});
+}
+
+ModelSpec::ModelSpec(const nlohmann::json& c, const std::string& data_override)
+    : ModelSpec(c, ConfigOnly{}) {
+  if (!is_gpt_) return;
+  // Its window is the checkpoint's, not a flag of the command that reads it (eval).
+  const std::string seq_len_name = "the checkpoint's n_positions";
+  if (!data_override.empty()) {
+    load_data(data_override, 100, seq_len_name);
+    return;
+  }
+  load_data(c.value("data", std::string()), 10, seq_len_name);
+}
+
+void ModelSpec::load_data(const std::string& path, int validation_percent,
+                          const std::string& seq_len_name) {
   data_path_ = path;
   const auto seq = static_cast<std::size_t>(gpt_.seq_len);
   if (path.empty()) {
@@ -137,7 +151,7 @@ void ModelSpec::load_data(const std::string& path, int validation_percent) {
     const std::string source =
         validation_percent == 100 ? printable(path, 160) : "data file " + shown(path, 160);
     data_ = std::make_shared<const data::TextData>(
-        data::TextData::from_file(path, seq, validation_percent, source));
+        data::TextData::from_file(path, seq, validation_percent, source, seq_len_name));
   }
   samples_ = std::make_shared<data::TextWindows>(data_, data_seed_);
   char hex[17];

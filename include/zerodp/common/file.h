@@ -6,7 +6,8 @@
 //  - Reading: read_bounded() reads only a regular file (a link to one is followed: reading
 //    writes nothing), opens it without blocking (a FIFO without a writer cannot hang the
 //    open), and reads at most `max_bytes`, so /dev/zero, /dev/urandom or a FIFO is refused
-//    with a reason instead of read until memory runs out.
+//    with a reason instead of read until memory runs out. A pseudo-file (/proc, /sys) is
+//    refused for what it is.
 //  - Writing: AtomicFile creates its temporary file beside the target under a name of its own
 //    (the target's name, ".tmp-", the process id and a counter), with O_CREAT | O_EXCL |
 //    O_NOFOLLOW, so it never opens a file or a link someone planted. It replaces the target
@@ -22,17 +23,19 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zerodp {
 
 // Why `path` cannot be read as a file, or empty when it can: "no such file", "is a
 // directory", "is a FIFO (named pipe), not a file", "is a device, not a file", "is a socket,
-// not a file", or the system's reason.
+// not a file", "is a pseudo-file of /sys, ...", or the system's reason.
 std::string unreadable_because(const std::string& path);
 
 // A descriptor for reading the regular file at `path` (a link to one is followed), or -1 with
 // the reason in `why`. The open does not block on a FIFO; anything but a regular file is
-// refused before a byte is read.
+// refused before a byte is read, and so is a pseudo-file of /proc, /sys, debugfs, cgroup and
+// their kin: the kernel makes its bytes up as it is read, its size says nothing of them.
 int open_regular(const std::string& path, std::string& why);
 
 // The whole of the regular file at `path` when it holds at most `max_bytes`; otherwise nullopt
@@ -45,6 +48,18 @@ std::optional<std::string> read_bounded(const std::string& path, std::uint64_t m
 // "is a FIFO (named pipe)", "is a device", "is a folder", "is in no folder that exists",
 // "is in a folder that cannot be written: ...".
 std::string unreplaceable_because(const std::string& path);
+
+// Why make_folders(dir) would fail, or empty when it would not: the deepest part of `dir` that
+// exists must be a folder that can be written, and not a symbolic link when a folder is to be
+// made in it ("'a' is a symbolic link, and folders are not made through a link").
+std::string folders_unmakeable_because(const std::string& dir);
+
+// Makes the folders of `dir` that do not exist (as mkdir -p), each inside the one before it
+// by its descriptor, opened without following a link: a link put in place of a folder just
+// made is never written through. Returns the folders it made, outermost first (for the caller
+// to remove should what it writes in them fail). Throws Error naming the folder and the cause,
+// having removed what it made.
+std::vector<std::string> make_folders(const std::string& dir);
 
 // A file written under a temporary name of its own and renamed into place: it is there whole
 // or not at all. Destroyed before commit(), it removes its temporary file.

@@ -17,13 +17,20 @@ struct LoadedModel {
   std::vector<float> params;  // the whole fp32 master
 };
 
-// The GPT of `folder` (a checkpoint folder, or a save folder: its newest), on its recorded
-// corpus or on `data` when given (a file to evaluate: all of it is the validation split).
+// What a command reads of a checkpoint besides its weights: eval reads a corpus (the one the
+// checkpoint records, or a file given), sample and export the model alone, so that they work
+// wherever the checkpoint is, whatever became of its corpus.
+enum class CheckpointData { none, corpus };
+
+// The GPT of `folder` (a checkpoint folder, or a save folder: its newest). With
+// CheckpointData::corpus, on its recorded corpus or on `data` when given (a file to evaluate:
+// all of it is the validation split); with none, no data is opened and `data` must be empty.
 // Throws UsageError when `folder` is empty or not a GPT's, or when a field of its manifest's
 // model config or run record is out of its type or range (run/run_record.h: n_head dividing
 // n_embd, vocab_size 256 ...); Error when it cannot be read or its config makes another
 // parameter count than its shards hold.
-LoadedModel load_gpt(const std::string& folder, const std::string& data, bool read_params = true);
+LoadedModel load_gpt(const std::string& folder, CheckpointData use, const std::string& data = "",
+                     bool read_params = true);
 
 // Claims the save folder of a run of train (checkpoint::SaveDir::claim), before any rank
 // starts: nullopt for an empty `save_dir`, and in the MPI processes other than world rank 0,

@@ -32,9 +32,8 @@ struct Exported {
 
 // Exports the GPT of `checkpoint` (a checkpoint folder or a save dir) to `out`: a name ending
 // in .safetensors writes that file and config.json beside it, anything else a folder.
-// `data` as load_gpt() takes it. Throws UsageError for an `out` it will not write, Error when
-// the checkpoint cannot be read or a write fails.
-Exported export_checkpoint(const std::string& checkpoint, const std::string& data,
-                           const std::string& out);
+// Only the checkpoint is read, never its corpus. Throws UsageError for an `out` it will not
+// write, Error when the checkpoint cannot be read or a write fails.
+Exported export_checkpoint(const std::string& checkpoint, const std::string& out);
 
 }  // namespace zerodp::run

@@ -60,6 +60,10 @@ class ModelSpec {
   // From a checkpoint manifest's "model" object (see config_json()), in fp32 compute.
   // A data_override is a file to evaluate: all of it is the validation split.
   explicit ModelSpec(const nlohmann::json& config, const std::string& data_override = {});
+  // The same without its data: the model alone, for what needs only the weights (sample,
+  // export), so a checkpoint whose corpus has moved or gone is still sampled and exported.
+  // data() and samples() are not to be called on it (is_gpt() only).
+  static ModelSpec without_data(const nlohmann::json& config);
 
   bool is_gpt() const { return is_gpt_; }
   // threads: the GPT's (GptModel::set_threads); the MLP computes on one.
@@ -92,7 +96,10 @@ class ModelSpec {
   const std::string& data_fingerprint() const { return data_fingerprint_; }
 
  private:
-  void load_data(const std::string& path, int validation_percent = 10);
+  struct ConfigOnly {};
+  ModelSpec(const nlohmann::json& config, ConfigOnly);
+  void load_data(const std::string& path, int validation_percent = 10,
+                 const std::string& seq_len_name = "");
   bool is_gpt_ = true;
   model::GptConfig gpt_;
   model::MlpConfig mlp_;
