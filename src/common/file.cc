@@ -1,9 +1,12 @@
 #include "zerodp/common/file.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
+#if __has_include(<linux/magic.h>)  // not in a WebAssembly build, which has no /proc or /sys
+#include <linux/magic.h>
 #include <sys/vfs.h>
+#define ZERODP_HAS_PSEUDO_FILE_SYSTEMS 1
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,7 +35,10 @@ std::string kind_of(mode_t mode) {
 // The file systems whose files the kernel makes up when read (/proc, /sys and their kin): their
 // size says nothing of what a read returns (4096 or 0 for a line of text), and two reads may
 // differ. Such a file is no input of fixed bytes.
-const char* pseudo_file_system(int fd) {
+const char* pseudo_file_system([[maybe_unused]] int fd) {
+#ifndef ZERODP_HAS_PSEUDO_FILE_SYSTEMS
+  return nullptr;
+#else
   struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) return nullptr;
   switch (static_cast<unsigned long>(fs.f_type)) {
@@ -62,6 +68,7 @@ const char* pseudo_file_system(int fd) {
     default:
       return nullptr;
   }
+#endif
 }
 
 std::string parent_of(const std::string& path) {

@@ -55,6 +55,17 @@ TEST(HostileStreams, AClosedStdoutIsAFailedWriteAndNeverAFileTheRunOpened) {
   EXPECT_TRUE(fs::exists(dir + "/ck/step-00000002/manifest.json"));
   EXPECT_EQ(run_zerodp("eval --checkpoint '" + dir + "/ck'").status, 0);
 
+  // A full disk under the JSON of eval and train: one line, exit 1 (they exited 0, the answer
+  // lost); the run's checkpoint is whole all the same.
+  for (const std::string& args : {"eval --checkpoint '" + dir + "/ck' --json",
+                                  kTiny + "--out '' --json --save-dir '" + dir + "/full'"}) {
+    const CliResult full = run_zerodp(args + " > /dev/full");
+    EXPECT_EQ(full.status, 1) << args << ": " << full.err;
+    EXPECT_EQ(full.err.rfind("zerodp: error: cannot write the output: ", 0), 0u) << full.err;
+    EXPECT_EQ(line_count(full.err), 1u) << full.err;
+  }
+  EXPECT_TRUE(fs::exists(dir + "/full/step-00000002/manifest.json"));
+
   // The planner, stdin and stdout closed: one line, exit 1; stderr closed: exit 1, silently.
   const CliResult plan = run_zerodp("plan --params 7.5B --gpus 64 --gpu-memory 80GB 0<&- 1>&-");
   EXPECT_EQ(plan.status, 1) << plan.err;
