@@ -33,7 +33,9 @@ plan::BytesPerParam gpu_bytes_per_param(const plan::BytesPerParam& bpp, const Of
                                         Stage stage) {
   plan::BytesPerParam gpu = bpp;
   if (optimizer_off(offload, stage)) {
-    gpu.optimizer = 0;
+    gpu.optimizer = 0;  // with its block constants and size rule
+    gpu.block = gpu.block_bytes = gpu.small_optimizer = 0;
+    gpu.small_below = 0;
     if (sharding(stage).gradients) gpu.grads = 0;
   }
   if (params_off(offload, stage)) gpu.params = 0;
@@ -47,7 +49,7 @@ std::optional<OffloadBytes> offload_bytes(std::uint64_t params, int ranks, Stage
   const std::uint64_t S = shard_of(params, ranks, 0).capacity;
   OffloadBytes b;
   if (optimizer_off(offload, stage)) {
-    const std::uint64_t states = std::uint64_t(bpp.optimizer) * S, grads32 = 4 * S;
+    const std::uint64_t states = bpp.optimizer_bytes(S), grads32 = 4 * S;
     if (offload.optimizer == OffloadDevice::cpu) {
       b.host_bytes += states + grads32;
     } else {

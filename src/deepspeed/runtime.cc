@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "zerodp/common/error.h"
 
@@ -38,8 +39,11 @@ RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   // limit_all_gathers changes when the CPU waits, not what is allocated (runtime.h).
   t.gathered_params = saturated(p * std::min<u128>(phi, root + 2 * unit));
   t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
-  t.optimizer_temporaries = saturated(adamw_temporaries(
-      run.fsdp_optimizer_impl, M, shard, (std::max(unit, root) + ranks - 1) / ranks));
+  t.optimizer_temporaries =
+      run.row_step_copies
+          ? saturated(M * *run.row_step_copies * shard)
+          : saturated(adamw_temporaries(run.fsdp_optimizer_impl, M, shard,
+                                        (std::max(unit, root) + ranks - 1) / ranks));
   return t;
 }
 
@@ -89,15 +93,18 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
     // AdamW) steps on them as separate tensors.
     if (run.optimizer_impl == OptimizerImpl::fused) t.step_flat_grads = saturated(4 * phi);
     t.optimizer_temporaries =
-        saturated(adamw_temporaries(run.optimizer_impl, 4, phi, m.largest_layer_params));
+        run.row_step_copies
+            ? saturated(u128(4) * *run.row_step_copies * phi)
+            : saturated(adamw_temporaries(run.optimizer_impl, 4, phi, m.largest_layer_params));
   }
   if (stage != Stage::dp && offload.optimizer == OffloadDevice::none) {
     u128 shard = (phi + ranks - 1) / ranks;
     if (stage == Stage::zero3) shard = std::min<u128>(shard, b.sub_group_size);
     t.step_fp32_grads = saturated(4 * shard);
     t.step_flat_grads = saturated(g * shard);
-    t.optimizer_temporaries =
-        saturated(adamw_temporaries(run.optimizer_impl, 4, shard, shard));  // one flat tensor
+    t.optimizer_temporaries =  // one flat tensor
+        run.row_step_copies ? saturated(u128(4) * *run.row_step_copies * shard)
+                            : saturated(adamw_temporaries(run.optimizer_impl, 4, shard, shard));
   }
   return t;
 }
@@ -187,29 +194,41 @@ std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& ru
                                                std::uint64_t activation_bytes,
                                                std::uint64_t gpu_memory, std::uint64_t round_to) {
   ZERODP_CHECK(round_to >= 1);
-  const plan::StageSplit split =
-      plan::stage_split(stage, gpu_bytes_per_param(run.bpp, run.offload, stage));
+  const plan::BytesPerParam gpu = gpu_bytes_per_param(run.bpp, run.offload, stage);
   const u128 phi = run.model.params;
   auto fits_at = [&](u128 n) {
-    const u128 state = u128(split.replicated) * phi + u128(split.sharded) * ((phi + n - 1) / n);
+    const u128 state = plan::state_bytes_at_shard(phi, (phi + n - 1) / n, stage, gpu);
     const RuntimeTerms t = terms_at(stage, n, run);
     return peak_wide(t, state, activation_bytes) <= gpu_memory;
   };
-  // Beyond N = Φ every shard is one element (or none) and nothing shrinks further.
-  u128 hi = std::max<u128>(phi, 1);
-  if (!fits_at(hi)) return std::nullopt;
-  u128 lo = 1;  // find the least n in [lo, hi] that fits; hi does
-  while (lo < hi) {
-    const u128 mid = lo + (hi - lo) / 2;
-    if (fits_at(mid)) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
+  // Beyond N = Φ every shard is one element (or none) and nothing shrinks further. A sharded
+  // 8-bit K holds more bytes an element once its shard falls under the size rule: the peak
+  // falls with N on each side of that point, not across it, so the least N is looked for
+  // where the shard is at least the rule's size, then beyond.
+  const u128 last = std::max<u128>(phi, 1);
+  const u128 rule = gpu.small_below;
+  const u128 split =  // the largest N whose shard is at least `rule` elements
+      rule > 1 && sharding(stage).optimizer_states
+          ? std::min((phi + rule - 2) / (rule - 1), last + 1) - 1
+          : last;
+  for (const auto& [first, end] :
+       {std::pair<u128, u128>{1, split}, std::pair<u128, u128>{split + 1, last}}) {
+    if (first > end || !fits_at(end)) continue;
+    u128 lo = first, hi = end;  // find the least n in [lo, hi] that fits; hi does
+    while (lo < hi) {
+      const u128 mid = lo + (hi - lo) / 2;
+      if (fits_at(mid)) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
     }
+    const u128 rounded = (lo + round_to - 1) / round_to * round_to;
+    if (rounded > kMax64) return std::nullopt;
+    // Rounded up to a node, the shard may fall under the rule: then beyond is looked at.
+    if (rounded <= end || fits_at(rounded)) return static_cast<std::uint64_t>(rounded);
   }
-  const u128 rounded = (lo + round_to - 1) / round_to * round_to;
-  if (rounded > kMax64) return std::nullopt;
-  return static_cast<std::uint64_t>(rounded);
+  return std::nullopt;
 }
 
 }  // namespace zerodp::deepspeed

@@ -123,10 +123,9 @@ void draw_title(svg::Document& doc, const FigureOptions& o, const units::ByteUni
            svg::Anchor::middle, "#111", true);
   const BytesPerParam& b = o.bpp;
   doc.text(kWidth / 2, 54,
-           "Φ = " + units::format_count(o.params) + " params, " + std::to_string(b.total()) +
-               " bytes/param (" + std::to_string(b.params) + " params + " +
-               std::to_string(b.grads) + " grads + " + std::to_string(b.optimizer) +
-               " optimizer; " + o.bpp_source + "); activations not included; " + unit_meaning(unit),
+           "Φ = " + units::format_count(o.params) + " params, bytes/param " +
+               bytes_per_param_words(b) + " (" + o.bpp_source + "); activations not included; " +
+               unit_meaning(unit),
            12.5, svg::Anchor::middle, "#444");
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 
 namespace zerodp::plan {
@@ -91,6 +92,49 @@ TEST(Inverse, SeedNumbers) {
   EXPECT_GE(max_params(47, Stage::zero3, kAdam, 60'000'000'000), 175'000'000'000u);
   EXPECT_LT(max_params(46, Stage::zero3, kAdam, 60'000'000'000), 175'000'000'000u);
   EXPECT_EQ(max_params(1, Stage::dp, kAdam, 15), 0u);
+}
+
+// With an 8-bit K the state is not linear in the shard, and a shard under the size rule holds
+// more bytes an element: the least N and the largest Φ agree with every N and Φ counted one by
+// one.
+TEST(Feasibility, AnEightBitOptimizersAnswersAgreeWithCountingEveryN) {
+  for (const Optimizer optimizer : {Optimizer::adam_8bit, Optimizer::lion_8bit}) {
+    const BytesPerParam b = bytes_per_param(Precision::bf16, optimizer);
+    for (const std::uint64_t phi : {1ull, 4095ull, 4096ull, 20'000ull, 100'003ull}) {
+      for (const Stage stage : kStages) {
+        for (const std::uint64_t budget :
+             {10ull, 50'000ull, 120'000ull, 400'000ull, 2'000'000ull}) {
+          for (const std::uint64_t round_to : {1ull, 3ull}) {
+            std::optional<std::uint64_t> least;
+            for (std::uint64_t n = round_to; n <= 2 * phi + 8; n += round_to) {
+              if (model_state_bytes(phi, int(n), stage, b) <= budget) {
+                least = n;
+                break;
+              }
+            }
+            EXPECT_EQ(min_gpus(phi, stage, b, budget, round_to), least)
+                << phi << " " << stage_number(stage) << " " << budget << " " << round_to;
+          }
+        }
+      }
+    }
+    for (const int ranks : {1, 3, 8}) {
+      for (const Stage stage : kStages) {
+        for (const std::uint64_t budget : {0ull, 100ull, 50'000ull, 200'000ull}) {
+          // Every Φ up to one whose state exceeds the budget even at the fewest bytes an
+          // element (ZeRO-3's P + G + K split N ways: more than 8 / N).
+          const std::uint64_t beyond = budget * std::uint64_t(ranks) / 8 + 2;
+          ASSERT_GT(model_state_bytes(beyond, ranks, stage, b), budget);
+          std::uint64_t largest = 0;
+          for (std::uint64_t phi = 1; phi <= beyond; ++phi) {
+            if (model_state_bytes(phi, ranks, stage, b) <= budget) largest = phi;
+          }
+          EXPECT_EQ(max_params(ranks, stage, b, budget), largest)
+              << ranks << " " << stage_number(stage) << " " << budget;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

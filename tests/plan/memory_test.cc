@@ -123,5 +123,31 @@ TEST(MemoryModel, SixtyFourBitLimitIsCheckedExactly) {
   EXPECT_THROW(check_fits_in_64_bits(1, BytesPerParam{0, 2, 12}), UsageError);
 }
 
+// An 8-bit K: each partition's elements at K bytes, one block's absmax per 256 elements or
+// part of them, and a partition under 4,096 elements in 32 bits.
+TEST(MemoryModel, AnEightBitOptimizerCountsItsBlocksAndItsSizeRule) {
+  const BytesPerParam b = bytes_per_param(Precision::bf16, Optimizer::adam_8bit);
+  EXPECT_FALSE(b.per_element());
+  EXPECT_EQ(b.optimizer_bytes(0), 0u);
+  EXPECT_EQ(b.optimizer_bytes(1), 12u);  // 32-bit: master 4, m 4, v 4
+  EXPECT_EQ(b.optimizer_bytes(4095), 12u * 4095);
+  EXPECT_EQ(b.optimizer_bytes(4096), 6u * 4096 + 16 * 8);
+  EXPECT_EQ(b.optimizer_bytes(4097), 6u * 4097 + 17 * 8);
+  // The seed's Example 8 with 8-bit AdamW: Φ = 1e10 on 4 GPUs.
+  const auto blocks = [](std::uint64_t n) { return (n + 255) / 256; };
+  const std::uint64_t phi = 10'000'000'000;
+  EXPECT_EQ(model_state_bytes(phi, 1, Stage::dp, b), 10 * phi + blocks(phi) * 8);
+  EXPECT_EQ(model_state_bytes(phi, 4, Stage::dp, b), 10 * phi + blocks(phi) * 8);
+  EXPECT_EQ(model_state_bytes(phi, 4, Stage::zero1, b),
+            4 * phi + 6 * (phi / 4) + blocks(phi / 4) * 8);
+  EXPECT_EQ(model_state_bytes(phi, 4, Stage::zero3, b), 25'078'125'000u);
+  // A replicated K keeps its blocks at any N; a sharded one's vanish with the shard.
+  EXPECT_EQ(floor_bytes(phi, Stage::dp, b), model_state_bytes(phi, 4, Stage::dp, b));
+  EXPECT_EQ(floor_bytes(phi, Stage::zero1, b), 4 * phi);
+  EXPECT_EQ(floor_bytes(phi, Stage::zero3, b), 0u);
+  // A shard of 3 elements is under the size rule: 32-bit state.
+  EXPECT_EQ(model_state_bytes(1000, 400, Stage::zero3, b), 2u * 3 + 2 * 3 + 12 * 3);
+}
+
 }  // namespace
 }  // namespace zerodp::plan

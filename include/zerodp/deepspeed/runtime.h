@@ -180,6 +180,10 @@ struct RuntimeRun {
   // FSDP's limit_all_gathers: the same gathered term either way ("gathered" above); kept
   // because the plan reports it.
   bool fsdp_limit_all_gathers = true;
+  // An optimizer other than AdamW (the table's rows, zerodp/common/optimizers.h): the fp32
+  // copies of the flat shard its own step makes (transformers' Adafactor two), in place of
+  // optimizer_impl's AdamW temporaries. nullopt: an AdamW, as optimizer_impl says.
+  std::optional<std::uint32_t> row_step_copies = std::nullopt;
 };
 
 struct RuntimeTerms {
