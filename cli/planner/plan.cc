@@ -103,6 +103,20 @@ void read_framework(const PlanFlags& f, const report::SharedSettings& settings,
     why = "not with --offload-optimizer or --offload-params (FSDP's CPU offload is not planned)";
   }
   if (why) throw UsageError(std::string("--framework fsdp: ") + why);
+  if (settings.optimizer) {
+    // FSDP hands the optimizer each parameter's own flat shard: bitsandbytes' size rule then
+    // applies shard by shard, and pure bf16 changes the shards' own bytes; neither is planned.
+    const OptimizerRow& row = optimizer_row(*settings.optimizer);
+    if (row.block > 0 || row.pure_bf16) {
+      throw UsageError("--optimizer " + std::string(row.word) +
+                       ": not planned with --framework fsdp, which hands the optimizer each "
+                       "parameter's own shard (" +
+                       (row.pure_bf16 ? "pure bf16 changes the shards' bytes"
+                                      : "its 32-bit rule for small tensors applies shard by "
+                                        "shard") +
+                       "); plan it with DeepSpeed's flat partitions (--framework deepspeed)");
+    }
+  }
   if (settings.stage && *settings.stage != Stage::zero3) {
     throw UsageError("--stage: expected 3 with --framework fsdp (FULL_SHARD, ZeRO-3's row), got " +
                      std::to_string(stage_number(*settings.stage)));
@@ -137,6 +151,10 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
+  if (!given_bpp) {
+    in.optimizer = settings.optimizer.value_or(plan::Optimizer::adam);
+    in.precision = settings.precision.value_or(plan::Precision::bf16);
+  }
   in.fp16_optimizer =
       !given_bpp && settings.precision.value_or(plan::Precision::bf16) == plan::Precision::fp16;
   // The seed's arithmetic is the same in fp16 and bf16; a model's or config's run is not.

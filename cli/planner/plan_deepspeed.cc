@@ -22,8 +22,8 @@ void read_optimizer_impl(const PlanFlags& f, const deepspeed::DeepSpeedConfig* c
     }
     if (optimizer && *optimizer != plan::Optimizer::adam) {
       throw UsageError(
-          "--optimizer-impl: applies to Adam and AdamW, whose temporaries it counts, not to "
-          "SGD");
+          "--optimizer-impl: applies to Adam and AdamW, whose temporaries it counts, not to " +
+          std::string(plan::optimizer_name(*optimizer)));
     }
   }
   if (config && config->optimizer_impl) {
@@ -40,9 +40,27 @@ void read_optimizer_impl(const PlanFlags& f, const deepspeed::DeepSpeedConfig* c
                                                    : "torch.optim.AdamW (torch_adam)");
     return;
   }
+  // A Trainer name that says how AdamW steps (adamw_torch_fused, adamw_torch, adamw_hf).
+  const std::optional<OptimizerName> named = optimizer_from_name(f.model_bytes.optimizer);
+  std::optional<deepspeed::OptimizerImpl> by_name;
+  if (named && named->impl != StepImpl::unstated) {
+    by_name = named->impl == StepImpl::fused     ? deepspeed::OptimizerImpl::fused
+              : named->impl == StepImpl::foreach ? deepspeed::OptimizerImpl::foreach
+                                                 : deepspeed::OptimizerImpl::single;
+  }
+  if (given && by_name && *given != *by_name) {
+    throw UsageError("--optimizer-impl: '" + std::string(deepspeed::optimizer_impl_name(*given)) +
+                     "' contradicts --optimizer " + printable(f.model_bytes.optimizer) + " (" +
+                     std::string(deepspeed::optimizer_impl_name(*by_name)) + "); give one");
+  }
   if (given) {
     in.optimizer_impl = *given;
     in.optimizer_impl_source = "--optimizer-impl";
+    return;
+  }
+  if (by_name) {
+    in.optimizer_impl = *by_name;
+    in.optimizer_impl_source = "--optimizer " + printable(f.model_bytes.optimizer);
     return;
   }
   if (config && !config->optimizer_block) {

@@ -15,7 +15,10 @@ void add_precision_flags(CLI::App& command, PrecisionFlags& flags) {
       ->type_name("NAME");
   command
       .add_option("--optimizer", flags.optimizer,
-                  "adam (or adamw), sgd-momentum or sgd; "
+                  "adam (or adamw), adamw-8bit, paged-adamw-8bit, adamw-bf16 (pure bf16), "
+                  "adafactor, adafactor-beta1, lion, lion-8bit, lamb, adagrad, rmsprop, "
+                  "sgd-momentum or sgd; or the Hugging Face Trainer's optim name "
+                  "(adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, lion_8bit ...); "
                   "default adam")
       ->type_name("NAME");
   command
@@ -86,7 +89,13 @@ plan::Precision precision_of(const std::string& word) {
 
 plan::Optimizer optimizer_of(const std::string& word) {
   if (const auto optimizer = report::optimizer_from_word(word)) return *optimizer;
-  throw UsageError("--optimizer: expected adam, adamw, sgd-momentum or sgd, got " + shown(word));
+  if (const std::string why = uncounted_optimizer(word); !why.empty()) {
+    throw UsageError("--optimizer: " + shown(word) + " is not counted: " + why +
+                     "; give --bytes-per-param P,G,K if you know its bytes");
+  }
+  throw UsageError("--optimizer: expected " + optimizer_words() +
+                   ", or a Hugging Face Trainer optim name such as adamw_bnb_8bit; got " +
+                   shown(word));
 }
 
 int parse_gpu_count(const std::string& text, const std::string& flag, std::uint64_t min,

@@ -231,8 +231,8 @@ void read_zero_optimization(Reader& r, const json& value, DeepSpeedConfig& c) {
   }
 }
 
-// optimizer.type: the bytes per parameter of the optimizers the plan knows; any other is read
-// and listed, not counted.
+// optimizer.type: the bytes per parameter of the optimizers of the table (Adam, AdamW, LAMB,
+// Lion, Adagrad, SGD ...); any other is read and listed, not counted.
 void read_optimizer(Reader& r, const json& value, DeepSpeedConfig& c) {
   if (!value.is_object() || !value.contains("type") || !value["type"].is_string()) {
     r.fail("optimizer", "must be an object with a \"type\" such as \"AdamW\"");
@@ -259,8 +259,15 @@ void read_optimizer(Reader& r, const json& value, DeepSpeedConfig& c) {
     const bool momentum = params.contains("momentum") && params["momentum"].is_number() &&
                           params["momentum"].get<double>() > 0;
     c.optimizer = momentum ? plan::Optimizer::sgd_momentum : plan::Optimizer::sgd;
+  } else if (const auto row = optimizer_from_name(type)) {
+    // LAMB, Lion, Adagrad, MuAdam...: the table's row (zerodp/common/optimizers.h); their
+    // step's temporaries are the row's, not an AdamW implementation's.
+    c.optimizer = row->id;
+    c.optimizer_impl = OptimizerImpl::fused;
   } else {
-    c.not_in_plan.push_back("optimizer.type " + named(value["type"].get<std::string>()));
+    const std::string why = uncounted_optimizer(type);
+    c.not_in_plan.push_back("optimizer.type " + named(value["type"].get<std::string>()) +
+                            (why.empty() ? "" : " (" + why + ")"));
   }
   // SGD's step holds no copy of a state the size of the shard: no temporaries counted.
   if (type == "sgd") c.optimizer_impl = OptimizerImpl::fused;

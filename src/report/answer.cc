@@ -79,6 +79,11 @@ void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>&
     if (!c.activation_change.empty()) change += " " + c.activation_change;
     lines.push_back("First change that fits: " + change + " (" + stage_words(c.stage) + at + ", " +
                     total + units::format_bytes(c.total_bytes, binary) + ").");
+  } else if (!report.optimizer_changes.empty()) {
+    const PlanReport::FittingChange& c = report.optimizer_changes.front();
+    lines.push_back("First change that fits: " + c.change + " (" + stage_words(c.stage) +
+                    (c.gpus ? " on N = " + std::to_string(*c.gpus) : at) + ", " + total +
+                    units::format_bytes(c.total_bytes, binary) + ").");
   } else if (report.changes_tried) {
     lines.push_back("No change of the activations makes it fit" + margin_words(report) + ".");
   }
@@ -95,10 +100,13 @@ void lines_without_n(const PlanReport& report, std::vector<std::string>& lines) 
                                             " on N = " + std::to_string(*report.fewest_gpus->gpus)
                                       : std::string("none, as planned")) +
                   ".");
-  if (!report.fewer_gpus_with.empty()) {
-    const PlanReport::FittingChange& c = report.fewer_gpus_with.front();
-    lines.push_back("Fewer with " + c.change + ": " + stage_words(c.stage) +
-                    " on N = " + std::to_string(*c.gpus) + ".");
+  const PlanReport::FittingChange* fewer =
+      !report.fewer_gpus_with.empty()     ? &report.fewer_gpus_with.front()
+      : !report.optimizer_changes.empty() ? &report.optimizer_changes.front()
+                                          : nullptr;
+  if (fewer) {
+    lines.push_back("Fewer with " + fewer->change + ": " + stage_words(fewer->stage) +
+                    " on N = " + std::to_string(*fewer->gpus) + ".");
   }
 }
 

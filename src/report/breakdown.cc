@@ -52,7 +52,10 @@ std::vector<PeakTerm> model_state_blocks(const PlanReport& report, const StageRe
   const plan::BytesPerParam& b = in.bpp;
   const std::uint64_t p = plan::model_state_bytes(*in.params, n, s.stage, {b.params, 0, 0});
   const std::uint64_t g = plan::model_state_bytes(*in.params, n, s.stage, {0, b.grads, 0});
-  const std::uint64_t k = plan::model_state_bytes(*in.params, n, s.stage, {0, 0, b.optimizer});
+  plan::BytesPerParam k_only = b;  // K with its block constants and size rule
+  k_only.params = 0;
+  k_only.grads = 0;
+  const std::uint64_t k = plan::model_state_bytes(*in.params, n, s.stage, k_only);
   if (p + g + k != *s.model_state_bytes) return {};
   return {{"16-bit params", p}, {"gradients", g}, {"optimizer states", k}};
 }

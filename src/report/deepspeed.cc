@@ -64,10 +64,8 @@ std::string deepspeed_comparison(const DeepSpeedEstimate& ds, const PlanReport& 
       "2 + 4; fp32 master, 4; Adam's m and v, 8: its code's comment) beside the 16-bit params "
       "(2); zerodp counts " +
       std::to_string(report.inputs.bpp.total()) + " (" + report.inputs.bpp_source + ": " +
-      std::to_string(report.inputs.bpp.params) + " params + " +
-      std::to_string(report.inputs.bpp.grads) + " grads + " +
-      std::to_string(report.inputs.bpp.optimizer) +
-      " optimizer), the seed's convention, with no fp32 copy of the gradients;\n";
+      plan::bytes_per_param_words(report.inputs.bpp) +
+      "), the seed's convention, with no fp32 copy of the gradients;\n";
   out += "  - ZeRO-3: DeepSpeed adds 4 x the largest layer (" +
          units::format_count(ds.largest_layer) +
          " params) for a layer gathered whole; zerodp's model state has no such term (its "

@@ -104,6 +104,23 @@ json cards_json(const PlanInputs& in) {
   return cards;
 }
 
+// The optimizer's row of the table of state slots (zerodp/common/optimizers.h).
+json optimizer_json(plan::Optimizer id) {
+  const OptimizerRow& row = optimizer_row(id);
+  json slots = json::array();
+  for (const StateSlot& slot : row.slots) {
+    slots.push_back({{"holds", slot.holds},
+                     {"format", slot.format == SlotFormat::fp32   ? "fp32"
+                                : slot.format == SlotFormat::bf16 ? "bf16"
+                                                                  : "int8 block-wise"}});
+  }
+  return {{"name", row.word},
+          {"described", row.described},
+          {"fp32_master", row.fp32_master},
+          {"slots", slots},
+          {"source", row.source}};
+}
+
 }  // namespace
 
 std::string plan_json(const PlanReport& report, const FieldNamer& name) {
@@ -162,11 +179,19 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   } else {
     j["model"] = nullptr;
   }
-  j["bytes_per_param"] = {{"params", in.bpp.params},
-                          {"grads", in.bpp.grads},
-                          {"optimizer", in.bpp.optimizer},
-                          {"total", in.bpp.total()},
-                          {"source", in.bpp_source}};
+  j["bytes_per_param"] = {
+      {"params", in.bpp.params},
+      {"grads", in.bpp.grads},
+      {"optimizer", in.bpp.optimizer},
+      {"total", in.bpp.total()},
+      {"optimizer_block", in.bpp.block > 0
+                              ? json{{"elements", in.bpp.block}, {"bytes", in.bpp.block_bytes}}
+                              : json(nullptr)},
+      {"optimizer_32bit_below", in.bpp.small_below > 0 ? json{{"elements", in.bpp.small_below},
+                                                              {"optimizer", in.bpp.small_optimizer}}
+                                                       : json(nullptr)},
+      {"source", in.bpp_source}};
+  j["optimizer"] = in.optimizer ? optimizer_json(*in.optimizer) : json(nullptr);
   j["activation_bytes"] = in.activation_bytes;
   j["activations_source"] = in.activations_given ? json(in.activations_source) : json(nullptr);
   j["budget_bytes"] = or_null(report.budget);
@@ -195,6 +220,15 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                         {"host_bytes_per_node", or_null(c.host_bytes_per_node)}});
   }
   j["offloads_that_fit"] = offloads;
+  // The memory-efficient optimizers that fit at N, or on fewer GPUs (report.h).
+  json optimizers = json::array();
+  for (const PlanReport::FittingChange& c : report.optimizer_changes) {
+    optimizers.push_back({{"optimizer", c.change.substr(c.change.find(' ') + 1)},
+                          {"stage", c.stage},
+                          {"total_bytes", c.total_bytes},
+                          {"gpus", c.gpus ? *c.gpus : std::uint64_t(*in.gpus)}});
+  }
+  j["optimizers_that_fit"] = optimizers;
   // Without N: the fewest GPUs as planned, and the changes that need fewer.
   auto fewest = [&](const PlanReport::FittingChange& c) {
     return json{{"change", c.change.empty() ? json(nullptr) : json(name_fields(c.change, name))},

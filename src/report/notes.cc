@@ -244,6 +244,28 @@ std::string changes_note(const PlanReport& report, bool binary) {
   return out + ".";
 }
 
+// The memory-efficient optimizers that fit (what_would_fit.cc, find_optimizer_changes): at N,
+// or on fewer GPUs than as planned.
+std::string optimizer_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const std::string total = report.runtime_counted ? "peak " : "total ";
+  std::optional<std::uint64_t> planned_n;
+  if (report.least_n_stage) planned_n = report.stages[std::size_t(*report.least_n_stage)].min_gpus;
+  std::string out = "With a memory-efficient optimizer (the same precision and activations)" +
+                    margin_words(report) + ":";
+  for (std::size_t i = 0; i < report.optimizer_changes.size(); ++i) {
+    const PlanReport::FittingChange& c = report.optimizer_changes[i];
+    const std::string stage(stage_name(report.stages[std::size_t(c.stage)].stage));
+    std::string where =
+        c.gpus ? " on N = " + std::to_string(*c.gpus) +
+                     (planned_n ? " instead of " + std::to_string(*planned_n) : std::string())
+               : " at N = " + std::to_string(*in.gpus);
+    out += std::string(i == 0 ? " " : "; ") + c.change + ", " + stage + where + " (" + total +
+           bytes(c.total_bytes, binary) + ")";
+  }
+  return out + ".";
+}
+
 // Without N: the fewest GPUs as planned, and each change that needs fewer.
 std::string fewest_note(const PlanReport& report,
                         const std::optional<PlanReport::FittingChange>& fewest,
@@ -325,6 +347,7 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
   if (!in.gpus && report.budget && in.params && !in.topology) {
     notes.push_back(fewest_note(report, report.fewest_gpus, report.fewer_gpus_with, binary));
   }
+  if (!report.optimizer_changes.empty()) notes.push_back(optimizer_note(report, binary));
   // The host cannot hold the offload of the stage wanted: what fits with nothing offloaded.
   if (const auto& w = report.without_offload) {
     notes.push_back(fewest_note(report, w->fewest_gpus, w->fewer_gpus_with, binary,

@@ -139,6 +139,13 @@ plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
   return plan::step_time(*in.compute_seconds, bytes, *in.bandwidth, in.overlap.value_or(0.0));
 }
 
+// The fp32 copies an optimizer other than AdamW makes in its step (runtime.h); nullopt for an
+// AdamW and for bytes given alone.
+std::optional<std::uint32_t> row_step_copies(const PlanInputs& in) {
+  if (!in.optimizer || *in.optimizer == plan::Optimizer::adam) return std::nullopt;
+  return optimizer_row(*in.optimizer).step_copies;
+}
+
 // What the peak's terms are computed from; buffers need a model to size them.
 deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
   if (!in.params) return {};
@@ -157,7 +164,8 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.framework,
           in.fsdp_shard_bytes,
           in.fsdp_optimizer_impl,
-          in.fsdp_limit_all_gathers};
+          in.fsdp_limit_all_gathers,
+          row_step_copies(in)};
 }
 
 // The host memory a node's GPUs take for their offload: --gpus-per-node of them, or all N on

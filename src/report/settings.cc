@@ -15,14 +15,6 @@ struct PrecisionWord {
 constexpr PrecisionWord kPrecisionWords[] = {{"fp16", plan::Precision::fp16},
                                              {"bf16", plan::Precision::bf16},
                                              {"fp32", plan::Precision::fp32}};
-struct OptimizerWord {
-  std::string_view word;
-  plan::Optimizer value;
-};
-constexpr OptimizerWord kOptimizerWords[] = {{"adam", plan::Optimizer::adam},
-                                             {"adamw", plan::Optimizer::adam},
-                                             {"sgd-momentum", plan::Optimizer::sgd_momentum},
-                                             {"sgd", plan::Optimizer::sgd}};
 
 // The config's value where it has one: it fills an unset setting, and a set one that differs
 // is a conflict.
@@ -139,10 +131,7 @@ std::string_view precision_word(plan::Precision precision) {
 }
 
 std::string_view optimizer_word(plan::Optimizer optimizer) {
-  for (const auto& w : kOptimizerWords) {
-    if (w.value == optimizer) return w.word;
-  }
-  return "adam";  // unreachable: every value has a word
+  return optimizer_row(optimizer).word;
 }
 
 std::optional<plan::Precision> precision_from_word(std::string_view word) {
@@ -153,9 +142,7 @@ std::optional<plan::Precision> precision_from_word(std::string_view word) {
 }
 
 std::optional<plan::Optimizer> optimizer_from_word(std::string_view word) {
-  for (const auto& w : kOptimizerWords) {
-    if (w.word == word) return w.value;
-  }
+  if (const auto named = optimizer_from_name(word)) return named->id;
   return std::nullopt;
 }
 

@@ -137,9 +137,7 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
     out += "; largest layer " + units::format_with_commas(p.largest_layer_params) + "\n";
   }
   const plan::BytesPerParam& b = in.bpp;
-  out += "bytes per param: " + std::to_string(b.params) + " params + " + std::to_string(b.grads) +
-         " grads + " + std::to_string(b.optimizer) + " optimizer = " + std::to_string(b.total()) +
-         " (" + in.bpp_source + ")\n";
+  out += "bytes per param: " + plan::bytes_per_param_words(b) + " (" + in.bpp_source + ")\n";
   if (in.activations_given) {
     out += "activations: " + bytes(in.activation_bytes) + " per GPU (" + in.activations_source +
            "; not sharded by ZeRO)\n";

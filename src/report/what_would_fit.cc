@@ -166,6 +166,75 @@ void find_offload_changes(PlanReport& report) {
   }
 }
 
+// The seed's remedy for cell H, "use memory-efficient optimizers to shrink the 12Φ block":
+// each row of the table that holds less optimizer state than the one planned, asked again.
+void find_optimizer_changes(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (!report.budget || !in.params || !in.optimizer || !in.seek_optimizer_changes) return;
+  if (in.gpus && wanted_clear(report)) return;
+  const bool fsdp = in.framework == deepspeed::Framework::fsdp;
+  // The fewest GPUs as planned, which a change must beat to be offered beside more GPUs.
+  std::optional<std::uint64_t> planned_n;
+  if (const std::optional<int> stage = report.least_n_stage) {
+    planned_n = report.stages[std::size_t(*stage)].min_gpus;
+  }
+  // The closest to AdamW's training first: 8-bit AdamW keeps its algorithm and master copy,
+  // Adafactor its master copy, pure-bf16 AdamW neither (updates under a bf16 ulp are lost).
+  for (const plan::Optimizer candidate :
+       {plan::Optimizer::adam_8bit, plan::Optimizer::adafactor, plan::Optimizer::adam_bf16}) {
+    const OptimizerRow& row = optimizer_row(candidate);
+    if (candidate == *in.optimizer) continue;
+    if (row.pure_bf16 && in.precision != plan::Precision::bf16) continue;
+    if (fsdp && (row.block > 0 || row.pure_bf16)) continue;  // not planned under FSDP
+    const plan::BytesPerParam bpp = plan::bytes_per_param(in.precision, candidate);
+    if (bpp.total() >= in.bpp.total()) continue;  // holds no less: no remedy
+    PlanInputs with = in;
+    with.optimizer = candidate;
+    with.bpp = bpp;
+    with.bpp_source =
+        std::string(plan::precision_name(in.precision)) + ", " + std::string(row.described);
+    with.seek_optimizer_changes = false;
+    with.seek_offload_changes = false;
+    with.seek_fewest_gpus = false;
+    with.activation_choices.clear();
+    const std::string change = "--optimizer " + std::string(row.word);
+    if (in.gpus) {
+      const PlanReport other = make_plan(with);
+      std::optional<int> stage;
+      if (in.configured_stage) {
+        const int wanted = stage_number(*in.configured_stage);
+        if (other.stages[std::size_t(wanted)].verdict == Verdict::fits) stage = wanted;
+      } else {
+        stage = other.cheapest_fitting_stage;
+      }
+      if (stage) {
+        report.optimizer_changes.push_back({change,
+                                            in.activation_bytes,
+                                            *stage,
+                                            *other.stages[std::size_t(*stage)].total_bytes,
+                                            {}});
+        continue;
+      }
+      if (in.topology) continue;
+    }
+    // On fewer GPUs than as planned: the plan without N, then asked again at its least N.
+    PlanInputs anywhere = with;
+    anywhere.gpus.reset();
+    const PlanReport other = make_plan(anywhere);
+    const std::optional<int> stage = other.least_n_stage;
+    if (!stage) continue;
+    const std::uint64_t n = *other.stages[std::size_t(*stage)].min_gpus;
+    if (planned_n && n >= *planned_n) continue;
+    with.gpus = int(std::min<std::uint64_t>(n, std::uint64_t(std::numeric_limits<int>::max())));
+    const PlanReport there = make_plan(with);
+    report.optimizer_changes.push_back(
+        {change, in.activation_bytes, *stage, *there.stages[std::size_t(*stage)].total_bytes, n});
+  }
+  // Those at N before those on more GPUs; each group in the order above.
+  std::stable_partition(report.optimizer_changes.begin(), report.optimizer_changes.end(),
+                        [](const PlanReport::FittingChange& c) { return !c.gpus; });
+}
+
 // Cell D's question with a GPU: activations outweigh DP's model state; does DP fit at N once
 // they are cut to the least the choices give (or, given as bytes, to none)?
 void check_activations_cut(PlanReport& report) {
@@ -281,6 +350,7 @@ void find_without_offload(PlanReport& report) {
 void find_what_would_fit(PlanReport& report) {
   find_fitting_changes(report);
   find_offload_changes(report);
+  find_optimizer_changes(report);
   check_activations_cut(report);
   find_fewest_gpus(report);
   find_without_offload(report);

@@ -38,6 +38,16 @@ PlanInputs random_question(std::mt19937_64& rng, bool with_gpus) {
     if (pick(0, 1)) in.gpus_per_node = int(pick(1, 8));
   }
   if (pick(0, 2) == 0) in.configured_stage = kStages[pick(0, 3)];
+  // The bytes counted from an optimizer of the table (its remedies searched), the 8-bit ones'
+  // blocks and size rule among them; or given alone.
+  if (pick(0, 3) != 0) {
+    constexpr plan::Optimizer kOptimizers[] = {plan::Optimizer::adam, plan::Optimizer::adam_8bit,
+                                               plan::Optimizer::lion_8bit,
+                                               plan::Optimizer::adafactor, plan::Optimizer::sgd};
+    in.optimizer = kOptimizers[pick(0, 4)];
+    in.precision = pick(0, 3) == 0 ? plan::Precision::fp32 : plan::Precision::bf16;
+    in.bpp = plan::bytes_per_param(in.precision, *in.optimizer);
+  }
   for (std::uint64_t i = pick(0, 3); i > 0; --i) {
     in.activation_choices.push_back({"choice " + std::to_string(i), pick(0, 20) * kGB});
   }
@@ -67,7 +77,7 @@ Verdict verdict_at(PlanInputs in, int stage, std::uint64_t n, std::uint64_t acti
 
 TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
   std::mt19937_64 rng(20261206);
-  int fitted = 0, tight = 0, changes = 0, offloads = 0;
+  int fitted = 0, tight = 0, changes = 0, offloads = 0, optimizers = 0;
   for (int q = 0; q < 1500; ++q) {
     const PlanInputs in = random_question(rng, true);
     const PlanReport r = make_plan(in);
@@ -111,6 +121,18 @@ TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
       if (c.gpus) {
         EXPECT_GT(*c.gpus, n) << c.change;
       }
+    }
+    // Every optimizer offered fits, planned again with it where it says.
+    for (const PlanReport::FittingChange& c : r.optimizer_changes) {
+      ++optimizers;
+      const auto named = optimizer_from_name(c.change.substr(c.change.find(' ') + 1));
+      ASSERT_TRUE(named) << c.change;
+      PlanInputs with = in;
+      with.optimizer = named->id;
+      with.bpp = plan::bytes_per_param(in.precision, named->id);
+      EXPECT_LT(with.bpp.total(), in.bpp.total()) << c.change;
+      EXPECT_EQ(verdict_at(with, c.stage, c.gpus.value_or(n), in.activation_bytes), Verdict::fits)
+          << c.change;
     }
     // Every other offload offered fits, planned again with it at N (the host checked); NVMe
     // and the params' offload only at ZeRO-3.
@@ -163,6 +185,7 @@ TEST(AnswerAgreement, NoTwoPartsOfAPlanDisagreeOnWhatFits) {
   EXPECT_GT(tight, 50);
   EXPECT_GT(changes, 50);
   EXPECT_GT(offloads, 50);
+  EXPECT_GT(optimizers, 50);
 }
 
 TEST(AnswerAgreement, TheFewestGpusWithoutNAreTheVerdictsLeastN) {

@@ -129,6 +129,10 @@ struct PlanInputs {
   std::string cuda_overhead_source;  // "--cuda-overhead 3GB" or the default's source
   // How the optimizer step is computed (its temporaries, deepspeed/runtime.h), and why.
   deepspeed::OptimizerImpl optimizer_impl = deepspeed::OptimizerImpl::fused;
+  // The optimizer and precision the bytes per parameter were counted from (the table's row,
+  // zerodp/common/optimizers.h); nullopt with --bytes-per-param, which gives the bytes alone.
+  std::optional<plan::Optimizer> optimizer;
+  plan::Precision precision = plan::Precision::bf16;
   bool fp16_optimizer = false;  // mixed fp16 (not --bytes-per-param): stage 0's fp32 gradients
   // --framework: whose mechanics make ZeRO-3's peak; FSDP's shards' bytes (4 with mixed
   // precision: its shards stay fp32).
@@ -162,6 +166,9 @@ struct PlanInputs {
   bool seek_fewest_gpus = true;
   // Whether the plan looks for other offloads at N; off in the plans made to answer that.
   bool seek_offload_changes = true;
+  // Whether the plan looks for a memory-efficient optimizer that fits (the seed's remedy for
+  // cell H); off in the plans made to answer that.
+  bool seek_optimizer_changes = true;
 };
 
 struct StageReport {
@@ -246,6 +253,13 @@ struct PlanReport {
   };
   std::vector<OffloadChange> offload_changes;
   std::optional<OffloadChange> offload_tried;
+  // When the stage wanted does not fit (or, without N, to need fewer GPUs): the
+  // memory-efficient optimizers of the table (8-bit AdamW, Adafactor, pure-bf16 AdamW), each
+  // planned again with the same precision and activations: at N when it fits there, else on
+  // the fewest GPUs it fits on when fewer than as planned. `change` is "--optimizer NAME";
+  // `gpus` the N it needs (nullopt: the plan's N). Three at most, those at N first, each
+  // group closest to AdamW's training first (that order).
+  std::vector<FittingChange> optimizer_changes;
   // Without N (no --gpus): the fewest GPUs as planned (the stage wanted, else the one with the
   // least N) and, for the activation choices that need fewer, up to three, fewest first; each N
   // the least whose verdict is `fits` (clear of the band, where there is one).

@@ -67,11 +67,12 @@ AppliedConfig apply_deepspeed_config(const deepspeed::DeepSpeedConfig& config,
                                      std::uint64_t hidden, PlanInputs& inputs);
 
 // The short words that name a precision and an optimizer, as the flags and conflicts spell
-// them: "fp16", "bf16", "fp32"; "adam" (for Adam and AdamW: the same bytes), "sgd-momentum",
-// "sgd".
+// them: "fp16", "bf16", "fp32"; an optimizer's row word (zerodp/common/optimizers.h): "adam"
+// (for Adam and AdamW: the same bytes), "adamw-8bit", "adafactor", "sgd-momentum", "sgd", ...
 std::string_view precision_word(plan::Precision precision);
 std::string_view optimizer_word(plan::Optimizer optimizer);
-// What a word names ("adamw" names Adam too); nullopt for any other word.
+// What a word names (any name of the optimizer table: "adamw" and the Trainer's
+// "adamw_torch_fused" name Adam too); nullopt for any other word.
 std::optional<plan::Precision> precision_from_word(std::string_view word);
 std::optional<plan::Optimizer> optimizer_from_word(std::string_view word);
 
