@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# A fault on one of 2 hosts (scripts/cluster.sh) 3 s into a long run with --timeout 5s:
+# A fault on one of 2 hosts (scripts/cluster.sh) half a second after the run's first checkpoint
+# (not at a time from the start: on a loaded machine mpirun and the hosts' daemons alone can take
+# seconds, and a fault during the wire-up is another test), in a long run with --timeout 5s:
 #   cut    host 1's link taken down: the job ends with zerodp's line naming the rank that
 #          stopped answering and its host ("rank 1 did not ... (rank 1 is on host zerodp-h1)");
 #   kill   host 1's zerodp killed (SIGKILL): the job ends with a line naming rank 1 and its host
@@ -17,15 +19,20 @@ case $fault in
   partition) named='rank ([0-3]) did not (arrive|complete the transfer) \(rank \1 is on host zerodp-h\1\)' ;;
   *) echo "usage: host_fault.sh ZERODP cut|kill|partition" >&2; exit 2 ;;
 esac
-fault_flags="--hosts 2 --$fault 1@3"
-[ "$fault" != partition ] || fault_flags="--hosts 4 --partition 2@3"
 here=$(cd "$(dirname "$0")/../.." && pwd)
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+log=$work/log
+# A checkpoint every 100 steps, two kept: the first lives until the third is saved, long after
+# cluster.sh's poll (every 0.1 s) has seen it.
+fault_flags="--hosts 2 --$fault 1@0.5"
+[ "$fault" != partition ] || fault_flags="--hosts 4 --partition 2@0.5"
+fault_flags="$fault_flags --after $work/run/step-00000100"
 start=$(date +%s)
 set +e
 ZERODP="$zerodp" timeout 120 "$here/scripts/cluster.sh" $fault_flags -- \
   train --model mlp --params 1M --steps 1000000 --timeout 5s --out '' --log-every 100000 \
+  --save-dir "$work/run" --save-every 100 \
   > "$log" 2>&1
 status=$?
 set -e
