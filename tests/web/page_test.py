@@ -476,7 +476,7 @@ VALUES = {
     "comm-convention": "ring seed | x",
     "count-both-directions": "1 |",
     "precision": "fp16 bf16 fp32 | fp8",
-    "optimizer": "adam adamw sgd sgd-momentum | lion",
+    "optimizer": "adam adamw sgd sgd-momentum adamw-8bit adafactor lion adamw_bnb_8bit | adamw_9bit",
     "optimizer-impl": "fused foreach single | apex",
     "bytes-per-param": "2,2,12 4,4,8 | 2,2 0,2,12",
     "layers": "24 32 | x",
