@@ -7,6 +7,7 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
+#include "zerodp/optim/rule.h"
 
 namespace zerodp::cli {
 
@@ -23,6 +24,11 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_option("--micro-batch", f.micro_batch,
                   "samples per rank per micro-step (refused when memory cannot hold it)");
   app->add_option("--clip", f.clip, "clip the global gradient norm to this; 0 disables [1.0]");
+  app->add_option("--optimizer", f.optimizer,
+                  "the optimizer step: " + optim::engine_optimizer_words() +
+                      " (fp32 state slots beside an fp32 master; a resume takes the "
+                      "checkpoint's) [adamw]")
+      ->type_name("NAME");
   app->add_option("--seed", f.seed, "initialisation seed [1]");
   app->add_option("--timeout", f.timeout,
                   "a collective not done by then fails, 1ms to 7 days [300s]");

@@ -32,7 +32,7 @@ void read_placement(const ShardFile& shard, const Placement& p, std::uint64_t fr
   const std::uint64_t local = p.local + (from - p.offset);
   for (int block = 0; block < 3; ++block) {
     if (!outs[block]) continue;
-    // The blocks follow the header one after the other: master, m, v.
+    // The blocks follow the header one after the other: master, then the optimizer's slots.
     const std::uint64_t pos = kShardHeaderBytes + 4 * (block * shard.elements() + local);
     shard.read_at(outs[block], n * sizeof(float), pos);
   }
@@ -94,8 +94,14 @@ zero::EngineState Checkpoint::state() const {
   return impl_->contents.manifest.state;
 }
 
-void Checkpoint::read(zero::FlatRange range, float* master, float* m, float* v) const {
+void Checkpoint::read(zero::FlatRange range, float* master, float* slot0, float* slot1) const {
   const auto& index = impl_->contents.index;
+  const OptimizerRow& row = optimizer_row(impl_->contents.manifest.optimizer);
+  if ((slot0 && row.slots.size() < 1) || (slot1 && row.slots.size() < 2)) {
+    throw Error("checkpoint " + impl_->folder + " holds the state of " +
+                std::string(optim::engine_word(row)) + " (" + std::to_string(row.slots.size()) +
+                " slots), not the slot asked for");
+  }
   // The placement holding range.offset: the last one starting at or before it.
   auto it = std::upper_bound(index.begin(), index.end(), range.offset,
                              [](std::uint64_t off, const Placement& p) { return off < p.offset; });
@@ -106,8 +112,8 @@ void Checkpoint::read(zero::FlatRange range, float* master, float* m, float* v) 
     if (it->offset + it->count <= at) continue;
     const std::uint64_t to = std::min(end, it->offset + it->count);
     const std::uint64_t skip = at - range.offset;
-    float* const outs[3] = {master ? master + skip : nullptr, m ? m + skip : nullptr,
-                            v ? v + skip : nullptr};
+    float* const outs[3] = {master ? master + skip : nullptr, slot0 ? slot0 + skip : nullptr,
+                            slot1 ? slot1 + skip : nullptr};
     read_placement(impl_->contents.shards[it->shard], *it, at, to - at, outs);
     at = to;
   }
@@ -115,7 +121,9 @@ void Checkpoint::read(zero::FlatRange range, float* master, float* m, float* v) 
 }
 
 zero::Engine::RangeReader Checkpoint::reader() const {
-  return [this](zero::FlatRange r, float* master, float* m, float* v) { read(r, master, m, v); };
+  return [this](zero::FlatRange r, float* master, float* slot0, float* slot1) {
+    read(r, master, slot0, slot1);
+  };
 }
 
 void Checkpoint::check_model(const std::string& model_config) const {

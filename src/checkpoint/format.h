@@ -22,8 +22,12 @@ inline std::string shown_json(const nlohmann::json& v) {
 
 inline constexpr char kShardMagic[8] = {'Z', 'E', 'R', 'O', 'D', 'P', 'S', 'H'};
 inline constexpr std::size_t kShardHeaderBytes = 64;
-// Each element of a shard holds three fp32 values: master, Adam m and Adam v.
-inline constexpr std::uint64_t kShardBytesPerElement = 12;
+// Each element of a shard holds fp32 values: the master and each of the optimizer's slots
+// (AdamW: m and v, 12 bytes; Lion and SGD with momentum: 8; SGD: 4).
+inline constexpr std::uint64_t shard_bytes_per_element(std::size_t slots) {
+  return 4 * (1 + std::uint64_t(slots));
+}
+inline constexpr std::uint64_t kMaxShardBytesPerElement = shard_bytes_per_element(2);
 inline constexpr const char* kManifestFile = "manifest.json";
 
 // "rank-00001-of-00004.bin"

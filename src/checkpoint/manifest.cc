@@ -16,8 +16,10 @@
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
 #include "zerodp/common/json_text.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/sha256.h"
 #include "zerodp/common/shard.h"
+#include "zerodp/optim/rule.h"
 
 namespace zerodp::checkpoint {
 namespace fs = std::filesystem;
@@ -26,7 +28,7 @@ namespace {
 using nlohmann::json;
 
 // Offsets and counts are checked against these bounds before any sum, so no sum wraps.
-constexpr std::uint64_t kMaxElements = (std::uint64_t{1} << 60) / kShardBytesPerElement;
+constexpr std::uint64_t kMaxElements = (std::uint64_t{1} << 60) / kMaxShardBytesPerElement;
 constexpr std::uint64_t kMaxFlat = std::uint64_t{1} << 62;
 
 // A manifest lists a rank's shards and the run's record: kilobytes, megabytes for thousands of
@@ -182,7 +184,7 @@ std::string sha256_of_file(const std::string& path) {
 // Shard `index` of `count` as its manifest entry describes it: present, of the size its
 // elements make, matching its SHA-256, and with its own header. Opened for reading.
 ShardFile open_shard(const json& entry, const std::string& folder, std::size_t index,
-                     std::size_t count, const std::string& digest) {
+                     std::size_t count, const std::string& digest, std::size_t slots) {
   const std::string at = "shards[" + std::to_string(index) + "].";
   const std::string file = shard_path(folder, text(entry, "file", at + "file"));
   const auto bytes = whole(entry, "bytes", at + "bytes", kMaxFlat);
@@ -190,7 +192,7 @@ ShardFile open_shard(const json& entry, const std::string& folder, std::size_t i
   const std::string& sha = text(entry, "sha256", at + "sha256");
   if (!fs::is_regular_file(file)) throw Error("shard " + file + " is missing");
   const std::uint64_t size = fs::file_size(file);
-  if (size != bytes || bytes != kShardHeaderBytes + kShardBytesPerElement * elements) {
+  if (size != bytes || bytes != kShardHeaderBytes + shard_bytes_per_element(slots) * elements) {
     throw Error("shard " + file + " is " + std::to_string(size) + " bytes, the manifest says " +
                 std::to_string(bytes) + " (truncated or replaced)");
   }
@@ -282,6 +284,19 @@ void check_placement(const std::vector<Placement>& index, int ranks) {
   }
 }
 
+// The optimizer whose slots the shards hold after the master: a word the engine runs (a
+// manifest written before optimizers were recorded holds AdamW's m and v).
+Optimizer read_optimizer(const json& m) {
+  if (!m.contains("optimizer")) return Optimizer::adam;
+  const json& v = m.at("optimizer");
+  const auto name = v.is_string() ? optimizer_from_name(v.get_ref<const std::string&>())
+                                  : std::optional<OptimizerName>();
+  if (!name || !optim::engine_rule(name->id))
+    throw UsageError("\"optimizer\" is " + shown_json(v) + ", expected one of " +
+                     optim::engine_optimizer_words());
+  return name->id;
+}
+
 Contents check_manifest(const json& m, const std::string& folder) {
   check_format(m);
   Contents c;
@@ -291,12 +306,14 @@ Contents check_manifest(const json& m, const std::string& folder) {
   c.manifest.bucket_bytes = whole(m, "bucket_bytes", "\"bucket_bytes\"", kMaxFlat);
   if (c.manifest.bucket_bytes == 0) throw UsageError("\"bucket_bytes\" is 0, expected at least 1");
   c.manifest.run_id = read_run_id(m);
+  c.manifest.optimizer = read_optimizer(m);
+  const std::size_t slots = optimizer_row(c.manifest.optimizer).slots.size();
   const std::uint64_t params = whole(m, "params", "\"params\"", kMaxFlat);
   const json& shards = shard_list(m);
   const std::string digest = model_digest(m.at("model"));
   std::uint64_t covered = 0;
   for (std::size_t s = 0; s < shards.size(); ++s) {
-    c.shards.push_back(open_shard(shards[s], folder, s, shards.size(), digest));
+    c.shards.push_back(open_shard(shards[s], folder, s, shards.size(), digest, slots));
     place_ranges(shards[s], c.shards.back(), static_cast<int>(s), covered, c.index);
   }
   check_coverage(c.index, covered, params);

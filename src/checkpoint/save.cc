@@ -93,19 +93,19 @@ std::string write_shard(const std::string& folder, zero::Engine& engine, int ran
     hash.update(data, bytes);
   };
   write(header, kShardHeaderBytes);
-  // Straight from the engine's buffers, chunk by chunk: the master block, then m, then v. A
+  // Straight from the engine's buffers, chunk by chunk: the master block, then each slot's. A
   // save holds no copy of the state (a rank under --rank-memory has no room for one).
   const std::vector<zero::Engine::OwnedChunk> chunks = engine.owned_chunks();
+  const std::size_t slots = engine.options().rule().row->slots.size();
   std::uint64_t written = 0;
-  for (auto part : {&zero::Engine::OwnedChunk::master, &zero::Engine::OwnedChunk::m,
-                    &zero::Engine::OwnedChunk::v}) {
+  for (std::size_t block = 0; block <= slots; ++block) {
     for (const zero::Engine::OwnedChunk& chunk : chunks) {
-      const std::span<const float> values = chunk.*part;
+      const std::span<const float> values = block == 0 ? chunk.master : chunk.slots[block - 1];
       write(values.data(), values.size_bytes());
       written += values.size();
     }
   }
-  ZERODP_CHECK(written == 3 * elements);
+  ZERODP_CHECK(written == (1 + slots) * elements);
   file.commit();
   return hash.hex();
 }
@@ -138,7 +138,7 @@ std::vector<std::uint64_t> gather_shard_words(comm::Communicator& comm,
 
 // The manifest's entry of shard `rank` from its words; adds its elements to `params`.
 nlohmann::json shard_entry(const std::uint64_t* w, std::size_t range_count, int rank, int ranks,
-                           std::uint64_t& params) {
+                           std::size_t slots, std::uint64_t& params) {
   char hex[65];
   std::snprintf(hex, sizeof hex, "%016llx%016llx%016llx%016llx", (unsigned long long)w[kShaAt],
                 (unsigned long long)w[kShaAt + 1], (unsigned long long)w[kShaAt + 2],
@@ -150,7 +150,7 @@ nlohmann::json shard_entry(const std::uint64_t* w, std::size_t range_count, int 
     params += count;
   }
   return {{"file", shard_name(rank, ranks)},
-          {"bytes", kShardHeaderBytes + kShardBytesPerElement * w[0]},
+          {"bytes", kShardHeaderBytes + shard_bytes_per_element(slots) * w[0]},
           {"elements", w[0]},
           {"sha256", hex},
           {"ranges", ranges}};
@@ -162,10 +162,12 @@ nlohmann::json manifest_json(const zero::Engine& engine, const zero::EngineState
   const std::size_t per_rank = all_words.size() / ranks;
   nlohmann::json shards = nlohmann::json::array();
   std::uint64_t params = 0;
-  for (int r = 0; r < ranks; ++r) {
-    shards.push_back(shard_entry(all_words.data() + r * per_rank, range_count, r, ranks, params));
-  }
   const zero::EngineOptions& o = engine.options();
+  const optim::Rule& rule = o.rule();
+  for (int r = 0; r < ranks; ++r) {
+    shards.push_back(shard_entry(all_words.data() + r * per_rank, range_count, r, ranks,
+                                 rule.row->slots.size(), params));
+  }
   return {{"format", "zerodp-checkpoint"},
           {"version", kFormatVersion},
           {"run_id", run_id},
@@ -174,6 +176,7 @@ nlohmann::json manifest_json(const zero::Engine& engine, const zero::EngineState
           {"stage", stage_number(o.stage)},
           {"ranks", ranks},
           {"precision", std::string(dtype_name(o.precision))},
+          {"optimizer", std::string(optim::engine_word(*rule.row))},
           {"bucket_bytes", o.bucket_bytes},
           {"state",
            {{"step", state.step},

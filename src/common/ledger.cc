@@ -8,7 +8,7 @@ namespace zerodp {
 
 std::string_view category_name(Category c) {
   static constexpr std::array<std::string_view, kCategoryCount> names = {
-      "params16",        "grads16", "master32",  "adam_m",       "adam_v",
+      "params16",        "grads16", "master32",  "optim_m",      "optim_v",
       "gathered_params", "buckets", "scratch32", "comm_buffers", "activations"};
   return names[static_cast<int>(c)];
 }

@@ -145,6 +145,11 @@ const OptimizerRow& optimizer_row(Optimizer id) {
   return kRows[static_cast<std::size_t>(id)];
 }
 
+bool holds_squares(const StateSlot& slot) {
+  return slot.holds.starts_with("v (") || slot.holds.starts_with("sum of squared") ||
+         slot.holds.starts_with("square average");
+}
+
 std::uint32_t slot_element_bytes(SlotFormat format) {
   switch (format) {
     case SlotFormat::fp32:

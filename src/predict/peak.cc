@@ -199,8 +199,8 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   set(Category::grads16, 2 * (shards.gradients ? local : f.total));
   const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
   set(Category::master32, optimizer);
-  set(Category::adam_m, optimizer);
-  set(Category::adam_v, optimizer);
+  set(Category::optim_m, u128(run.m_slots) * optimizer);
+  set(Category::optim_v, u128(run.v_slots) * optimizer);
 
   // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
   // grads of units that others read (kept across the backward pass).

@@ -3,7 +3,9 @@
 #include <cstdlib>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/units.h"
+#include "zerodp/optim/rule.h"
 
 namespace zerodp::run {
 namespace {
@@ -17,6 +19,11 @@ nlohmann::json categories_json(const predict::RankPeak& p) {
 }
 
 }  // namespace
+
+plan::BytesPerParam engine_bytes_per_param(const zero::EngineOptions& options) {
+  // The engine's 16-bit params and grads take 2 bytes in fp16 and bf16 alike.
+  return plan::bytes_per_param(plan::Precision::bf16, options.rule().row->id);
+}
 
 std::string stage_label(Stage stage) {
   return "ZeRO-" + std::to_string(stage_number(stage));
@@ -54,6 +61,9 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.grad_accum = std::uint64_t(o.grad_accum);
   run.bucket_bytes = o.bucket_bytes;
   run.prefetch = o.prefetch;
+  run.m_slots = run.v_slots = 0;
+  for (const StateSlot& slot : o.rule().row->slots)
+    ++(holds_squares(slot) ? run.v_slots : run.m_slots);
   run.zeropp = o.zeropp;
   run.qwz_block = o.qwz_block;
   if (o.zeropp.uses_hosts()) {

@@ -11,6 +11,7 @@
 #include "zerodp/common/units.h"
 #include "zerodp/model/gemm.h"
 #include "zerodp/plan/memory.h"
+#include "zerodp/run/engine_run.h"
 
 namespace zerodp::run {
 
@@ -31,14 +32,15 @@ std::pair<u128, u128> ranks_here_and_total(const Launch& launch) {
   return {here, std::max(total, here)};
 }
 
-// The model state one rank of n holds: the planner's figure for the engine's 2, 2 and 12
-// bytes per parameter. Past 2^64 / 16 parameters no machine holds it: the largest figure.
-std::uint64_t model_state_per_rank(std::uint64_t params, u128 n, Stage stage) {
-  if (params > std::numeric_limits<std::uint64_t>::max() / 16) {
+// The model state one rank of n holds: the planner's figure for the engine's bytes per
+// parameter. Past 2^64 / 16 parameters no machine holds it: the largest figure.
+std::uint64_t model_state_per_rank(std::uint64_t params, u128 n, Stage stage,
+                                   const plan::BytesPerParam& bpp) {
+  if (params > std::numeric_limits<std::uint64_t>::max() / bpp.total()) {
     return std::numeric_limits<std::uint64_t>::max();
   }
   const int ranks = static_cast<int>(std::min<u128>(n, std::numeric_limits<int>::max()));
-  return plan::model_state_bytes(params, ranks, stage, plan::BytesPerParam{2, 2, 12});
+  return plan::model_state_bytes(params, ranks, stage, bpp);
 }
 
 std::uint64_t clamp64(u128 v) {
@@ -67,8 +69,8 @@ void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_by
 void check_memory(const MemoryNeed& need, const zero::EngineOptions& options,
                   const Launch& launch) {
   const auto [here, total] = ranks_here_and_total(launch);
-  const std::uint64_t state =
-      model_state_per_rank(need.params, std::max<u128>(1, total), options.stage);
+  const std::uint64_t state = model_state_per_rank(need.params, std::max<u128>(1, total),
+                                                   options.stage, engine_bytes_per_param(options));
   check_fits_in_memory(state, need.activation_bytes, clamp64(here), need.size_field,
                        field_ref("micro_batch"));
 }

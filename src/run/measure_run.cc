@@ -2,7 +2,9 @@
 #include <mutex>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/units.h"
+#include "zerodp/optim/rule.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/measurement.h"
 
@@ -29,6 +31,19 @@ predict::Link link_of(const MeasureChoice& f) {
     link.delay_seconds = units::parse_seconds_in(f.link_delay, field_ref("link_delay"), 0, 60);
   }
   return link;
+}
+
+// "fp32 master and AdamW's m (first moment) and v (second moment)": the state the row keeps
+// (the engine runs the Adam row as AdamW).
+std::string state_words(const OptimizerRow& row) {
+  const std::string name = row.id == Optimizer::adam ? "AdamW" : std::string(row.described);
+  if (row.slots.empty()) return "fp32 master (" + name + " keeps no state)";
+  std::string words = "fp32 master and " + name + "'s ";
+  for (std::size_t i = 0; i < row.slots.size(); ++i) {
+    if (i > 0) words += " and ";
+    words += std::string(row.slots[i].holds);
+  }
+  return words;
 }
 
 }  // namespace
@@ -67,6 +82,8 @@ Measurement::Measurement(const MeasureChoice& f)
   setup_.steps = steps_;
   setup_.micro_batch = base_.micro_batch;
   setup_.precision = std::string(dtype_name(base_.precision));
+  setup_.state_words = state_words(*base_.rule().row);
+  setup_.bpp = engine_bytes_per_param(base_);
   if (spec_.is_gpt()) setup_.compute = std::string(model::compute_name(spec_.gpt().compute));
   setup_.threads = threads_;
   setup_.backend = launch_.backend;

@@ -221,7 +221,7 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
     m.predicted_step_seconds_sync =
         replay_steps(sync_run, per_host, link, every_rank(comm, sync.compute), false).step_seconds;
   }
-  const plan::BytesPerParam bpp{2, 2, 12};
+  const plan::BytesPerParam bpp = engine_bytes_per_param(options);
   const std::uint64_t params = spec.param_count();
   m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
   // ZeRO++'s gathers (qwZ's int8 payloads, hpZ's host rings) are not in the planner's ring

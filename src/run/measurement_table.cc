@@ -9,8 +9,14 @@
 namespace zerodp::run {
 namespace {
 
-// The planner's model-state formula of each stage, by stage number.
-constexpr const char* kFormulas[4] = {"16Φ", "4Φ + 12Φ/N", "2Φ + 14Φ/N", "16Φ/N"};
+// The planner's model-state formula of a stage in the seed's notation: "4Φ + 12Φ/N".
+std::string formula(Stage stage, const plan::BytesPerParam& bpp) {
+  const plan::StageSplit split = plan::stage_split(stage, bpp);
+  std::string f;
+  if (split.replicated) f += std::to_string(split.replicated) + "Φ";
+  if (split.sharded) f += (f.empty() ? "" : " + ") + std::to_string(split.sharded) + "Φ/N";
+  return f;
+}
 
 // Display width of a UTF-8 string (Φ is two bytes, one column).
 std::size_t columns(const std::string& s) {
@@ -48,6 +54,12 @@ struct Table {
     }
   }
 };
+
+// "2 + 2 + 12"
+std::string bpp_sum(const plan::BytesPerParam& bpp) {
+  return std::to_string(bpp.params) + " + " + std::to_string(bpp.grads) + " + " +
+         std::to_string(bpp.optimizer);
+}
 
 std::string bytes(std::uint64_t b) {
   return units::format_bytes(b);
@@ -103,10 +115,9 @@ struct StageTable {
 
 void print_setup(std::string& out, const MeasureSetup& s) {
   out += "zerodp measure: " + s.model + "\n";
-  append(out,
-         "Φ = %s parameters, N = %d ranks (%s); %s params and grads, fp32 master and Adam "
-         "m, v: 2 + 2 + 12 bytes/param\n",
-         units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str());
+  append(out, "Φ = %s parameters, N = %d ranks (%s); %s params and grads, %s: %s bytes/param\n",
+         units::format_count(s.params).c_str(), s.ranks, s.backend.c_str(), s.precision.c_str(),
+         s.state_words.c_str(), bpp_sum(s.bpp).c_str());
   append(out,
          "%d measured steps after one warm-up, micro-batch %zu per rank. Figures are rank "
          "0's unless said.\n\n",
@@ -116,8 +127,7 @@ void print_setup(std::string& out, const MeasureSetup& s) {
 
 // The planner's formula, its prediction and the ledger's model-state categories.
 void add_model_state_rows(StageTable& t, const MeasureSetup& s) {
-  t.add("formula",
-        [](const StageMeasure& st) { return std::string(kFormulas[stage_number(st.stage)]); });
+  t.add("formula", [&](const StageMeasure& st) { return formula(st.stage, s.bpp); });
   t.add("predicted (planner)",
         [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
   t.add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });

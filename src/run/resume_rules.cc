@@ -69,6 +69,15 @@ std::string refuse_precision(const std::string& folder, const json& saved, const
          field_ref("precision") + " " + shown_value(saved.at("precision")) + ")";
 }
 
+std::string refuse_optimizer(const std::string& folder, const json& saved, const json& run) {
+  if (!saved.contains("optimizer") || saved.at("optimizer") == run.at("optimizer")) return {};
+  return field_ref("optimizer") + ": the checkpoint " + folder + " was trained with " +
+         shown_value(saved.at("optimizer")) + ", this run asks " +
+         shown_value(run.at("optimizer")) + "; its state slots are " +
+         shown_value(saved.at("optimizer")) + "'s (resume with " + field_ref("optimizer") + " " +
+         shown_value(saved.at("optimizer")) + ", or start a new run)";
+}
+
 std::string rank_choices(std::uint64_t global) {
   std::string out;
   int listed = 0;
@@ -214,7 +223,7 @@ void refuse_resume_changes(const std::string& folder, const json& saved_run,
   std::vector<std::string> refusals = refuse_model_shape(folder, saved_model, model);
   for (std::string refusal :
        {refuse_data_seed(folder, saved_model, run), refuse_data(folder, saved_run, run),
-        refuse_precision(folder, saved_run, run)}) {
+        refuse_precision(folder, saved_run, run), refuse_optimizer(folder, saved_run, run)}) {
     if (!refusal.empty()) refusals.push_back(std::move(refusal));
   }
   if (refusals.empty()) return;

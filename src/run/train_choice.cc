@@ -7,9 +7,11 @@
 #include <filesystem>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/quantize.h"
 #include "zerodp/common/units.h"
 #include "zerodp/common/zeropp.h"
+#include "zerodp/optim/rule.h"
 
 namespace zerodp::run {
 
@@ -38,6 +40,11 @@ zero::EngineOptions engine_options(const EngineChoice& f, std::size_t default_mi
                                                      "a norm >= 0 such as 1.0 (0 disables "
                                                      "clipping)",
                                                      units::Zero::allowed));
+  const std::optional<OptimizerName> optimizer = optimizer_from_name(f.optimizer);
+  if (!optimizer) {
+    throw InvalidArgument::expected("optimizer", optim::engine_optimizer_words(), f.optimizer);
+  }
+  o.optimizer = optimizer->id;
   o.seed = units::parse_whole(f.seed, field_ref("seed"), units::Zero::allowed);
   o.prefetch = !f.no_prefetch;
   o.overlap = !f.no_overlap;
@@ -101,6 +108,7 @@ Launch launch_options(const EngineChoice& f) {
       {field_ref("grad_accum"), f.grad_accum},
       {field_ref("micro_batch"), f.micro_batch},
       {field_ref("clip"), f.clip},
+      {field_ref("optimizer"), f.optimizer},
       {field_ref("seed"), f.seed},
       {field_ref("timeout"), f.timeout},
       {field_ref("rank_memory"), f.rank_memory.empty() ? "none" : f.rank_memory},
@@ -131,8 +139,10 @@ TrainSettings train_settings(const TrainChoice& f) {
                                                : whole(f.eval_every, "eval_every", 0, kMaxSteps));
   s.eval_batches = whole(f.eval_batches, "eval_batches", 0, kMaxEvalBatches);
   s.log_every = static_cast<std::int64_t>(whole(f.log_every, "log_every", 1, kMaxSteps));
-  s.lr = static_cast<float>(units::parse_real(
-      f.lr, field_ref("lr"), "a positive number such as 3e-4", units::Zero::rejected));
+  s.lr = f.lr.empty()
+             ? s.options.rule().default_lr
+             : static_cast<float>(units::parse_real(
+                   f.lr, field_ref("lr"), "a positive number such as 3e-4", units::Zero::rejected));
   s.save_every = static_cast<std::int64_t>(
       f.save_every.empty() ? 0 : whole(f.save_every, "save_every", 1, kMaxSteps));
   s.keep = static_cast<int>(whole(f.keep, "keep", 1, kMaxKeep));
@@ -202,6 +212,9 @@ void take_from_record(const RunRecord& record, const checkpoint::Checkpoint& ck,
   take("micro_batch", f.engine.micro_batch, r.micro_batch);
   take("grad_accum", f.engine.grad_accum, r.grad_accum);
   if (!given("precision")) f.engine.precision = std::string(dtype_name(ck.manifest().precision));
+  if (!given("optimizer")) {
+    f.engine.optimizer = std::string(optim::engine_word(optimizer_row(ck.manifest().optimizer)));
+  }
   if (!given("zeropp") && r.zeropp) f.engine.zeropp = r.zeropp->words();
   // The ZeRO++ settings a run records whether it used them or not (the default block, hosts
   // 0): taken only where they apply, so that a resume without ZeRO++ is not refused for them.

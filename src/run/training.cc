@@ -7,7 +7,9 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/units.h"
+#include "zerodp/optim/rule.h"
 #include "zerodp/optim/schedule.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/run/engine_run.h"
@@ -25,6 +27,9 @@ nlohmann::json saved_run_of(const checkpoint::Checkpoint& resume) {
   if (!saved_run.contains("precision")) {
     saved_run["precision"] = std::string(dtype_name(resume.manifest().precision));
   }
+  // The optimizer is the manifest's too: before it was recorded, every run was AdamW's.
+  saved_run["optimizer"] =
+      std::string(optim::engine_word(optimizer_row(resume.manifest().optimizer)));
   return saved_run;
 }
 
@@ -36,6 +41,7 @@ nlohmann::json TrainSettings::run_record() const {
           {"steps", steps},
           {"seed", options.seed},
           {"clip", options.clip_norm},
+          {"optimizer", std::string(optim::engine_word(*options.rule().row))},
           {"grad_accum", options.grad_accum},
           {"micro_batch", options.micro_batch},
           {"precision", std::string(dtype_name(options.precision))},
@@ -81,6 +87,7 @@ RunSettings TrainSettings::agreement() const {
            {field_ref("threads"), text(threads())},
            {field_ref("grad_accum"), text(o.grad_accum)},
            real(field_ref("clip"), o.clip_norm),
+           {field_ref("optimizer"), std::string(optim::engine_word(*o.rule().row))},
            {field_ref("seed"), text(o.seed)},
            {field_ref("no_prefetch"), o.prefetch ? "off" : "on"},
            {field_ref("zeropp"), zeropp_value(o)},
@@ -195,7 +202,7 @@ Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserv
 void Training::resume_from(const checkpoint::Checkpoint& ck) {
   engine_.import_state(ck.reader(), ck.state());
   // The run's step, fp16's skipped steps included: the schedule and the steps left go on from
-  // there, while AdamW's t (state().step) counts the updates only.
+  // there, while the optimizer's t (state().step) counts the updates only.
   first_step_ = ck.state().run_step + 1;
   if (observer_) observer_->resumed(ck);
 }
@@ -341,7 +348,7 @@ nlohmann::json Training::finish() {
   const ModelSpec& spec = s_.spec;
   const int ranks = comm_.size();
   const std::uint64_t predicted = plan::model_state_bytes(
-      spec.param_count(), ranks, s_.options.stage, plan::BytesPerParam{2, 2, 12});
+      spec.param_count(), ranks, s_.options.stage, engine_bytes_per_param(s_.options));
   const Ledger& ledger = engine_.ledger();
   const predict::EngineRun planned =
       engine_run(spec, s_.options, s_.launch, ranks, comm_.ranks_per_host());

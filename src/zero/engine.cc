@@ -63,6 +63,8 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
       part(
           make_partition(model::param_counts(units), bucket_elements(o.bucket_bytes), ranks, rank)),
       count_in(ledger, o, m, c),
+      rule(opt.rule()),
+      hyper(opt.step_hyper()),
       scaler(o.loss_scale, o.precision == DType::f16) {
   params16 = Buffer<std::uint16_t>(ledger, Category::params16,
                                    full_params() ? part.total : part.local_total);
@@ -70,8 +72,11 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
                                   full_grads() ? part.total : part.local_total);
   const std::size_t optimizer_elems = full_optimizer() ? part.total : part.local_total;
   master = Buffer<float>(ledger, Category::master32, optimizer_elems);
-  adam_m = Buffer<float>(ledger, Category::adam_m, optimizer_elems);
-  adam_v = Buffer<float>(ledger, Category::adam_v, optimizer_elems);
+  for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
+    slots[k] = Buffer<float>(
+        ledger, holds_squares(rule.row->slots[k]) ? Category::optim_v : Category::optim_m,
+        optimizer_elems);
+  }
 
   is_read.assign(units.size(), false);
   std::size_t max_view = 0;
@@ -280,8 +285,11 @@ void Engine::Impl::update(float lr, float grad_mul) {
         const std::size_t len = std::min<std::size_t>(1024, end - done);
         float* w = master.data() + first + done;
         half_to_float(opt.precision, g + done, block, len);
-        optim::adamw_update({w, len}, {block, len}, grad_mul, {adam_m.data() + first + done, len},
-                            {adam_v.data() + first + done, len}, lr, t, opt.adamw);
+        optim::StepSpans spans{.param = {w, len}, .grad = {block, len}};
+        for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
+          spans.slot[k] = {slots[k].data() + first + done, len};
+        }
+        rule.step(spans, grad_mul, lr, t, hyper);
         float_to_half(opt.precision, w, p16 + done, len);
       }
     });

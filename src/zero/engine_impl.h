@@ -3,6 +3,7 @@
 // gathers see it). Internal to src/zero/.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,7 +79,12 @@ struct Engine::Impl {
   } count_in;
 
   Buffer<std::uint16_t> params16, grads16;
-  Buffer<float> master, adam_m, adam_v;
+  Buffer<float> master;
+  // The optimizer's slots, in its row's order (slots[k] empty beyond its count), each the
+  // master's size and place; counted as optim_m or optim_v (holds_squares()).
+  std::array<Buffer<float>, 2> slots;
+  const optim::Rule& rule;
+  const optim::Hyper hyper;
   Buffer<float> param32, grad32;
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
   std::vector<bool> is_read;

@@ -47,6 +47,28 @@ void EngineOptions::validate() const {
                                            std::to_string(kMaxQuantBlock) + " elements, got " +
                                            std::to_string(qwz_block));
   }
+  if (!rule_for_tests && !optim::engine_rule(optimizer)) {
+    throw InvalidArgument("optimizer", field_ref("optimizer") + ": the engine trains with " +
+                                           optim::engine_optimizer_words() + "; " +
+                                           std::string(optimizer_row(optimizer).word) +
+                                           " is counted by the planner (zerodp plan), not run");
+  }
+  if (const optim::Rule* r = rule_for_tests) {
+    ZERODP_CHECK_MSG(r->row && r->step && r->row->slots.size() <= 2 && r->row->fp32_master,
+                     "a test's rule: a row of at most two fp32 slots with an fp32 master, and a "
+                     "step");
+  }
+}
+
+const optim::Rule& EngineOptions::rule() const {
+  if (rule_for_tests) return *rule_for_tests;
+  const optim::Rule* r = optim::engine_rule(optimizer);
+  ZERODP_CHECK_MSG(r, "EngineOptions::rule(): validate() first");
+  return *r;
+}
+
+optim::Hyper EngineOptions::step_hyper() const {
+  return hyper ? *hyper : rule().defaults;
 }
 
 }  // namespace zerodp::zero

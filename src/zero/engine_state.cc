@@ -1,5 +1,5 @@
-// zero::Engine's state as checkpoints, hashes and gathers see it: the fp32 master and the Adam
-// moments, whole or as this rank's chunks (the table in engine.h).
+// zero::Engine's state as checkpoints, hashes and gathers see it: the fp32 master and the
+// optimizer's slots, whole or as this rank's chunks (the table in engine.h).
 #include <string>
 #include <vector>
 
@@ -58,8 +58,11 @@ std::vector<Engine::OwnedChunk> Engine::owned_chunks() {
     const std::size_t from =
         e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
     const std::size_t n = bucket.shard.size;
-    chunks.push_back(
-        {{e.master.data() + from, n}, {e.adam_m.data() + from, n}, {e.adam_v.data() + from, n}});
+    OwnedChunk chunk{.master = {e.master.data() + from, n}};
+    for (std::size_t k = 0; k < e.rule.row->slots.size(); ++k) {
+      chunk.slots[k] = {e.slots[k].data() + from, n};
+    }
+    chunks.push_back(chunk);
   }
   return chunks;
 }
@@ -67,13 +70,17 @@ std::vector<Engine::OwnedChunk> Engine::owned_chunks() {
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
   Impl& e = *impl_;
   flush();
+  const std::size_t slots = e.rule.row->slots.size();
+  auto slot_at = [&](std::size_t k, std::size_t at) {
+    return k < slots ? e.slots[k].data() + at : nullptr;
+  };
   for (const Bucket& bucket : e.part.buckets) {
     if (e.full_optimizer()) {
       read({bucket.offset, bucket.count}, e.master.data() + bucket.offset,
-           e.adam_m.data() + bucket.offset, e.adam_v.data() + bucket.offset);
+           slot_at(0, bucket.offset), slot_at(1, bucket.offset));
     } else if (bucket.shard.size > 0) {
       read({bucket.offset + bucket.shard.offset, bucket.shard.size}, e.master.data() + bucket.local,
-           e.adam_m.data() + bucket.local, e.adam_v.data() + bucket.local);
+           slot_at(0, bucket.local), slot_at(1, bucket.local));
     }
   }
   e.rebuild_params16(false);  // the master rounded, as after every update

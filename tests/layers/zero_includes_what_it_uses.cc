@@ -4,6 +4,6 @@
 #include "zerodp/common/dtype.h"
 #include "zerodp/data/samples.h"
 #include "zerodp/model/model.h"
-#include "zerodp/optim/adamw.h"
 #include "zerodp/optim/loss_scaler.h"
+#include "zerodp/optim/rule.h"
 #include "zerodp/zero/engine.h"

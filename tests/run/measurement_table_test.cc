@@ -13,7 +13,19 @@ bool has(const std::string& text, const std::string& part) {
 }
 
 TEST(MeasurementTable, ShowsMeasuredBesidePredictedWithTheWorstRankSDifference) {
-  MeasureSetup setup{"mlp, 4 layers", 4224, 2, "threads", false, 3, 2, "bf16", "", ""};
+  const MeasureSetup setup{"mlp, 4 layers",
+                           4224,
+                           2,
+                           "threads",
+                           false,
+                           3,
+                           2,
+                           "bf16",
+                           "",
+                           "",
+                           1,
+                           "fp32 master and AdamW's m (first moment) and v (second moment)",
+                           plan::BytesPerParam{2, 2, 12}};
   StageMeasure st{Stage::zero2, {}};
   for (int r = 0; r < 2; ++r) {
     RankMeasure m;
@@ -47,6 +59,37 @@ TEST(MeasurementTable, ShowsMeasuredBesidePredictedWithTheWorstRankSDifference) 
   // Every rank's row, and the bucket size named as the caller names its input.
   EXPECT_TRUE(has(table, "ZeRO-2, every rank")) << table;
   EXPECT_TRUE(has(table, "buckets of <bucket_bytes>")) << table;
+}
+
+// The header and the formula row read the optimizer's bytes per parameter: Lion keeps one slot,
+// 2 + 2 + 8, so ZeRO-1 holds 4Φ + 8Φ/N and ZeRO-3 12Φ/N.
+TEST(MeasurementTable, TheFormulaIsTheOptimizersBytesPerParameter) {
+  const MeasureSetup setup{"mlp, 4 layers",
+                           4224,
+                           2,
+                           "threads",
+                           false,
+                           3,
+                           2,
+                           "bf16",
+                           "",
+                           "",
+                           1,
+                           "fp32 master and Lion's m (momentum)",
+                           plan::BytesPerParam{2, 2, 8}};
+  std::vector<StageMeasure> stages;
+  for (Stage stage : {Stage::dp, Stage::zero1, Stage::zero2, Stage::zero3}) {
+    StageMeasure st{stage, {}};
+    st.ranks.resize(2);
+    stages.push_back(st);
+  }
+  const std::string table =
+      measurement_table(setup, stages, true, [](std::string_view f) { return std::string(f); });
+  EXPECT_TRUE(has(table, "fp32 master and Lion's m (momentum): 2 + 2 + 8 bytes/param\n")) << table;
+  for (const char* formula : {" 12Φ ", " 4Φ + 8Φ/N ", " 2Φ + 10Φ/N ", " 12Φ/N\n"}) {
+    EXPECT_TRUE(has(table, formula)) << formula << "\n" << table;
+  }
+  EXPECT_FALSE(has(table, "16Φ")) << table;
 }
 
 }  // namespace

@@ -121,8 +121,8 @@ TEST(GradAccumulation, PairsOfStagesMatchBitwiseAndAllMatchClosely) {
   // every micro-step. Each pair is the same arithmetic; across pairs only 16-bit rounding of
   // the partial sums differs.
   zero::EngineOptions o;
-  o.adamw.eps = 1e-3f;  // Adam divides by sqrt(v): keep near-zero gradients from amplifying
-                        // rounding noise into lr-sized steps
+  o.hyper = optim::Hyper{.eps = 1e-3f};  // Adam divides by sqrt(v): keep near-zero gradients from
+                                         // amplifying rounding noise into lr-sized steps
   o.micro_batch = 2;
   o.grad_accum = 3;
   o.clip_norm = 1.0f;
@@ -150,7 +150,7 @@ TEST(DataParallelism, NRanksOfBatchBMatchOneRankOfBatchNB) {
   // Same samples, same mean gradient; only the order of the fp32 sums differs (and the 16-bit
   // rounding of each rank's partial gradient), so the weights agree closely, not bitwise.
   zero::EngineOptions o;
-  o.adamw.eps = 1e-3f;  // as above
+  o.hyper = optim::Hyper{.eps = 1e-3f};  // as above
   o.stage = Stage::zero3;
   o.micro_batch = 2;
   const auto four = train_mlp(small_mlp(), o, 4, 10);

@@ -33,8 +33,10 @@ struct Measured {
 };
 
 // Trains `steps` steps on run.ranks thread ranks; run.rank_memory is the budget.
-Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2) {
+Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2,
+               Optimizer optimizer = Optimizer::adam) {
   zero::EngineOptions o;
+  o.optimizer = optimizer;
   o.stage = run.stage;
   o.micro_batch = run.micro_batch;
   o.grad_accum = static_cast<int>(run.grad_accum);
@@ -135,6 +137,35 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
                                             ::testing::Range(1, 5), ::testing::Bool(),
                                             ::testing::Values(false), ::testing::Values(1, 2)),
                          case_name);
+
+// Each optimizer's slots, counted as the ledger counts them (one optim_m for Lion's m and SGD's
+// buffer, none for SGD): the prediction is exact at every stage and N.
+TEST(Peak, EveryOptimizersSlotsArePredictedToTheByte) {
+  for (Optimizer id : {Optimizer::lion, Optimizer::sgd_momentum, Optimizer::sgd}) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      for (int ranks : {1, 3}) {
+        predict::EngineRun run = run_of({false, stage, ranks, true, false, 1});
+        run.m_slots = id == Optimizer::sgd ? 0 : 1;
+        run.v_slots = 0;
+        const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
+        const Measured measured = train(run, 0, 2, id);
+        for (int r = 0; r < ranks; ++r) {
+          SCOPED_TRACE(std::string(optimizer_row(id).word) + " stage " + std::to_string(stage) +
+                       " rank " + std::to_string(r));
+          const Ledger& ledger = measured.ledgers[r];
+          EXPECT_EQ(ledger.at_peak(Category::optim_m),
+                    id == Optimizer::sgd ? 0u : ledger.at_peak(Category::master32));
+          EXPECT_EQ(ledger.at_peak(Category::optim_v), 0u);
+          for (int c = 0; c < kCategoryCount; ++c) {
+            const auto cat = static_cast<Category>(c);
+            EXPECT_EQ(predicted[r][cat], ledger.at_peak(cat)) << category_name(cat);
+          }
+          EXPECT_EQ(predicted[r].peak_bytes, ledger.peak_total());
+        }
+      }
+    }
+  }
+}
 
 // bf16 compute adds each model thread's product scratch to the activations: still exact, at
 // every stage, with and without checkpointing.

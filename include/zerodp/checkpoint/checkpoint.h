@@ -32,17 +32,19 @@
 //
 // Layout: SAVE_DIR/step-00000100/ holds rank-00000-of-00004.bin ... and manifest.json. A shard
 // is a 64-byte header ("ZERODPSH", version, rank, ranks, element count, the SHA-256 of the
-// model config the weights are of) and then the fp32
-// master weights, Adam m and Adam v of the rank's owned ranges, each block packed in range
-// order, little-endian. The 16-bit params are not stored: they are always the master rounded.
-// The manifest holds the format version, the model config, the stage and ranks that saved,
-// the engine state, the run's hyper-parameters and, for every shard, its file, size, SHA-256
-// and ranges. The state is state.run_step (the steps run, fp16's skipped steps included: what
-// names the step folder, and where a resume goes on in the schedule and the steps left),
-// state.step (AdamW's t, the updates only: less than run_step after a skip), state.samples_done
-// (the data position) and the loss scale with its good-step count. A manifest without run_step
-// was written before it was recorded: its run_step is read as its step, which is exact for
-// every run that skipped no step (bf16 always) and is where such a checkpoint always resumed.
+// model config the weights are of) and then the fp32 master weights and each of the optimizer's
+// slots (optim/rule.h: AdamW's m and v, Lion's m, SGD's momentum buffer, none for SGD) of the
+// rank's owned ranges, each block packed in range order, little-endian. The 16-bit params are not
+// stored: they are always the master rounded. The manifest holds the format version, the model
+// config, the optimizer ("optimizer": its word; absent in manifests written before, which hold
+// AdamW's slots), the stage and ranks that saved, the engine state, the run's hyper-parameters and,
+// for every shard, its file, size, SHA-256 and ranges. The state is state.run_step (the steps run,
+// fp16's skipped steps included: what names the step folder, and where a resume goes on in the
+// schedule and the steps left), state.step (AdamW's t, the updates only: less than run_step after a
+// skip), state.samples_done (the data position) and the loss scale with its good-step count. A
+// manifest without run_step was written before it was recorded: its run_step is read as its step,
+// which is exact for every run that skipped no step (bf16 always) and is where such a checkpoint
+// always resumed.
 #pragma once
 
 #include <cstdint>
@@ -88,8 +90,11 @@ struct Manifest {
   int ranks = 0;                  // the ranks that saved: one shard each (any number can load it)
   DType precision = DType::bf16;  // the 16-bit params' type of the run that saved
   std::uint64_t bucket_bytes = 0;
-  zero::EngineState state;  // run step, AdamW step, data position, loss scale
-  std::string run_id;       // 32 hex digits; empty in a manifest written before run ids existed
+  zero::EngineState state;  // run step, optimizer step, data position, loss scale
+  // Whose slots the shards hold after the master (AdamW's m and v when the manifest predates
+  // the field): a resume continues with the same optimizer.
+  Optimizer optimizer = Optimizer::adam;
+  std::string run_id;  // 32 hex digits; empty in a manifest written before run ids existed
   // The run record given to save(): the text of a JSON object ("{}" when the manifest has
   // none). Read back so that a resume can hold the run's settings to it.
   std::string run = "{}";
@@ -113,9 +118,11 @@ class Checkpoint {
   std::uint64_t params() const;
   zero::EngineState state() const;
 
-  // Fills count values of the range from the shards into each non-null pointer. Throws Error
-  // naming the shard if it cannot be read.
-  void read(zero::FlatRange range, float* master, float* m, float* v) const;
+  // Fills count values of the range from the shards into each non-null pointer: the master and
+  // the optimizer's slots in its row's order (AdamW's m and v, Lion's m ...). Throws Error
+  // naming the shard if it cannot be read, and the optimizer when a slot it has none of is
+  // asked for.
+  void read(zero::FlatRange range, float* master, float* slot0, float* slot1) const;
   // An Engine::RangeReader over this checkpoint, for Engine::import_state(reader(), state()).
   zero::Engine::RangeReader reader() const;
 

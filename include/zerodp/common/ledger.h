@@ -2,8 +2,8 @@
 // ranks, tagged by what it is for, and optionally held under a budget.
 //
 // The planner predicts a rank's peak by the same categories (zerodp/predict/peak.h); the ledger
-// measures it: model state (16-bit params and grads, fp32 master, Adam m and v), gathered
-// params, gradient buckets, fp32 scratch, the communicator's staging and the model's
+// measures it: model state (16-bit params and grads, fp32 master, the optimizer's m and v),
+// gathered params, gradient buckets, fp32 scratch, the communicator's staging and the model's
 // activations, each on its own line, so a difference between prediction and measurement is
 // always explained, never hidden. docs/memory.md lists what is left outside and its size.
 //
@@ -37,8 +37,8 @@ enum class Category : std::uint8_t {
   params16,         // 16-bit parameters this rank holds
   grads16,          // 16-bit gradients this rank holds
   master32,         // fp32 master parameters
-  adam_m,           // fp32 first moment
-  adam_v,           // fp32 second moment
+  optim_m,          // the optimizer's fp32 first-moment slot (AdamW's and Lion's m, SGD's momentum)
+  optim_v,          // the optimizer's fp32 second-moment slot (AdamW's v)
   gathered_params,  // stage 3: 16-bit params of units gathered for compute
   buckets,          // 16-bit gradient buckets in flight (stage 2, 3)
   scratch32,        // fp32 views of one unit's params and grads for compute
@@ -49,7 +49,7 @@ inline constexpr int kCategoryCount = 10;
 std::string_view category_name(Category c);
 // True for the five categories the planner's model-state formula counts.
 constexpr bool is_model_state(Category c) {
-  return c <= Category::adam_v;
+  return c <= Category::optim_v;
 }
 
 // Where in a step an allocation happens; the order is the order within a step.

@@ -73,6 +73,10 @@ struct OptimizerRow {
 std::span<const OptimizerRow> optimizer_rows();
 const OptimizerRow& optimizer_row(Optimizer id);
 
+// Whether a slot holds squares of gradients (Adam's v, Adagrad's sum, RMSprop's average): the
+// ledger counts such a slot as optim_v, every other as optim_m.
+bool holds_squares(const StateSlot& slot);
+
 // Bytes per element of a slot's format, and the bytes of its block constants per block.
 std::uint32_t slot_element_bytes(SlotFormat format);
 

@@ -8,7 +8,7 @@
 // follows the engine's allocations one by one (docs/memory.md has the table):
 //   params16, grads16        2 bytes × (Φ whole, or this rank's shard: the sum of its chunk
 //                            of every bucket)
-//   master32, adam_m, adam_v 4 bytes × (Φ whole, or the shard)
+//   master32, optim_m, optim_v 4 bytes × (Φ whole, or the shard), each slot the optimizer has
 //   scratch32                4 × (largest unit with the units it reads + largest unit + every
 //                            unit that others read) + 4 × largest chunk (grads sharded)
 //   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk);
@@ -65,8 +65,11 @@ struct EngineRun {
   std::uint64_t grad_accum = 1;          // does not change the peak
   std::uint64_t bucket_bytes = 8 << 20;  // 16-bit bytes one collective moves, >= 2
   bool prefetch = true;                  // stage 3
-  int model_threads = 1;                 // GptModel::set_threads
-  bool mpi = false;                      // the MPI backend keeps reduction staging
+  // The optimizer's fp32 slots: those counted as optim_m and as optim_v (ledger.h), 0 or 1
+  // each (AdamW: 1 and 1; Lion and SGD with momentum: 1 and 0; SGD: 0 and 0).
+  int m_slots = 1, v_slots = 1;
+  int model_threads = 1;  // GptModel::set_threads
+  bool mpi = false;       // the MPI backend keeps reduction staging
   std::uint64_t mpi_segment_bytes = 4 << 20;
   ZeroPlusPlus zeropp;            // stage 3's ZeRO++ switches (common/zeropp.h)
   std::uint64_t qwz_block = 256;  // elements per quantization block (qwZ, qgZ)

@@ -11,6 +11,7 @@
 #include <vector>
 #include "zerodp/common/error.h"
 
+#include "zerodp/plan/memory.h"
 #include "zerodp/predict/peak.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
@@ -24,6 +25,12 @@ namespace zerodp::run {
 // run) the threads backend's one host, or under mpirun the ranks mpirun put on this node.
 predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& options,
                               const Launch& launch, int ranks, int backend_ranks_per_host = 0);
+
+// The planner's bytes per parameter for the engine's model state: 16-bit params and grads, and
+// K of the optimizer's row (its fp32 master and fp32 slots: 12 with AdamW, 8 with Lion or SGD
+// with momentum, 4 with SGD). What train, measure and the memory check predict with, read from
+// the same table the planner reads.
+plan::BytesPerParam engine_bytes_per_param(const zero::EngineOptions& options);
 
 // --zeropp's value for these options: "none", or its words in the order qwz, hpz, qgz.
 std::string zeropp_value(const zero::EngineOptions& options);

@@ -58,7 +58,8 @@ int rank_cores(const Launch& launch);
 int model_threads(const Launch& launch, bool gpt, std::size_t micro_batch);
 
 // What a run needs per rank at least: its share of the model state (16-bit params and grads,
-// fp32 master and Adam moments, sharded by the stage) and the activations of one micro-batch.
+// fp32 master and the optimizer's slots, sharded by the stage) and the activations of one
+// micro-batch.
 // `size_field` names the input that sets the model's size (field_ref("params")).
 struct MemoryNeed {
   std::uint64_t params = 0;

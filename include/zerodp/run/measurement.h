@@ -18,6 +18,7 @@
 #include "zerodp/comm/communicator.h"
 #include "zerodp/common/ledger.h"
 #include "zerodp/common/stage.h"
+#include "zerodp/plan/memory.h"
 #include "zerodp/predict/schedule.h"
 #include "zerodp/run/launch.h"
 #include "zerodp/run/model_spec.h"
@@ -92,6 +93,10 @@ struct MeasureSetup {
   // resolve_compute()); empty for the MLP.
   std::string compute, compute_line;
   int threads = 1;  // the threads each rank computes on (run::model_threads)
+  // What the optimizer state is made of, from its row: "fp32 master and AdamW's m (first
+  // moment) and v (second moment)"; and the bytes per parameter, engine_bytes_per_param()'s.
+  std::string state_words;
+  plan::BytesPerParam bpp;
 };
 
 // One stage's measurement as `zerodp measure --json` prints it (keys in docs/engine.md):

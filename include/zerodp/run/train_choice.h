@@ -56,6 +56,7 @@ struct EngineChoice {
   std::string grad_accum = "1";
   std::string micro_batch;
   std::string clip = "1.0";
+  std::string optimizer = "adamw";  // a name optimizer_from_name() reads, of a row the engine runs
   std::string seed = "1";
   std::string timeout = "300s";
   std::string rank_memory;
@@ -78,7 +79,7 @@ struct TrainChoice {
   ModelChoice model;
   EngineChoice engine;
   std::string steps = "200";
-  std::string lr = "2e-3";
+  std::string lr;          // empty: the optimizer's default (optim::Rule::default_lr)
   std::string warmup;      // empty: a tenth of the steps, at most 50
   std::string eval_every;  // empty: a tenth of the steps
   std::string eval_batches = "4";

@@ -1,12 +1,14 @@
 // The ZeRO engine: trains a Model on one rank of a Communicator's group with stage 0, 1, 2
-// or 3, mixed precision (16-bit params and grads, fp32 master and Adam m, v) and a sharded
-// AdamW. See docs/engine.md for one step of each stage.
+// or 3, mixed precision (16-bit params and grads, an fp32 master and the optimizer's fp32
+// slots) and a sharded optimizer step: AdamW, Lion, SGD with or without momentum, or any rule
+// of optim/rule.h. See docs/engine.md for one step of each stage.
 //
-// What each rank holds (Φ parameters, N ranks; 2 + 2 + 12 bytes per parameter):
-//   stage 0: everything                         16Φ
-//   stage 1: master, m, v sharded                4Φ + 12Φ/N
-//   stage 2: + grads sharded                     2Φ + 14Φ/N
-//   stage 3: + 16-bit params sharded            16Φ/N
+// What each rank holds (Φ parameters, N ranks, K the optimizer's slots: AdamW's m and v, Lion's
+// m, SGD's momentum buffer; 2 + 2 + 4 + 4K bytes per parameter, 16 with AdamW):
+//   stage 0: everything                         (8 + 4K)Φ
+//   stage 1: master and slots sharded           4Φ + (4 + 4K)Φ/N
+//   stage 2: + grads sharded                    2Φ + (6 + 4K)Φ/N
+//   stage 3: + 16-bit params sharded            (8 + 4K)Φ/N
 // as sharding(stage) says (zerodp/common/stage.h), measured by the Ledger, with gathered params,
 // buckets, scratch and activations apart.
 //
@@ -40,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,13 +50,14 @@
 #include "zerodp/comm/communicator.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/ledger.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/quantize.h"
 #include "zerodp/common/stage.h"
 #include "zerodp/common/zeropp.h"
 #include "zerodp/data/samples.h"
 #include "zerodp/model/model.h"
-#include "zerodp/optim/adamw.h"
 #include "zerodp/optim/loss_scaler.h"
+#include "zerodp/optim/rule.h"
 
 namespace zerodp::zero {
 
@@ -68,7 +72,11 @@ struct EngineOptions {
   int grad_accum = 1;                  // --grad-accum: micro-steps per optimizer step
   std::size_t micro_batch = 1;         // samples per rank per micro-step
   float clip_norm = 0.0f;              // --clip: global gradient-norm clip; 0 disables
-  optim::AdamWConfig adamw;
+  // --optimizer: a row the engine runs (optim::engine_rule: adam, lion, sgd-momentum, sgd).
+  Optimizer optimizer = Optimizer::adam;
+  std::optional<optim::Hyper> hyper;  // empty: the rule's defaults
+  // Tests only: a rule of their own in place of `optimizer`'s (it must outlive the engine).
+  const optim::Rule* rule_for_tests = nullptr;
   optim::LossScaleConfig loss_scale;  // fp16 only
   std::uint64_t seed = 1;             // parameter initialisation
   std::size_t rank_memory = 0;        // --rank-memory: each rank's ledger budget in bytes (the
@@ -96,12 +104,16 @@ struct EngineOptions {
   std::vector<std::int64_t> overflow_at_for_tests;
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
-  // precision, zeropp, qwz_block, ranks_per_host) when a value is out of range.
+  // precision, zeropp, qwz_block, ranks_per_host, optimizer) when a value is out of range.
   void validate() const;
+  // The rule the engine steps with: rule_for_tests, else optimizer's (validate() first).
+  const optim::Rule& rule() const;
+  // The hyper-parameters it steps with: hyper, else the rule's defaults.
+  optim::Hyper step_hyper() const;
 };
 
 struct StepResult {
-  std::int64_t step = 0;    // AdamW's t after this step: unchanged by a skipped one
+  std::int64_t step = 0;    // the optimizer's t after this step: unchanged by a skipped one
   float loss = 0.0f;        // mean over ranks and micro-steps
   float grad_norm = 0.0f;   // global norm of the unscaled gradient, before clipping
   bool skipped = false;     // fp16 overflow: no update on any rank
@@ -139,7 +151,7 @@ struct FlatRange {
 
 // What a checkpoint must keep besides the weights and moments to resume bitwise.
 struct EngineState {
-  std::int64_t step = 0;           // optimizer steps taken (AdamW's t)
+  std::int64_t step = 0;           // optimizer steps taken (the optimizer's t)
   std::uint64_t samples_done = 0;  // the data position: samples consumed by all ranks
   float loss_scale = 1.0f;
   int good_steps = 0;  // steps since the loss scale last changed
@@ -184,9 +196,9 @@ class Engine {
   void flush();
 
   // The threads this rank splits its engine's elementwise passes over: the 16-bit params turned
-  // into the fp32 views the model reads, AdamW, and the update rounded to 16 bits (the gradient
-  // norm stays on the rank's thread: its sum has one order). 1 (the default) uses the rank's
-  // thread alone; more, for a rank alone on several cores (with its model's threads,
+  // into the fp32 views the model reads, the optimizer's step, and the update rounded to 16 bits
+  // (the gradient norm stays on the rank's thread: its sum has one order). 1 (the default) uses the
+  // rank's thread alone; more, for a rank alone on several cores (with its model's threads,
   // GptModel::set_threads), run those passes on a pool of its own. The bits do not depend on
   // it: each element is computed as on one thread. ZERODP_CHECK threads >= 1.
   void set_threads(int threads);
@@ -204,23 +216,26 @@ class Engine {
   // chunks included, so every rank lists as many): together they tile the layout once,
   // whatever the stage.
   std::vector<FlatRange> owned_ranges() const;
-  // The fp32 master weights and Adam moments of the owned ranges, in range order, as views of
-  // the engine's own buffers (no copy: a checkpoint streams them to disk), valid until the
-  // next step or import.
+  // The fp32 master weights and the optimizer's slots of the owned ranges, in range order, as
+  // views of the engine's own buffers (no copy: a checkpoint streams them to disk), valid until
+  // the next step or import. slots[k] is empty beyond the rule's slot count.
   struct OwnedChunk {
-    std::span<const float> master, m, v;
+    std::span<const float> master;
+    std::span<const float> slots[2] = {};
   };
   std::vector<OwnedChunk> owned_chunks();
-  // Loads the weights and moments this rank needs — every range at stage 0, its own chunks
-  // otherwise — through read(range, master, m, v), which fills count values of each; then
+  // Loads the weights and slots this rank needs — every range at stage 0, its own chunks
+  // otherwise — through read(range, master, slot0, slot1), which fills count values of each
+  // non-null pointer (the slots beyond the rule's count are null); then
   // rebuilds the 16-bit params (collective at stages 1 and 2) and restores the state. The
   // partition of the run that saved them does not matter: a checkpoint can be read at any
   // N and stage.
-  using RangeReader = std::function<void(FlatRange range, float* master, float* m, float* v)>;
+  using RangeReader =
+      std::function<void(FlatRange range, float* master, float* slot0, float* slot1)>;
   void import_state(const RangeReader& read, const EngineState& state);
   EngineState state() const;
 
-  // Updates taken: AdamW's t (EngineState::step), which a skipped step leaves as it was.
+  // Updates taken: the optimizer's t (EngineState::step), which a skipped step leaves as it was.
   std::int64_t steps_done() const;
   const Ledger& ledger() const;
   // The stats of the collectives the engine issued: its communicator's and, with hpZ, its

@@ -1,0 +1,78 @@
+// The optimizers the engine runs: a row of the table of state slots (zerodp/common/optimizers.h)
+// and one elementwise step function. The engine sizes one fp32 buffer per slot of the row,
+// shards it as it shards the master, hands the step its spans, and checkpoints every slot: an
+// elementwise optimizer is added as a row and a step, and nothing else in the engine changes.
+//
+// Contract:
+//  - A step sees spans of floats and nothing else: not the rank, the stage or the span's place
+//    in the model. Each element's new values depend on that element's param, gradient and
+//    slots alone, computed in fp32 in a fixed order of correctly rounded operations (no FMA:
+//    the build compiles with -ffp-contract=off), so a shard updated on one rank equals the same
+//    elements updated by a rank that holds everything: the same bits at every stage and rank
+//    count.
+//  - Every slot starts at zero, as the published algorithms start theirs (torch's SGD copies
+//    the first gradient into its momentum buffer: momentum × 0 + g is that copy, exactly).
+//  - engine_rule() returns data made once and never changed: safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "zerodp/common/optimizers.h"
+
+namespace zerodp::optim {
+
+// The hyper-parameters a step reads; each rule says which (and its defaults).
+struct Hyper {
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;  // decoupled: applied to the parameter, not the gradient
+};
+
+// One step's views: the params, their gradients (before grad_mul) and the row's slots in the
+// row's order (slot[i] empty beyond the row's slot count). All non-empty spans have one length.
+struct StepSpans {
+  std::span<float> param;
+  std::span<const float> grad;
+  std::span<float> slot[2] = {};
+};
+// t = 1, 2, ... counts the updates (bias corrections); grad_mul folds loss-scale removal and
+// clipping into one factor applied to every gradient first.
+using StepFn = void (*)(const StepSpans& spans, float grad_mul, float lr, std::int64_t t,
+                        const Hyper& hyper);
+
+struct Rule {
+  const OptimizerRow* row;  // what the slots hold (fp32 each) and the optimizer's word
+  StepFn step;
+  Hyper defaults;
+  float default_lr;  // `zerodp train`'s --lr when none is given, for the default GPT
+};
+
+// The rule of an optimizer the engine runs (fp32 slots, an fp32 master, an elementwise step):
+// adam, lion, sgd-momentum and sgd; nullptr for any other row.
+const Rule* engine_rule(Optimizer id);
+// The word a run records and prints: "adamw" for the Adam row (the engine decays decoupled),
+// the row's word otherwise.
+std::string_view engine_word(const OptimizerRow& row);
+// "adamw, lion, sgd-momentum, sgd": what `zerodp train --optimizer` takes.
+std::string engine_optimizer_words();
+
+// The steps, for the rules above and for tests.
+//   AdamW (Loshchilov and Hutter; torch.optim.AdamW's order of operations, decay decoupled):
+//     m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g²
+//     p -= lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)
+//   Lion (Chen et al. 2023, Algorithm 2; lion-pytorch's order):
+//     p = p (1 - lr wd);  p -= lr sign(b1 m + (1-b1) g);  m = b2 m + (1-b2) g
+//   SGD with momentum (torch.optim.SGD, dampening 0, not Nesterov, no weight decay):
+//     buf = momentum buf + g;  p -= lr buf      (momentum is Hyper::beta1)
+//   SGD: p -= lr g
+void adamw_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h);
+void lion_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h);
+void sgd_momentum_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t,
+                       const Hyper& h);
+void sgd_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h);
+
+}  // namespace zerodp::optim
