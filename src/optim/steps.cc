@@ -106,8 +106,6 @@ void adamw_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, co
   }
 }
 
-// The loops below have no sqrt and no call: GCC vectorises them as written, each lane the
-// scalar's operations in the same order (no FMA), so the same bits.
 void lion_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& c) {
   check_spans(s, 1);
   ZERODP_CHECK(t >= 1);
@@ -117,7 +115,29 @@ void lion_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, con
   float* __restrict p = s.param.data();
   const float* __restrict g_in = s.grad.data();
   float* __restrict m = s.slot[0].data();
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t i = 0;
+#if defined(__AVX__)
+  // The scalar loop below, eight elements at a time, the same operations in the same order
+  // (no FMA), the sign chosen by masks: GCC leaves the scalar loop's choice a branch, which the
+  // sign of a gradient mispredicts half the time (the step ran 18 times as long as AdamW's).
+  const __m256 b1 = _mm256_set1_ps(c.beta1), b2 = _mm256_set1_ps(c.beta2);
+  const __m256 omb1 = _mm256_set1_ps(one_minus_b1), omb2 = _mm256_set1_ps(one_minus_b2);
+  const __m256 vmul = _mm256_set1_ps(grad_mul), vdecay = _mm256_set1_ps(decay);
+  const __m256 vlr = _mm256_set1_ps(lr), vneg_lr = _mm256_set1_ps(-lr);
+  const __m256 zero = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(g_in + i), vmul);
+    const __m256 mi = _mm256_loadu_ps(m + i);
+    const __m256 u = _mm256_add_ps(_mm256_mul_ps(b1, mi), _mm256_mul_ps(omb1, g));
+    __m256 signed_lr = _mm256_mul_ps(u, vlr);  // 0 when u is 0, NaN when u is NaN
+    signed_lr = _mm256_blendv_ps(signed_lr, vlr, _mm256_cmp_ps(u, zero, _CMP_GT_OQ));
+    signed_lr = _mm256_blendv_ps(signed_lr, vneg_lr, _mm256_cmp_ps(u, zero, _CMP_LT_OQ));
+    _mm256_storeu_ps(p + i,
+                     _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p + i), vdecay), signed_lr));
+    _mm256_storeu_ps(m + i, _mm256_add_ps(_mm256_mul_ps(b2, mi), _mm256_mul_ps(omb2, g)));
+  }
+#endif
+  for (; i < n; ++i) {
     const float g = g_in[i] * grad_mul;
     const float u = c.beta1 * m[i] + one_minus_b1 * g;
     // sign(u) times lr, exactly: lr, -lr or 0 (torch.sign(0) is 0; a NaN stays NaN).
@@ -127,6 +147,8 @@ void lion_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, con
   }
 }
 
+// The loops below have no sqrt, no call and no choice: GCC vectorises them as written, each
+// lane the scalar's operations in the same order (no FMA), so the same bits.
 void sgd_momentum_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t,
                        const Hyper& c) {
   check_spans(s, 1);
