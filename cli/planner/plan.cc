@@ -159,9 +159,12 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
       !given_bpp && settings.precision.value_or(plan::Precision::bf16) == plan::Precision::fp16;
   // The seed's arithmetic is the same in fp16 and bf16; a model's or config's run is not.
   if (!given_bpp && !settings.precision && (in.model || ds)) {
+    const bool pure =
+        zerodp::optimizer_row(settings.optimizer.value_or(plan::Optimizer::adam)).pure_bf16;
     in.assumptions.push_back({field_ref("precision"), "bf16",
-                              ds ? "mixed; the DeepSpeed config leaves it to \"auto\""
-                                 : "mixed, with an fp32 master copy"});
+                              ds     ? "mixed; the DeepSpeed config leaves it to \"auto\""
+                              : pure ? "pure: the optimizer keeps no fp32 master"
+                                     : "mixed, with an fp32 master copy"});
   }
   in.configured_stage = settings.stage;
   in.offload.optimizer = settings.offload_optimizer.value_or(deepspeed::OffloadDevice::none);

@@ -16,6 +16,7 @@ void add_precision_flags(CLI::App& command, PrecisionFlags& flags) {
   command
       .add_option("--optimizer", flags.optimizer,
                   "adam (or adamw), adamw-8bit, paged-adamw-8bit, adamw-bf16 (pure bf16), "
+                  "adamw-8bit-bf16, paged-adamw-8bit-bf16 (8-bit, no fp32 master), "
                   "adafactor, adafactor-beta1, lion, lion-8bit, lamb, adagrad, rmsprop, "
                   "sgd-momentum or sgd; or the Hugging Face Trainer's optim name "
                   "(adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, lion_8bit ...); "
@@ -72,7 +73,7 @@ ModelBytes model_bytes(const PrecisionFlags& flags, const report::SharedSettings
   const plan::Precision precision = settings.precision.value_or(plan::Precision::bf16);
   const plan::Optimizer optimizer = settings.optimizer.value_or(plan::Optimizer::adam);
   return {plan::bytes_per_param(precision, optimizer),
-          std::string(plan::precision_name(precision)) + ", " +
+          std::string(plan::precision_name(precision, optimizer)) + ", " +
               std::string(plan::optimizer_name(optimizer))};
 }
 

@@ -29,7 +29,7 @@ constexpr std::uint32_t kBnbBlock = 256;
 constexpr std::uint64_t kBnbMin8bit = 4096;
 constexpr std::string_view kBnb = "bitsandbytes/optim/optimizer.py (init_state)";
 
-constexpr std::array<OptimizerRow, 13> kRows = {{
+constexpr std::array<OptimizerRow, 15> kRows = {{
     {Optimizer::adam, "adam", "Adam", true, false, kMV, 0, 0, 0, "torch/optim/adamw.py"},
     {Optimizer::adam_8bit, "adamw-8bit", "8-bit AdamW (bitsandbytes, block-wise)", true, false,
      kMV8, kBnbBlock, kBnbMin8bit, 0, kBnb},
@@ -38,6 +38,15 @@ constexpr std::array<OptimizerRow, 13> kRows = {{
      kMV8, kBnbBlock, kBnbMin8bit, 0, kBnb},
     {Optimizer::adam_bf16, "adamw-bf16", "pure-bf16 AdamW (no fp32 master; bf16 m and v)", false,
      true, kMVbf16, 0, 0, 0, "torchtune full fine-tunes (dtype bf16, torch.optim.AdamW)"},
+    {Optimizer::adam_8bit_bf16, "adamw-8bit-bf16",
+     "8-bit AdamW on bf16 params (bitsandbytes, block-wise; no fp32 master)", false, true, kMV8,
+     kBnbBlock, kBnbMin8bit, 0,
+     "torchtune full fine-tunes (dtype bf16, bitsandbytes.optim.AdamW8bit)"},
+    {Optimizer::paged_adam_8bit_bf16, "paged-adamw-8bit-bf16",
+     "paged 8-bit AdamW on bf16 params (bitsandbytes; no fp32 master, states in unified memory, "
+     "counted on the GPU)",
+     false, true, kMV8, kBnbBlock, kBnbMin8bit, 0,
+     "torchtune's single-device full fine-tunes (dtype bf16, bitsandbytes.optim.PagedAdamW8bit)"},
     {Optimizer::adafactor, "adafactor", "Adafactor (no first moment)", true, false, kV, 0, 0, 2,
      "transformers/optimization.py (Adafactor, beta1=None)"},
     {Optimizer::adafactor_beta1, "adafactor-beta1", "Adafactor with a first moment", true, false,
@@ -66,6 +75,8 @@ constexpr OptimizerName kNames[] = {
     {"adamw-8bit", Optimizer::adam_8bit},
     {"paged-adamw-8bit", Optimizer::paged_adam_8bit},
     {"adamw-bf16", Optimizer::adam_bf16},
+    {"adamw-8bit-bf16", Optimizer::adam_8bit_bf16},
+    {"paged-adamw-8bit-bf16", Optimizer::paged_adam_8bit_bf16},
     {"adafactor", Optimizer::adafactor},
     {"adafactor-beta1", Optimizer::adafactor_beta1},
     {"lion", Optimizer::lion},

@@ -84,6 +84,10 @@ std::string_view precision_name(Precision precision) {
   return "?";
 }
 
+std::string_view precision_name(Precision precision, Optimizer optimizer) {
+  return optimizer_row(optimizer).pure_bf16 ? "pure bf16" : precision_name(precision);
+}
+
 std::string bytes_per_param_words(const BytesPerParam& b) {
   std::string words = std::to_string(b.params) + " params + " + std::to_string(b.grads) +
                       " grads + " + std::to_string(b.optimizer) +

@@ -191,8 +191,8 @@ void find_optimizer_changes(PlanReport& report) {
     PlanInputs with = in;
     with.optimizer = candidate;
     with.bpp = bpp;
-    with.bpp_source =
-        std::string(plan::precision_name(in.precision)) + ", " + std::string(row.described);
+    with.bpp_source = std::string(plan::precision_name(in.precision, candidate)) + ", " +
+                      std::string(row.described);
     with.seek_optimizer_changes = false;
     with.seek_offload_changes = false;
     with.seek_fewest_gpus = false;

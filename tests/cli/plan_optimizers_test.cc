@@ -70,6 +70,18 @@ TEST(PlanOptimizers, TheTrainersNamesAndTheirBytes) {
   const nlohmann::json bf16 = plan_json(kExample8 + " --optimizer adamw-bf16");
   EXPECT_EQ(bf16["bytes_per_param"]["total"], 8);
   EXPECT_FALSE(bf16["optimizer"]["fp32_master"].get<bool>());
+  // torchtune's 8-bit AdamW on bf16 params: 2 + 2 + 2 and the blocks, no master; a plan that
+  // assumes the precision says it is pure bf16, not mixed with a master.
+  const nlohmann::json bf16_8bit = plan_json(kExample8 + " --optimizer paged-adamw-8bit-bf16");
+  EXPECT_EQ(bf16_8bit["bytes_per_param"]["total"], 6);
+  EXPECT_EQ(bf16_8bit["bytes_per_param"]["optimizer_block"]["bytes"], 8);
+  EXPECT_FALSE(bf16_8bit["optimizer"]["fp32_master"].get<bool>());
+  const CliResult pure = run_zerodp("plan --model llama-3-8b --gpus 1 --optimizer adamw-8bit-bf16");
+  EXPECT_EQ(pure.status, 0) << pure.err;
+  EXPECT_NE(pure.out.find("--precision bf16 (pure: the optimizer keeps no fp32 master)"),
+            std::string::npos)
+      << pure.out;
+  EXPECT_NE(pure.out.find("(pure bf16, 8-bit AdamW on bf16 params"), std::string::npos) << pure.out;
   // A Trainer name that says how AdamW steps sets the step's temporaries; a contradiction is
   // one line.
   const std::string model = "--model llama-3-8b --gpus 8 --gpu a100-80gb ";

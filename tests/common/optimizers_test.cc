@@ -111,6 +111,19 @@ TEST(Optimizers, EachRowsBytesPerElement) {
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(e.field(), "optimizer");
   }
+  // 8-bit AdamW on bf16 params (torchtune's): no master, int8 m and v with an fp32 absmax each a
+  // block of 256, and a tensor under 4,096 elements with both slots in fp32 (8 bytes, no master).
+  for (Optimizer id : {Optimizer::adam_8bit_bf16, Optimizer::paged_adam_8bit_bf16}) {
+    const plan::BytesPerParam b = bytes_per_param(Precision::bf16, id);
+    EXPECT_EQ(b.total(), 6u);
+    EXPECT_EQ(b.block, 256u);
+    EXPECT_EQ(b.block_bytes, 8u);
+    EXPECT_EQ(b.small_below, 4096u);
+    EXPECT_EQ(b.small_optimizer, 8u);
+    // 10,000 elements: 20,000 bytes of codes and 40 blocks of 8 bytes (the last one partial).
+    EXPECT_EQ(b.optimizer_bytes(10'000), 20'000u + 40u * 8u);
+    EXPECT_THROW((void)bytes_per_param(Precision::fp16, id), InvalidArgument);
+  }
 }
 
 }  // namespace

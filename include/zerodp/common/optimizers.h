@@ -30,19 +30,21 @@
 namespace zerodp {
 
 enum class Optimizer : std::uint8_t {
-  adam,             // Adam and AdamW: fp32 m and v
-  adam_8bit,        // bitsandbytes' 8-bit AdamW: int8 block-wise m and v
-  paged_adam_8bit,  // the same, its states in CUDA unified memory (paged)
-  adam_bf16,        // pure-bf16 AdamW: bf16 params are the master, bf16 m and v
-  adafactor,        // Adafactor without a first moment (the Trainer's): v
-  adafactor_beta1,  // Adafactor with a first moment (beta1 set): m and v
-  lion,             // Lion: fp32 m
-  lion_8bit,        // bitsandbytes' 8-bit Lion: int8 block-wise m
-  lamb,             // LAMB: fp32 m and v
-  adagrad,          // Adagrad: fp32 sum of squares
-  rmsprop,          // RMSprop without momentum: fp32 square average
-  sgd_momentum,     // SGD with momentum: fp32 momentum
-  sgd,              // SGD: no state
+  adam,                  // Adam and AdamW: fp32 m and v
+  adam_8bit,             // bitsandbytes' 8-bit AdamW: int8 block-wise m and v
+  paged_adam_8bit,       // the same, its states in CUDA unified memory (paged)
+  adam_bf16,             // pure-bf16 AdamW: bf16 params are the master, bf16 m and v
+  adam_8bit_bf16,        // 8-bit AdamW on bf16 params: no fp32 master, int8 block-wise m and v
+  paged_adam_8bit_bf16,  // the same, paged (torchtune's single-device full fine-tunes)
+  adafactor,             // Adafactor without a first moment (the Trainer's): v
+  adafactor_beta1,       // Adafactor with a first moment (beta1 set): m and v
+  lion,                  // Lion: fp32 m
+  lion_8bit,             // bitsandbytes' 8-bit Lion: int8 block-wise m
+  lamb,                  // LAMB: fp32 m and v
+  adagrad,               // Adagrad: fp32 sum of squares
+  rmsprop,               // RMSprop without momentum: fp32 square average
+  sgd_momentum,          // SGD with momentum: fp32 momentum
+  sgd,                   // SGD: no state
 };
 
 enum class SlotFormat : std::uint8_t { fp32, bf16, int8_blockwise };

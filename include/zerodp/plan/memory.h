@@ -76,6 +76,8 @@ BytesPerParam bytes_per_param(Precision precision, Optimizer optimizer);
 // (12 an element under 4,096)".
 std::string bytes_per_param_words(const BytesPerParam& bpp);
 std::string_view precision_name(Precision precision);  // "mixed fp16", "mixed bf16", "fp32"
+// The same for a run of this optimizer: "pure bf16" for a pure-bf16 row, which keeps no master.
+std::string_view precision_name(Precision precision, Optimizer optimizer);
 std::string_view optimizer_name(Optimizer optimizer);  // "Adam", "8-bit AdamW (...)", "SGD"
 
 // Which bytes per parameter a stage keeps whole on every rank and which it shards, as
