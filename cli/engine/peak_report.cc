@@ -20,10 +20,10 @@ void print_peak(const std::string& model, const predict::EngineRun& run, std::ui
   const std::string threads =
       run.model_threads > 1 ? ", " + std::to_string(run.model_threads) + " threads per rank" : "";
   std::fprintf(
-      out(), "  run             %s%s on %d ranks (%s), micro-batch %llu, grad-accum %llu%s%s\n",
+      out(), "  run             %s%s on %d ranks (%s), %s, micro-batch %llu, grad-accum %llu%s%s\n",
       run::stage_label(run.stage).c_str(), qwz.c_str(), run.ranks, run.mpi ? "mpi" : "threads",
-      (unsigned long long)run.micro_batch, (unsigned long long)run.grad_accum, threads.c_str(),
-      run.prefetch ? "" : ", no prefetch");
+      std::string(run.optimizer).c_str(), (unsigned long long)run.micro_batch,
+      (unsigned long long)run.grad_accum, threads.c_str(), run.prefetch ? "" : ", no prefetch");
   std::fprintf(out(), "\n  %-16s %14s\n", "category", "rank 0");
   for (int c = 0; c < kCategoryCount; ++c) {
     std::fprintf(out(), "  %-16s %14s\n",

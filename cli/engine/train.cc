@@ -19,6 +19,7 @@
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_utf8.h"
 #include "zerodp/common/units.h"
+#include "zerodp/optim/rule.h"
 #include "zerodp/run/checkpoint_model.h"
 #include "zerodp/run/engine_run.h"
 #include "zerodp/run/stop_signal.h"
@@ -57,10 +58,11 @@ class TrainLog final : public run::TrainObserver {
     std::fprintf(
         out(),
         "ZeRO stage %d%s on %d ranks (%s), %s; micro-batch %zu x %d per rank, %llu "
-        "tokens per step; lr %g, warm-up %lld, cosine to %lld steps\n",
+        "tokens per step; %s, lr %g, warm-up %lld, cosine to %lld steps\n",
         stage_number(o.stage), qwz.c_str(), comm.size(), std::string(comm.backend_name()).c_str(),
         std::string(dtype_name(o.precision)).c_str(), o.micro_batch, o.grad_accum,
-        (unsigned long long)tokens_per_step, s.lr, (long long)s.warmup, (long long)s.steps);
+        (unsigned long long)tokens_per_step, std::string(optim::engine_word(*o.rule().row)).c_str(),
+        s.lr, (long long)s.warmup, (long long)s.steps);
     if (!s.compute_line.empty()) std::fprintf(out(), "%s\n", s.compute_line.c_str());
     if (spec.is_gpt()) {
       std::fprintf(out(), "threads: %d per rank (%s)\n", s.threads(), s.threads_source.c_str());

@@ -61,6 +61,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   run.grad_accum = std::uint64_t(o.grad_accum);
   run.bucket_bytes = o.bucket_bytes;
   run.prefetch = o.prefetch;
+  run.optimizer = optim::engine_word(*o.rule().row);
   run.m_slots = run.v_slots = 0;
   for (const StateSlot& slot : o.rule().row->slots)
     ++(holds_squares(slot) ? run.v_slots : run.m_slots);

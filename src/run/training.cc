@@ -364,6 +364,8 @@ nlohmann::json Training::finish() {
       {"params", spec.param_count()},
       {"stage", stage_number(s_.options.stage)},
       {"ranks", ranks},
+      {"optimizer", optim::engine_word(*s_.options.rule().row)},
+      {"lr", s_.lr},
       {"backend", comm_.backend_name()},
       {"threads", s_.threads()},
       {"steps", s_.steps},

@@ -35,6 +35,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -68,8 +69,9 @@ struct EngineRun {
   // The optimizer's fp32 slots: those counted as optim_m and as optim_v (ledger.h), 0 or 1
   // each (AdamW: 1 and 1; Lion and SGD with momentum: 1 and 0; SGD: 0 and 0).
   int m_slots = 1, v_slots = 1;
-  int model_threads = 1;  // GptModel::set_threads
-  bool mpi = false;       // the MPI backend keeps reduction staging
+  std::string_view optimizer = "adamw";  // its word, for what a dry run prints
+  int model_threads = 1;                 // GptModel::set_threads
+  bool mpi = false;                      // the MPI backend keeps reduction staging
   std::uint64_t mpi_segment_bytes = 4 << 20;
   ZeroPlusPlus zeropp;            // stage 3's ZeRO++ switches (common/zeropp.h)
   std::uint64_t qwz_block = 256;  // elements per quantization block (qwZ, qgZ)
