@@ -18,23 +18,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build steps=300 eval_batches=20
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) build="$2"; shift 2 ;;
-    --steps) steps="$2"; shift 2 ;;
-    --eval-batches) eval_batches="$2"; shift 2 ;;
-    *) echo "bf16_accuracy.sh: unknown argument $1 (see the comment at the top)" >&2; exit 2 ;;
-  esac
-done
-zerodp="$build/zerodp"
-[[ -x "$zerodp" ]] || { echo "bf16_accuracy.sh: no $zerodp: make build first" >&2; exit 2; }
+. scripts/training_runs.sh
+parse_training_run_args bf16_accuracy.sh "$@"
 
 run() {  # compute seed -> "val_loss seconds"
-  "$zerodp" train --stage 3 --ranks 4 --steps "$steps" --lr 2e-3 --warmup 20 \
-    --eval-every "$steps" --eval-batches "$eval_batches" --out '' --json \
-    --compute "$1" --seed "$2" |
-    /usr/bin/python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["val_loss"], j["seconds"])'
+  val_loss_and_seconds --lr 2e-3 --compute "$1" --seed "$2"
 }
 
 echo "bf16_accuracy.sh: $steps steps of make run's configuration; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
