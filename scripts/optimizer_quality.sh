@@ -23,7 +23,7 @@ run() {  # optimizer lr -> "val_loss seconds"
 
 echo "optimizer_quality.sh: $steps steps of make run's configuration; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
 results=()
-for spec in adamw:2e-3 lion:6e-4 sgd-momentum:0.1 sgd:1.0; do
+for spec in adamw:2e-3 lion:6e-4 sgd-momentum:0.1 sgd:0.25; do
   optimizer=${spec%%:*} lr=${spec#*:}
   for factor in 0.5 1 2; do
     rate=$(/usr/bin/python3 -c "print(f'{$lr * $factor:g}')")
