@@ -23,9 +23,8 @@ void check_spans(const StepSpans& s, std::size_t slots) {
 // Learning rates for the default GPT, each the best of scripts/optimizer_quality.sh's runs
 // (300 steps of make run's configuration at half, once and twice a rate; docs/performance.md):
 // Lion's a third of AdamW's with ten times its decay (Chen et al. 2023 advise 3-10x smaller and
-// 3-10x larger; a decay of 1/3, which keeps lr x decay at AdamW's, ended higher); SGD's with
-// momentum 0.1 (0.05 ended 0.006 lower, 0.025 higher again), plain SGD's 0.25 (1, the
-// momentum run's effective step, ended 0.64 higher).
+// 3-10x larger); SGD's with momentum 0.1 (0.05 ended 0.006 lower, 0.025 higher again), plain
+// SGD's 0.25 (1, the momentum run's effective step, ended 0.64 higher).
 // Filled on first use (function-local statics), so no order of static initialisation matters.
 const std::array<Rule, 4>& rules() {
   static const std::array<Rule, 4> kRules = {{

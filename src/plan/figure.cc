@@ -35,15 +35,6 @@ std::string unit_meaning(const units::ByteUnit& unit) {
          " bytes";
 }
 
-// "4Φ + 12Φ/N": the stage's formula in the seed's notation.
-std::string formula(Stage stage, const BytesPerParam& bpp) {
-  const StageSplit split = stage_split(stage, bpp);
-  std::string f;
-  if (split.replicated) f += std::to_string(split.replicated) + "Φ";
-  if (split.sharded) f += (f.empty() ? "" : " + ") + std::to_string(split.sharded) + "Φ/N";
-  return f;
-}
-
 // The N at which the curves are sampled: every integer up to 4096, then about 2000 points
 // spread evenly along the axis (always including max).
 std::vector<int> sample_points(int max_gpus, bool log_x) {
@@ -189,7 +180,7 @@ void draw_legend(svg::Document& doc, const BytesPerParam& bpp) {
     doc.text(lx + 38, y,
              std::string(stage_name(stage)) + ": " +
                  (i == 0 ? std::string("M_DP") : "M_" + std::to_string(i)) + " = " +
-                 formula(stage, bpp),
+                 stage_formula(stage, bpp),
              12.5, svg::Anchor::start);
   }
   doc.line(lx, kTop + 128, lx + 30, kTop + 128, svg::Stroke{"#555", 1.6, "7 5"});

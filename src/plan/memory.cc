@@ -72,6 +72,14 @@ BytesPerParam bytes_per_param(Precision precision, Optimizer optimizer) {
   return bpp;
 }
 
+std::string stage_formula(Stage stage, const BytesPerParam& bpp) {
+  const StageSplit split = stage_split(stage, bpp);
+  std::string f;
+  if (split.replicated) f += std::to_string(split.replicated) + "Φ";
+  if (split.sharded) f += (f.empty() ? "" : " + ") + std::to_string(split.sharded) + "Φ/N";
+  return f;
+}
+
 std::string_view precision_name(Precision precision) {
   switch (precision) {
     case Precision::fp16:

@@ -9,15 +9,6 @@
 namespace zerodp::run {
 namespace {
 
-// The planner's model-state formula of a stage in the seed's notation: "4Φ + 12Φ/N".
-std::string formula(Stage stage, const plan::BytesPerParam& bpp) {
-  const plan::StageSplit split = plan::stage_split(stage, bpp);
-  std::string f;
-  if (split.replicated) f += std::to_string(split.replicated) + "Φ";
-  if (split.sharded) f += (f.empty() ? "" : " + ") + std::to_string(split.sharded) + "Φ/N";
-  return f;
-}
-
 // Display width of a UTF-8 string (Φ is two bytes, one column).
 std::size_t columns(const std::string& s) {
   return std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; });
@@ -127,7 +118,7 @@ void print_setup(std::string& out, const MeasureSetup& s) {
 
 // The planner's formula, its prediction and the ledger's model-state categories.
 void add_model_state_rows(StageTable& t, const MeasureSetup& s) {
-  t.add("formula", [&](const StageMeasure& st) { return formula(st.stage, s.bpp); });
+  t.add("formula", [&](const StageMeasure& st) { return plan::stage_formula(st.stage, s.bpp); });
   t.add("predicted (planner)",
         [](const StageMeasure& st) { return bytes(st.ranks[0].predicted_state); });
   t.add("measured (ledger)", [](const StageMeasure& st) { return bytes(st.ranks[0].model_state); });

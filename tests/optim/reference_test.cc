@@ -75,6 +75,24 @@ Case make_case(const std::string& optimizer, std::int64_t t, float lr, const Hyp
   return c;
 }
 
+// The case's line of cases.json, and its inputs beside it.
+nlohmann::json write_case(const std::string& dir, const Case& c) {
+  write_floats(dir + "/" + c.name + ".param", c.param);
+  write_floats(dir + "/" + c.name + ".grad", c.grad);
+  for (int k = 0; k < 2; ++k) {
+    if (!c.slot[k].empty()) write_floats(dir + "/" + c.name + ".slot" + char('0' + k), c.slot[k]);
+  }
+  return {{"name", c.name},
+          {"optimizer", c.optimizer},
+          {"n", kElements},
+          {"t", c.t},
+          {"lr", c.lr},
+          {"beta1", c.hyper.beta1},
+          {"beta2", c.hyper.beta2},
+          {"eps", c.hyper.eps},
+          {"weight_decay", c.hyper.weight_decay}};
+}
+
 std::string run_reference(const std::string& cases, const std::string& folder) {
   const std::string command = std::string(kPython) + " " + ZERODP_SOURCE_DIR +
                               "/scripts/optim_reference.py '" + cases + "' '" + folder + "' 2>&1";
@@ -118,22 +136,7 @@ TEST(OptimReference, EachStepIsThePublishedImplementationsWithinItsRoundings) {
     cases.push_back(make_case("sgd", t, 1.0f, sgd.defaults, 14));
   }
   nlohmann::json list = nlohmann::json::array();
-  for (const Case& c : cases) {
-    list.push_back({{"name", c.name},
-                    {"optimizer", c.optimizer},
-                    {"n", kElements},
-                    {"t", c.t},
-                    {"lr", c.lr},
-                    {"beta1", c.hyper.beta1},
-                    {"beta2", c.hyper.beta2},
-                    {"eps", c.hyper.eps},
-                    {"weight_decay", c.hyper.weight_decay}});
-    write_floats(dir + "/" + c.name + ".param", c.param);
-    write_floats(dir + "/" + c.name + ".grad", c.grad);
-    for (int k = 0; k < 2; ++k) {
-      if (!c.slot[k].empty()) write_floats(dir + "/" + c.name + ".slot" + char('0' + k), c.slot[k]);
-    }
-  }
+  for (const Case& c : cases) list.push_back(write_case(dir, c));
   std::ofstream(dir + "/cases.json") << list.dump();
   const std::string said = run_reference(dir + "/cases.json", dir);
   ASSERT_EQ(said, "done\n") << kPython << " with torch and numpy (make setup-test installs "
@@ -193,19 +196,7 @@ TEST(OptimReference, AWrongFormulaIsFarOutsideTheTolerance) {
   // At t = 2 the corrections scale the update by sqrt(1 - 0.95^2) / (1 - 0.9^2) = 1.64 (at
   // t = 10 they nearly cancel: 0.97).
   Case c = make_case("adamw", 2, 2e-3f, adamw.defaults, 21);
-  const nlohmann::json list = nlohmann::json::array({{{"name", c.name},
-                                                      {"optimizer", "adamw"},
-                                                      {"n", kElements},
-                                                      {"t", c.t},
-                                                      {"lr", c.lr},
-                                                      {"beta1", c.hyper.beta1},
-                                                      {"beta2", c.hyper.beta2},
-                                                      {"eps", c.hyper.eps},
-                                                      {"weight_decay", c.hyper.weight_decay}}});
-  write_floats(dir + "/" + c.name + ".param", c.param);
-  write_floats(dir + "/" + c.name + ".grad", c.grad);
-  write_floats(dir + "/" + c.name + ".slot0", c.slot[0]);
-  write_floats(dir + "/" + c.name + ".slot1", c.slot[1]);
+  const nlohmann::json list = nlohmann::json::array({write_case(dir, c)});
   std::ofstream(dir + "/cases.json") << list.dump();
   ASSERT_EQ(run_reference(dir + "/cases.json", dir), "done\n");
   const std::vector<float> ref_p = read_floats(dir + "/" + c.name + ".param.out", kElements);

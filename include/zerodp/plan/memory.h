@@ -89,6 +89,9 @@ struct StageSplit {
   std::uint64_t sharded = 0;
 };
 StageSplit stage_split(Stage stage, const BytesPerParam& bpp);
+// The stage's model state in the seed's notation: "4Φ + 12Φ/N" (the figure's legend, measure's
+// formula row).
+std::string stage_formula(Stage stage, const BytesPerParam& bpp);
 
 // Throws InvalidArgument naming params (and the largest Φ that fits) when a byte count the
 // planner derives from Φ would not fit in 64 bits: the whole model state (P+G+K)Φ and the
