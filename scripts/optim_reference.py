@@ -7,13 +7,24 @@ Algorithm 2; lucidrains/lion-pytorch, lion_pytorch.py) in NumPy float32, operati
 as that code orders them. Each case starts from the state it is given: the step count t, the
 parameter, the gradient and the optimizer's slots, so a test compares one step, never drift.
 
+8-bit AdamW is bitsandbytes' block-wise 8-bit Adam as its CPU kernel computes it
+(bitsandbytes/backends/cpu/ops.py, _optimizer_update_8bit_blockwise_cpu, blocks of 256, no
+skip_zeros): the states dequantized with the dynamic maps (create_dynamic_map of functional.py,
+releases since 0.43, built here with torch.linspace as it builds them), the Adam step in float32,
+and the states quantized again as its default quantize_blockwise does. Its cases give the states
+as codes and blocks' absmax: NAME.code0, NAME.code1 (uint8, N each) and NAME.absmax0,
+NAME.absmax1 (float32, one a block), and receive the same names with .out.
+
+Usage: optim_reference.py maps FOLDER
+  writes map_signed.f32 and map_unsigned.f32 (256 float32 each) into FOLDER.
 Usage: optim_reference.py CASES.json FOLDER
-  CASES.json: [{"optimizer": "adamw"|"lion"|"sgd-momentum"|"sgd", "name": NAME, "n": N,
+  CASES.json: [{"optimizer": "adamw"|"adamw-8bit"|"lion"|"sgd-momentum"|"sgd", "name": NAME, "n": N,
                 "t": T, "lr": LR, "beta1": B1, "beta2": B2, "eps": EPS, "weight_decay": WD}...]
   FOLDER holds NAME.param, NAME.grad, NAME.slot0, NAME.slot1 (float32, little-endian, N each;
   the slots the optimizer has) and receives NAME.param.out, NAME.slot0.out, NAME.slot1.out.
 """
 import json
+import math
 import os
 import sys
 
@@ -74,7 +85,85 @@ def lion(case, p, g, m):
     return p, [m]
 
 
+def create_dynamic_map(signed):
+    """bitsandbytes.functional.create_dynamic_map(signed, max_exponent_bits=7, total_bits=8)."""
+    max_exponent_bits, total_bits = 7, 8
+    data = []
+    non_sign_bits = total_bits - 1
+    for i in range(max_exponent_bits):
+        fraction_items = int(2 ** (i + non_sign_bits - max_exponent_bits) + 1 if signed
+                             else 2 ** (i + non_sign_bits - max_exponent_bits + 1) + 1)
+        boundaries = torch.linspace(0.1, 1, fraction_items)
+        means = (boundaries[:-1] + boundaries[1:]) / 2.0
+        data += ((10 ** (-(max_exponent_bits - 1) + i)) * means).tolist()
+        if signed:
+            data += (-(10 ** (-(max_exponent_bits - 1) + i)) * means).tolist()
+    data.append(0)
+    data.append(1.0)
+    assert len(data) == 2 ** total_bits
+    data.sort()
+    return torch.Tensor(data).numpy()
+
+
+BLOCK = 256
+
+
+def dequantize(codes, absmax, code):
+    values = code[codes.astype(np.int64)]
+    block = np.arange(values.size) // BLOCK
+    return (values * absmax[block]).astype(np.float32)
+
+
+def quantize(x, code):
+    f32 = np.float32
+    blocks = (x.size + BLOCK - 1) // BLOCK
+    absmax = np.array([np.abs(x[b * BLOCK:(b + 1) * BLOCK]).max() for b in range(blocks)],
+                      dtype=f32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = (f32(1) / absmax)[np.arange(x.size) // BLOCK]
+        scaled = np.clip(x * scale, f32(-1), f32(1))
+        # torch.argmin(|scaled - code|): the first index of the least distance; NaN counts as least.
+        distance = np.abs(scaled[:, None] - code[None, :])
+    return np.argmin(distance, axis=1).astype(np.uint8), absmax
+
+
+def adamw_8bit(case, folder, name, p, g):
+    f32 = np.float32
+    n = case["n"]
+    blocks = (n + BLOCK - 1) // BLOCK
+    maps = [create_dynamic_map(True), create_dynamic_map(False)]
+    codes = [np.fromfile(os.path.join(folder, f"{name}.code{k}"), dtype=np.uint8) for k in (0, 1)]
+    absmax = [np.fromfile(os.path.join(folder, f"{name}.absmax{k}"), dtype="<f4") for k in (0, 1)]
+    if any(c.size != n for c in codes) or any(a.size != blocks for a in absmax):
+        raise SystemExit(f"{name}: codes or absmax of the wrong size")
+    m, v = (dequantize(codes[k], absmax[k], maps[k]) for k in (0, 1))
+    lr, wd, eps = case["lr"], case["weight_decay"], case["eps"]
+    beta1, beta2, t = case["beta1"], case["beta2"], case["t"]
+    # state1.mul_(beta1).add_(grad, alpha=1 - beta1); state2.mul_(beta2).addcmul_(grad, grad,
+    # value=1 - beta2): each Python scalar is the tensor's type.
+    m = m * f32(beta1) + f32(1.0 - beta1) * g
+    v = v * f32(beta2) + (f32(1.0 - beta2) * g) * g
+    correction1 = 1.0 - beta1 ** t
+    correction2 = math.sqrt(1.0 - beta2 ** t)
+    denom = np.sqrt(v) / f32(correction2) + f32(eps)
+    if wd > 0.0:
+        p = p * f32(1.0 - lr * wd)
+    # p.addcdiv_(state1, denom, value=-lr / correction1): p + (value * state1) / denom
+    p = p + (f32(-lr / correction1) * m) / denom
+    for k, state in enumerate((m, v)):
+        c, a = quantize(state.astype(f32), maps[k])
+        c.tofile(os.path.join(folder, f"{name}.code{k}.out"))
+        a.astype("<f4").tofile(os.path.join(folder, f"{name}.absmax{k}.out"))
+    return p
+
+
 def main():
+    if sys.argv[1] == "maps":
+        torch.set_num_threads(1)
+        for signed, file in ((True, "map_signed.f32"), (False, "map_unsigned.f32")):
+            create_dynamic_map(signed).astype("<f4").tofile(os.path.join(sys.argv[2], file))
+        print("done")
+        return
     cases_path, folder = sys.argv[1], sys.argv[2]
     with open(cases_path) as f:
         cases = json.load(f)
@@ -90,6 +179,9 @@ def main():
             p, slots = sgd(case, p, g, read(folder, name, "slot0", n))
         elif kind == "sgd":
             p, slots = sgd(case, p, g, None)
+        elif kind == "adamw-8bit":
+            write(folder, name, "param", adamw_8bit(case, folder, name, p, g))
+            continue
         elif kind == "lion":
             p, slots = lion(case, p, g, read(folder, name, "slot0", n))
         else:

@@ -93,16 +93,26 @@ std::string write_shard(const std::string& folder, zero::Engine& engine, int ran
     hash.update(data, bytes);
   };
   write(header, kShardHeaderBytes);
-  // Straight from the engine's buffers, chunk by chunk: the master block, then each slot's. A
-  // save holds no copy of the state (a rank under --rank-memory has no room for one).
+  // Chunk by chunk: the master block straight from the engine's buffers, then each slot's
+  // through a small staging buffer (8-bit slots are written dequantized). A save holds no copy
+  // of the state (a rank under --rank-memory has no room for one).
   const std::vector<zero::Engine::OwnedChunk> chunks = engine.owned_chunks();
   const std::size_t slots = engine.options().rule().row->slots.size();
   std::uint64_t written = 0;
-  for (std::size_t block = 0; block <= slots; ++block) {
-    for (const zero::Engine::OwnedChunk& chunk : chunks) {
-      const std::span<const float> values = block == 0 ? chunk.master : chunk.slots[block - 1];
-      write(values.data(), values.size_bytes());
-      written += values.size();
+  for (const zero::Engine::OwnedChunk& chunk : chunks) {
+    write(chunk.master.data(), chunk.master.size_bytes());
+    written += chunk.master.size();
+  }
+  std::vector<float> staging(std::size_t{1} << 14);
+  for (std::size_t k = 0; k < slots; ++k) {
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      const std::size_t n = chunks[c].master.size();
+      for (std::size_t from = 0; from < n; from += staging.size()) {
+        const std::size_t len = std::min(staging.size(), n - from);
+        engine.read_slot(c, k, from, {staging.data(), len});
+        write(staging.data(), len * sizeof(float));
+      }
+      written += n;
     }
   }
   ZERODP_CHECK(written == (1 + slots) * elements);

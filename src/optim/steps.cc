@@ -7,6 +7,7 @@
 #endif
 
 #include "zerodp/common/error.h"
+#include "zerodp/optim/blockwise8.h"
 #include "zerodp/optim/rule.h"
 
 namespace zerodp::optim {
@@ -26,9 +27,13 @@ void check_spans(const StepSpans& s, std::size_t slots) {
 // 3-10x larger); SGD's with momentum 0.1 (0.05 ended 0.006 lower, 0.025 higher again), plain
 // SGD's 0.25 (1, the momentum run's effective step, ended 0.64 higher).
 // Filled on first use (function-local statics), so no order of static initialisation matters.
-const std::array<Rule, 4>& rules() {
-  static const std::array<Rule, 4> kRules = {{
+// 8-bit AdamW takes AdamW's rate: the quality comparison of docs/performance.md holds everything
+// else equal.
+const std::array<Rule, 5>& rules() {
+  static const Blockwise kAdamW8{adamw8_moments, adamw8_params};
+  static const std::array<Rule, 5> kRules = {{
       {&optimizer_row(Optimizer::adam), adamw_step, Hyper{}, 2e-3f},
+      {&optimizer_row(Optimizer::adam_8bit), nullptr, Hyper{}, 2e-3f, &kAdamW8},
       {&optimizer_row(Optimizer::lion), lion_step,
        Hyper{.beta1 = 0.9f, .beta2 = 0.99f, .eps = 0.0f, .weight_decay = 1.0f}, 6e-4f},
       {&optimizer_row(Optimizer::sgd_momentum), sgd_momentum_step,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "zerodp/common/blockwise_layout.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/partition.h"
 #include "zerodp/common/quantize.h"
@@ -99,14 +100,24 @@ UnitLayout unit_layout(const EngineModel& model) {
   if (const auto* g = std::get_if<GptShape>(&model)) {
     const std::uint64_t C = g->hidden;
     layout.counts.push_back(g->vocab * C + g->seq_len * C);  // wte, wpe
-    for (std::uint64_t l = 0; l < g->layers; ++l) layout.counts.push_back(12 * C * C + 13 * C);
+    layout.tensors = {g->vocab * C, g->seq_len * C};
+    for (std::uint64_t l = 0; l < g->layers; ++l) {
+      layout.counts.push_back(12 * C * C + 13 * C);
+      // model/gpt_tensors.h's order: ln_1, attn (3C x C), attn proj, ln_2, fc (4C x C), fc proj.
+      for (std::uint64_t n :
+           {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C})
+        layout.tensors.push_back(n);
+    }
     layout.counts.push_back(2 * C);  // ln_f; the LM head reads wte
+    layout.tensors.insert(layout.tensors.end(), {C, C});
     layout.reads.assign(layout.counts.size(), {});
     layout.reads.back() = {0};
   } else {
     const auto& m = std::get<MlpShape>(model);
     layout.counts.assign(m.depth, m.width * m.width + m.width);
     layout.reads.assign(layout.counts.size(), {});
+    for (std::uint64_t d = 0; d < m.depth; ++d)
+      layout.tensors.insert(layout.tensors.end(), {m.width * m.width, m.width});
   }
   return layout;
 }
@@ -199,12 +210,25 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   set(Category::grads16, 2 * (shards.gradients ? local : f.total));
   const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
   set(Category::master32, optimizer);
-  set(Category::optim_m, u128(run.m_slots) * optimizer);
-  set(Category::optim_v, u128(run.v_slots) * optimizer);
+  u128 blockwise_scratch = 0;
+  if (run.blockwise) {
+    const Partition part =
+        make_partition(std::vector<std::size_t>(f.layout.counts.begin(), f.layout.counts.end()), E,
+                       run.ranks, rank);
+    const Layout8 l = make_layout8(f.layout.tensors, part, !shards.optimizer_states, run.ranks,
+                                   rank, run.blockwise->block, run.blockwise->min_quantized);
+    const u128 slot = u128(l.codes) + 4 * u128(l.blocks) + 4 * u128(l.fp32);
+    set(Category::optim_m, slot);
+    set(Category::optim_v, slot);
+    blockwise_scratch = 4 * 2 * u128(l.edges) * (l.exchange ? 1 + u128(run.ranks) : 1);
+  } else {
+    set(Category::optim_m, u128(run.m_slots) * optimizer);
+    set(Category::optim_v, u128(run.v_slots) * optimizer);
+  }
 
   // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
   // grads of units that others read (kept across the backward pass).
-  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units);
+  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units) + blockwise_scratch;
   if (shards.gradients) {
     scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
     u128 buckets = 2 * (2 * max_bucket + 2 * max_chunk);

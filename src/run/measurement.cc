@@ -223,7 +223,7 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   }
   const plan::BytesPerParam bpp = engine_bytes_per_param(options);
   const std::uint64_t params = spec.param_count();
-  m.predicted_state = plan::model_state_bytes(params, comm.size(), options.stage, bpp);
+  m.predicted_state = engine_model_state_bytes(planned, options, params, comm.rank());
   // ZeRO++'s gathers (qwZ's int8 payloads, hpZ's host rings) are not in the planner's ring
   // column: the engine's own bucket-by-bucket ring then predicts them.
   m.predicted_comm = options.zeropp.any() ? predict::predict_rank_ring_bytes(planned, comm.rank())

@@ -347,11 +347,11 @@ nlohmann::json Training::finish() {
   if (!leader_) return nullptr;
   const ModelSpec& spec = s_.spec;
   const int ranks = comm_.size();
-  const std::uint64_t predicted = plan::model_state_bytes(
-      spec.param_count(), ranks, s_.options.stage, engine_bytes_per_param(s_.options));
   const Ledger& ledger = engine_.ledger();
   const predict::EngineRun planned =
       engine_run(spec, s_.options, s_.launch, ranks, comm_.ranks_per_host());
+  const std::uint64_t predicted =
+      engine_model_state_bytes(planned, s_.options, spec.param_count(), 0);
   nlohmann::json per_rank = nlohmann::json::array();
   for (int r = 0; r < ranks; ++r) {
     per_rank.push_back(

@@ -72,10 +72,14 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
                                   full_grads() ? part.total : part.local_total);
   const std::size_t optimizer_elems = full_optimizer() ? part.total : part.local_total;
   master = Buffer<float>(ledger, Category::master32, optimizer_elems);
-  for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
-    slots[k] = Buffer<float>(
-        ledger, holds_squares(rule.row->slots[k]) ? Category::optim_v : Category::optim_m,
-        optimizer_elems);
+  if (rule.blockwise) {
+    allocate_blockwise();
+  } else {
+    for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
+      slots[k] = Buffer<float>(
+          ledger, holds_squares(rule.row->slots[k]) ? Category::optim_v : Category::optim_m,
+          optimizer_elems);
+    }
   }
 
   is_read.assign(units.size(), false);
@@ -158,12 +162,11 @@ void Engine::Impl::init_weights() {
   }
 }
 
-void Engine::Impl::split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
-  // Below this many elements waking the pool costs more than the pass (tens of microseconds).
-  constexpr std::size_t kWorthSplitting = std::size_t{1} << 15;
-  // Parts start on 64-byte boundaries of 4-byte elements: no two threads write one cache line.
-  constexpr std::size_t kAlign = 16;
-  if (!pool || n < kWorthSplitting) {
+void Engine::Impl::split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn,
+                         std::size_t worth, std::size_t align) {
+  // Below `worth` elements waking the pool costs more than the pass (tens of microseconds).
+  const std::size_t kAlign = align;
+  if (!pool || n < worth) {
     fn(0, n);
     return;
   }
@@ -266,18 +269,28 @@ std::pair<double, double> Engine::Impl::local_grad_stats() const {
   return {sum_sq, non_finite};
 }
 
+std::size_t Engine::Impl::update_first(const Bucket& bucket) const {
+  return full_optimizer() ? bucket.offset : bucket.local;
+}
+
+const std::uint16_t* Engine::Impl::update_grads(const Bucket& bucket) const {
+  if (!full_grads()) return grads16.data() + bucket.local;
+  return grads16.data() + (full_optimizer() ? bucket.offset : bucket.offset + bucket.shard.offset);
+}
+
 void Engine::Impl::update(float lr, float grad_mul) {
   ++t;
+  if (rule.blockwise) {
+    update_blockwise(lr, grad_mul);
+    return;
+  }
   // Unsharded optimizer states: every element on every rank; sharded: this rank's chunks. Each
   // block of the master is rounded to its 16-bit params as soon as it is updated, while it is
   // in cache, and each bucket's params go to the other ranks as soon as the bucket is done.
   for (const Bucket& bucket : part.buckets) {
-    const std::size_t first = full_optimizer() ? bucket.offset : bucket.local;
+    const std::size_t first = update_first(bucket);
     const std::size_t count = full_optimizer() ? bucket.count : bucket.shard.size;
-    const std::uint16_t* g =
-        full_grads() ? grads16.data() +
-                           (full_optimizer() ? bucket.offset : bucket.offset + bucket.shard.offset)
-                     : grads16.data() + bucket.local;
+    const std::uint16_t* g = update_grads(bucket);
     std::uint16_t* p16 = own_params16(bucket);
     split(count, [&](std::size_t begin, std::size_t end) {
       float block[1024];

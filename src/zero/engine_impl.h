@@ -14,6 +14,7 @@
 #include "zero/grad_reducer.h"
 #include "zero/host_groups.h"
 #include "zero/param_gatherer.h"
+#include "zerodp/common/blockwise_layout.h"
 #include "zerodp/common/lane_pool.h"
 #include "zerodp/common/partition.h"
 #include "zerodp/zero/engine.h"
@@ -35,6 +36,8 @@ struct Engine::Impl {
   bool full_optimizer() const { return !sharding(opt.stage).optimizer_states; }
 
   void init_weights();
+  // A blockwise rule's layout and buffers (engine_blockwise.cc).
+  void allocate_blockwise();
   // The 16-bit params from the fp32 master, rounded (after a load; update() rounds as it
   // goes). Unsharded params are all-gathered in place; overlap_gathers leaves those gathers in
   // flight in param_gathers, for each unit to wait on before it computes.
@@ -55,6 +58,17 @@ struct Engine::Impl {
   // Returns {sum of squares, non-finite count} of this rank's own reduced gradient chunk.
   std::pair<double, double> local_grad_stats() const;
   void update(float lr, float grad_mul);
+  // update() for a rule with 8-bit block-wise slots (engine_blockwise.cc): the edges' maxima
+  // first, exchanged when a block straddles ranks, then every piece of layout8.
+  void update_blockwise(float lr, float grad_mul);
+  // Slot k's values at master elements [at, at + out.size()), dequantized.
+  void read_blockwise(std::size_t k, std::size_t at, std::span<float> out);
+  // import_state's loading of the master and the slots: fp32 slots, or 8-bit ones.
+  void import_slots(const RangeReader& read);
+  void import_blockwise(const RangeReader& read);
+  // The first master element this rank updates of a bucket, and the 16-bit grads beside it.
+  std::size_t update_first(const Bucket& bucket) const;
+  const std::uint16_t* update_grads(const Bucket& bucket) const;
   // All-reduces the scalars (loss, squared norm, and the flags in the third) and returns
   // whether any rank overflowed and whether any rank asked to stop.
   Flags agree_on_flags(float (&scalars)[3], bool overflow, bool stop);
@@ -84,6 +98,13 @@ struct Engine::Impl {
   // master's size and place; counted as optim_m or optim_v (holds_squares()).
   std::array<Buffer<float>, 2> slots;
   const optim::Rule& rule;
+  // A blockwise rule's states instead (zerodp/common/blockwise_layout.h), m's then v's, each
+  // counted as its slot: the codes, the blocks' absmax and the fp32 states of small tensors; and
+  // the edge pieces' maxima, this rank's and (when blocks straddle ranks) every rank's.
+  std::optional<Layout8> layout8;
+  std::array<Buffer<std::uint8_t>, 2> codes8;
+  std::array<Buffer<float>, 2> absmax8, states8;
+  Buffer<float> edge_max, all_edge_max;
   const optim::Hyper hyper;
   Buffer<float> param32, grad32;
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
@@ -99,7 +120,10 @@ struct Engine::Impl {
   optim::LossScaler scaler;
   // set_threads: fn(begin, end) over parts of [0, n), one per thread, in split().
   std::unique_ptr<LanePool> pool;
-  void split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn);
+  // Parts of fewer than `worth` items run on the rank's thread alone; parts start on multiples
+  // of `align` (16 floats: no two threads write one cache line).
+  void split(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn,
+             std::size_t worth = std::size_t{1} << 15, std::size_t align = 16);
   std::int64_t t = 0;
   std::int64_t run_step = 0;  // EngineState::run_step: t and the skipped steps
   std::uint64_t samples_done = 0;

@@ -58,18 +58,44 @@ std::vector<Engine::OwnedChunk> Engine::owned_chunks() {
     const std::size_t from =
         e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local;
     const std::size_t n = bucket.shard.size;
-    OwnedChunk chunk{.master = {e.master.data() + from, n}};
-    for (std::size_t k = 0; k < e.rule.row->slots.size(); ++k) {
-      chunk.slots[k] = {e.slots[k].data() + from, n};
-    }
-    chunks.push_back(chunk);
+    chunks.push_back({.master = {e.master.data() + from, n}});
   }
   return chunks;
+}
+
+void Engine::read_slot(std::size_t chunk, std::size_t k, std::size_t from, std::span<float> out) {
+  Impl& e = *impl_;
+  flush();
+  ZERODP_CHECK(chunk < e.part.buckets.size() && k < e.rule.row->slots.size());
+  const Bucket& bucket = e.part.buckets[chunk];
+  ZERODP_CHECK(from + out.size() <= bucket.shard.size);
+  // Where the owned range sits in this rank's optimizer buffers (owned_chunks()).
+  const std::size_t at =
+      (e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local) + from;
+  if (!e.rule.blockwise) {
+    std::copy_n(e.slots[k].data() + at, out.size(), out.data());
+    return;
+  }
+  e.read_blockwise(k, at, out);
 }
 
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
   Impl& e = *impl_;
   flush();
+  if (e.rule.blockwise) {
+    e.import_blockwise(read);
+  } else {
+    e.import_slots(read);
+  }
+  e.rebuild_params16(false);  // the master rounded, as after every update
+  e.t = state.step;
+  e.run_step = state.run_step;
+  e.samples_done = state.samples_done;
+  e.scaler.restore(state.loss_scale, state.good_steps);
+}
+
+void Engine::Impl::import_slots(const RangeReader& read) {
+  Impl& e = *this;
   const std::size_t slots = e.rule.row->slots.size();
   auto slot_at = [&](std::size_t k, std::size_t at) {
     return k < slots ? e.slots[k].data() + at : nullptr;
@@ -83,11 +109,6 @@ void Engine::import_state(const RangeReader& read, const EngineState& state) {
            slot_at(0, bucket.local), slot_at(1, bucket.local));
     }
   }
-  e.rebuild_params16(false);  // the master rounded, as after every update
-  e.t = state.step;
-  e.run_step = state.run_step;
-  e.samples_done = state.samples_done;
-  e.scaler.restore(state.loss_scale, state.good_steps);
 }
 
 EngineState Engine::state() const {

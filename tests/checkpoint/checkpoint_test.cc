@@ -23,14 +23,16 @@ namespace zerodp {
 namespace {
 namespace fs = std::filesystem;
 
-model::MlpConfig mlp_config() {
+model::MlpConfig mlp_config(int width = 12) {
   model::MlpConfig c;
-  c.width = 12;
+  c.width = width;
   c.depth = 3;
   return c;
 }
 
-const std::string kModel = R"({"type": "mlp", "width": 12, "depth": 3})";
+std::string model_json(int width) {
+  return R"({"type": "mlp", "width": )" + std::to_string(width) + R"(, "depth": 3})";
+}
 
 using zerodp::testing::fresh_path;
 
@@ -41,6 +43,7 @@ struct Run {
   std::string save_dir;  // save at the end when set
   std::string resume;    // load before training when set
   Optimizer optimizer = Optimizer::adam;
+  int width = 12;  // the MLP's
 };
 
 // Trains and returns the consolidated master weights. Claims the save dir as zerodp train does.
@@ -53,8 +56,8 @@ std::vector<float> train(const Run& run) {
   std::vector<float> result;
   std::mutex mu;
   comm::run_thread_ranks(run.ranks, {}, [&](comm::Communicator& comm) {
-    model::Mlp mlp(mlp_config());
-    const data::SyntheticRegression samples(mlp_config().width, 1234);
+    model::Mlp mlp(mlp_config(run.width));
+    const data::SyntheticRegression samples(run.width, 1234);
     zero::EngineOptions o;
     o.stage = stage_from_number(run.stage);
     o.micro_batch = 2;
@@ -63,7 +66,8 @@ std::vector<float> train(const Run& run) {
     zero::Engine engine(mlp, comm, samples, o);
     if (resumed) engine.import_state(resumed->reader(), resumed->state());
     while (engine.steps_done() < run.steps) engine.step(1e-2f);
-    if (!run.save_dir.empty()) checkpoint::save(run.save_dir, engine, comm, kModel, "{}", 2);
+    if (!run.save_dir.empty())
+      checkpoint::save(run.save_dir, engine, comm, model_json(run.width), "{}", 2);
     std::vector<float> master = engine.gather_master();
     std::lock_guard<std::mutex> lock(mu);
     if (comm.rank() == 0) result = std::move(master);
@@ -137,6 +141,33 @@ TEST(Checkpoint, EveryOptimizersSlotsResumeBitwiseAndReshard) {
   }
 }
 
+// 8-bit AdamW's states are saved dequantized (fp32, element by element) and quantized back on
+// load to the codes and absmax that give the same values: the next steps are the same bits, at
+// any N and stage, with blocks cut between ranks (buckets of 50 elements) and whole.
+TEST(Checkpoint, EightBitStatesResumeBitwiseAndReshard) {
+  const Optimizer id = Optimizer::adam_8bit;
+  const int width = 64;  // 4096-element weights: 8-bit states; the biases keep fp32 ones
+  for (int stage : {0, 2, 3}) {
+    const std::string dir = fresh_path("resume-8bit" + std::to_string(stage));
+    const auto straight = train({2, stage, 12, "", "", id, width});
+    train({2, stage, 6, dir, "", id, width});
+    EXPECT_TRUE(same_bits(train({2, stage, 12, "", dir, id, width}), straight))
+        << "stage " << stage;
+  }
+  const std::string from = fresh_path("reshard-8bit"), to = fresh_path("reshard1-8bit");
+  const auto saved = train({3, 3, 5, from, "", id, width});
+  EXPECT_TRUE(same_bits(train({1, 0, 5, to, from, id, width}), saved));
+  for (int k = 0; k < 2; ++k) {
+    const auto before = slot_of(from, k);
+    EXPECT_TRUE(same_bits(slot_of(to, k), before)) << "slot " << k;
+    EXPECT_GT(std::count_if(before.begin(), before.end(), [](float x) { return x != 0.0f; }),
+              std::ptrdiff_t(before.size() / 2));
+  }
+  // Trained on from either checkpoint, the one 3 ranks wrote and the one 1 rank wrote again.
+  EXPECT_TRUE(
+      same_bits(train({4, 1, 9, "", from, id, width}), train({4, 3, 9, "", to, id, width})));
+}
+
 TEST(Checkpoint, LatestIgnoresAnIncompleteCheckpoint) {
   const std::string dir = fresh_path("incomplete");
   train({2, 2, 4, dir, ""});
@@ -198,13 +229,13 @@ TEST(Checkpoint, BrokenManifestsAreNamed) {
   in.close();
 
   const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(dir);
-  EXPECT_EQ(nlohmann::json::parse(ck.manifest().model), nlohmann::json::parse(kModel));
+  EXPECT_EQ(nlohmann::json::parse(ck.manifest().model), nlohmann::json::parse(model_json(12)));
   EXPECT_EQ(ck.manifest().stage, 0);
   EXPECT_EQ(ck.manifest().ranks, 2);
   EXPECT_EQ(ck.manifest().state.step, 2);
   EXPECT_EQ(ck.manifest().params, ck.params());
-  ck.check_model(kModel);
-  nlohmann::json other = nlohmann::json::parse(kModel);
+  ck.check_model(model_json(12));
+  nlohmann::json other = nlohmann::json::parse(model_json(12));
   other["width"] = 16;
   try {
     ck.check_model(other.dump());

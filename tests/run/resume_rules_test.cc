@@ -180,6 +180,16 @@ TEST(ResumeRefusals, OtherBytesOtherSeedAndOtherPrecisionAreRefusedEachForItsRea
             "precision: the checkpoint ck/step-00000004 trained in bf16, this run asks fp16; "
             "the loss-scale state and the 16-bit rounding belong to its precision (resume with "
             "precision bf16)");
+  // Another optimizer's slots (8-bit codes are not fp32 moments), or none recorded: AdamW's.
+  json eight_bit = record(), fp32 = record();
+  eight_bit["optimizer"] = "adamw-8bit";
+  fp32["optimizer"] = "adamw";
+  EXPECT_EQ(message_of<UsageError>(
+                [&] { refuse_resume_changes(kFolder, eight_bit, model(), model(), fp32); }),
+            "optimizer: the checkpoint ck/step-00000004 was trained with adamw-8bit, this run "
+            "asks adamw; its state slots are adamw-8bit's (resume with optimizer adamw-8bit, or "
+            "start a new run)");
+  EXPECT_NO_THROW(refuse_resume_changes(kFolder, eight_bit, model(), model(), eight_bit));
 }
 
 TEST(ResumeRefusals, EveryDifferenceIsNamedInOneMessage) {

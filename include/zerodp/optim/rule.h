@@ -15,6 +15,7 @@
 //  - engine_rule() returns data made once and never changed: safe from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -44,20 +45,33 @@ struct StepSpans {
 using StepFn = void (*)(const StepSpans& spans, float grad_mul, float lr, std::int64_t t,
                         const Hyper& hyper);
 
-struct Rule {
-  const OptimizerRow* row;  // what the slots hold (fp32 each) and the optimizer's word
-  StepFn step;
-  Hyper defaults;
-  float default_lr;  // `zerodp train`'s --lr when none is given, for the default GPT
+// An optimizer whose slots are 8-bit block-wise (SlotFormat::int8_blockwise): for each piece of
+// a block the engine dequantizes m and v, calls `moments`, agrees on each slot's maximum over the
+// whole block, calls `params` and quantizes the slots again (zerodp/optim/blockwise8.h); the
+// states of tensors too small to quantize stay fp32 and take the same two calls.
+struct Blockwise {
+  void (*moments)(float* m, float* v, const float* grad, std::size_t n, float grad_mul,
+                  const Hyper& h);
+  void (*params)(float* p, const float* m, const float* v, std::size_t n, float lr, std::int64_t t,
+                 const Hyper& h);
 };
 
-// The rule of an optimizer the engine runs (fp32 slots, an fp32 master, an elementwise step):
-// adam, lion, sgd-momentum and sgd; nullptr for any other row.
+struct Rule {
+  const OptimizerRow* row;  // what the slots hold and the optimizer's word
+  StepFn step;              // fp32 slots: the elementwise step; null for a blockwise rule
+  Hyper defaults;
+  float default_lr;  // `zerodp train`'s --lr when none is given, for the default GPT
+  const Blockwise* blockwise = nullptr;  // int8 block-wise slots: how a piece steps
+};
+
+// The rule of an optimizer the engine runs (an fp32 master, fp32 slots and an elementwise step,
+// or int8 block-wise slots): adam, adam_8bit, lion, sgd-momentum and sgd; nullptr for any other
+// row.
 const Rule* engine_rule(Optimizer id);
 // The word a run records and prints: "adamw" for the Adam row (the engine decays decoupled),
 // the row's word otherwise.
 std::string_view engine_word(const OptimizerRow& row);
-// "adamw, lion, sgd-momentum, sgd": what `zerodp train --optimizer` takes.
+// "adamw, adamw-8bit, lion, sgd-momentum, sgd": what `zerodp train --optimizer` takes.
 std::string engine_optimizer_words();
 
 // The steps, for the rules above and for tests.

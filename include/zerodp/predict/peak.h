@@ -8,7 +8,11 @@
 // follows the engine's allocations one by one (docs/memory.md has the table):
 //   params16, grads16        2 bytes × (Φ whole, or this rank's shard: the sum of its chunk
 //                            of every bucket)
-//   master32, optim_m, optim_v 4 bytes × (Φ whole, or the shard), each slot the optimizer has
+//   master32, optim_m, optim_v 4 bytes × (Φ whole, or the shard), each slot the optimizer has;
+//                            8-bit slots: per slot one byte a quantized element, 4 bytes an
+//                            element of a small tensor and 4 bytes a block the rank holds part
+//                            of (common/blockwise_layout.h), and in scratch32 8 bytes an edge
+//                            slot, N times over when blocks straddle ranks
 //   scratch32                4 × (largest unit with the units it reads + largest unit + every
 //                            unit that others read) + 4 × largest chunk (grads sharded)
 //   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk);
@@ -40,6 +44,7 @@
 #include <vector>
 
 #include "zerodp/common/ledger.h"
+#include "zerodp/common/optimizers.h"
 #include "zerodp/common/stage.h"
 #include "zerodp/common/zeropp.h"
 
@@ -69,6 +74,10 @@ struct EngineRun {
   // The optimizer's fp32 slots: those counted as optim_m and as optim_v (ledger.h), 0 or 1
   // each (AdamW: 1 and 1; Lion and SGD with momentum: 1 and 0; SGD: 0 and 0).
   int m_slots = 1, v_slots = 1;
+  // An optimizer with 8-bit block-wise slots instead (8-bit AdamW): its row, whose block and
+  // min_quantized lay out each rank's codes, fp32 states and absmax (common/blockwise_layout.h);
+  // m_slots and v_slots are then unused. Null: fp32 slots.
+  const OptimizerRow* blockwise = nullptr;
   std::string_view optimizer = "adamw";  // its word, for what a dry run prints
   int model_threads = 1;                 // GptModel::set_threads
   bool mpi = false;                      // the MPI backend keeps reduction staging
@@ -102,6 +111,7 @@ struct RankPeak {
 struct UnitLayout {
   std::vector<std::uint64_t> counts;
   std::vector<std::vector<int>> reads;
+  std::vector<std::uint64_t> tensors;  // every tensor's elements, in flat-layout order
 };
 UnitLayout unit_layout(const EngineModel& model);
 std::uint64_t param_count(const EngineModel& model);

@@ -32,6 +32,14 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
 // the same table the planner reads.
 plan::BytesPerParam engine_bytes_per_param(const zero::EngineOptions& options);
 
+// The model state rank `rank` of planned.ranks holds, predicted: the seed's formula with
+// engine_bytes_per_param() for fp32 slots; with 8-bit block-wise slots, whose bytes depend on
+// the tensors (small ones keep fp32 states) and the blocks the rank holds part of, the count of
+// the engine's own layout (predict::predict_rank_peak).
+std::uint64_t engine_model_state_bytes(const predict::EngineRun& planned,
+                                       const zero::EngineOptions& options, std::uint64_t params,
+                                       int rank);
+
 // --zeropp's value for these options: "none", or its words in the order qwz, hpz, qgz.
 std::string zeropp_value(const zero::EngineOptions& options);
 // " with qwZ (int8 gathers, blocks of 256) and hpZ (hosts of 2 ranks)", or "" without ZeRO++:

@@ -216,20 +216,24 @@ class Engine {
   // chunks included, so every rank lists as many): together they tile the layout once,
   // whatever the stage.
   std::vector<FlatRange> owned_ranges() const;
-  // The fp32 master weights and the optimizer's slots of the owned ranges, in range order, as
-  // views of the engine's own buffers (no copy: a checkpoint streams them to disk), valid until
-  // the next step or import. slots[k] is empty beyond the rule's slot count.
+  // The fp32 master weights of the owned ranges, in range order, as views of the engine's own
+  // buffers (no copy: a checkpoint streams them to disk), valid until the next step or import.
   struct OwnedChunk {
     std::span<const float> master;
-    std::span<const float> slots[2] = {};
   };
   std::vector<OwnedChunk> owned_chunks();
+  // Slot k of owned range `chunk`, its values from element `from` on, as fp32: a copy of the fp32
+  // slot, or 8-bit states dequantized (map[code] x absmax, what the step computes with).
+  // Requires k below the rule's slot count and from + out.size() within the range.
+  void read_slot(std::size_t chunk, std::size_t k, std::size_t from, std::span<float> out);
   // Loads the weights and slots this rank needs — every range at stage 0, its own chunks
   // otherwise — through read(range, master, slot0, slot1), which fills count values of each
   // non-null pointer (the slots beyond the rule's count are null); then
   // rebuilds the 16-bit params (collective at stages 1 and 2) and restores the state. The
   // partition of the run that saved them does not matter: a checkpoint can be read at any
-  // N and stage.
+  // N and stage. 8-bit slots are read as the dequantized values read_slot() gave, a whole block
+  // at a time, and quantized back to the codes and absmax that give exactly those values
+  // (optim::recover_block); values no quantization gives throw Error.
   using RangeReader =
       std::function<void(FlatRange range, float* master, float* slot0, float* slot1)>;
   void import_state(const RangeReader& read, const EngineState& state);

@@ -1,0 +1,275 @@
+// 8-bit block-wise states (optim/blockwise8.h) against bitsandbytes' algorithm, bit for bit:
+// the dynamic maps as its create_dynamic_map builds them, the nearest-code rule of its
+// quantize_blockwise, and one 8-bit AdamW step of its CPU kernel written in NumPy
+// (scripts/optim_reference.py), from the same codes, absmax, params and gradients. Both sides
+// take the same fp32 operations in the same order, each correctly rounded, so nothing is left
+// to a tolerance: a code, an absmax or a parameter that differs by a bit is a different step.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "testing/temp_dir.h"
+#include "zerodp/common/rng.h"
+#include "zerodp/optim/blockwise8.h"
+
+namespace zerodp::optim {
+namespace {
+
+constexpr const char* kBlockwisePython = "/usr/bin/python3";  // Debian's python3-torch is for it
+
+std::uint32_t bits_of(float x) {
+  return std::bit_cast<std::uint32_t>(x);
+}
+
+template <typename T>
+std::vector<T> read_file_of(const std::string& path, std::size_t n) {
+  std::vector<T> values(n);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(values.data()), std::streamsize(n * sizeof(T)));
+  EXPECT_EQ(in.gcount(), std::streamsize(n * sizeof(T))) << path;
+  return values;
+}
+
+template <typename T>
+void write_file_of(const std::string& path, const std::vector<T>& values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            std::streamsize(values.size() * sizeof(T)));
+}
+
+std::string run_blockwise_reference(const std::string& first, const std::string& folder) {
+  const std::string command = std::string(kBlockwisePython) + " " + ZERODP_SOURCE_DIR +
+                              "/scripts/optim_reference.py '" + first + "' '" + folder + "' 2>&1";
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  char buffer[4096];
+  while (const std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return status == 0 ? out : out + " (exit status " + std::to_string(status) + ")";
+}
+
+TEST(Blockwise8, TheMapsAreBitsandbytesDynamicMapsBitForBit) {
+  const std::string dir = testing::fresh_folder("blockwise8_maps");
+  ASSERT_EQ(run_blockwise_reference("maps", dir), "done\n");
+  const auto signed_map = read_file_of<float>(dir + "/map_signed.f32", 256);
+  const auto unsigned_map = read_file_of<float>(dir + "/map_unsigned.f32", 256);
+  for (std::size_t i = 0; i < 256; ++i) {
+    EXPECT_EQ(bits_of(dynamic_map_signed()[i]), bits_of(signed_map[i])) << "signed " << i;
+    EXPECT_EQ(bits_of(dynamic_map_unsigned()[i]), bits_of(unsigned_map[i])) << "unsigned " << i;
+  }
+  // What the step relies on: sorted, 0 and 1 in both, no -1 in the signed one.
+  EXPECT_EQ(dynamic_map_signed()[127], 0.0f);
+  EXPECT_EQ(dynamic_map_signed()[255], 1.0f);
+  EXPECT_GT(dynamic_map_signed()[0], -1.0f);
+  EXPECT_EQ(dynamic_map_unsigned()[0], 0.0f);
+  EXPECT_EQ(dynamic_map_unsigned()[255], 1.0f);
+}
+
+// torch.argmin(|scaled - map|) over all 256 values: the first index of the least fp32 distance.
+std::uint8_t nearest_by_scan(float scaled, const DynamicMap& map) {
+  if (std::isnan(scaled)) return 0;
+  scaled = std::fmin(1.0f, std::fmax(-1.0f, scaled));
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < 256; ++i) {
+    if (std::fabs(scaled - map[i]) < std::fabs(scaled - map[best])) best = i;
+  }
+  return std::uint8_t(best);
+}
+
+TEST(Blockwise8, TheNearestCodeIsTheFirstOfTheLeastDistance) {
+  for (const DynamicMap* map : {&dynamic_map_signed(), &dynamic_map_unsigned()}) {
+    std::vector<float> probes = {0.0f,
+                                 -0.0f,
+                                 1.0f,
+                                 -1.0f,
+                                 2.0f,
+                                 -2.0f,
+                                 1e-30f,
+                                 -1e-30f,
+                                 std::numeric_limits<float>::quiet_NaN(),
+                                 std::numeric_limits<float>::denorm_min()};
+    for (std::size_t i = 0; i < 256; ++i) {
+      const float v = (*map)[i];
+      probes.push_back(v);
+      probes.push_back(std::nextafter(v, 2.0f));
+      probes.push_back(std::nextafter(v, -2.0f));
+      if (i + 1 < 256) {
+        // The midpoint and its neighbours: where a tie or a rounding would pick the other side.
+        const float mid = (v + (*map)[i + 1]) / 2;
+        probes.push_back(mid);
+        probes.push_back(std::nextafter(mid, 2.0f));
+        probes.push_back(std::nextafter(mid, -2.0f));
+      }
+    }
+    for (std::uint64_t i = 0; i < 20000; ++i)
+      probes.push_back(2.2f * counter_uniform(7, 0, i) - 1.1f);
+    for (float x : probes) {
+      EXPECT_EQ(int(quantize_scaled(x, *map)), int(nearest_by_scan(x, *map))) << x;
+    }
+  }
+}
+
+// A block and its codes as a step leaves them, then read back from the dequantized values alone.
+TEST(Blockwise8, ABlocksCodesAndAbsmaxComeBackFromItsDequantizedValues) {
+  std::size_t recovered = 0;
+  for (const DynamicMap* map : {&dynamic_map_signed(), &dynamic_map_unsigned()}) {
+    const bool is_signed = map == &dynamic_map_signed();
+    for (std::uint64_t trial = 0; trial < 400; ++trial) {
+      const std::size_t n = 1 + trial % 256;
+      // Magnitudes from 1e-30 (subnormal products) to 1e3; the largest element negative in
+      // half the signed blocks, all zero in some.
+      const float scale = std::pow(10.0f, float(int(trial % 34) - 30));
+      std::vector<float> x(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float r = counter_normal(trial, 1, i) * scale;
+        x[i] = trial % 37 == 0 ? 0.0f : is_signed ? r : r * r / scale;
+      }
+      if (is_signed && trial % 2 == 0 && trial % 37 != 0) x[n / 2] = -4.0f * scale;
+      const float absmax = block_absmax(x.data(), n);
+      std::vector<std::uint8_t> codes(n), back_codes(n);
+      quantize_with(x.data(), n, absmax, *map, codes.data());
+      std::vector<float> values(n), again(n);
+      dequantize(codes.data(), n, absmax, *map, values.data());
+      float back_absmax = -1.0f;
+      ASSERT_TRUE(recover_block(values.data(), n, *map, &back_absmax, back_codes.data()))
+          << "trial " << trial;
+      dequantize(back_codes.data(), n, back_absmax, *map, again.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bits_of(again[i]), bits_of(values[i])) << "trial " << trial << " element " << i;
+      }
+      recovered += back_absmax == absmax;
+    }
+  }
+  // The values decide the next step; the absmax itself comes back too, in all but rare blocks
+  // whose values another absmax reproduces as well.
+  EXPECT_GT(recovered, 790u);
+  // Values no quantization gives are refused.
+  std::vector<float> odd = {0.3f, 0.123456f, -0.7f};
+  std::vector<std::uint8_t> codes(3);
+  float absmax = 0;
+  EXPECT_FALSE(recover_block(odd.data(), 3, dynamic_map_signed(), &absmax, codes.data()));
+}
+
+struct StepCase {
+  std::string name;
+  std::int64_t t;
+  std::vector<float> param, grad;
+  std::vector<std::uint8_t> codes[2];
+  std::vector<float> absmax[2];
+};
+
+constexpr std::size_t kStepElements = 1000;  // three blocks of 256 and one of 232
+constexpr std::size_t kStepBlocks = 4;
+
+StepCase make_step_case(std::int64_t t, std::uint64_t seed) {
+  StepCase c{"adamw8_t" + std::to_string(t), t, {}, {}, {}, {}};
+  c.param.resize(kStepElements);
+  c.grad.resize(kStepElements);
+  for (int k = 0; k < 2; ++k) {
+    c.codes[k].resize(kStepElements);
+    c.absmax[k].resize(kStepBlocks);
+  }
+  for (std::size_t i = 0; i < kStepElements; ++i) {
+    c.param[i] = counter_normal(seed, 0, i);
+    c.grad[i] = i % 17 == 0 ? 0.0f : 1e-2f * counter_normal(seed, 1, i);
+    for (int k = 0; k < 2; ++k) {
+      c.codes[k][i] = t == 1 ? 0 : std::uint8_t(counter_uniform(seed, 2 + k, i) * 256);
+    }
+  }
+  for (std::size_t b = 0; b < kStepBlocks; ++b) {
+    // Block 2 all zero (a fresh state: code 0 and absmax 0), the others mid-run.
+    const bool zero = t == 1 || b == 2;
+    c.absmax[0][b] = zero ? 0.0f : 1e-2f * (1 + counter_uniform(seed, 4, b));
+    c.absmax[1][b] = zero ? 0.0f : 1e-4f * (1 + counter_uniform(seed, 5, b));
+    if (zero) {
+      for (int k = 0; k < 2; ++k)
+        std::fill_n(c.codes[k].begin() + b * 256,
+                    std::min<std::size_t>(256, kStepElements - b * 256), 0);
+    }
+  }
+  return c;
+}
+
+// Our step, block by block, as the engine takes a block held whole by one rank.
+void step_blocks(StepCase& c, float lr, const Hyper& h) {
+  for (std::size_t b = 0; b < kStepBlocks; ++b) {
+    const std::size_t at = b * 256, n = std::min<std::size_t>(256, kStepElements - at);
+    float m[256], v[256];
+    dequantize(c.codes[0].data() + at, n, c.absmax[0][b], dynamic_map_signed(), m);
+    dequantize(c.codes[1].data() + at, n, c.absmax[1][b], dynamic_map_unsigned(), v);
+    adamw8_moments(m, v, c.grad.data() + at, n, 1.0f, h);
+    adamw8_params(c.param.data() + at, m, v, n, lr, c.t, h);
+    c.absmax[0][b] = block_absmax(m, n);
+    c.absmax[1][b] = block_absmax(v, n);
+    quantize_with(m, n, c.absmax[0][b], dynamic_map_signed(), c.codes[0].data() + at);
+    quantize_with(v, n, c.absmax[1][b], dynamic_map_unsigned(), c.codes[1].data() + at);
+  }
+}
+
+TEST(Blockwise8, AnAdamW8bitStepIsBitsandbytesCpuKernelBitForBit) {
+  const std::string dir = testing::fresh_folder("blockwise8_step");
+  const Hyper h = engine_rule(Optimizer::adam_8bit)->defaults;
+  const float lr = 2e-3f;
+  std::vector<StepCase> cases;
+  for (std::int64_t t : {1, 10, 1000}) cases.push_back(make_step_case(t, 31 + t));
+  nlohmann::json list = nlohmann::json::array();
+  for (const StepCase& c : cases) {
+    const std::string base = dir + "/" + c.name;
+    write_file_of(base + ".param", c.param);
+    write_file_of(base + ".grad", c.grad);
+    for (int k = 0; k < 2; ++k) {
+      write_file_of(base + ".code" + char('0' + k), c.codes[k]);
+      write_file_of(base + ".absmax" + char('0' + k), c.absmax[k]);
+    }
+    list.push_back({{"name", c.name},
+                    {"optimizer", "adamw-8bit"},
+                    {"n", kStepElements},
+                    {"t", c.t},
+                    {"lr", lr},
+                    {"beta1", h.beta1},
+                    {"beta2", h.beta2},
+                    {"eps", h.eps},
+                    {"weight_decay", h.weight_decay}});
+  }
+  std::ofstream(dir + "/cases.json") << list.dump();
+  const std::string said = run_blockwise_reference(dir + "/cases.json", dir);
+  ASSERT_EQ(said, "done\n") << "scripts/optim_reference.py: " << said;
+
+  for (StepCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::vector<float> before = c.param;
+    step_blocks(c, lr, h);
+    const std::string base = dir + "/" + c.name;
+    const auto ref_p = read_file_of<float>(base + ".param.out", kStepElements);
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < kStepElements; ++i) {
+      ASSERT_EQ(bits_of(c.param[i]), bits_of(ref_p[i])) << "param " << i;
+      moved += c.param[i] != before[i];
+    }
+    EXPECT_GT(moved, kStepElements * 9 / 10);  // the step did something
+    for (int k = 0; k < 2; ++k) {
+      const auto ref_codes =
+          read_file_of<std::uint8_t>(base + ".code" + char('0' + k) + ".out", kStepElements);
+      const auto ref_absmax =
+          read_file_of<float>(base + ".absmax" + char('0' + k) + ".out", kStepBlocks);
+      for (std::size_t b = 0; b < kStepBlocks; ++b) {
+        EXPECT_EQ(bits_of(c.absmax[k][b]), bits_of(ref_absmax[b]))
+            << "slot " << k << " block " << b;
+      }
+      for (std::size_t i = 0; i < kStepElements; ++i) {
+        ASSERT_EQ(int(c.codes[k][i]), int(ref_codes[i])) << "slot " << k << " element " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerodp::optim
