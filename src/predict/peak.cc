@@ -299,6 +299,16 @@ std::uint64_t qgz_bytes_to(const EngineRun& run, std::uint64_t count, int rank, 
   return peer % h == rank % h ? payload : 0;  // across hosts, to the same place
 }
 
+std::uint64_t blockwise_exchange_bytes(const EngineRun& run) {
+  if (!run.blockwise) return 0;
+  const UnitLayout layout = unit_layout(run.model);
+  const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
+  const Partition part = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
+  const Layout8 l = make_layout8(layout.tensors, part, !sharding(run.stage).optimizer_states,
+                                 run.ranks, 0, run.blockwise->block, run.blockwise->min_quantized);
+  return l.exchange ? 8 * std::uint64_t(l.edges) : 0;
+}
+
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host) {
   ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0 && run.bucket_bytes >= 2);
   const UnitLayout layout = unit_layout(run.model);
@@ -334,6 +344,10 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
       }
     }
   }
+  const std::uint64_t exchange = blockwise_exchange_bytes(run);
+  for (int h = 0; h < hosts; ++h) {
+    sent[h] += exchange * std::uint64_t(ranks_per_host) * std::uint64_t(run.ranks - ranks_per_host);
+  }
   return sent;
 }
 
@@ -364,7 +378,7 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
     }
     bytes += scatter + (params_sharded ? 2 : 1) * gather;
   }
-  return bytes;
+  return bytes + std::uint64_t(n - 1) * blockwise_exchange_bytes(run);
 }
 
 std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks) {

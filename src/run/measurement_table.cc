@@ -286,6 +286,13 @@ std::string measurement_table(const MeasureSetup& s, const std::vector<StageMeas
       "chunks are unequal; over all ranks they are the same bytes. Exposed comm is time "
       "blocked waiting for a collective; with no overlap it is the whole communication "
       "time.\n";
+  if (s.blockwise) {
+    out +=
+        "With 8-bit optimizer states the model-state prediction lays out the engine's blocks "
+        "(tensors under 4,096 elements keep fp32 states), so it too matches to the byte, and "
+        "the predicted bytes add each step's exchange of the maxima of blocks cut between "
+        "ranks (8 bytes a bucket edge, to every peer) to the ring formula.\n";
+  }
   return name_fields(out, name);
 }
 

@@ -144,6 +144,12 @@ std::vector<RankPeak> predict_peak(const EngineRun& run);
 // host this is the ring column whenever N divides every bucket.
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
 
+// With 8-bit block-wise slots (run.blockwise): the bytes of each rank's part of the step's
+// exchange of edge maxima, an all-gather of 8 bytes an edge slot, two slots a bucket; 0 when no
+// block straddles two ranks' chunks, or with fp32 slots. predict_host_send_bytes and
+// predict_rank_ring_bytes count it (every rank sends its part to every peer).
+std::uint64_t blockwise_exchange_bytes(const EngineRun& run);
+
 // The ring bytes (comm/communicator.h's formulas, counted when a collective is issued) rank
 // `rank` sends in one step's ZeRO collectives, bucket by bucket as the engine issues them:
 // stage 0 all-reduces each bucket; stages 1 and 2 reduce-scatter it and all-gather it; stage 3

@@ -97,6 +97,7 @@ struct MeasureSetup {
   // moment) and v (second moment)"; and the bytes per parameter, engine_bytes_per_param()'s.
   std::string state_words;
   plan::BytesPerParam bpp;
+  bool blockwise = false;  // 8-bit block-wise slots (8-bit AdamW)
 };
 
 // One stage's measurement as `zerodp measure --json` prints it (keys in docs/engine.md):
