@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "zerodp/common/error.h"
 
 namespace zerodp::optim {
@@ -421,21 +425,87 @@ const DynamicMap& dynamic_map_unsigned() {
   return kUnsigned;
 }
 
-std::uint8_t quantize_scaled(float scaled, const DynamicMap& map) {
-  if (std::isnan(scaled)) return 0;  // torch.argmin over NaN distances: the first index
-  scaled = std::clamp(scaled, -1.0f, 1.0f);
-  // The map is sorted and the distance in fp32 is monotone on each side of `scaled`, so the
-  // nearest value is a neighbour of where `scaled` would sit; the window of four around it
-  // keeps argmin's first-index rule even where two distances round alike.
-  const std::size_t k = std::size_t(std::upper_bound(map.begin(), map.end(), scaled) - map.begin());
-  const std::size_t lo = k >= 2 ? k - 2 : 0, hi = std::min<std::size_t>(k + 2, map.size());
+namespace {
+
+// The first index of the least fp32 distance to `x` among map[lo, hi).
+std::uint8_t nearest_in(float x, const DynamicMap& map, std::size_t lo, std::size_t hi) {
   std::size_t best = lo;
-  float best_d = distance(scaled, map[lo]);
+  float best_d = distance(x, map[lo]);
   for (std::size_t i = lo + 1; i < hi; ++i) {
-    const float d = distance(scaled, map[i]);
+    const float d = distance(x, map[i]);
     if (d < best_d) best = i, best_d = d;
   }
   return std::uint8_t(best);
+}
+
+// By binary search, for a clamped value that is not NaN: the map is sorted and the distance is
+// monotone on each side of x, so the nearest value is a neighbour of where x would sit; the
+// window of four around it keeps argmin's first-index rule where two distances round alike.
+std::uint8_t nearest_by_search(float x, const DynamicMap& map) {
+  const std::size_t k = std::size_t(std::upper_bound(map.begin(), map.end(), x) - map.begin());
+  return nearest_in(x, map, k >= 2 ? k - 2 : 0, std::min<std::size_t>(k + 2, map.size()));
+}
+
+// The codes the floats of each interval may take: floats that share their sign, exponent and
+// top 7 mantissa bits (an interval 2^-7 wide, relative) have their nearest codes between those
+// of the interval's two ends, since the nearest code never falls as the value grows; widened by
+// one each side against distances that round alike. Most intervals hold one or two codes, so a
+// value is quantized with two or three distances instead of a branchy binary search.
+class CodeRanges {
+ public:
+  static constexpr std::uint32_t kKeys = 0x3F80 + 1;  // |x| <= 1: keys up to 1.0's
+
+  explicit CodeRanges(const DynamicMap& map) {
+    for (std::uint32_t sign = 0; sign < 2; ++sign) {
+      for (std::uint32_t key = 0; key < kKeys; ++key) {
+        const std::uint32_t first = sign << 31 | key << 16;
+        const std::uint32_t last = std::min(first | 0xFFFF, sign << 31 | 0x3F800000u);
+        const std::size_t a = nearest_by_search(std::bit_cast<float>(first), map);
+        const std::size_t b = nearest_by_search(std::bit_cast<float>(last), map);
+        lo_[sign][key] = std::uint8_t(std::min(a, b) > 0 ? std::min(a, b) - 1 : 0);
+        hi_[sign][key] = std::uint8_t(std::min<std::size_t>(std::max(a, b) + 1, 255));
+      }
+    }
+  }
+
+  std::uint8_t nearest(float x, const DynamicMap& map) const {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+    const std::uint32_t sign = bits >> 31, key = (bits & 0x7FFFFFFFu) >> 16;
+    const std::size_t lo = lo_[sign][key], hi = hi_[sign][key];
+    if (hi - lo > 2 || hi > 254) return nearest_in(x, map, lo, hi + 1);
+    // Three candidates (nearly every interval), chosen without branches: a later one wins only
+    // when strictly nearer, argmin's first-index rule.
+    const float d0 = distance(x, map[lo]), d1 = distance(x, map[lo + 1]);
+    const float d2 = hi - lo == 2 ? distance(x, map[lo + 2]) : INFINITY;
+    const bool one = d1 < d0;
+    const float best = one ? d1 : d0;
+    return std::uint8_t(d2 < best ? lo + 2 : lo + std::size_t(one));
+  }
+
+ private:
+  std::uint8_t lo_[2][kKeys], hi_[2][kKeys];
+};
+
+// The ranges of the two maps, made on first use (function-local statics: thread-safe).
+const CodeRanges* ranges_of(const DynamicMap& map) {
+  if (&map == &kSigned) {
+    static const CodeRanges ranges(kSigned);
+    return &ranges;
+  }
+  if (&map == &kUnsigned) {
+    static const CodeRanges ranges(kUnsigned);
+    return &ranges;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::uint8_t quantize_scaled(float scaled, const DynamicMap& map) {
+  if (std::isnan(scaled)) return 0;  // torch.argmin over NaN distances: the first index
+  scaled = std::clamp(scaled, -1.0f, 1.0f);
+  const CodeRanges* ranges = ranges_of(map);
+  return ranges ? ranges->nearest(scaled, map) : nearest_by_search(scaled, map);
 }
 
 float block_absmax(const float* x, std::size_t n) {
@@ -450,7 +520,15 @@ float block_absmax(const float* x, std::size_t n) {
 void quantize_with(const float* x, std::size_t n, float absmax, const DynamicMap& map,
                    std::uint8_t* codes) {
   const float inverse = 1.0f / absmax;
-  for (std::size_t i = 0; i < n; ++i) codes[i] = quantize_scaled(x[i] * inverse, map);
+  const CodeRanges* ranges = ranges_of(map);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float scaled = x[i] * inverse;
+    if (std::isnan(scaled) || !ranges) {
+      codes[i] = quantize_scaled(scaled, map);
+    } else {
+      codes[i] = ranges->nearest(std::clamp(scaled, -1.0f, 1.0f), map);
+    }
+  }
 }
 
 void dequantize(const std::uint8_t* codes, std::size_t n, float absmax, const DynamicMap& map,
@@ -513,7 +591,23 @@ void adamw8_params(float* p, const float* m, const float* v, std::size_t n, floa
   const float step = float(-double(lr) / c1);
   const float decay = float(1.0 - double(lr) * double(h.weight_decay));
   const bool decays = h.weight_decay > 0.0f;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t i = 0;
+#if defined(__AVX__)
+  // The scalar loop below, eight elements at a time: the same correctly rounded operations in
+  // the same order (GCC leaves it scalar: std::sqrt may set errno).
+  const __m256 vc2 = _mm256_set1_ps(c2), veps = _mm256_set1_ps(h.eps);
+  const __m256 vstep = _mm256_set1_ps(step), vdecay = _mm256_set1_ps(decay);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 denom =
+        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(_mm256_loadu_ps(v + i)), vc2), veps);
+    __m256 q = _mm256_loadu_ps(p + i);
+    if (decays) q = _mm256_mul_ps(q, vdecay);
+    _mm256_storeu_ps(
+        p + i,
+        _mm256_add_ps(q, _mm256_div_ps(_mm256_mul_ps(vstep, _mm256_loadu_ps(m + i)), denom)));
+  }
+#endif
+  for (; i < n; ++i) {
     const float denom = std::sqrt(v[i]) / c2 + h.eps;
     const float q = decays ? p[i] * decay : p[i];
     p[i] = q + (step * m[i]) / denom;
