@@ -111,6 +111,15 @@ TEST(Blockwise8, TheNearestCodeIsTheFirstOfTheLeastDistance) {
     }
     for (std::uint64_t i = 0; i < 20000; ++i)
       probes.push_back(2.2f * counter_uniform(7, 0, i) - 1.1f);
+    // Every float interval of one sign, exponent and top 7 mantissa bits in [-1, 1] (the
+    // quantizer's table works by them): its two ends and a point inside.
+    for (std::uint32_t sign = 0; sign < 2; ++sign) {
+      for (std::uint32_t key = 0; key <= 0x3F80; ++key) {
+        const std::uint32_t first = sign << 31 | key << 16;
+        for (std::uint32_t low : {0u, 0x5A5Au, 0xFFFFu})
+          probes.push_back(std::bit_cast<float>(first | low));
+      }
+    }
     for (float x : probes) {
       EXPECT_EQ(int(quantize_scaled(x, *map)), int(nearest_by_scan(x, *map))) << x;
     }
