@@ -464,7 +464,66 @@ class CodeRanges {
         const std::size_t b = nearest_by_search(std::bit_cast<float>(last), map);
         lo_[sign][key] = std::uint8_t(std::min(a, b) > 0 ? std::min(a, b) - 1 : 0);
         hi_[sign][key] = std::uint8_t(std::min<std::size_t>(std::max(a, b) + 1, 255));
+        packed_[sign * kKeys + key] = lo_[sign][key] | (hi_[sign][key] - lo_[sign][key]) << 8;
       }
+    }
+  }
+
+  // codes[i] for x[i] * inverse, i < n: nearest() on each value, eight at a time where the CPU
+  // gathers (the same distances and the same first-index choice; NaN and the rare intervals of
+  // more than three candidates go one by one).
+  void quantize(const float* x, std::size_t n, float inverse, const DynamicMap& map,
+                std::uint8_t* codes) const {
+    std::size_t i = 0;
+#if defined(__AVX2__)
+    const __m256 vinv = _mm256_set1_ps(inverse);
+    const __m256 one = _mm256_set1_ps(1.0f), minus_one = _mm256_set1_ps(-1.0f);
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    const __m256i keys = _mm256_set1_epi32(kKeys), low_byte = _mm256_set1_epi32(0xFF);
+    const __m256i i1 = _mm256_set1_epi32(1), i2 = _mm256_set1_epi32(2);
+    const __m256i last = _mm256_set1_epi32(255);
+    for (; i + 8 <= n; i += 8) {
+      const __m256 raw = _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv);
+      const int nan = _mm256_movemask_ps(_mm256_cmp_ps(raw, raw, _CMP_UNORD_Q));
+      const __m256 v = _mm256_min_ps(_mm256_max_ps(raw, minus_one), one);  // clamp, NaN aside
+      const __m256i bits = _mm256_castps_si256(v);
+      const __m256i index = _mm256_add_epi32(
+          _mm256_srli_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)), 16),
+          _mm256_mullo_epi32(_mm256_srli_epi32(bits, 31), keys));
+      const __m256i entry = _mm256_i32gather_epi32(packed_.data(), index, 4);
+      const __m256i lo = _mm256_and_si256(entry, low_byte);
+      const __m256i width = _mm256_srli_epi32(entry, 8);
+      const int wide = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(width, i2)));
+      const __m256 d0 =
+          _mm256_and_ps(magnitude, _mm256_sub_ps(v, _mm256_i32gather_ps(map.data(), lo, 4)));
+      const __m256 d1 = _mm256_and_ps(
+          magnitude,
+          _mm256_sub_ps(v, _mm256_i32gather_ps(map.data(), _mm256_add_epi32(lo, i1), 4)));
+      const __m256i lo2 = _mm256_min_epi32(_mm256_add_epi32(lo, i2), last);
+      const __m256 d2 = _mm256_blendv_ps(
+          inf, _mm256_and_ps(magnitude, _mm256_sub_ps(v, _mm256_i32gather_ps(map.data(), lo2, 4))),
+          _mm256_castsi256_ps(_mm256_cmpeq_epi32(width, i2)));
+      const __m256 first = _mm256_cmp_ps(d1, d0, _CMP_LT_OQ);
+      const __m256 best = _mm256_blendv_ps(d0, d1, first);
+      __m256i code = _mm256_sub_epi32(lo, _mm256_castps_si256(first));  // a true mask is -1
+      code =
+          _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(code), _mm256_castsi256_ps(lo2),
+                                               _mm256_cmp_ps(d2, best, _CMP_LT_OQ)));
+      alignas(32) std::int32_t lanes[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), code);
+      for (int k = 0; k < 8; ++k) {
+        if ((nan | wide) >> k & 1) {
+          codes[i + k] = quantize_scaled(x[i + k] * inverse, map);
+        } else {
+          codes[i + k] = std::uint8_t(lanes[k]);
+        }
+      }
+    }
+#endif
+    for (; i < n; ++i) {
+      const float scaled = x[i] * inverse;
+      codes[i] = std::isnan(scaled) ? 0 : nearest(std::clamp(scaled, -1.0f, 1.0f), map);
     }
   }
 
@@ -484,6 +543,7 @@ class CodeRanges {
 
  private:
   std::uint8_t lo_[2][kKeys], hi_[2][kKeys];
+  std::array<std::int32_t, 2 * kKeys> packed_;  // lo | (hi - lo) << 8, at sign * kKeys + key
 };
 
 // The ranges of the two maps, made on first use (function-local statics: thread-safe).
@@ -520,15 +580,11 @@ float block_absmax(const float* x, std::size_t n) {
 void quantize_with(const float* x, std::size_t n, float absmax, const DynamicMap& map,
                    std::uint8_t* codes) {
   const float inverse = 1.0f / absmax;
-  const CodeRanges* ranges = ranges_of(map);
-  for (std::size_t i = 0; i < n; ++i) {
-    const float scaled = x[i] * inverse;
-    if (std::isnan(scaled) || !ranges) {
-      codes[i] = quantize_scaled(scaled, map);
-    } else {
-      codes[i] = ranges->nearest(std::clamp(scaled, -1.0f, 1.0f), map);
-    }
+  if (const CodeRanges* ranges = ranges_of(map)) {
+    ranges->quantize(x, n, inverse, map, codes);
+    return;
   }
+  for (std::size_t i = 0; i < n; ++i) codes[i] = quantize_scaled(x[i] * inverse, map);
 }
 
 void dequantize(const std::uint8_t* codes, std::size_t n, float absmax, const DynamicMap& map,

@@ -156,6 +156,7 @@ void Engine::Impl::update_blockwise(float lr, float grad_mul) {
 }
 
 void Engine::Impl::read_blockwise(std::size_t k, std::size_t at, std::span<float> out) {
+  if (out.empty()) return;
   const std::vector<Piece8>& pieces = layout8->pieces;
   const optim::DynamicMap& map =
       k == 0 ? optim::dynamic_map_signed() : optim::dynamic_map_unsigned();

@@ -123,6 +123,12 @@ TEST(Blockwise8, TheNearestCodeIsTheFirstOfTheLeastDistance) {
     for (float x : probes) {
       EXPECT_EQ(int(quantize_scaled(x, *map)), int(nearest_by_scan(x, *map))) << x;
     }
+    // And many at once, as a block is quantized (eight lanes at a time where the CPU gathers).
+    std::vector<std::uint8_t> codes(probes.size());
+    quantize_with(probes.data(), probes.size(), 1.0f, *map, codes.data());
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      ASSERT_EQ(int(codes[i]), int(nearest_by_scan(probes[i], *map))) << probes[i];
+    }
   }
 }
 
