@@ -11,14 +11,16 @@ parameter, the gradient and the optimizer's slots, so a test compares one step, 
 (bitsandbytes/backends/cpu/ops.py, _optimizer_update_8bit_blockwise_cpu, blocks of 256, no
 skip_zeros): the states dequantized with the dynamic maps (create_dynamic_map of functional.py,
 releases since 0.43, built here with torch.linspace as it builds them), the Adam step in float32,
-and the states quantized again as its default quantize_blockwise does. Its cases give the states
-as codes and blocks' absmax: NAME.code0, NAME.code1 (uint8, N each) and NAME.absmax0,
+and the states quantized again as its default quantize_blockwise does; 8-bit Lion is the same
+kernel's Lion branch on one signed-map state. Their cases give the states as codes and blocks'
+absmax: NAME.code0, NAME.code1 (uint8, N each; code1 for AdamW's v) and NAME.absmax0,
 NAME.absmax1 (float32, one a block), and receive the same names with .out.
 
 Usage: optim_reference.py maps FOLDER
   writes map_signed.f32 and map_unsigned.f32 (256 float32 each) into FOLDER.
 Usage: optim_reference.py CASES.json FOLDER
-  CASES.json: [{"optimizer": "adamw"|"adamw-8bit"|"lion"|"sgd-momentum"|"sgd", "name": NAME, "n": N,
+  CASES.json: [{"optimizer": "adamw"|"adamw-8bit"|"lion"|"lion-8bit"|"sgd-momentum"|"sgd",
+                "name": NAME, "n": N,
                 "t": T, "lr": LR, "beta1": B1, "beta2": B2, "eps": EPS, "weight_decay": WD}...]
   FOLDER holds NAME.param, NAME.grad, NAME.slot0, NAME.slot1 (float32, little-endian, N each;
   the slots the optimizer has) and receives NAME.param.out, NAME.slot0.out, NAME.slot1.out.
@@ -157,6 +159,28 @@ def adamw_8bit(case, folder, name, p, g):
     return p
 
 
+def lion_8bit(case, folder, name, p, g):
+    f32 = np.float32
+    n = case["n"]
+    signed = create_dynamic_map(True)
+    code = np.fromfile(os.path.join(folder, f"{name}.code0"), dtype=np.uint8)
+    absmax = np.fromfile(os.path.join(folder, f"{name}.absmax0"), dtype="<f4")
+    if code.size != n or absmax.size != (n + BLOCK - 1) // BLOCK:
+        raise SystemExit(f"{name}: codes or absmax of the wrong size")
+    m = dequantize(code, absmax, signed)
+    lr, wd, beta1, beta2 = case["lr"], case["weight_decay"], case["beta1"], case["beta2"]
+    # p.mul_(1 - lr * wd); update = sign(state1.mul(beta1) + grad.mul(1 - beta1));
+    # p.add_(update, alpha=-lr); state1.mul_(beta2).add_(grad, alpha=1 - beta2)
+    if wd > 0.0:
+        p = p * f32(1.0 - lr * wd)
+    p = p + np.sign(m * f32(beta1) + g * f32(1.0 - beta1)).astype(f32) * f32(-lr)
+    m = m * f32(beta2) + f32(1.0 - beta2) * g
+    c, a = quantize(m.astype(f32), signed)
+    c.tofile(os.path.join(folder, f"{name}.code0.out"))
+    a.astype("<f4").tofile(os.path.join(folder, f"{name}.absmax0.out"))
+    return p
+
+
 def main():
     if sys.argv[1] == "maps":
         torch.set_num_threads(1)
@@ -181,6 +205,9 @@ def main():
             p, slots = sgd(case, p, g, None)
         elif kind == "adamw-8bit":
             write(folder, name, "param", adamw_8bit(case, folder, name, p, g))
+            continue
+        elif kind == "lion-8bit":
+            write(folder, name, "param", lion_8bit(case, folder, name, p, g))
             continue
         elif kind == "lion":
             p, slots = lion(case, p, g, read(folder, name, "slot0", n))

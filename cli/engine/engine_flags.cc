@@ -26,8 +26,8 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_option("--clip", f.clip, "clip the global gradient norm to this; 0 disables [1.0]");
   app->add_option("--optimizer", f.optimizer,
                   "the optimizer step: " + optim::engine_optimizer_words() +
-                      " (beside an fp32 master; adamw-8bit keeps bitsandbytes' 8-bit block-wise "
-                      "m and v; a resume takes the checkpoint's) [adamw]")
+                      " (beside an fp32 master; the -8bit ones keep bitsandbytes' 8-bit block-wise "
+                      "states; a resume takes the checkpoint's) [adamw]")
       ->type_name("NAME");
   app->add_option("--seed", f.seed, "initialisation seed [1]");
   app->add_option("--timeout", f.timeout,

@@ -629,19 +629,20 @@ bool recover_block(const float* values, std::size_t n, const DynamicMap& map, fl
   return false;
 }
 
-void adamw8_moments(float* m, float* v, const float* grad, std::size_t n, float grad_mul,
-                    const Hyper& h) {
+void adamw8_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h) {
+  ZERODP_CHECK(t >= 1 && s.grad.size() == s.param.size() && s.slot[0].size() == s.param.size() &&
+               s.slot[1].size() == s.param.size());
+  const std::size_t n = s.param.size();
+  float* __restrict p = s.param.data();
+  const float* __restrict grad = s.grad.data();
+  float* __restrict m = s.slot[0].data();
+  float* __restrict v = s.slot[1].data();
   const float a1 = float(1.0 - double(h.beta1)), a2 = float(1.0 - double(h.beta2));
   for (std::size_t i = 0; i < n; ++i) {
     const float g = grad[i] * grad_mul;
     m[i] = m[i] * h.beta1 + a1 * g;
     v[i] = v[i] * h.beta2 + (a2 * g) * g;
   }
-}
-
-void adamw8_params(float* p, const float* m, const float* v, std::size_t n, float lr,
-                   std::int64_t t, const Hyper& h) {
-  ZERODP_CHECK(t >= 1);
   const double c1 = 1.0 - std::pow(double(h.beta1), double(t));
   const float c2 = float(std::sqrt(1.0 - std::pow(double(h.beta2), double(t))));
   const float step = float(-double(lr) / c1);
@@ -670,41 +671,54 @@ void adamw8_params(float* p, const float* m, const float* v, std::size_t n, floa
   }
 }
 
+const DynamicMap& slot_map(const Rule& rule, std::size_t k) {
+  return holds_squares(rule.row->slots[k]) ? dynamic_map_unsigned() : dynamic_map_signed();
+}
+
 namespace {
 
 constexpr std::size_t kBlockCapacity = 256;
 
-void new_moments(const Blockwise& rule, const float* grad, std::size_t n,
-                 const std::uint8_t* const codes[2], const float old_absmax[2], float grad_mul,
-                 const Hyper& h, float* m, float* v) {
-  ZERODP_CHECK(n <= kBlockCapacity);
-  dequantize(codes[0], n, old_absmax[0], dynamic_map_signed(), m);
-  dequantize(codes[1], n, old_absmax[1], dynamic_map_unsigned(), v);
-  rule.moments(m, v, grad, n, grad_mul, h);
-}
+// The slots of a piece, dequantized, and the spans a step takes of them.
+struct Dequantized {
+  float slot[2][kBlockCapacity];
+  Dequantized(const Rule& rule, std::size_t n, const std::uint8_t* const codes[2],
+              const float old_absmax[2]) {
+    ZERODP_CHECK(n <= kBlockCapacity && rule.row->slots.size() <= 2);
+    for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
+      dequantize(codes[k], n, old_absmax[k], slot_map(rule, k), slot[k]);
+    }
+  }
+  StepSpans spans(const Rule& rule, float* param, const float* grad, std::size_t n) {
+    StepSpans s{.param = {param, n}, .grad = {grad, n}};
+    for (std::size_t k = 0; k < rule.row->slots.size(); ++k) s.slot[k] = {slot[k], n};
+    return s;
+  }
+};
 
 }  // namespace
 
-void piece_maxima8(const Blockwise& rule, const float* grad, std::size_t n,
+void piece_maxima8(const Rule& rule, const float* param, const float* grad, std::size_t n,
                    const std::uint8_t* const codes[2], const float old_absmax[2], float grad_mul,
-                   const Hyper& h, float maxima[2]) {
-  float m[kBlockCapacity], v[kBlockCapacity];
-  new_moments(rule, grad, n, codes, old_absmax, grad_mul, h, m, v);
-  maxima[0] = block_absmax(m, n);
-  maxima[1] = block_absmax(v, n);
+                   float lr, std::int64_t t, const Hyper& h, float maxima[2]) {
+  Dequantized d(rule, n, codes, old_absmax);
+  float p[kBlockCapacity];
+  std::copy_n(param, n, p);
+  rule.step(d.spans(rule, p, grad, n), grad_mul, lr, t, h);
+  maxima[0] = maxima[1] = 0.0f;
+  for (std::size_t k = 0; k < rule.row->slots.size(); ++k) maxima[k] = block_absmax(d.slot[k], n);
 }
 
-void step_block8(const Blockwise& rule, float* param, const float* grad, std::size_t n,
+void step_block8(const Rule& rule, float* param, const float* grad, std::size_t n,
                  std::uint8_t* const codes[2], const float old_absmax[2],
                  const float* agreed_absmax, float new_absmax[2], float grad_mul, float lr,
                  std::int64_t t, const Hyper& h) {
-  float m[kBlockCapacity], v[kBlockCapacity];
-  new_moments(rule, grad, n, codes, old_absmax, grad_mul, h, m, v);
-  new_absmax[0] = agreed_absmax ? agreed_absmax[0] : block_absmax(m, n);
-  new_absmax[1] = agreed_absmax ? agreed_absmax[1] : block_absmax(v, n);
-  rule.params(param, m, v, n, lr, t, h);
-  quantize_with(m, n, new_absmax[0], dynamic_map_signed(), codes[0]);
-  quantize_with(v, n, new_absmax[1], dynamic_map_unsigned(), codes[1]);
+  Dequantized d(rule, n, codes, old_absmax);
+  rule.step(d.spans(rule, param, grad, n), grad_mul, lr, t, h);
+  for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
+    new_absmax[k] = agreed_absmax ? agreed_absmax[k] : block_absmax(d.slot[k], n);
+    quantize_with(d.slot[k], n, new_absmax[k], slot_map(rule, k), codes[k]);
+  }
 }
 
 }  // namespace zerodp::optim

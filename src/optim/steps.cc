@@ -7,7 +7,6 @@
 #endif
 
 #include "zerodp/common/error.h"
-#include "zerodp/optim/blockwise8.h"
 #include "zerodp/optim/rule.h"
 
 namespace zerodp::optim {
@@ -27,15 +26,15 @@ void check_spans(const StepSpans& s, std::size_t slots) {
 // 3-10x larger); SGD's with momentum 0.1 (0.05 ended 0.006 lower, 0.025 higher again), plain
 // SGD's 0.25 (1, the momentum run's effective step, ended 0.64 higher).
 // Filled on first use (function-local statics), so no order of static initialisation matters.
-// 8-bit AdamW takes AdamW's rate: the quality comparison of docs/performance.md holds everything
-// else equal.
-const std::array<Rule, 5>& rules() {
-  static const Blockwise kAdamW8{adamw8_moments, adamw8_params};
-  static const std::array<Rule, 5> kRules = {{
+// The 8-bit rows take their 32-bit rows' rates and hyper-parameters: the quality comparison of
+// docs/performance.md holds everything else equal.
+const std::array<Rule, 6>& rules() {
+  constexpr Hyper kLion{.beta1 = 0.9f, .beta2 = 0.99f, .eps = 0.0f, .weight_decay = 1.0f};
+  static const std::array<Rule, 6> kRules = {{
       {&optimizer_row(Optimizer::adam), adamw_step, Hyper{}, 2e-3f},
-      {&optimizer_row(Optimizer::adam_8bit), nullptr, Hyper{}, 2e-3f, &kAdamW8},
-      {&optimizer_row(Optimizer::lion), lion_step,
-       Hyper{.beta1 = 0.9f, .beta2 = 0.99f, .eps = 0.0f, .weight_decay = 1.0f}, 6e-4f},
+      {&optimizer_row(Optimizer::adam_8bit), adamw8_step, Hyper{}, 2e-3f},
+      {&optimizer_row(Optimizer::lion), lion_step, kLion, 6e-4f},
+      {&optimizer_row(Optimizer::lion_8bit), lion_step, kLion, 6e-4f},
       {&optimizer_row(Optimizer::sgd_momentum), sgd_momentum_step,
        Hyper{.beta1 = 0.9f, .beta2 = 0.0f, .eps = 0.0f, .weight_decay = 0.0f}, 1e-1f},
       {&optimizer_row(Optimizer::sgd), sgd_step,

@@ -218,8 +218,10 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
     const Layout8 l = make_layout8(f.layout.tensors, part, !shards.optimizer_states, run.ranks,
                                    rank, run.blockwise->block, run.blockwise->min_quantized);
     const u128 slot = u128(l.codes) + 4 * u128(l.blocks) + 4 * u128(l.fp32);
-    set(Category::optim_m, slot);
-    set(Category::optim_v, slot);
+    u128 m = 0, v = 0;
+    for (const StateSlot& s : run.blockwise->slots) (holds_squares(s) ? v : m) += slot;
+    set(Category::optim_m, m);
+    set(Category::optim_v, v);
     blockwise_scratch = 4 * 2 * u128(l.edges) * (l.exchange ? 1 + u128(run.ranks) : 1);
   } else {
     set(Category::optim_m, u128(run.m_slots) * optimizer);

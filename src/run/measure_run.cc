@@ -83,7 +83,7 @@ Measurement::Measurement(const MeasureChoice& f)
   setup_.micro_batch = base_.micro_batch;
   setup_.precision = std::string(dtype_name(base_.precision));
   setup_.state_words = state_words(*base_.rule().row);
-  setup_.blockwise = base_.rule().blockwise != nullptr;
+  setup_.blockwise = base_.rule().blockwise();
   setup_.bpp = engine_bytes_per_param(base_);
   if (spec_.is_gpt()) setup_.compute = std::string(model::compute_name(spec_.gpt().compute));
   setup_.threads = threads_;

@@ -72,7 +72,7 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
                                   full_grads() ? part.total : part.local_total);
   const std::size_t optimizer_elems = full_optimizer() ? part.total : part.local_total;
   master = Buffer<float>(ledger, Category::master32, optimizer_elems);
-  if (rule.blockwise) {
+  if (rule.blockwise()) {
     allocate_blockwise();
   } else {
     for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
@@ -280,7 +280,7 @@ const std::uint16_t* Engine::Impl::update_grads(const Bucket& bucket) const {
 
 void Engine::Impl::update(float lr, float grad_mul) {
   ++t;
-  if (rule.blockwise) {
+  if (rule.blockwise()) {
     update_blockwise(lr, grad_mul);
     return;
   }

@@ -48,16 +48,18 @@ std::vector<std::uint64_t> tensor_counts(const std::vector<model::UnitInfo>& uni
 
 void Engine::Impl::allocate_blockwise() {
   const OptimizerRow& row = *rule.row;
-  ZERODP_CHECK(row.slots.size() == 2 && row.block >= 1 && row.block <= kMaxBlock);
+  ZERODP_CHECK(row.slots.size() >= 1 && row.slots.size() <= 2 && row.block >= 1 &&
+               row.block <= kMaxBlock);
   layout8 = make_layout8(tensor_counts(units), part, full_optimizer(), ranks, rank, row.block,
                          row.min_quantized);
-  for (std::size_t k = 0; k < 2; ++k) {
+  for (std::size_t k = 0; k < row.slots.size(); ++k) {
     const Category c = holds_squares(row.slots[k]) ? Category::optim_v : Category::optim_m;
     codes8[k] = Buffer<std::uint8_t>(ledger, c, layout8->codes);
     absmax8[k] = Buffer<float>(ledger, c, layout8->blocks);
     states8[k] = Buffer<float>(ledger, c, layout8->fp32);
   }
-  // Two maxima (m, v) an edge slot; every rank's when they are exchanged.
+  // Two maxima an edge slot (one a slot of the row, 0 for a row of one); every rank's when they
+  // are exchanged.
   edge_max = Buffer<float>(ledger, Category::scratch32, 2 * layout8->edges);
   if (layout8->exchange) {
     all_edge_max = Buffer<float>(ledger, Category::scratch32, 2 * layout8->edges * ranks);
@@ -66,10 +68,12 @@ void Engine::Impl::allocate_blockwise() {
 
 void Engine::Impl::update_blockwise(float lr, float grad_mul) {
   const Layout8& layout = *layout8;
-  const optim::Blockwise& step = *rule.blockwise;
+  const std::size_t slots = rule.row->slots.size();
   // A quantized piece's codes, and its block's maxima before this step.
   auto codes_of = [&](const Piece8& p, std::uint8_t*(&codes)[2], float(&old_max)[2]) {
-    for (int k = 0; k < 2; ++k)
+    codes[0] = codes[1] = nullptr;
+    old_max[0] = old_max[1] = 0.0f;
+    for (std::size_t k = 0; k < slots; ++k)
       codes[k] = codes8[k].data() + p.store, old_max[k] = absmax8[k][p.block];
   };
 
@@ -85,8 +89,8 @@ void Engine::Impl::update_blockwise(float lr, float grad_mul) {
       std::uint8_t* codes[2];
       codes_of(p, codes, old_max);
       half_to_float(opt.precision, g + (p.at - first), grad, p.count);
-      optim::piece_maxima8(step, grad, p.count, codes, old_max, grad_mul, hyper,
-                           edge_max.data() + 2 * p.edge);
+      optim::piece_maxima8(rule, master.data() + p.at, grad, p.count, codes, old_max, grad_mul, lr,
+                           t, hyper, edge_max.data() + 2 * p.edge);
     }
   }
   // 2. Every rank's, when a block straddles ranks: 8 bytes an edge slot, 2 slots a bucket.
@@ -95,7 +99,7 @@ void Engine::Impl::update_blockwise(float lr, float grad_mul) {
     comm.all_gather(edge_max.data(), all_edge_max.data(), all_edge_max.size(), DType::f32);
     all = all_edge_max.data();
   }
-  // The block's maximum of slot k (0: m, 1: v) over every part of it.
+  // The block's maximum of slot k over every part of it.
   auto agreed = [&](const Piece8& p, int k) {
     float top = 0.0f;
     for (std::size_t s = p.src_begin; s < p.src_end; ++s) {
@@ -105,7 +109,8 @@ void Engine::Impl::update_blockwise(float lr, float grad_mul) {
     return top;
   };
 
-  // 3. Every piece: new moments, the update, the moments quantized with their block's maxima.
+  // 3. Every piece: the step on its dequantized slots, then the slots quantized with their
+  // block's maxima.
   for (std::size_t b = 0; b < part.buckets.size(); ++b) {
     const Bucket& bucket = part.buckets[b];
     const std::size_t first = update_first(bucket);
@@ -126,21 +131,22 @@ void Engine::Impl::update_blockwise(float lr, float grad_mul) {
               half_to_float(opt.precision, g + (p.at - first), grad, p.count);
               const float agreed_max[2] = {p.edge >= 0 ? agreed(p, 0) : 0.0f,
                                            p.edge >= 0 ? agreed(p, 1) : 0.0f};
-              optim::step_block8(step, w, grad, p.count, codes, old_max,
+              optim::step_block8(rule, w, grad, p.count, codes, old_max,
                                  p.edge >= 0 ? agreed_max : nullptr, new_max, grad_mul, lr, t,
                                  hyper);
               // An edge piece's block may have another piece on this rank, still to read the old
               // maxima: those are written after every piece.
-              if (p.edge < 0) absmax8[0][p.block] = new_max[0], absmax8[1][p.block] = new_max[1];
+              for (std::size_t k = 0; k < slots && p.edge < 0; ++k)
+                absmax8[k][p.block] = new_max[k];
             } else {
               for (std::size_t done = 0; done < p.count; done += kPart) {
                 const std::size_t len = std::min(kPart, p.count - done);
                 float grad[kPart];
                 half_to_float(opt.precision, g + (p.at - first) + done, grad, len);
-                float* m = states8[0].data() + p.store + done;
-                float* v = states8[1].data() + p.store + done;
-                step.moments(m, v, grad, len, grad_mul, hyper);
-                step.params(w + done, m, v, len, lr, t, hyper);
+                optim::StepSpans spans{.param = {w + done, len}, .grad = {grad, len}};
+                for (std::size_t k = 0; k < slots; ++k)
+                  spans.slot[k] = {states8[k].data() + p.store + done, len};
+                rule.step(spans, grad_mul, lr, t, hyper);
               }
             }
             float_to_half(opt.precision, w, p16 + (p.at - first), p.count);
@@ -151,15 +157,14 @@ void Engine::Impl::update_blockwise(float lr, float grad_mul) {
   }
   // 4. The edge pieces' blocks' maxima.
   for (const Piece8& p : layout.pieces) {
-    if (p.edge >= 0) absmax8[0][p.block] = agreed(p, 0), absmax8[1][p.block] = agreed(p, 1);
+    for (std::size_t k = 0; k < slots && p.edge >= 0; ++k) absmax8[k][p.block] = agreed(p, int(k));
   }
 }
 
 void Engine::Impl::read_blockwise(std::size_t k, std::size_t at, std::span<float> out) {
   if (out.empty()) return;
   const std::vector<Piece8>& pieces = layout8->pieces;
-  const optim::DynamicMap& map =
-      k == 0 ? optim::dynamic_map_signed() : optim::dynamic_map_unsigned();
+  const optim::DynamicMap& map = optim::slot_map(rule, k);
   // The piece holding master element `at`: pieces are in master order.
   auto it = std::upper_bound(pieces.begin(), pieces.end(), at,
                              [](std::size_t x, const Piece8& p) { return x < p.at; });
@@ -191,20 +196,22 @@ void Engine::Impl::import_blockwise(const RangeReader& read) {
            nullptr, nullptr);
     }
   }
-  const optim::DynamicMap* maps[2] = {&optim::dynamic_map_signed(), &optim::dynamic_map_unsigned()};
+  const std::size_t slots = rule.row->slots.size();
   for (const Piece8& p : layout8->pieces) {
     if (!p.quantized) {
-      read({p.flat, p.count}, nullptr, states8[0].data() + p.store, states8[1].data() + p.store);
+      read({p.flat, p.count}, nullptr, states8[0].data() + p.store,
+           slots > 1 ? states8[1].data() + p.store : nullptr);
       continue;
     }
     // The whole block, whoever holds the rest of it: its absmax is the whole block's.
     float values[2][kMaxBlock];
-    read({p.block_first, p.block_count}, nullptr, values[0], values[1]);
-    for (int k = 0; k < 2; ++k) {
+    read({p.block_first, p.block_count}, nullptr, values[0], slots > 1 ? values[1] : nullptr);
+    for (std::size_t k = 0; k < slots; ++k) {
       std::uint8_t codes[kMaxBlock];
       float absmax = 0.0f;
-      if (!optim::recover_block(values[k], p.block_count, *maps[k], &absmax, codes)) {
-        throw Error("the checkpoint's 8-bit " + std::string(k == 0 ? "m" : "v") +
+      if (!optim::recover_block(values[k], p.block_count, optim::slot_map(rule, k), &absmax,
+                                codes)) {
+        throw Error("the checkpoint's 8-bit " + std::string(rule.row->slots[k].holds) +
                     " of the block at element " + std::to_string(p.block_first) +
                     " is not one a quantization gives: it was not written by zerodp's 8-bit step");
       }

@@ -72,7 +72,7 @@ void Engine::read_slot(std::size_t chunk, std::size_t k, std::size_t from, std::
   // Where the owned range sits in this rank's optimizer buffers (owned_chunks()).
   const std::size_t at =
       (e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local) + from;
-  if (!e.rule.blockwise) {
+  if (!e.rule.blockwise()) {
     std::copy_n(e.slots[k].data() + at, out.size(), out.data());
     return;
   }
@@ -82,7 +82,7 @@ void Engine::read_slot(std::size_t chunk, std::size_t k, std::size_t from, std::
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
   Impl& e = *impl_;
   flush();
-  if (e.rule.blockwise) {
+  if (e.rule.blockwise()) {
     e.import_blockwise(read);
   } else {
     e.import_slots(read);

@@ -141,31 +141,35 @@ TEST(Checkpoint, EveryOptimizersSlotsResumeBitwiseAndReshard) {
   }
 }
 
-// 8-bit AdamW's states are saved dequantized (fp32, element by element) and quantized back on
-// load to the codes and absmax that give the same values: the next steps are the same bits, at
-// any N and stage, with blocks cut between ranks (buckets of 50 elements) and whole.
+// 8-bit states are saved dequantized (fp32, element by element) and quantized back on load to
+// the codes and absmax that give the same values: the next steps are the same bits, at any N
+// and stage, with blocks cut between ranks (buckets of 50 elements) and whole.
 TEST(Checkpoint, EightBitStatesResumeBitwiseAndReshard) {
-  const Optimizer id = Optimizer::adam_8bit;
   const int width = 64;  // 4096-element weights: 8-bit states; the biases keep fp32 ones
-  for (int stage : {0, 2, 3}) {
-    const std::string dir = fresh_path("resume-8bit" + std::to_string(stage));
-    const auto straight = train({2, stage, 12, "", "", id, width});
-    train({2, stage, 6, dir, "", id, width});
-    EXPECT_TRUE(same_bits(train({2, stage, 12, "", dir, id, width}), straight))
-        << "stage " << stage;
+  for (Optimizer id : {Optimizer::adam_8bit, Optimizer::lion_8bit}) {
+    const std::string word(optimizer_row(id).word);
+    for (int stage : {0, 2, 3}) {
+      const std::string dir = fresh_path("resume-" + word + std::to_string(stage));
+      const auto straight = train({2, stage, 12, "", "", id, width});
+      train({2, stage, 6, dir, "", id, width});
+      EXPECT_TRUE(same_bits(train({2, stage, 12, "", dir, id, width}), straight))
+          << word << " stage " << stage;
+    }
+    const std::string from = fresh_path("reshard-" + word), to = fresh_path("reshard1-" + word);
+    const auto saved = train({3, 3, 5, from, "", id, width});
+    EXPECT_TRUE(same_bits(train({1, 0, 5, to, from, id, width}), saved)) << word;
+    for (int k = 0; k < int(optimizer_row(id).slots.size()); ++k) {
+      const auto before = slot_of(from, k);
+      EXPECT_TRUE(same_bits(slot_of(to, k), before)) << word << " slot " << k;
+      EXPECT_GT(std::count_if(before.begin(), before.end(), [](float x) { return x != 0.0f; }),
+                std::ptrdiff_t(before.size() / 2))
+          << word;
+    }
+    // Trained on from either checkpoint, the one 3 ranks wrote and the one 1 rank wrote again.
+    EXPECT_TRUE(
+        same_bits(train({4, 1, 9, "", from, id, width}), train({4, 3, 9, "", to, id, width})))
+        << word;
   }
-  const std::string from = fresh_path("reshard-8bit"), to = fresh_path("reshard1-8bit");
-  const auto saved = train({3, 3, 5, from, "", id, width});
-  EXPECT_TRUE(same_bits(train({1, 0, 5, to, from, id, width}), saved));
-  for (int k = 0; k < 2; ++k) {
-    const auto before = slot_of(from, k);
-    EXPECT_TRUE(same_bits(slot_of(to, k), before)) << "slot " << k;
-    EXPECT_GT(std::count_if(before.begin(), before.end(), [](float x) { return x != 0.0f; }),
-              std::ptrdiff_t(before.size() / 2));
-  }
-  // Trained on from either checkpoint, the one 3 ranks wrote and the one 1 rank wrote again.
-  EXPECT_TRUE(
-      same_bits(train({4, 1, 9, "", from, id, width}), train({4, 3, 9, "", to, id, width})));
 }
 
 TEST(Checkpoint, LatestIgnoresAnIncompleteCheckpoint) {

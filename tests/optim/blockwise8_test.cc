@@ -174,7 +174,7 @@ TEST(Blockwise8, ABlocksCodesAndAbsmaxComeBackFromItsDequantizedValues) {
 }
 
 struct StepCase {
-  std::string name;
+  std::string name, optimizer;
   std::int64_t t;
   std::vector<float> param, grad;
   std::vector<std::uint8_t> codes[2];
@@ -184,71 +184,78 @@ struct StepCase {
 constexpr std::size_t kStepElements = 1000;  // three blocks of 256 and one of 232
 constexpr std::size_t kStepBlocks = 4;
 
-StepCase make_step_case(std::int64_t t, std::uint64_t seed) {
-  StepCase c{"adamw8_t" + std::to_string(t), t, {}, {}, {}, {}};
+StepCase make_step_case(const std::string& optimizer, std::size_t slots, std::int64_t t,
+                        std::uint64_t seed) {
+  StepCase c{optimizer + "_t" + std::to_string(t), optimizer, t, {}, {}, {}, {}};
   c.param.resize(kStepElements);
   c.grad.resize(kStepElements);
-  for (int k = 0; k < 2; ++k) {
+  for (std::size_t k = 0; k < slots; ++k) {
     c.codes[k].resize(kStepElements);
     c.absmax[k].resize(kStepBlocks);
   }
   for (std::size_t i = 0; i < kStepElements; ++i) {
     c.param[i] = counter_normal(seed, 0, i);
     c.grad[i] = i % 17 == 0 ? 0.0f : 1e-2f * counter_normal(seed, 1, i);
-    for (int k = 0; k < 2; ++k) {
+    for (std::size_t k = 0; k < slots; ++k) {
       c.codes[k][i] = t == 1 ? 0 : std::uint8_t(counter_uniform(seed, 2 + k, i) * 256);
     }
   }
   for (std::size_t b = 0; b < kStepBlocks; ++b) {
     // Block 2 all zero (a fresh state: code 0 and absmax 0), the others mid-run.
     const bool zero = t == 1 || b == 2;
-    c.absmax[0][b] = zero ? 0.0f : 1e-2f * (1 + counter_uniform(seed, 4, b));
-    c.absmax[1][b] = zero ? 0.0f : 1e-4f * (1 + counter_uniform(seed, 5, b));
-    if (zero) {
-      for (int k = 0; k < 2; ++k)
+    for (std::size_t k = 0; k < slots; ++k) {
+      c.absmax[k][b] =
+          zero ? 0.0f : (k == 0 ? 1e-2f : 1e-4f) * (1 + counter_uniform(seed, 4 + k, b));
+      if (zero) {
         std::fill_n(c.codes[k].begin() + b * 256,
                     std::min<std::size_t>(256, kStepElements - b * 256), 0);
+      }
     }
   }
   return c;
 }
 
 // Our step, block by block, as the engine takes a block held whole by one rank.
-void step_blocks(StepCase& c, float lr, const Hyper& h) {
+void step_blocks(const Rule& rule, StepCase& c, float lr) {
+  const std::size_t slots = rule.row->slots.size();
   for (std::size_t b = 0; b < kStepBlocks; ++b) {
     const std::size_t at = b * 256, n = std::min<std::size_t>(256, kStepElements - at);
-    float m[256], v[256];
-    dequantize(c.codes[0].data() + at, n, c.absmax[0][b], dynamic_map_signed(), m);
-    dequantize(c.codes[1].data() + at, n, c.absmax[1][b], dynamic_map_unsigned(), v);
-    adamw8_moments(m, v, c.grad.data() + at, n, 1.0f, h);
-    adamw8_params(c.param.data() + at, m, v, n, lr, c.t, h);
-    c.absmax[0][b] = block_absmax(m, n);
-    c.absmax[1][b] = block_absmax(v, n);
-    quantize_with(m, n, c.absmax[0][b], dynamic_map_signed(), c.codes[0].data() + at);
-    quantize_with(v, n, c.absmax[1][b], dynamic_map_unsigned(), c.codes[1].data() + at);
+    std::uint8_t* codes[2] = {};
+    float old_max[2] = {}, new_max[2] = {};
+    for (std::size_t k = 0; k < slots; ++k)
+      codes[k] = c.codes[k].data() + at, old_max[k] = c.absmax[k][b];
+    step_block8(rule, c.param.data() + at, c.grad.data() + at, n, codes, old_max, nullptr, new_max,
+                1.0f, lr, c.t, rule.defaults);
+    for (std::size_t k = 0; k < slots; ++k) c.absmax[k][b] = new_max[k];
   }
 }
 
-TEST(Blockwise8, AnAdamW8bitStepIsBitsandbytesCpuKernelBitForBit) {
+// 8-bit AdamW (both slots) and 8-bit Lion (m alone; its default decay of 1 makes lr x wd exact in
+// fp32, where Lion's step and bitsandbytes' round the decay factor alike).
+TEST(Blockwise8, EachEightBitStepIsBitsandbytesCpuKernelBitForBit) {
   const std::string dir = testing::fresh_folder("blockwise8_step");
-  const Hyper h = engine_rule(Optimizer::adam_8bit)->defaults;
-  const float lr = 2e-3f;
   std::vector<StepCase> cases;
-  for (std::int64_t t : {1, 10, 1000}) cases.push_back(make_step_case(t, 31 + t));
+  for (std::int64_t t : {1, 10, 1000}) {
+    cases.push_back(make_step_case("adamw-8bit", 2, t, 31 + t));
+    cases.push_back(make_step_case("lion-8bit", 1, t, 41 + t));
+  }
   nlohmann::json list = nlohmann::json::array();
   for (const StepCase& c : cases) {
+    const Rule& rule =
+        *engine_rule(c.optimizer == "adamw-8bit" ? Optimizer::adam_8bit : Optimizer::lion_8bit);
+    const Hyper& h = rule.defaults;
     const std::string base = dir + "/" + c.name;
     write_file_of(base + ".param", c.param);
     write_file_of(base + ".grad", c.grad);
-    for (int k = 0; k < 2; ++k) {
+    for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
       write_file_of(base + ".code" + char('0' + k), c.codes[k]);
       write_file_of(base + ".absmax" + char('0' + k), c.absmax[k]);
     }
     list.push_back({{"name", c.name},
-                    {"optimizer", "adamw-8bit"},
+                    {"optimizer", c.optimizer},
                     {"n", kStepElements},
                     {"t", c.t},
-                    {"lr", lr},
+                    {"lr", rule.default_lr},
                     {"beta1", h.beta1},
                     {"beta2", h.beta2},
                     {"eps", h.eps},
@@ -260,8 +267,10 @@ TEST(Blockwise8, AnAdamW8bitStepIsBitsandbytesCpuKernelBitForBit) {
 
   for (StepCase& c : cases) {
     SCOPED_TRACE(c.name);
+    const Rule& rule =
+        *engine_rule(c.optimizer == "adamw-8bit" ? Optimizer::adam_8bit : Optimizer::lion_8bit);
     const std::vector<float> before = c.param;
-    step_blocks(c, lr, h);
+    step_blocks(rule, c, rule.default_lr);
     const std::string base = dir + "/" + c.name;
     const auto ref_p = read_file_of<float>(base + ".param.out", kStepElements);
     std::size_t moved = 0;
@@ -270,7 +279,7 @@ TEST(Blockwise8, AnAdamW8bitStepIsBitsandbytesCpuKernelBitForBit) {
       moved += c.param[i] != before[i];
     }
     EXPECT_GT(moved, kStepElements * 9 / 10);  // the step did something
-    for (int k = 0; k < 2; ++k) {
+    for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
       const auto ref_codes =
           read_file_of<std::uint8_t>(base + ".code" + char('0' + k) + ".out", kStepElements);
       const auto ref_absmax =

@@ -111,7 +111,7 @@ TEST(Sgd, MomentumIsTorchsBufferAndPlainSgdHasNone) {
 }
 
 TEST(EngineRules, EveryRuleIsItsRowAndTheWordsListThem) {
-  EXPECT_EQ(engine_optimizer_words(), "adamw, adamw-8bit, lion, sgd-momentum, sgd");
+  EXPECT_EQ(engine_optimizer_words(), "adamw, adamw-8bit, lion, lion-8bit, sgd-momentum, sgd");
   for (Optimizer id : {Optimizer::adam, Optimizer::lion, Optimizer::sgd_momentum, Optimizer::sgd}) {
     const Rule* r = engine_rule(id);
     ASSERT_NE(r, nullptr);
@@ -123,16 +123,21 @@ TEST(EngineRules, EveryRuleIsItsRowAndTheWordsListThem) {
   EXPECT_EQ(engine_rule(Optimizer::adam)->row->slots.size(), 2u);
   EXPECT_EQ(engine_rule(Optimizer::lion)->row->slots.size(), 1u);
   EXPECT_EQ(engine_rule(Optimizer::sgd)->row->slots.size(), 0u);
-  // 8-bit AdamW: a blockwise rule over its row's int8 slots, with no elementwise step.
-  const Rule* eight = engine_rule(Optimizer::adam_8bit);
-  ASSERT_NE(eight, nullptr);
-  EXPECT_EQ(eight->step, nullptr);
-  ASSERT_NE(eight->blockwise, nullptr);
-  EXPECT_TRUE(eight->row->fp32_master);
-  for (const StateSlot& slot : eight->row->slots)
-    EXPECT_EQ(slot.format, SlotFormat::int8_blockwise);
-  EXPECT_EQ(eight->row->block, 256u);
-  EXPECT_EQ(eight->row->min_quantized, 4096u);
+  // The 8-bit rows: int8 block-wise slots and an elementwise step on their dequantized values,
+  // bitsandbytes' order of AdamW's operations, and Lion's own step.
+  for (Optimizer id : {Optimizer::adam_8bit, Optimizer::lion_8bit}) {
+    const Rule* eight = engine_rule(id);
+    ASSERT_NE(eight, nullptr);
+    EXPECT_TRUE(eight->blockwise());
+    EXPECT_TRUE(eight->row->fp32_master);
+    for (const StateSlot& slot : eight->row->slots)
+      EXPECT_EQ(slot.format, SlotFormat::int8_blockwise);
+    EXPECT_EQ(eight->row->block, 256u);
+    EXPECT_EQ(eight->row->min_quantized, 4096u);
+  }
+  EXPECT_EQ(engine_rule(Optimizer::adam_8bit)->step, adamw8_step);
+  EXPECT_EQ(engine_rule(Optimizer::lion_8bit)->step, lion_step);
+  EXPECT_FALSE(engine_rule(Optimizer::adam)->blockwise());
   // Rows the planner counts but the engine does not run.
   for (Optimizer id : {Optimizer::paged_adam_8bit, Optimizer::adafactor, Optimizer::adam_bf16}) {
     EXPECT_EQ(engine_rule(id), nullptr) << optimizer_row(id).word;

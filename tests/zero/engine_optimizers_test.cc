@@ -52,54 +52,64 @@ TEST(EngineOptimizers, EveryStageGivesTheSameBitsAtEveryRankCount) {
   }
 }
 
-// 8-bit AdamW's blocks are the model's: 4096-element weights of 16 blocks each (the biases, under
-// bitsandbytes' 4096, keep fp32 states). Buckets of 500 elements cut blocks between ranks at
-// stages 1-3, so a straddling block's absmax is agreed across ranks; the bits match stage 0's,
-// where every rank holds every block whole, and runs with whole buckets, and more engine threads.
-TEST(EngineOptimizers, EightBitAdamWGivesTheSameBitsAtEveryStageRankCountAndBucket) {
+// The 8-bit optimizers' blocks are the model's: 4096-element weights of 16 blocks each (the
+// biases, under bitsandbytes' 4096, keep fp32 states). Buckets of 500 elements cut blocks between
+// ranks at stages 1-3, so a straddling block's absmax is agreed across ranks; the bits match
+// stage 0's, where every rank holds every block whole, and runs with whole buckets, and more
+// engine threads.
+TEST(EngineOptimizers, EightBitOptimizersGiveTheSameBitsAtEveryStageRankCountAndBucket) {
   model::MlpConfig mlp;
   mlp.width = 64;
   mlp.depth = 3;  // 12,480 parameters
-  for (int ranks : {1, 3, 4}) {
-    zero::EngineOptions o;
-    o.optimizer = Optimizer::adam_8bit;
-    o.micro_batch = 3;
-    o.stage = Stage::dp;
-    o.bucket_bytes = 8 << 20;
-    const auto reference = train_mlp(mlp, o, ranks, 8, 1e-3f);
-    EXPECT_LT(reference.losses.back(), reference.losses.front()) << "N = " << ranks;
-    for (int stage = 0; stage <= 3; ++stage) {
-      for (std::size_t bucket : {std::size_t{1000}, std::size_t{8} << 20}) {
-        for (int threads : {1, 2}) {
-          o.stage = stage_from_number(stage);
-          o.bucket_bytes = bucket;
-          const auto run = train_mlp(mlp, o, ranks, 8, 1e-3f, threads);
-          EXPECT_TRUE(bitwise_equal(run.master, reference.master))
-              << "stage " << stage << " N = " << ranks << " bucket " << bucket << " threads "
-              << threads;
+  for (Optimizer id : {Optimizer::adam_8bit, Optimizer::lion_8bit}) {
+    const float lr = optim::engine_rule(id)->default_lr / 2;
+    for (int ranks : {1, 3, 4}) {
+      zero::EngineOptions o;
+      o.optimizer = id;
+      o.micro_batch = 3;
+      o.stage = Stage::dp;
+      o.bucket_bytes = 8 << 20;
+      const auto reference = train_mlp(mlp, o, ranks, 8, lr);
+      EXPECT_LT(reference.losses.back(), reference.losses.front())
+          << optimizer_row(id).word << " N = " << ranks;
+      for (int stage = 0; stage <= 3; ++stage) {
+        for (std::size_t bucket : {std::size_t{1000}, std::size_t{8} << 20}) {
+          for (int threads : {1, 2}) {
+            o.stage = stage_from_number(stage);
+            o.bucket_bytes = bucket;
+            const auto run = train_mlp(mlp, o, ranks, 8, lr, threads);
+            EXPECT_TRUE(bitwise_equal(run.master, reference.master))
+                << optimizer_row(id).word << " stage " << stage << " N = " << ranks << " bucket "
+                << bucket << " threads " << threads;
+          }
         }
       }
     }
+    // Units of 37,056 elements: one rank's update is split over the engine's threads by pieces.
+    model::MlpConfig wide;
+    wide.width = 192;
+    wide.depth = 2;
+    for (int stage : {0, 3}) {
+      zero::EngineOptions o;
+      o.optimizer = id;
+      o.micro_batch = 2;
+      o.stage = stage_from_number(stage);
+      EXPECT_TRUE(bitwise_equal(train_mlp(wide, o, 1, 3, lr, 1).master,
+                                train_mlp(wide, o, 1, 3, lr, 2).master))
+          << optimizer_row(id).word << " stage " << stage;
+    }
   }
-  // Units of 37,056 elements: one rank's update is split over the engine's threads by pieces.
-  model::MlpConfig wide;
-  wide.width = 192;
-  wide.depth = 2;
-  for (int stage : {0, 3}) {
+  // Their steps are not the 32-bit ones': the states' rounding shows in the weights.
+  for (auto [fp32, eight] : {std::pair{Optimizer::adam, Optimizer::adam_8bit},
+                             std::pair{Optimizer::lion, Optimizer::lion_8bit}}) {
     zero::EngineOptions o;
-    o.optimizer = Optimizer::adam_8bit;
-    o.micro_batch = 2;
-    o.stage = stage_from_number(stage);
-    EXPECT_TRUE(bitwise_equal(train_mlp(wide, o, 1, 3, 1e-3f, 1).master,
-                              train_mlp(wide, o, 1, 3, 1e-3f, 2).master))
-        << "stage " << stage;
+    o.micro_batch = 3;
+    o.optimizer = fp32;
+    const auto full = train_mlp(mlp, o, 2, 8, 1e-3f);
+    o.optimizer = eight;
+    EXPECT_FALSE(bitwise_equal(train_mlp(mlp, o, 2, 8, 1e-3f).master, full.master))
+        << optimizer_row(eight).word;
   }
-  // Its steps are not AdamW's: the states' rounding shows in the weights.
-  zero::EngineOptions o;
-  o.micro_batch = 3;
-  const auto fp32 = train_mlp(mlp, o, 2, 8, 1e-3f);
-  o.optimizer = Optimizer::adam_8bit;
-  EXPECT_FALSE(bitwise_equal(train_mlp(mlp, o, 2, 8, 1e-3f).master, fp32.master));
 }
 
 TEST(EngineOptimizers, AnotherRunsAsDifferentBits) {

@@ -142,37 +142,39 @@ INSTANTIATE_TEST_SUITE_P(Mlp, Peak,
 // prediction lays them out as the engine does, to the byte, on the GPT (whose LayerNorms and
 // biases keep fp32 states) and the MLP, at every stage, with whole and cut blocks.
 TEST(Peak, EightBitStatesArePredictedToTheByte) {
-  for (bool gpt : {false, true}) {
-    for (int stage = 0; stage <= 3; ++stage) {
-      for (int ranks : {1, 3}) {
-        predict::EngineRun run = run_of({gpt, stage, ranks, true, false, 1});
-        // Tensors of 4096 elements and more, so that most states are 8-bit.
-        if (gpt) {
-          predict::GptShape g = kPeakGpt;
-          g.hidden = 64;
-          run.model = g;
-        } else {
-          run.model = predict::MlpShape{.width = 64, .depth = 3};
-        }
-        run.blockwise = &optimizer_row(Optimizer::adam_8bit);
-        const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
-        const Measured measured = train(run, 0, 2, Optimizer::adam_8bit);
-        for (int r = 0; r < ranks; ++r) {
-          SCOPED_TRACE(std::string(gpt ? "gpt" : "mlp") + " stage " + std::to_string(stage) +
-                       " rank " + std::to_string(r));
-          const Ledger& ledger = measured.ledgers[r];
-          // About a quarter of fp32 AdamW's slot: a byte an element and the blocks' absmax.
-          EXPECT_LT(ledger.at_peak(Category::optim_m), ledger.at_peak(Category::master32) / 3);
-          EXPECT_GT(ledger.at_peak(Category::optim_m), 0u);
-          for (int c = 0; c < kCategoryCount; ++c) {
-            const auto cat = static_cast<Category>(c);
-            EXPECT_EQ(predicted[r][cat], ledger.at_peak(cat)) << category_name(cat);
+  for (Optimizer id : {Optimizer::adam_8bit, Optimizer::lion_8bit})
+    for (bool gpt : {false, true}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        for (int ranks : {1, 3}) {
+          predict::EngineRun run = run_of({gpt, stage, ranks, true, false, 1});
+          // Tensors of 4096 elements and more, so that most states are 8-bit.
+          if (gpt) {
+            predict::GptShape g = kPeakGpt;
+            g.hidden = 64;
+            run.model = g;
+          } else {
+            run.model = predict::MlpShape{.width = 64, .depth = 3};
           }
-          EXPECT_EQ(predicted[r].peak_bytes, ledger.peak_total());
+          run.blockwise = &optimizer_row(id);
+          const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
+          const Measured measured = train(run, 0, 2, id);
+          for (int r = 0; r < ranks; ++r) {
+            SCOPED_TRACE(std::string(optimizer_row(id).word) + (gpt ? " gpt" : " mlp") + " stage " +
+                         std::to_string(stage) + " rank " + std::to_string(r));
+            const Ledger& ledger = measured.ledgers[r];
+            // About a quarter of an fp32 slot: a byte an element and the blocks' absmax.
+            EXPECT_LT(ledger.at_peak(Category::optim_m), ledger.at_peak(Category::master32) / 3);
+            EXPECT_GT(ledger.at_peak(Category::optim_m), 0u);
+            EXPECT_EQ(ledger.at_peak(Category::optim_v) > 0, id == Optimizer::adam_8bit);
+            for (int c = 0; c < kCategoryCount; ++c) {
+              const auto cat = static_cast<Category>(c);
+              EXPECT_EQ(predicted[r][cat], ledger.at_peak(cat)) << category_name(cat);
+            }
+            EXPECT_EQ(predicted[r].peak_bytes, ledger.peak_total());
+          }
         }
       }
     }
-  }
 }
 
 // Each optimizer's slots, counted as the ledger counts them (one optim_m for Lion's m and SGD's

@@ -48,30 +48,22 @@ void dequantize(const std::uint8_t* codes, std::size_t n, float absmax, const Dy
 bool recover_block(const float* values, std::size_t n, const DynamicMap& map, float* absmax,
                    std::uint8_t* codes);
 
-// 8-bit AdamW's arithmetic on dequantized states, in the order of bitsandbytes' CPU kernel:
-//   g = grad * grad_mul
-//   m = m b1 + (1 - b1) g;   v = v b2 + ((1 - b2) g) g
-//   p = p (1 - lr wd);       p = p + ((-lr / (1 - b1^t)) m) / (sqrt(v) / sqrt(1 - b2^t) + eps)
-// the per-step scalars computed in double and rounded to fp32 once, each element's operations
-// correctly rounded in fp32 (no FMA). Tensors that keep fp32 states take the same arithmetic.
-void adamw8_moments(float* m, float* v, const float* grad, std::size_t n, float grad_mul,
-                    const Hyper& h);
-void adamw8_params(float* p, const float* m, const float* v, std::size_t n, float lr,
-                   std::int64_t t, const Hyper& h);
-
-// One step of a piece of n <= 256 elements of a block, as the engine takes it: m and v
-// dequantized from codes[k] with old_absmax[k], rule.moments, rule.params on `param`, then m and
-// v quantized back into codes[k] with each slot's maximum over the whole block: agreed_absmax[k]
-// when other parts of the block lie elsewhere (the engine's exchange), else the piece's own.
-// The absmax the codes were quantized with goes to new_absmax[k].
-void step_block8(const Blockwise& rule, float* param, const float* grad, std::size_t n,
+// One step of a piece of n <= 256 elements of a block, as the engine takes it: each of the
+// rule's slots dequantized from codes[k] with old_absmax[k] (a slot of squares with the unsigned
+// map, any other with the signed one), rule.step on the piece, then each slot quantized back
+// into codes[k] with its maximum over the whole block: agreed_absmax[k] when other parts of the
+// block lie elsewhere (the engine's exchange), else the piece's own. The absmax the codes were
+// quantized with goes to new_absmax[k].
+void step_block8(const Rule& rule, float* param, const float* grad, std::size_t n,
                  std::uint8_t* const codes[2], const float old_absmax[2],
                  const float* agreed_absmax, float new_absmax[2], float grad_mul, float lr,
                  std::int64_t t, const Hyper& h);
-// The new moments' maxima of such a piece (what it contributes to its block's), with nothing
-// written.
-void piece_maxima8(const Blockwise& rule, const float* grad, std::size_t n,
+// Each slot's new maximum over such a piece (what it contributes to its block's), with nothing
+// written: the step is taken on copies.
+void piece_maxima8(const Rule& rule, const float* param, const float* grad, std::size_t n,
                    const std::uint8_t* const codes[2], const float old_absmax[2], float grad_mul,
-                   const Hyper& h, float maxima[2]);
+                   float lr, std::int64_t t, const Hyper& h, float maxima[2]);
+// The map of slot k of the rule's row.
+const DynamicMap& slot_map(const Rule& rule, std::size_t k);
 
 }  // namespace zerodp::optim

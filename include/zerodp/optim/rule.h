@@ -45,33 +45,31 @@ struct StepSpans {
 using StepFn = void (*)(const StepSpans& spans, float grad_mul, float lr, std::int64_t t,
                         const Hyper& hyper);
 
-// An optimizer whose slots are 8-bit block-wise (SlotFormat::int8_blockwise): for each piece of
-// a block the engine dequantizes m and v, calls `moments`, agrees on each slot's maximum over the
-// whole block, calls `params` and quantizes the slots again (zerodp/optim/blockwise8.h); the
-// states of tensors too small to quantize stay fp32 and take the same two calls.
-struct Blockwise {
-  void (*moments)(float* m, float* v, const float* grad, std::size_t n, float grad_mul,
-                  const Hyper& h);
-  void (*params)(float* p, const float* m, const float* v, std::size_t n, float lr, std::int64_t t,
-                 const Hyper& h);
-};
-
+// A row whose slots are 8-bit block-wise (SlotFormat::int8_blockwise) keeps them as codes and
+// blocks' absmax (zerodp/optim/blockwise8.h); the engine hands its step the dequantized values of
+// a piece of a block, in fp32, and quantizes what the step leaves with the whole block's maxima.
+// The step itself is elementwise as any other: 8-bit Lion is Lion's step.
 struct Rule {
-  const OptimizerRow* row;  // what the slots hold and the optimizer's word
-  StepFn step;              // fp32 slots: the elementwise step; null for a blockwise rule
+  const OptimizerRow* row;  // what the slots hold, in what format, and the optimizer's word
+  StepFn step;
   Hyper defaults;
   float default_lr;  // `zerodp train`'s --lr when none is given, for the default GPT
-  const Blockwise* blockwise = nullptr;  // int8 block-wise slots: how a piece steps
+
+  // Whether the row keeps its slots 8-bit block-wise.
+  bool blockwise() const {
+    return !row->slots.empty() && row->slots[0].format == SlotFormat::int8_blockwise;
+  }
 };
 
-// The rule of an optimizer the engine runs (an fp32 master, fp32 slots and an elementwise step,
-// or int8 block-wise slots): adam, adam_8bit, lion, sgd-momentum and sgd; nullptr for any other
-// row.
+// The rule of an optimizer the engine runs (an fp32 master, fp32 or int8 block-wise slots and an
+// elementwise step): adam, adam_8bit, lion, lion_8bit, sgd-momentum and sgd; nullptr for any
+// other row.
 const Rule* engine_rule(Optimizer id);
 // The word a run records and prints: "adamw" for the Adam row (the engine decays decoupled),
 // the row's word otherwise.
 std::string_view engine_word(const OptimizerRow& row);
-// "adamw, adamw-8bit, lion, sgd-momentum, sgd": what `zerodp train --optimizer` takes.
+// "adamw, adamw-8bit, lion, lion-8bit, sgd-momentum, sgd": what `zerodp train --optimizer`
+// takes.
 std::string engine_optimizer_words();
 
 // The steps, for the rules above and for tests.
@@ -88,5 +86,11 @@ void lion_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, con
 void sgd_momentum_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t,
                        const Hyper& h);
 void sgd_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h);
+// 8-bit AdamW's arithmetic on dequantized states, in the order of bitsandbytes' CPU kernel
+// (backends/cpu/ops.py), which differs from adamw_step's:
+//   g = grad * grad_mul;  m = m b1 + (1 - b1) g;  v = v b2 + ((1 - b2) g) g
+//   p = p (1 - lr wd);    p = p + ((-lr / (1 - b1^t)) m) / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// the per-step scalars in double, rounded to fp32 once. (8-bit Lion's kernel is lion_step's.)
+void adamw8_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h);
 
 }  // namespace zerodp::optim

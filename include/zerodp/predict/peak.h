@@ -74,9 +74,9 @@ struct EngineRun {
   // The optimizer's fp32 slots: those counted as optim_m and as optim_v (ledger.h), 0 or 1
   // each (AdamW: 1 and 1; Lion and SGD with momentum: 1 and 0; SGD: 0 and 0).
   int m_slots = 1, v_slots = 1;
-  // An optimizer with 8-bit block-wise slots instead (8-bit AdamW): its row, whose block and
-  // min_quantized lay out each rank's codes, fp32 states and absmax (common/blockwise_layout.h);
-  // m_slots and v_slots are then unused. Null: fp32 slots.
+  // An optimizer with 8-bit block-wise slots instead (8-bit AdamW, 8-bit Lion): its row, whose
+  // block and min_quantized lay out each rank's codes, fp32 states and absmax
+  // (common/blockwise_layout.h); m_slots and v_slots are then unused. Null: fp32 slots.
   const OptimizerRow* blockwise = nullptr;
   std::string_view optimizer = "adamw";  // its word, for what a dry run prints
   int model_threads = 1;                 // GptModel::set_threads
