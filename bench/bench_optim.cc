@@ -1,6 +1,7 @@
 // The optimizer steps the engine runs (optim/rule.h), side by side: each rule's step over one
 // shard of n fp32 elements (its param, gradient and slots), as a rank runs it after the
-// gradients are reduced. Measures and prints; not a pass/fail test.
+// gradients are reduced; 8-bit AdamW's block by block as the engine steps a block it holds whole
+// (optim::step_block8: dequantize, step, quantize). Measures and prints; not a pass/fail test.
 //
 //   build/bench/bench_optim [--elements N] [--rounds R]
 //
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "zerodp/common/rng.h"
+#include "zerodp/optim/blockwise8.h"
 #include "zerodp/optim/rule.h"
 
 namespace {
@@ -35,16 +37,47 @@ std::string cpu_model() {
   return "unknown";
 }
 
+constexpr std::size_t kBlock = 256;  // bitsandbytes' 8-bit block
+
 struct Shard {
   std::vector<float> param, grad, slot[2];
-  Shard(std::size_t n, std::size_t slots) : param(n), grad(n) {
+  // 8-bit slots: a code an element and an absmax a block, each of m and v.
+  std::vector<std::uint8_t> codes[2];
+  std::vector<float> absmax[2];
+  Shard(std::size_t n, const Rule& rule) : param(n), grad(n) {
     for (std::size_t i = 0; i < n; ++i) {
       param[i] = zerodp::counter_normal(1, 0, i);
       grad[i] = 1e-2f * zerodp::counter_normal(2, 0, i);
     }
-    for (std::size_t k = 0; k < slots; ++k) slot[k].assign(n, 0.0f);
+    for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
+      if (rule.blockwise()) {
+        codes[k].assign(n, 0);
+        absmax[k].assign((n + kBlock - 1) / kBlock, 0.0f);
+      } else {
+        slot[k].assign(n, 0.0f);
+      }
+    }
   }
 };
+
+void step_once(const Rule& rule, Shard& s, std::int64_t t) {
+  if (!rule.blockwise()) {
+    rule.step({.param = s.param, .grad = s.grad, .slot = {s.slot[0], s.slot[1]}}, 1.0f, 1e-3f, t,
+              rule.defaults);
+    return;
+  }
+  const std::size_t slots = rule.row->slots.size();
+  for (std::size_t at = 0, b = 0; at < s.param.size(); at += kBlock, ++b) {
+    const std::size_t n = std::min(kBlock, s.param.size() - at);
+    std::uint8_t* codes[2] = {};
+    float old_max[2] = {}, new_max[2] = {};
+    for (std::size_t k = 0; k < slots; ++k)
+      codes[k] = s.codes[k].data() + at, old_max[k] = s.absmax[k][b];
+    zerodp::optim::step_block8(rule, s.param.data() + at, s.grad.data() + at, n, codes, old_max,
+                               nullptr, new_max, 1.0f, 1e-3f, t, rule.defaults);
+    for (std::size_t k = 0; k < slots; ++k) s.absmax[k][b] = new_max[k];
+  }
+}
 
 // Seconds per step of `rule` on `shard`, over at least 0.2 s of steps.
 double seconds_per_step(const Rule& rule, Shard& shard, std::int64_t& t) {
@@ -53,8 +86,7 @@ double seconds_per_step(const Rule& rule, Shard& shard, std::int64_t& t) {
   int steps = 0;
   double elapsed = 0;
   do {
-    rule.step({.param = shard.param, .grad = shard.grad, .slot = {shard.slot[0], shard.slot[1]}},
-              1.0f, 1e-3f, ++t, rule.defaults);
+    step_once(rule, shard, ++t);
     ++steps;
     elapsed = std::chrono::duration<double>(clock::now() - start).count();
   } while (elapsed < 0.2);
@@ -82,13 +114,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_optim: --elements and --rounds take a positive count\n");
     return 2;
   }
-  const Optimizer ids[] = {Optimizer::adam, Optimizer::lion, Optimizer::sgd_momentum,
-                           Optimizer::sgd};
+  const Optimizer ids[] = {Optimizer::adam,      Optimizer::adam_8bit,    Optimizer::lion,
+                           Optimizer::lion_8bit, Optimizer::sgd_momentum, Optimizer::sgd};
   std::vector<const Rule*> rules;
   std::vector<Shard> shards;
   for (Optimizer id : ids) {
     rules.push_back(zerodp::optim::engine_rule(id));
-    shards.emplace_back(n, rules.back()->row->slots.size());
+    shards.emplace_back(n, *rules.back());
   }
   std::vector<std::vector<double>> ns(rules.size());
   std::vector<std::int64_t> t(rules.size(), 0);
@@ -107,9 +139,11 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     const double median = v[v.size() / 2];
     if (k == 0) adamw = median;
-    // Read: param, grad and each slot; written: param and each slot.
+    // Read: param, grad and each slot; written: param and each slot (a byte a slot when 8-bit,
+    // the blocks' absmax apart).
     const std::size_t slots = rules[k]->row->slots.size();
-    const std::size_t bytes = 4 * (2 + slots) + 4 * (1 + slots);
+    const std::size_t slot_bytes = rules[k]->blockwise() ? 1 : 4;
+    const std::size_t bytes = 4 * 2 + slot_bytes * slots + 4 + slot_bytes * slots;
     char range[64];
     std::snprintf(range, sizeof range, "%.3f-%.3f", v.front(), v.back());
     std::printf("  %-14s %12.3f %20s %16zu %10.2f\n",

@@ -15,14 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "testing/optim_reference.h"
 #include "testing/temp_dir.h"
 #include "zerodp/common/rng.h"
 #include "zerodp/optim/blockwise8.h"
 
 namespace zerodp::optim {
 namespace {
-
-constexpr const char* kBlockwisePython = "/usr/bin/python3";  // Debian's python3-torch is for it
 
 std::uint32_t bits_of(float x) {
   return std::bit_cast<std::uint32_t>(x);
@@ -44,21 +43,9 @@ void write_file_of(const std::string& path, const std::vector<T>& values) {
             std::streamsize(values.size() * sizeof(T)));
 }
 
-std::string run_blockwise_reference(const std::string& first, const std::string& folder) {
-  const std::string command = std::string(kBlockwisePython) + " " + ZERODP_SOURCE_DIR +
-                              "/scripts/optim_reference.py '" + first + "' '" + folder + "' 2>&1";
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "popen failed";
-  char buffer[4096];
-  while (const std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return status == 0 ? out : out + " (exit status " + std::to_string(status) + ")";
-}
-
 TEST(Blockwise8, TheMapsAreBitsandbytesDynamicMapsBitForBit) {
   const std::string dir = testing::fresh_folder("blockwise8_maps");
-  ASSERT_EQ(run_blockwise_reference("maps", dir), "done\n");
+  ASSERT_EQ(testing::run_optim_reference("maps", dir), "done\n");
   const auto signed_map = read_file_of<float>(dir + "/map_signed.f32", 256);
   const auto unsigned_map = read_file_of<float>(dir + "/map_unsigned.f32", 256);
   for (std::size_t i = 0; i < 256; ++i) {
@@ -262,7 +249,7 @@ TEST(Blockwise8, EachEightBitStepIsBitsandbytesCpuKernelBitForBit) {
                     {"weight_decay", h.weight_decay}});
   }
   std::ofstream(dir + "/cases.json") << list.dump();
-  const std::string said = run_blockwise_reference(dir + "/cases.json", dir);
+  const std::string said = testing::run_optim_reference(dir + "/cases.json", dir);
   ASSERT_EQ(said, "done\n") << "scripts/optim_reference.py: " << said;
 
   for (StepCase& c : cases) {

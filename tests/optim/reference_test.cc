@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/optim_reference.h"
 #include "testing/temp_dir.h"
 #include "zerodp/common/rng.h"
 #include "zerodp/optim/rule.h"
@@ -29,8 +30,7 @@
 namespace zerodp::optim {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";  // Debian's python3-torch is for it
-constexpr float kEps = 1.1920929e-7f;                // 2^-23
+constexpr float kEps = 1.1920929e-7f;    // 2^-23
 constexpr std::size_t kElements = 1001;  // vectorised bodies of 8 and 16 and a scalar tail
 
 struct Case {
@@ -93,18 +93,6 @@ nlohmann::json write_case(const std::string& dir, const Case& c) {
           {"weight_decay", c.hyper.weight_decay}};
 }
 
-std::string run_reference(const std::string& cases, const std::string& folder) {
-  const std::string command = std::string(kPython) + " " + ZERODP_SOURCE_DIR +
-                              "/scripts/optim_reference.py '" + cases + "' '" + folder + "' 2>&1";
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "popen failed";
-  char buffer[4096];
-  while (const std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return status == 0 ? out : out + " (exit status " + std::to_string(status) + ")";
-}
-
 // |a - b| <= k eps (sum of magnitudes), for every element; the worst ratio is reported.
 void expect_within(const std::vector<float>& ours, const std::vector<float>& reference,
                    const std::vector<double>& magnitude, double k, const std::string& what) {
@@ -138,8 +126,9 @@ TEST(OptimReference, EachStepIsThePublishedImplementationsWithinItsRoundings) {
   nlohmann::json list = nlohmann::json::array();
   for (const Case& c : cases) list.push_back(write_case(dir, c));
   std::ofstream(dir + "/cases.json") << list.dump();
-  const std::string said = run_reference(dir + "/cases.json", dir);
-  ASSERT_EQ(said, "done\n") << kPython << " with torch and numpy (make setup-test installs "
+  const std::string said = testing::run_optim_reference(dir + "/cases.json", dir);
+  ASSERT_EQ(said, "done\n") << testing::kReferencePython
+                            << " with torch and numpy (make setup-test installs "
                             << "python3-torch) ran scripts/optim_reference.py: " << said;
 
   for (Case& c : cases) {
@@ -198,7 +187,7 @@ TEST(OptimReference, AWrongFormulaIsFarOutsideTheTolerance) {
   Case c = make_case("adamw", 2, 2e-3f, adamw.defaults, 21);
   const nlohmann::json list = nlohmann::json::array({write_case(dir, c)});
   std::ofstream(dir + "/cases.json") << list.dump();
-  ASSERT_EQ(run_reference(dir + "/cases.json", dir), "done\n");
+  ASSERT_EQ(testing::run_optim_reference(dir + "/cases.json", dir), "done\n");
   const std::vector<float> ref_p = read_floats(dir + "/" + c.name + ".param.out", kElements);
   // The step without bias correction: t so large that 1 - beta^t is 1.
   adamw.step({.param = c.param, .grad = c.grad, .slot = {c.slot[0], c.slot[1]}}, 1.0f, c.lr,
