@@ -1,6 +1,6 @@
-// zero::Engine's step for optimizers with 8-bit block-wise slots (8-bit AdamW): where a rank
-// keeps them (zerodp/common/blockwise_layout.h) and how a step agrees on the blocks that straddle
-// ranks before it quantizes them (zerodp/optim/blockwise8.h computes each piece).
+// zero::Engine's step for optimizers with 8-bit block-wise slots (8-bit AdamW and Lion): where a
+// rank keeps them (zerodp/common/blockwise_layout.h) and how a step agrees on the blocks that
+// straddle ranks before it quantizes them (zerodp/optim/blockwise8.h computes each piece).
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -1,10 +1,11 @@
 // The ZeRO engine: trains a Model on one rank of a Communicator's group with stage 0, 1, 2
-// or 3, mixed precision (16-bit params and grads, an fp32 master and the optimizer's fp32
-// slots) and a sharded optimizer step: AdamW, Lion, SGD with or without momentum, or any rule
-// of optim/rule.h. See docs/engine.md for one step of each stage.
+// or 3, mixed precision (16-bit params and grads, an fp32 master and the optimizer's slots) and
+// a sharded optimizer step: AdamW, Lion, SGD with or without momentum, 8-bit AdamW or Lion, or
+// any rule of optim/rule.h. See docs/engine.md for one step of each stage.
 //
 // What each rank holds (Φ parameters, N ranks, K the optimizer's slots: AdamW's m and v, Lion's
-// m, SGD's momentum buffer; 2 + 2 + 4 + 4K bytes per parameter, 16 with AdamW):
+// m, SGD's momentum buffer; 2 + 2 + 4 + 4K bytes per parameter, 16 with AdamW; an 8-bit slot
+// takes a byte an element and an fp32 absmax a block instead of 4, common/blockwise_layout.h):
 //   stage 0: everything                         (8 + 4K)Φ
 //   stage 1: master and slots sharded           4Φ + (4 + 4K)Φ/N
 //   stage 2: + grads sharded                    2Φ + (6 + 4K)Φ/N
