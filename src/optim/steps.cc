@@ -178,4 +178,46 @@ void sgd_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, cons
   for (std::size_t i = 0; i < n; ++i) p[i] -= lr * (g_in[i] * grad_mul);
 }
 
+void adamw8_step(const StepSpans& s, float grad_mul, float lr, std::int64_t t, const Hyper& h) {
+  ZERODP_CHECK(t >= 1 && s.grad.size() == s.param.size() && s.slot[0].size() == s.param.size() &&
+               s.slot[1].size() == s.param.size());
+  const std::size_t n = s.param.size();
+  float* __restrict p = s.param.data();
+  const float* __restrict grad = s.grad.data();
+  float* __restrict m = s.slot[0].data();
+  float* __restrict v = s.slot[1].data();
+  const float a1 = float(1.0 - double(h.beta1)), a2 = float(1.0 - double(h.beta2));
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grad[i] * grad_mul;
+    m[i] = m[i] * h.beta1 + a1 * g;
+    v[i] = v[i] * h.beta2 + (a2 * g) * g;
+  }
+  const double c1 = 1.0 - std::pow(double(h.beta1), double(t));
+  const float c2 = float(std::sqrt(1.0 - std::pow(double(h.beta2), double(t))));
+  const float step = float(-double(lr) / c1);
+  const float decay = float(1.0 - double(lr) * double(h.weight_decay));
+  const bool decays = h.weight_decay > 0.0f;
+  std::size_t i = 0;
+#if defined(__AVX__)
+  // The scalar loop below, eight elements at a time: the same correctly rounded operations in
+  // the same order (GCC leaves it scalar: std::sqrt may set errno).
+  const __m256 vc2 = _mm256_set1_ps(c2), veps = _mm256_set1_ps(h.eps);
+  const __m256 vstep = _mm256_set1_ps(step), vdecay = _mm256_set1_ps(decay);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 denom =
+        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(_mm256_loadu_ps(v + i)), vc2), veps);
+    __m256 q = _mm256_loadu_ps(p + i);
+    if (decays) q = _mm256_mul_ps(q, vdecay);
+    _mm256_storeu_ps(
+        p + i,
+        _mm256_add_ps(q, _mm256_div_ps(_mm256_mul_ps(vstep, _mm256_loadu_ps(m + i)), denom)));
+  }
+#endif
+  for (; i < n; ++i) {
+    const float denom = std::sqrt(v[i]) / c2 + h.eps;
+    const float q = decays ? p[i] * decay : p[i];
+    p[i] = q + (step * m[i]) / denom;
+  }
+}
+
 }  // namespace zerodp::optim
