@@ -7,6 +7,12 @@ Algorithm 2; lucidrains/lion-pytorch, lion_pytorch.py) in NumPy float32, operati
 as that code orders them. Each case starts from the state it is given: the step count t, the
 parameter, the gradient and the optimizer's slots, so a test compares one step, never drift.
 
+Adafactor is transformers' Adafactor with the Trainer's settings in NumPy float32, its means and
+norms exact sums rounded once, as zerodp's engine computes them (adafactor); its cases give
+"cols" (a matrix's columns, 0 for a vector) and the state as NAME.row and NAME.col (a matrix) or
+NAME.slot0 (a vector), and receive the same names with .out, and NAME.param.torch.out: the same
+step with torch's own mean and norm (adafactor_torch), which the test holds to a tolerance.
+
 8-bit AdamW is bitsandbytes' block-wise 8-bit Adam as its CPU kernel computes it
 (bitsandbytes/backends/cpu/ops.py, _optimizer_update_8bit_blockwise_cpu, blocks of 256, no
 skip_zeros): the states dequantized with the dynamic maps (create_dynamic_map of functional.py,
@@ -19,7 +25,7 @@ NAME.absmax1 (float32, one a block), and receive the same names with .out.
 Usage: optim_reference.py maps FOLDER
   writes map_signed.f32 and map_unsigned.f32 (256 float32 each) into FOLDER.
 Usage: optim_reference.py CASES.json FOLDER
-  CASES.json: [{"optimizer": "adamw"|"adamw-8bit"|"lion"|"lion-8bit"|"sgd-momentum"|"sgd",
+  CASES.json: [{"optimizer": "adamw"|"adamw-8bit"|"adafactor"|"lion"|"lion-8bit"|"sgd-momentum"|"sgd",
                 "name": NAME, "n": N,
                 "t": T, "lr": LR, "beta1": B1, "beta2": B2, "eps": EPS, "weight_decay": WD}...]
   FOLDER holds NAME.param, NAME.grad, NAME.slot0, NAME.slot1 (float32, little-endian, N each;
@@ -181,6 +187,96 @@ def lion_8bit(case, folder, name, p, g):
     return p
 
 
+def exact_sum(values):
+    """The sum of non-negative float32 values, exact, rounded once to float32 (ties to even):
+    zerodp's ExactSum (zerodp/optim/adafactor.h), here with Python's integers."""
+    f = np.asarray(values, dtype=np.float32).astype(np.float64)
+    if np.isnan(f).any():
+        return np.float32("nan")
+    if np.isinf(f).any():
+        return np.float32("inf")
+    total = sum(int(x) for x in f * 2.0 ** 149)  # every float32 is a whole number of 2^-149
+    if total >= 2 ** 277:
+        return np.float32("inf")
+    top = total.bit_length() - 1
+    if top < 24:
+        return np.float32(total * 2.0 ** -149)
+    shift = top - 23
+    q, rest = total >> shift, total & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    if rest > half or (rest == half and q & 1):
+        q += 1
+    with np.errstate(over="ignore"):
+        return np.float32(float(q) * 2.0 ** (shift - 149))
+
+
+def adafactor(case, p, g, row, col, v):
+    """transformers' Adafactor step (optimization.py) with the Trainer's settings
+    (scale_parameter=False, relative_step=False, beta1=None, eps=(1e-30, 1e-3), clip_threshold
+    1.0, decay_rate -0.8) in NumPy float32, operation by operation, its means and norms exact
+    sums rounded once (exact_sum) where torch sums in an order of its own."""
+    f32 = np.float32
+    t, n = case["t"], case["n"]
+    lr = f32(case["lr"])
+    beta2t = 1.0 - math.pow(t, -0.8)
+    b, a = f32(beta2t), f32(1.0 - beta2t)
+    g = g * f32(case.get("grad_mul", 1.0))
+    g2 = g * g + f32(1e-30)
+    if case["cols"] > 0:
+        rows, cols = n // case["cols"], case["cols"]
+        m2 = g2.reshape(rows, cols)
+        row_mean = np.array([exact_sum(m2[i, :]) for i in range(rows)], dtype=f32) / f32(cols)
+        col_mean = np.array([exact_sum(m2[:, j]) for j in range(cols)], dtype=f32) / f32(rows)
+        row = row * b + a * row_mean
+        col = col * b + a * col_mean
+        r = f32(1) / np.sqrt(row / (exact_sum(row) / f32(rows)))
+        c = f32(1) / np.sqrt(col)
+        u = (r[:, None] * c[None, :]).reshape(-1) * g
+    else:
+        v = v * b + a * g2
+        u = (f32(1) / np.sqrt(v)) * g
+    rms = np.sqrt(exact_sum(u * u)) / f32(math.sqrt(n))
+    divisor = rms / f32(1.0)
+    if divisor < f32(1.0):
+        divisor = f32(1.0)
+    u = (u / divisor) * lr
+    wd = case["weight_decay"]
+    if wd != 0:
+        p = p + f32(-wd * float(lr)) * p
+    return p - u, row, col, v
+
+
+def adafactor_torch(case, p, g, row, col, v):
+    """The same step as transformers' Adafactor.step writes it, with torch's own operations
+    (mean, norm, rsqrt, add_ with alpha) on this machine's PyTorch: what the Trainer runs."""
+    t, n = case["t"], case["n"]
+    lr = float(np.float32(case["lr"]))
+    grad = torch.from_numpy(g * np.float32(case.get("grad_mul", 1.0)))
+    p = torch.from_numpy(p.copy())
+    beta2t = 1.0 - math.pow(t, -0.8)
+    update = grad ** 2 + 1e-30
+    if case["cols"] > 0:
+        shape = (n // case["cols"], case["cols"])
+        grad, update, p = grad.reshape(shape), update.reshape(shape), p.reshape(shape)
+        row, col = torch.from_numpy(row.copy()), torch.from_numpy(col.copy())
+        row.mul_(beta2t).add_(update.mean(dim=-1), alpha=1.0 - beta2t)
+        col.mul_(beta2t).add_(update.mean(dim=-2), alpha=1.0 - beta2t)
+        r_factor = (row / row.mean(dim=-1, keepdim=True)).rsqrt_().unsqueeze(-1)
+        c_factor = col.unsqueeze(-2).rsqrt()
+        update = torch.mul(r_factor, c_factor).mul_(grad)
+    else:
+        v = torch.from_numpy(v.copy())
+        v.mul_(beta2t).add_(update, alpha=1.0 - beta2t)
+        update = v.rsqrt().mul_(grad)
+    rms = update.norm(2) / (update.numel() ** 0.5)
+    update.div_((rms / 1.0).clamp_(min=1.0))
+    update.mul_(lr)
+    if case["weight_decay"] != 0:
+        p.add_(p, alpha=-case["weight_decay"] * lr)
+    p.add_(-update)
+    return p.reshape(-1).numpy()
+
+
 def main():
     if sys.argv[1] == "maps":
         torch.set_num_threads(1)
@@ -208,6 +304,18 @@ def main():
             continue
         elif kind == "lion-8bit":
             write(folder, name, "param", lion_8bit(case, folder, name, p, g))
+            continue
+        elif kind == "adafactor":
+            cols = case["cols"]
+            row = read(folder, name, "row", n // cols) if cols else None
+            col = read(folder, name, "col", cols) if cols else None
+            v = None if cols else read(folder, name, "slot0", n)
+            write(folder, name, "param.torch", adafactor_torch(case, p, g, row, col, v))
+            p, row, col, v = adafactor(case, p, g, row, col, v)
+            write(folder, name, "param", p)
+            for part, values in (("row", row), ("col", col), ("slot0", v)):
+                if values is not None:
+                    write(folder, name, part, values)
             continue
         elif kind == "lion":
             p, slots = lion(case, p, g, read(folder, name, "slot0", n))

@@ -12,10 +12,11 @@ constexpr StateSlot kMV8[] = {{"m (first moment)", SlotFormat::int8_blockwise},
                               {"v (second moment)", SlotFormat::int8_blockwise}};
 constexpr StateSlot kMVbf16[] = {{"m (first moment)", SlotFormat::bf16},
                                  {"v (second moment)", SlotFormat::bf16}};
-constexpr StateSlot kV[] = {{"v (second moment, unfactored on a flat tensor)", SlotFormat::fp32}};
+constexpr StateSlot kV[] = {
+    {"v (second moment, unfactored on a flat tensor)", SlotFormat::fp32, true}};
 constexpr StateSlot kMVfactor[] = {
     {"m (first moment)", SlotFormat::fp32},
-    {"v (second moment, unfactored on a flat tensor)", SlotFormat::fp32}};
+    {"v (second moment, unfactored on a flat tensor)", SlotFormat::fp32, true}};
 constexpr StateSlot kM[] = {{"m (momentum)", SlotFormat::fp32}};
 constexpr StateSlot kM8[] = {{"m (momentum)", SlotFormat::int8_blockwise}};
 constexpr StateSlot kSum[] = {{"sum of squared gradients", SlotFormat::fp32}};

@@ -5,6 +5,7 @@
 
 #include "zerodp/common/blockwise_layout.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/factored_layout.h"
 #include "zerodp/common/partition.h"
 #include "zerodp/common/quantize.h"
 
@@ -101,23 +102,31 @@ UnitLayout unit_layout(const EngineModel& model) {
     const std::uint64_t C = g->hidden;
     layout.counts.push_back(g->vocab * C + g->seq_len * C);  // wte, wpe
     layout.tensors = {g->vocab * C, g->seq_len * C};
+    layout.tensor_cols = {C, C};
     for (std::uint64_t l = 0; l < g->layers; ++l) {
       layout.counts.push_back(12 * C * C + 13 * C);
-      // model/gpt_tensors.h's order: ln_1, attn (3C x C), attn proj, ln_2, fc (4C x C), fc proj.
+      // model/gpt_tensors.h's order: ln_1, attn (3C x C), attn proj, ln_2, fc (4C x C), fc proj
+      // (C x 4C), each weight followed by its bias.
       for (std::uint64_t n :
            {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C})
         layout.tensors.push_back(n);
+      for (std::uint64_t cols :
+           {0 * C, 0 * C, C, 0 * C, C, 0 * C, 0 * C, 0 * C, C, 0 * C, 4 * C, 0 * C})
+        layout.tensor_cols.push_back(cols);
     }
     layout.counts.push_back(2 * C);  // ln_f; the LM head reads wte
     layout.tensors.insert(layout.tensors.end(), {C, C});
+    layout.tensor_cols.insert(layout.tensor_cols.end(), {0, 0});
     layout.reads.assign(layout.counts.size(), {});
     layout.reads.back() = {0};
   } else {
     const auto& m = std::get<MlpShape>(model);
     layout.counts.assign(m.depth, m.width * m.width + m.width);
     layout.reads.assign(layout.counts.size(), {});
-    for (std::uint64_t d = 0; d < m.depth; ++d)
+    for (std::uint64_t d = 0; d < m.depth; ++d) {
       layout.tensors.insert(layout.tensors.end(), {m.width * m.width, m.width});
+      layout.tensor_cols.insert(layout.tensor_cols.end(), {m.width, 0});
+    }
   }
   return layout;
 }
@@ -167,6 +176,22 @@ std::uint64_t mlp_activation_bytes(const MlpShape& s, std::uint64_t micro_batch)
 
 namespace {
 
+// An ExactSum (optim/adafactor.h: five 64-bit limbs), as the engine holds and exchanges it.
+struct ExactSumBytes {
+  std::uint64_t limbs[5];
+};
+
+// Rank `rank`'s Adafactor layout, as the engine builds it from its partition.
+FactoredLayout factored_layout_of(const EngineRun& run, const UnitLayout& layout, int rank) {
+  const Partition part =
+      make_partition(std::vector<std::size_t>(layout.counts.begin(), layout.counts.end()),
+                     bucket_elements(run.bucket_bytes), run.ranks, rank);
+  std::vector<TensorDims> dims;
+  for (std::size_t t = 0; t < layout.tensors.size(); ++t)
+    dims.push_back({layout.tensors[t], layout.tensor_cols[t]});
+  return make_factored_layout(dims, part, !sharding(run.stage).optimizer_states, run.ranks, rank);
+}
+
 // What a peak needs of the model and the gather order, whatever N: computed once for a search
 // over N and stages.
 struct Fixed {
@@ -210,7 +235,7 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   set(Category::grads16, 2 * (shards.gradients ? local : f.total));
   const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
   set(Category::master32, optimizer);
-  u128 blockwise_scratch = 0;
+  u128 optimizer_scratch = 0;
   if (run.blockwise) {
     const Partition part =
         make_partition(std::vector<std::size_t>(f.layout.counts.begin(), f.layout.counts.end()), E,
@@ -222,7 +247,16 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
     for (const StateSlot& s : run.blockwise->slots) (holds_squares(s) ? v : m) += slot;
     set(Category::optim_m, m);
     set(Category::optim_v, v);
-    blockwise_scratch = 4 * 2 * u128(l.edges) * (l.exchange ? 1 + u128(run.ranks) : 1);
+    optimizer_scratch = 4 * 2 * u128(l.edges) * (l.exchange ? 1 + u128(run.ranks) : 1);
+  } else if (run.factored) {
+    const FactoredLayout l = factored_layout_of(run, f.layout, rank);
+    set(Category::optim_m, 0);
+    set(Category::optim_v, 4 * u128(l.states));
+    // The factors and each tensor's divisor (fp32), the sums and squares (ExactSums) with, when
+    // tensors are split, every rank's part of them.
+    const u128 sums =
+        u128(l.sums) + l.squares + (l.exchange ? u128(run.ranks) * (l.slab_sums + l.slab_sq) : 0);
+    optimizer_scratch = 4 * (u128(l.factors) + l.tensors.size()) + sizeof(ExactSumBytes) * sums;
   } else {
     set(Category::optim_m, u128(run.m_slots) * optimizer);
     set(Category::optim_v, u128(run.v_slots) * optimizer);
@@ -230,7 +264,7 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
 
   // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
   // grads of units that others read (kept across the backward pass).
-  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units) + blockwise_scratch;
+  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units) + optimizer_scratch;
   if (shards.gradients) {
     scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
     u128 buckets = 2 * (2 * max_bucket + 2 * max_chunk);
@@ -301,7 +335,11 @@ std::uint64_t qgz_bytes_to(const EngineRun& run, std::uint64_t count, int rank, 
   return peer % h == rank % h ? payload : 0;  // across hosts, to the same place
 }
 
-std::uint64_t blockwise_exchange_bytes(const EngineRun& run) {
+std::uint64_t optimizer_exchange_bytes(const EngineRun& run) {
+  if (run.factored) {
+    const FactoredLayout l = factored_layout_of(run, unit_layout(run.model), 0);
+    return l.exchange ? sizeof(ExactSumBytes) * std::uint64_t(l.slab_sums + l.slab_sq) : 0;
+  }
   if (!run.blockwise) return 0;
   const UnitLayout layout = unit_layout(run.model);
   const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
@@ -346,7 +384,7 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
       }
     }
   }
-  const std::uint64_t exchange = blockwise_exchange_bytes(run);
+  const std::uint64_t exchange = optimizer_exchange_bytes(run);
   for (int h = 0; h < hosts; ++h) {
     sent[h] += exchange * std::uint64_t(ranks_per_host) * std::uint64_t(run.ranks - ranks_per_host);
   }
@@ -380,7 +418,7 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
     }
     bytes += scatter + (params_sharded ? 2 : 1) * gather;
   }
-  return bytes + std::uint64_t(n - 1) * blockwise_exchange_bytes(run);
+  return bytes + std::uint64_t(n - 1) * optimizer_exchange_bytes(run);
 }
 
 std::optional<int> least_ranks_that_fit(EngineRun run, std::uint64_t budget, int max_ranks) {

@@ -28,7 +28,7 @@ plan::BytesPerParam engine_bytes_per_param(const zero::EngineOptions& options) {
 std::uint64_t engine_model_state_bytes(const predict::EngineRun& planned,
                                        const zero::EngineOptions& options, std::uint64_t params,
                                        int rank) {
-  if (options.rule().blockwise())
+  if (options.rule().blockwise() || options.rule().factored())
     return predict::predict_rank_peak(planned, rank).model_state_bytes();
   return plan::model_state_bytes(params, planned.ranks, options.stage,
                                  engine_bytes_per_param(options));
@@ -75,6 +75,7 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
   for (const StateSlot& slot : o.rule().row->slots)
     ++(holds_squares(slot) ? run.v_slots : run.m_slots);
   if (o.rule().blockwise()) run.blockwise = o.rule().row;
+  if (o.rule().factored()) run.factored = o.rule().row;
   run.zeropp = o.zeropp;
   run.qwz_block = o.qwz_block;
   if (o.zeropp.uses_hosts()) {

@@ -84,6 +84,7 @@ Measurement::Measurement(const MeasureChoice& f)
   setup_.precision = std::string(dtype_name(base_.precision));
   setup_.state_words = state_words(*base_.rule().row);
   setup_.blockwise = base_.rule().blockwise();
+  setup_.factored = base_.rule().factored();
   setup_.bpp = engine_bytes_per_param(base_);
   if (spec_.is_gpt()) setup_.compute = std::string(model::compute_name(spec_.gpt().compute));
   setup_.threads = threads_;

@@ -226,12 +226,13 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.predicted_state = engine_model_state_bytes(planned, options, params, comm.rank());
   // ZeRO++'s gathers (qwZ's int8 payloads, hpZ's host rings) are not in the planner's ring
   // column: the engine's own bucket-by-bucket ring then predicts them.
-  // 8-bit slots add the exchange of their blocks' edge maxima, which no formula has.
+  // 8-bit slots add the exchange of their blocks' edge maxima, and Adafactor that of its split
+  // tensors' sums, which no formula has.
   m.predicted_comm =
       options.zeropp.any()
           ? predict::predict_rank_ring_bytes(planned, comm.rank())
           : plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank()) +
-                std::uint64_t(comm.size() - 1) * predict::blockwise_exchange_bytes(planned);
+                std::uint64_t(comm.size() - 1) * predict::optimizer_exchange_bytes(planned);
   return m;
 }
 

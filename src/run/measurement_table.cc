@@ -293,6 +293,14 @@ std::string measurement_table(const MeasureSetup& s, const std::vector<StageMeas
         "the predicted bytes add each step's exchange of the maxima of blocks cut between "
         "ranks (8 bytes a bucket edge, to every peer) to the ring formula.\n";
   }
+  if (s.factored) {
+    out +=
+        "With Adafactor the model-state prediction lays out the engine's factored states (a "
+        "matrix's rows and columns on every rank holding part of it, a vector's elements where "
+        "they are), so it too matches to the byte, and the predicted bytes add each step's two "
+        "exchanges of the exact sums of tensors cut between ranks (40 bytes a row, column and "
+        "tensor, to every peer) to the ring formula.\n";
+  }
   return name_fields(out, name);
 }
 

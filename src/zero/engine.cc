@@ -74,6 +74,8 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
   master = Buffer<float>(ledger, Category::master32, optimizer_elems);
   if (rule.blockwise()) {
     allocate_blockwise();
+  } else if (rule.factored()) {
+    allocate_factored();
   } else {
     for (std::size_t k = 0; k < rule.row->slots.size(); ++k) {
       slots[k] = Buffer<float>(
@@ -282,6 +284,10 @@ void Engine::Impl::update(float lr, float grad_mul) {
   ++t;
   if (rule.blockwise()) {
     update_blockwise(lr, grad_mul);
+    return;
+  }
+  if (rule.factored()) {
+    update_factored(lr, grad_mul);
     return;
   }
   // Unsharded optimizer states: every element on every rank; sharded: this rank's chunks. Each

@@ -188,14 +188,7 @@ void Engine::Impl::read_blockwise(std::size_t k, std::size_t at, std::span<float
 }
 
 void Engine::Impl::import_blockwise(const RangeReader& read) {
-  for (const Bucket& bucket : part.buckets) {
-    if (full_optimizer()) {
-      read({bucket.offset, bucket.count}, master.data() + bucket.offset, nullptr, nullptr);
-    } else if (bucket.shard.size > 0) {
-      read({bucket.offset + bucket.shard.offset, bucket.shard.size}, master.data() + bucket.local,
-           nullptr, nullptr);
-    }
-  }
+  import_master(read);
   const std::size_t slots = rule.row->slots.size();
   for (const Piece8& p : layout8->pieces) {
     if (!p.quantized) {

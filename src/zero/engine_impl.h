@@ -15,8 +15,10 @@
 #include "zero/host_groups.h"
 #include "zero/param_gatherer.h"
 #include "zerodp/common/blockwise_layout.h"
+#include "zerodp/common/factored_layout.h"
 #include "zerodp/common/lane_pool.h"
 #include "zerodp/common/partition.h"
+#include "zerodp/optim/adafactor.h"
 #include "zerodp/zero/engine.h"
 
 namespace zerodp::zero {
@@ -63,9 +65,27 @@ struct Engine::Impl {
   void update_blockwise(float lr, float grad_mul);
   // Slot k's values at master elements [at, at + out.size()), dequantized.
   void read_blockwise(std::size_t k, std::size_t at, std::span<float> out);
-  // import_state's loading of the master and the slots: fp32 slots, or 8-bit ones.
+  // A factored rule's layout and buffers, and its step (engine_factored.cc): the matrices'
+  // rows' and columns' sums, exchanged when a tensor is split, the states and factors, every
+  // tensor's Σ u², exchanged likewise, then every piece's update.
+  void allocate_factored();
+  void update_factored(float lr, float grad_mul);
+  // The split tensors' sums made whole: every holder's part of the exchange (`slab` ExactSums a
+  // rank) gathered into `all`, and added into `own` (the sums, or with squares_of the Σ u²).
+  void exchange_sums(optim::ExactSum* own, Buffer<optim::ExactSum>& all, std::size_t slab,
+                     bool squares_of);
+  // A piece's u from element `done` on, for grad.size() elements (a vector's v updated first
+  // with update_v), its Σ u² added to sq when given.
+  void direction(const FactoredPiece& p, std::size_t done, std::span<const float> grad,
+                 float grad_mul, float* u, bool update_v, optim::AdafactorDecay decay,
+                 optim::ExactSum* sq);
+  // The slot's values at master elements [at, at + out.size()), as a checkpoint keeps them.
+  void read_factored(std::size_t at, std::span<float> out);
+  // import_state's loading of the master and the slots: fp32 slots, 8-bit ones or factored.
+  void import_master(const RangeReader& read);
   void import_slots(const RangeReader& read);
   void import_blockwise(const RangeReader& read);
+  void import_factored(const RangeReader& read);
   // The first master element this rank updates of a bucket, and the 16-bit grads beside it.
   std::size_t update_first(const Bucket& bucket) const;
   const std::uint16_t* update_grads(const Bucket& bucket) const;
@@ -105,6 +125,12 @@ struct Engine::Impl {
   std::array<Buffer<std::uint8_t>, 2> codes8;
   std::array<Buffer<float>, 2> absmax8, states8;
   Buffer<float> edge_max, all_edge_max;
+  // A factored rule's (zerodp/common/factored_layout.h): the states (counted as its slot), and in
+  // scratch the factors, the sums and squares with every rank's parts of them, and each tensor's
+  // divisor.
+  std::optional<FactoredLayout> layoutf;
+  Buffer<float> factored_states, factors, divisors;
+  Buffer<optim::ExactSum> sums, squares, all_sums, all_squares;
   const optim::Hyper hyper;
   Buffer<float> param32, grad32;
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read

@@ -72,11 +72,13 @@ void Engine::read_slot(std::size_t chunk, std::size_t k, std::size_t from, std::
   // Where the owned range sits in this rank's optimizer buffers (owned_chunks()).
   const std::size_t at =
       (e.full_optimizer() ? bucket.offset + bucket.shard.offset : bucket.local) + from;
-  if (!e.rule.blockwise()) {
+  if (e.rule.blockwise()) {
+    e.read_blockwise(k, at, out);
+  } else if (e.rule.factored()) {
+    e.read_factored(at, out);
+  } else {
     std::copy_n(e.slots[k].data() + at, out.size(), out.data());
-    return;
   }
-  e.read_blockwise(k, at, out);
 }
 
 void Engine::import_state(const RangeReader& read, const EngineState& state) {
@@ -84,6 +86,8 @@ void Engine::import_state(const RangeReader& read, const EngineState& state) {
   flush();
   if (e.rule.blockwise()) {
     e.import_blockwise(read);
+  } else if (e.rule.factored()) {
+    e.import_factored(read);
   } else {
     e.import_slots(read);
   }
@@ -107,6 +111,17 @@ void Engine::Impl::import_slots(const RangeReader& read) {
     } else if (bucket.shard.size > 0) {
       read({bucket.offset + bucket.shard.offset, bucket.shard.size}, e.master.data() + bucket.local,
            slot_at(0, bucket.local), slot_at(1, bucket.local));
+    }
+  }
+}
+
+void Engine::Impl::import_master(const RangeReader& read) {
+  for (const Bucket& bucket : part.buckets) {
+    if (full_optimizer()) {
+      read({bucket.offset, bucket.count}, master.data() + bucket.offset, nullptr, nullptr);
+    } else if (bucket.shard.size > 0) {
+      read({bucket.offset + bucket.shard.offset, bucket.shard.size}, master.data() + bucket.local,
+           nullptr, nullptr);
     }
   }
 }

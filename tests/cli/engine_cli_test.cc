@@ -153,6 +153,11 @@ TEST(EngineCli, BadInputIsOneLineAndExitStatus2) {
     {"measure --link-delay 2ms", "--link-delay needs --link-rate"},
     {"measure --link-rate 1gbit --link-delay soon", "--link-delay"},
     {"measure --link-rate 1gbit", "--link-rate: the threads backend"},
+    // Counted by the planner, not run by the engine: the refusal lists what it runs.
+    {"train --optimizer adafactor-beta1",
+     "--optimizer: the engine trains with adamw, adamw-8bit, adafactor, lion, lion-8bit, "
+     "sgd-momentum, sgd; adafactor-beta1 is counted by the planner (zerodp plan), not run"},
+    {"measure --optimizer lamb", "lamb is counted by the planner"},
 #if defined(ZERODP_HAVE_MPI)  // without it, --backend mpi itself is refused
     {"train --dry-run --backend mpi", "--ranks"},
     // Started by hand it would train alone, a world of one rank (ctest starts it by hand).

@@ -111,7 +111,8 @@ TEST(Sgd, MomentumIsTorchsBufferAndPlainSgdHasNone) {
 }
 
 TEST(EngineRules, EveryRuleIsItsRowAndTheWordsListThem) {
-  EXPECT_EQ(engine_optimizer_words(), "adamw, adamw-8bit, lion, lion-8bit, sgd-momentum, sgd");
+  EXPECT_EQ(engine_optimizer_words(),
+            "adamw, adamw-8bit, adafactor, lion, lion-8bit, sgd-momentum, sgd");
   for (Optimizer id : {Optimizer::adam, Optimizer::lion, Optimizer::sgd_momentum, Optimizer::sgd}) {
     const Rule* r = engine_rule(id);
     ASSERT_NE(r, nullptr);
@@ -138,8 +139,19 @@ TEST(EngineRules, EveryRuleIsItsRowAndTheWordsListThem) {
   EXPECT_EQ(engine_rule(Optimizer::adam_8bit)->step, adamw8_step);
   EXPECT_EQ(engine_rule(Optimizer::lion_8bit)->step, lion_step);
   EXPECT_FALSE(engine_rule(Optimizer::adam)->blockwise());
+  // Adafactor: the Trainer's (no first moment), its second moment factored, stepped by tensor.
+  const Rule* adafactor = engine_rule(Optimizer::adafactor);
+  ASSERT_NE(adafactor, nullptr);
+  EXPECT_TRUE(adafactor->factored());
+  EXPECT_FALSE(adafactor->blockwise());
+  EXPECT_EQ(adafactor->row->slots.size(), 1u);
+  EXPECT_EQ(adafactor->step, nullptr);
+  EXPECT_EQ(adafactor->defaults.weight_decay, 0.0f);
+  for (Optimizer id : {Optimizer::adam, Optimizer::adam_8bit, Optimizer::lion, Optimizer::sgd})
+    EXPECT_FALSE(engine_rule(id)->factored()) << optimizer_row(id).word;
   // Rows the planner counts but the engine does not run.
-  for (Optimizer id : {Optimizer::paged_adam_8bit, Optimizer::adafactor, Optimizer::adam_bf16}) {
+  for (Optimizer id :
+       {Optimizer::paged_adam_8bit, Optimizer::adafactor_beta1, Optimizer::adam_bf16}) {
     EXPECT_EQ(engine_rule(id), nullptr) << optimizer_row(id).word;
   }
 }

@@ -112,6 +112,55 @@ TEST(EngineOptimizers, EightBitOptimizersGiveTheSameBitsAtEveryStageRankCountAnd
   }
 }
 
+// Adafactor's means and update RMS sum whole rows, columns and tensors, which buckets of 100 and
+// 500 elements cut between ranks at stages 1-3: exchanged as exact sums, they give the bits of
+// stage 0 (every rank holding every tensor whole), at every rank count, bucket size and thread
+// count.
+TEST(EngineOptimizers, AdafactorGivesTheSameBitsAtEveryStageRankCountAndBucket) {
+  const Optimizer id = Optimizer::adafactor;
+  const float lr = optim::engine_rule(id)->default_lr;
+  for (int ranks : {1, 3, 4}) {
+    zero::EngineOptions o;
+    o.optimizer = id;
+    o.micro_batch = 3;  // no clipping: the global norm's partial sums follow the buckets
+    o.stage = Stage::dp;
+    const auto reference = train_mlp(optimizer_mlp(), o, ranks, 8, lr);
+    EXPECT_LT(reference.losses.back(), reference.losses.front()) << "N = " << ranks;
+    for (int stage = 0; stage <= 3; ++stage) {
+      for (std::size_t bucket : {std::size_t{200}, std::size_t{1000}, std::size_t{8} << 20}) {
+        for (int threads : {1, 2}) {
+          o.stage = stage_from_number(stage);
+          o.bucket_bytes = bucket;
+          const auto run = train_mlp(optimizer_mlp(), o, ranks, 8, lr, threads);
+          EXPECT_TRUE(bitwise_equal(run.master, reference.master))
+              << "stage " << stage << " N = " << ranks << " bucket " << bucket << " threads "
+              << threads;
+          EXPECT_EQ(run.losses, reference.losses);
+        }
+      }
+    }
+  }
+  // A unit of 37,056 elements split over two engine threads, by elements across its pieces.
+  model::MlpConfig wide;
+  wide.width = 192;
+  wide.depth = 2;
+  for (int stage : {0, 3}) {
+    zero::EngineOptions o;
+    o.optimizer = id;
+    o.micro_batch = 2;
+    o.stage = stage_from_number(stage);
+    EXPECT_TRUE(bitwise_equal(train_mlp(wide, o, 1, 3, lr, 1).master,
+                              train_mlp(wide, o, 1, 3, lr, 2).master))
+        << "stage " << stage;
+  }
+  // Its step is not AdamW's.
+  zero::EngineOptions o;
+  o.micro_batch = 3;
+  const auto adamw = train_mlp(optimizer_mlp(), o, 2, 8, lr);
+  o.optimizer = id;
+  EXPECT_FALSE(bitwise_equal(train_mlp(optimizer_mlp(), o, 2, 8, lr).master, adamw.master));
+}
+
 TEST(EngineOptimizers, AnotherRunsAsDifferentBits) {
   // The optimizer really changes the step: each ends elsewhere from the same start.
   zero::EngineOptions o;

@@ -177,6 +177,41 @@ TEST(Peak, EightBitStatesArePredictedToTheByte) {
     }
 }
 
+// Adafactor's states are a matrix's rows and columns on every rank holding part of it and a
+// vector's elements where they are; its scratch holds the exact sums and, when buckets cut
+// tensors between ranks, every rank's part of them. Predicted as the engine lays them out, to the
+// byte, on the GPT and the MLP at every stage, with tensors cut (buckets of 512 elements) and,
+// on one rank, whole.
+TEST(Peak, AdafactorStatesArePredictedToTheByte) {
+  for (bool gpt : {false, true}) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      for (int ranks : {1, 3, 4}) {
+        predict::EngineRun run = run_of({gpt, stage, ranks, true, false, 1});
+        run.factored = &optimizer_row(Optimizer::adafactor);
+        const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
+        const Measured measured = train(run, 0, 2, Optimizer::adafactor);
+        for (int r = 0; r < ranks; ++r) {
+          SCOPED_TRACE(std::string(gpt ? "gpt" : "mlp") + " stage " + std::to_string(stage) +
+                       " N " + std::to_string(ranks) + " rank " + std::to_string(r));
+          const Ledger& ledger = measured.ledgers[r];
+          // Rows and columns instead of an fp32 slot: well under the master's elements (the
+          // MLP's 24 x 24 weights keep 48 values of 576; its biases one each).
+          EXPECT_EQ(ledger.at_peak(Category::optim_m), 0u);
+          EXPECT_GT(ledger.at_peak(Category::optim_v), 0u);
+          if (stage == 0) {
+            EXPECT_LT(ledger.at_peak(Category::optim_v), ledger.at_peak(Category::master32) / 4);
+          }
+          for (int c = 0; c < kCategoryCount; ++c) {
+            const auto cat = static_cast<Category>(c);
+            EXPECT_EQ(predicted[r][cat], ledger.at_peak(cat)) << category_name(cat);
+          }
+          EXPECT_EQ(predicted[r].peak_bytes, ledger.peak_total());
+        }
+      }
+    }
+  }
+}
+
 // Each optimizer's slots, counted as the ledger counts them (one optim_m for Lion's m and SGD's
 // buffer, none for SGD): the prediction is exact at every stage and N.
 TEST(Peak, EveryOptimizersSlotsArePredictedToTheByte) {

@@ -52,6 +52,11 @@ enum class SlotFormat : std::uint8_t { fp32, bf16, int8_blockwise };
 struct StateSlot {
   std::string_view holds;  // "m (first moment)", "v (second moment)"
   SlotFormat format;
+  // Adafactor's second moment: on a matrix the published algorithm keeps its rows' and
+  // columns' means instead (R + C values for R x C), and zerodp's engine does
+  // (zerodp/common/factored_layout.h); on a flat partition, as counted here, it is one value an
+  // element.
+  bool factored = false;
 };
 
 struct OptimizerRow {

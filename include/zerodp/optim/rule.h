@@ -59,6 +59,14 @@ struct Rule {
   bool blockwise() const {
     return !row->slots.empty() && row->slots[0].format == SlotFormat::int8_blockwise;
   }
+  // Whether the row factors a slot (Adafactor's second moment): the engine then steps it by
+  // tensor through zerodp/optim/adafactor.h, and `step` is unused (null).
+  bool factored() const {
+    for (const StateSlot& s : row->slots) {
+      if (s.factored) return true;
+    }
+    return false;
+  }
 };
 
 // The rule of an optimizer the engine runs (an fp32 master, fp32 or int8 block-wise slots and an

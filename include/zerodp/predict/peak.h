@@ -12,7 +12,11 @@
 //                            8-bit slots: per slot one byte a quantized element, 4 bytes an
 //                            element of a small tensor and 4 bytes a block the rank holds part
 //                            of (common/blockwise_layout.h), and in scratch32 8 bytes an edge
-//                            slot, N times over when blocks straddle ranks
+//                            slot, N times over when blocks straddle ranks; a factored slot
+//                            (Adafactor): 4 bytes a held matrix's row and column and a held
+//                            vector element (common/factored_layout.h), and in scratch32 4
+//                            bytes a factor and a held tensor's divisor and 40 an exact sum,
+//                            every rank's part N times over when tensors are split
 //   scratch32                4 × (largest unit with the units it reads + largest unit + every
 //                            unit that others read) + 4 × largest chunk (grads sharded)
 //   buckets                  grads sharded: 2 × (2 × largest bucket + 2 × largest chunk);
@@ -78,6 +82,9 @@ struct EngineRun {
   // block and min_quantized lay out each rank's codes, fp32 states and absmax
   // (common/blockwise_layout.h); m_slots and v_slots are then unused. Null: fp32 slots.
   const OptimizerRow* blockwise = nullptr;
+  // An optimizer with a factored slot instead (Adafactor): each rank's states, factors and sums
+  // are laid out by common/factored_layout.h from the model's tensors. Null: not factored.
+  const OptimizerRow* factored = nullptr;
   std::string_view optimizer = "adamw";  // its word, for what a dry run prints
   int model_threads = 1;                 // GptModel::set_threads
   bool mpi = false;                      // the MPI backend keeps reduction staging
@@ -111,7 +118,8 @@ struct RankPeak {
 struct UnitLayout {
   std::vector<std::uint64_t> counts;
   std::vector<std::vector<int>> reads;
-  std::vector<std::uint64_t> tensors;  // every tensor's elements, in flat-layout order
+  std::vector<std::uint64_t> tensors;      // every tensor's elements, in flat-layout order
+  std::vector<std::uint64_t> tensor_cols;  // each one's columns, a matrix's; 0 for a vector
 };
 UnitLayout unit_layout(const EngineModel& model);
 std::uint64_t param_count(const EngineModel& model);
@@ -144,11 +152,14 @@ std::vector<RankPeak> predict_peak(const EngineRun& run);
 // host this is the ring column whenever N divides every bucket.
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
 
-// With 8-bit block-wise slots (run.blockwise): the bytes of each rank's part of the step's
-// exchange of edge maxima, an all-gather of 8 bytes an edge slot, two slots a bucket; 0 when no
-// block straddles two ranks' chunks, or with fp32 slots. predict_host_send_bytes and
-// predict_rank_ring_bytes count it (every rank sends its part to every peer).
-std::uint64_t blockwise_exchange_bytes(const EngineRun& run);
+// The bytes of each rank's part of the optimizer's own exchanges in a step. With 8-bit
+// block-wise slots (run.blockwise): an all-gather of edge maxima, 8 bytes an edge slot, two slots
+// a bucket; 0 when no block straddles two ranks' chunks. With a factored slot (run.factored,
+// Adafactor): two all-gathers of 40-byte exact sums, the split matrices' rows and columns and
+// every split tensor's Σ u² (common/factored_layout.h's slab_sums + slab_sq); 0 when no tensor
+// is split. 0 with fp32 slots. predict_host_send_bytes and predict_rank_ring_bytes count it
+// (every rank sends its part to every peer).
+std::uint64_t optimizer_exchange_bytes(const EngineRun& run);
 
 // The ring bytes (comm/communicator.h's formulas, counted when a collective is issued) rank
 // `rank` sends in one step's ZeRO collectives, bucket by bucket as the engine issues them:

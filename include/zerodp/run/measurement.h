@@ -98,6 +98,7 @@ struct MeasureSetup {
   std::string state_words;
   plan::BytesPerParam bpp;
   bool blockwise = false;  // 8-bit block-wise slots (8-bit AdamW)
+  bool factored = false;   // a factored slot (Adafactor)
 };
 
 // One stage's measurement as `zerodp measure --json` prints it (keys in docs/engine.md):
