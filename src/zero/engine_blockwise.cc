@@ -19,39 +19,15 @@ constexpr std::size_t kMaxBlock = 256;
 // fp32 pieces (small tensors) step in parts of this many elements.
 constexpr std::size_t kPart = 1024;
 
-// Each tensor's elements in flat-layout order; a unit's elements no tensor names count as one
-// more tensor (a unit's tensors need not list every element).
-std::vector<std::uint64_t> tensor_counts(const std::vector<model::UnitInfo>& units) {
-  std::vector<std::uint64_t> counts;
-  for (const model::UnitInfo& u : units) {
-    std::vector<std::pair<std::size_t, std::size_t>> spans;  // offset, elements
-    for (const model::TensorInfo& t : u.tensors) {
-      std::size_t n = 1;
-      for (std::size_t d : t.shape) n *= d;
-      spans.emplace_back(t.offset, n);
-    }
-    std::sort(spans.begin(), spans.end());
-    std::size_t at = 0;
-    for (const auto& [offset, n] : spans) {
-      ZERODP_CHECK_MSG(offset >= at && offset + n <= u.param_count,
-                       "a unit's tensors must not overlap or leave the unit");
-      if (offset > at) counts.push_back(offset - at);
-      if (n > 0) counts.push_back(n);
-      at = offset + n;
-    }
-    if (at < u.param_count) counts.push_back(u.param_count - at);
-  }
-  return counts;
-}
-
 }  // namespace
 
 void Engine::Impl::allocate_blockwise() {
   const OptimizerRow& row = *rule.row;
   ZERODP_CHECK(row.slots.size() >= 1 && row.slots.size() <= 2 && row.block >= 1 &&
                row.block <= kMaxBlock);
-  layout8 = make_layout8(tensor_counts(units), part, full_optimizer(), ranks, rank, row.block,
-                         row.min_quantized);
+  std::vector<std::uint64_t> counts;
+  for (const TensorDims& t : flat_tensors(units)) counts.push_back(t.count);
+  layout8 = make_layout8(counts, part, full_optimizer(), ranks, rank, row.block, row.min_quantized);
   for (std::size_t k = 0; k < row.slots.size(); ++k) {
     const Category c = holds_squares(row.slots[k]) ? Category::optim_v : Category::optim_m;
     codes8[k] = Buffer<std::uint8_t>(ledger, c, layout8->codes);

@@ -15,11 +15,24 @@ namespace {
 // Gradients are turned into fp32 this many elements at a time.
 constexpr std::size_t kFactoredPart = 1024;
 
-// Each tensor in flat-layout order, a matrix with its columns; a unit's elements no tensor names
-// count as one more vector. Adafactor factors a tensor of two dimensions; one of one dimension,
-// or of shape (1, C) (whose factored step is the unfactored step, bit for bit), keeps a value an
-// element. Others, which the published algorithm would treat otherwise, are refused.
-std::vector<TensorDims> factored_dims(const std::vector<model::UnitInfo>& units) {
+// Adafactor factors a tensor of two dimensions; one of one dimension, or of shape (1, C) (whose
+// factored step is the unfactored step, bit for bit), keeps a value an element. Others, which
+// the published algorithm would treat otherwise, are refused.
+void check_factored_shapes(const std::vector<model::UnitInfo>& units) {
+  for (const model::UnitInfo& u : units) {
+    for (const model::TensorInfo& t : u.tensors) {
+      const std::vector<std::size_t>& d = t.shape;
+      if (d.size() > 2 || (d.size() == 2 && d[0] >= 2 && d[1] < 2)) {
+        throw Error("adafactor: the engine factors matrices of at least 2 columns; tensor " +
+                    t.name + " has " + std::to_string(d.size()) + " dimensions or one column");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<TensorDims> flat_tensors(const std::vector<model::UnitInfo>& units) {
   std::vector<TensorDims> dims;
   for (const model::UnitInfo& u : units) {
     std::vector<const model::TensorInfo*> tensors;
@@ -35,12 +48,7 @@ std::vector<TensorDims> factored_dims(const std::vector<model::UnitInfo>& units)
       if (t->offset > at) dims.push_back({t->offset - at, 0});
       at = t->offset + n;
       if (n == 0) continue;
-      const bool matrix = t->shape.size() == 2 && t->shape[0] >= 2;
-      if (t->shape.size() > 2 || (t->shape.size() == 2 && t->shape[0] >= 2 && t->shape[1] < 2)) {
-        throw Error("adafactor: the engine factors matrices of at least 2 columns; tensor " +
-                    t->name + " has " + std::to_string(t->shape.size()) +
-                    " dimensions or one column");
-      }
+      const bool matrix = t->shape.size() == 2 && t->shape[0] >= 2 && t->shape[1] >= 2;
       dims.push_back({n, matrix ? t->shape[1] : 0});
     }
     if (at < u.param_count) dims.push_back({u.param_count - at, 0});
@@ -48,11 +56,10 @@ std::vector<TensorDims> factored_dims(const std::vector<model::UnitInfo>& units)
   return dims;
 }
 
-}  // namespace
-
 void Engine::Impl::allocate_factored() {
   ZERODP_CHECK(rule.row->slots.size() == 1);
-  layoutf = make_factored_layout(factored_dims(units), part, full_optimizer(), ranks, rank);
+  check_factored_shapes(units);
+  layoutf = make_factored_layout(flat_tensors(units), part, full_optimizer(), ranks, rank);
   const FactoredLayout& l = *layoutf;
   factored_states = Buffer<float>(ledger, Category::optim_v, l.states);
   factors = Buffer<float>(ledger, Category::scratch32, l.factors);

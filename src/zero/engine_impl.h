@@ -29,6 +29,12 @@ struct Flags {
   bool stop = false;      // some rank asked to stop after this step
 };
 
+// Each tensor of the units in flat-layout order, as the optimizers' layouts see them: a unit's
+// elements no tensor names count as one more tensor (a unit's tensors need not list every
+// element), a tensor of two dimensions of at least 2 x 2 is a matrix (with its columns), any
+// other a vector (engine_factored.cc).
+std::vector<TensorDims> flat_tensors(const std::vector<model::UnitInfo>& units);
+
 struct Engine::Impl {
   Impl(model::Model& m, comm::Communicator& c, const data::SampleSource& s, const EngineOptions& o);
 

@@ -52,6 +52,23 @@ TEST(EngineOptimizers, EveryStageGivesTheSameBitsAtEveryRankCount) {
   }
 }
 
+// A wide MLP (units of 37,056 elements) on one rank at stages 0 and 3: two engine threads split
+// its update and give one thread's bits.
+void expect_threads_keep_the_bits(Optimizer id, float lr) {
+  model::MlpConfig wide;
+  wide.width = 192;
+  wide.depth = 2;
+  for (int stage : {0, 3}) {
+    zero::EngineOptions o;
+    o.optimizer = id;
+    o.micro_batch = 2;
+    o.stage = stage_from_number(stage);
+    EXPECT_TRUE(bitwise_equal(train_mlp(wide, o, 1, 3, lr, 1).master,
+                              train_mlp(wide, o, 1, 3, lr, 2).master))
+        << optimizer_row(id).word << " stage " << stage;
+  }
+}
+
 // The 8-bit optimizers' blocks are the model's: 4096-element weights of 16 blocks each (the
 // biases, under bitsandbytes' 4096, keep fp32 states). Buckets of 500 elements cut blocks between
 // ranks at stages 1-3, so a straddling block's absmax is agreed across ranks; the bits match
@@ -86,18 +103,7 @@ TEST(EngineOptimizers, EightBitOptimizersGiveTheSameBitsAtEveryStageRankCountAnd
       }
     }
     // Units of 37,056 elements: one rank's update is split over the engine's threads by pieces.
-    model::MlpConfig wide;
-    wide.width = 192;
-    wide.depth = 2;
-    for (int stage : {0, 3}) {
-      zero::EngineOptions o;
-      o.optimizer = id;
-      o.micro_batch = 2;
-      o.stage = stage_from_number(stage);
-      EXPECT_TRUE(bitwise_equal(train_mlp(wide, o, 1, 3, lr, 1).master,
-                                train_mlp(wide, o, 1, 3, lr, 2).master))
-          << optimizer_row(id).word << " stage " << stage;
-    }
+    expect_threads_keep_the_bits(id, lr);
   }
   // Their steps are not the 32-bit ones': the states' rounding shows in the weights.
   for (auto [fp32, eight] : {std::pair{Optimizer::adam, Optimizer::adam_8bit},
@@ -141,18 +147,7 @@ TEST(EngineOptimizers, AdafactorGivesTheSameBitsAtEveryStageRankCountAndBucket) 
     }
   }
   // A unit of 37,056 elements split over two engine threads, by elements across its pieces.
-  model::MlpConfig wide;
-  wide.width = 192;
-  wide.depth = 2;
-  for (int stage : {0, 3}) {
-    zero::EngineOptions o;
-    o.optimizer = id;
-    o.micro_batch = 2;
-    o.stage = stage_from_number(stage);
-    EXPECT_TRUE(bitwise_equal(train_mlp(wide, o, 1, 3, lr, 1).master,
-                              train_mlp(wide, o, 1, 3, lr, 2).master))
-        << "stage " << stage;
-  }
+  expect_threads_keep_the_bits(id, lr);
   // Its step is not AdamW's.
   zero::EngineOptions o;
   o.micro_batch = 3;
