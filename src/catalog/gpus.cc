@@ -87,7 +87,70 @@ constexpr std::array<GpuSpec, 20> kGpus{{
      "https://github.com/csc-training/portable-gpu-programming"},
 }};
 
+// Vendor figures read on 2026-12-07 (docs/planner.md, "Compute rates").
+constexpr std::string_view kA100 =
+    "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+    "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf";
+constexpr std::string_view kH100 = "https://www.nvidia.com/en-us/data-center/h100/";
+constexpr std::string_view kGa102 =
+    "https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf";
+constexpr std::string_view kV100 =
+    "https://images.nvidia.com/content/technologies/volta/pdf/"
+    "volta-v100-datasheet-update-us-1165301-r5.pdf";
+constexpr std::array<GpuRate, 17> kRates{{
+    {"a100-40gb", 312e12, false, "BFLOAT16 Tensor Core 312 TFLOPS | 624 TFLOPS* (* with sparsity)",
+     kA100},
+    {"a100-80gb", 312e12, false, "BFLOAT16 Tensor Core 312 TFLOPS | 624 TFLOPS* (* with sparsity)",
+     kA100},
+    {"h100-80gb", 989.5e12, true,
+     "H100 SXM: BFLOAT16 Tensor Core* 1,979 teraFLOPS (* with sparsity)", kH100},
+    {"h100-nvl", 835.5e12, true,
+     "H100 NVL: BFLOAT16 Tensor Core* 1,671 teraFLOPS (* with sparsity)", kH100},
+    {"h200", 989.5e12, true, "H200 SXM: BFLOAT16 Tensor Core* 1,979 teraFLOPS (* with sparsity)",
+     "https://www.nvidia.com/en-us/data-center/h200/"},
+    {"b200", 2250e12, true,
+     "HGX B200: FP16/BF16 Tensor Core 4.5 PFLOPS (specification in sparse; dense is 1/2)",
+     "https://www.nvidia.com/en-us/data-center/hgx/"},
+    {"l40s", 362.05e12, false, "BFLOAT16 Tensor Core TFLOPS 362.05 | 733* (* with sparsity)",
+     "https://www.nvidia.com/en-us/data-center/l40s/"},
+    {"l40", 181.05e12, false, "BFLOAT16 Tensor Core TFLOPS 181.05 | 362.1* (* with sparsity)",
+     "https://www.nvidia.com/en-us/data-center/l40/"},
+    {"l4", 121e12, true,
+     "BFLOAT16 Tensor Core 242 teraFLOPS* (* shown with sparsity; one-half lower without)",
+     "https://www.nvidia.com/en-us/data-center/l4/"},
+    {"rtx-3090", 71e12, false, "RTX 3090: Peak FP16 Tensor TFLOPS with FP32 Accumulate 71/142",
+     kGa102},
+    {"rtx-4090", 165.2e12, false,
+     "RTX 4090: Peak BF16 Tensor TFLOPS with FP32 Accumulate 165.2/330.4",
+     "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"},
+    {"rtx-a6000", 154.8e12, false,
+     "RTX A6000: Peak BF16 Tensor TFLOPS with FP32 Accumulate 154.8/309.6", kGa102},
+    {"v100-16gb", 125e12, false, "V100 SXM2: Tensor Performance 125 TFLOPS (fp16)", kV100},
+    {"v100-32gb", 125e12, false, "V100 SXM2: Tensor Performance 125 TFLOPS (fp16)", kV100},
+    {"t4", 65e12, false, "Mixed Precision (FP16/FP32) 65 FP16 TFLOPS",
+     "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/"
+     "t4-tensor-core-datasheet-951643.pdf"},
+    {"mi300x", 1307.4e12, false, "Peak BF16 1307.4 TFLOPS (2614.9 with sparsity)",
+     "https://rocm.docs.amd.com/en/docs-6.2.2/conceptual/gpu-arch/mi300.html"},
+    // The MI250X's 383 TFLOPS are its two GCDs'; the catalogue's card is one GCD.
+    {"mi250x", 191.5e12, false, "Peak BF16 383.0 TFLOPS a module of two GCDs (191.5 a GCD)",
+     "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html"},
+}};
+
 }  // namespace
+
+std::span<const GpuRate> gpu_rates() {
+  return kRates;
+}
+
+const GpuRate* gpu_rate(std::string_view gpu_name) {
+  const GpuSpec* card = find_gpu(gpu_name);
+  if (card == nullptr) return nullptr;
+  for (const GpuRate& r : kRates) {
+    if (r.gpu == card->name) return &r;
+  }
+  return nullptr;
+}
 
 std::span<const GpuSpec> gpu_catalogue() {
   return kGpus;

@@ -484,6 +484,34 @@ ModelParams model_params(const ModelConfig& c) {
   return p;
 }
 
+TrainingFlops training_flops(const ModelConfig& c, std::uint64_t seq_len,
+                             plan::Checkpointing checkpointing) {
+  const ModelParams p = model_params(c);
+  TrainingFlops f;
+  f.params = double(p.active_params - p.embedding_params) +
+             (c.tied_embeddings ? double(c.vocab) * double(c.hidden) : 0.0);
+  double qk = double(c.heads) * double(c.head_dim), v = qk;
+  if (c.latent) {
+    qk = double(c.heads) * double(c.latent->nope_dim + c.latent->rope_dim);
+    v = double(c.heads) * double(c.latent->v_dim);
+  }
+  const double s = double(seq_len), layers = double(c.layers);
+  f.attention = 2 * s * qk + 2 * s * v;
+  f.model = 6 * f.params + 3 * layers * f.attention;
+  switch (checkpointing) {
+    case plan::Checkpointing::none:
+      f.hardware = f.model;
+      break;
+    case plan::Checkpointing::selective:
+      f.hardware = f.model + layers * f.attention;
+      break;
+    case plan::Checkpointing::full:
+      f.hardware = f.model + 2 * f.params + layers * f.attention;
+      break;
+  }
+  return f;
+}
+
 std::uint64_t small_tensor_params(const ModelConfig& c, std::uint64_t max_numel) {
   // Weights and biases are tensors of their own: a bias can be small where its weight is not.
   auto small = [max_numel](const std::vector<Module>& modules) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -43,6 +45,41 @@ TEST(GpuCatalogue, EveryCardReportsWhatItsSourceQuotesBelowWhatItIsSoldAs) {
     EXPECT_EQ(find_gpu(g.name), &g);
   }
   EXPECT_GE(names.size(), 20u);
+}
+
+// Each rate quotes its vendor's figure: the dense one, or twice it where the vendor counts
+// sparsity; names a card of the catalogue once; and orders the generations as they are.
+TEST(GpuCatalogue, EveryRateIsItsVendorsDenseFigure) {
+  std::set<std::string> cards;
+  for (const GpuRate& r : gpu_rates()) {
+    SCOPED_TRACE(std::string(r.gpu));
+    EXPECT_TRUE(cards.insert(std::string(r.gpu)).second) << "rated twice";
+    ASSERT_NE(find_gpu(r.gpu), nullptr);
+    EXPECT_EQ(gpu_rate(r.gpu), &r);
+    const double tflops = r.dense_flops / 1e12 * (r.sparse_quoted ? 2 : 1);
+    char figure[32];
+    std::snprintf(figure, sizeof figure, "%g", tflops);
+    std::string in_words = figure;  // 1979 is printed "1,979"; 4500 TFLOPS as "4.5 PFLOPS"
+    if (tflops >= 1000 && tflops == std::floor(tflops)) {
+      in_words = std::to_string(int(tflops) / 1000) + "," + std::string(figure).substr(1);
+    }
+    const bool quoted =
+        std::string(r.quoted).find(in_words) != std::string::npos ||
+        std::string(r.quoted).find(figure) != std::string::npos ||
+        (tflops == 4500 && std::string(r.quoted).find("4.5 PFLOPS") != std::string::npos);
+    EXPECT_TRUE(quoted) << figure << " vs " << r.quoted;
+    EXPECT_EQ(std::string(r.source).rfind("https://", 0), 0u) << r.source;
+  }
+  EXPECT_GE(cards.size(), 17u);
+  // None where no vendor figure was read; generations in order; a GeForce card at its
+  // fp32-accumulate rate, below the workstation card of the same chip.
+  EXPECT_EQ(gpu_rate("a10g"), nullptr);
+  EXPECT_EQ(gpu_rate("nonexistent"), nullptr);
+  EXPECT_LT(gpu_rate("v100-32gb")->dense_flops, gpu_rate("a100-80gb")->dense_flops);
+  EXPECT_LT(gpu_rate("a100-80gb")->dense_flops, gpu_rate("h100-80gb")->dense_flops);
+  EXPECT_LT(gpu_rate("h100-80gb")->dense_flops, gpu_rate("b200")->dense_flops);
+  EXPECT_LT(gpu_rate("rtx-3090")->dense_flops, gpu_rate("rtx-a6000")->dense_flops);
+  EXPECT_EQ(gpu_rate("H100 80GB"), gpu_rate("h100-80gb"));  // names as users type them
 }
 
 TEST(GpuCatalogue, TheA100s40GBIsMoreThan40DecimalGB) {

@@ -358,5 +358,45 @@ TEST(ModelActivations, SizesBeyondSixtyFourBitsAreRefused) {
       model_activation_bytes(c, 8192, 1, plan::Checkpointing::none, Attention::eager).has_value());
 }
 
+// GPT-2's FLOPs a token counted by hand: its 124,439,808 parameters less the 786,432 of its
+// position embeddings (its token embeddings are its head's weights, a product), and its
+// attention over 1,024 positions at 768 wide.
+TEST(TrainingFlops, GptTwoCountedByHand) {
+  const ModelConfig gpt2 = parse_model_config(find_model("gpt2")->config_json, "gpt2");
+  const TrainingFlops f = training_flops(gpt2, 1024, plan::Checkpointing::none);
+  EXPECT_EQ(f.params, 123'653'376.0);
+  EXPECT_EQ(f.attention, 2.0 * 1024 * 768 * 2);
+  EXPECT_EQ(f.model, 6 * 123'653'376.0 + 3 * 12 * 3'145'728.0);
+  EXPECT_EQ(f.hardware, f.model);
+  // Full checkpointing computes the forward again: 4/3 of the model FLOPs, the ratio of
+  // llm-foundry's published HFU to MFU for such runs (55.0 % to 41.25 %, MPT-70B on H100);
+  // selective, the attention products again.
+  const TrainingFlops full = training_flops(gpt2, 1024, plan::Checkpointing::full);
+  EXPECT_DOUBLE_EQ(full.hardware / full.model, 4.0 / 3.0);
+  const TrainingFlops selective = training_flops(gpt2, 1024, plan::Checkpointing::selective);
+  EXPECT_EQ(selective.hardware, selective.model + 12 * selective.attention);
+}
+
+// Llama 3 8B as torchtitan counts it today (6 times the parameters less the embedding, plus
+// 12 L H Q T), and against a published run: torchtitan's FSDP2 on 64 A100s (docs/performance.md
+// of pytorch/torchtitan, April 2024: 2,973 tokens/s a GPU at 58.2 % MFU, sequences of 8,192),
+// whose MFU counted the embedding as a product too. Its FLOPs a token, MFU x 312 TFLOPS / tokens
+// a second, are ours plus 6 x the embedding to the figures' rounding (3 digits of MFU: 0.1 %).
+TEST(TrainingFlops, LlamaThreeEightBAsTorchtitanCountsIt) {
+  const ModelConfig llama = parse_model_config(find_model("llama-3-8b")->config_json, "llama");
+  const TrainingFlops f = training_flops(llama, 8192, plan::Checkpointing::none);
+  const double embedding = 128256.0 * 4096;
+  EXPECT_EQ(f.params, 8'030'261'248.0 - embedding);  // the head is its own
+  EXPECT_EQ(f.model, 6 * f.params + 12.0 * 32 * 32 * 128 * 8192);
+  const double published = 0.582 * 312e12 / 2973;
+  EXPECT_NEAR((f.model + 6 * embedding) / published, 1.0, 1e-3);
+  // A mixture counts the experts a token passes: Mixtral's two of eight.
+  const ModelConfig mixtral =
+      parse_model_config(find_model("mixtral-8x7b")->config_json, "mixtral");
+  const TrainingFlops m = training_flops(mixtral, 4096, plan::Checkpointing::none);
+  EXPECT_LT(m.params, 0.3 * double(model_params(mixtral).params));
+  EXPECT_GT(m.params, 0.25 * double(model_params(mixtral).params));
+}
+
 }  // namespace
 }  // namespace zerodp::catalog

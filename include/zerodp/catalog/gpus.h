@@ -49,6 +49,26 @@ const GpuSpec* find_gpu(std::string_view name);
 // edits); empty when none is.
 std::string suggest_gpu(std::string_view name);
 
+// A card's peak dense tensor rate for training's products, as its vendor publishes it: bf16
+// inputs with fp32 accumulation (fp16 on the V100 and the T4, which have no bf16), without 2:4
+// sparsity (a figure given "with sparsity" is halved), at the boost clock. It is what MFU
+// divides by; a run reaches a fraction of it. GeForce cards (RTX 3090, 4090) accumulate in fp32
+// at half their fp16-accumulate rate: the fp32-accumulate figure is the one training gets.
+// Contract: every entry names a card of gpu_catalogue() and quotes the vendor's figure (dense, or
+// twice it when `sparse_quoted`); a card whose vendor figure was not found (the A10G, whose
+// vendor publishes no datasheet; the A800 and the RTX 6000 Ada, whose datasheets' wording was
+// not read) has none.
+struct GpuRate {
+  std::string_view gpu;     // the catalogue's name
+  double dense_flops;       // FLOP/s
+  bool sparse_quoted;       // the vendor's figure counts sparsity: dense_flops is half of it
+  std::string_view quoted;  // the vendor's words
+  std::string_view source;  // the vendor's datasheet, whitepaper or documentation
+};
+std::span<const GpuRate> gpu_rates();
+// The card's rate, or nullptr.
+const GpuRate* gpu_rate(std::string_view gpu_name);
+
 // The cards sold as `bytes` read as a whole number of decimal GB or of GiB (40 * 10^9 or 40 *
 // 2^30: "A100 40GB"): a --gpu-memory of "40GB" names a card's capacity in the unit it is sold
 // by, not the bytes it reports. Empty when none is.

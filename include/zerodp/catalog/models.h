@@ -121,6 +121,29 @@ struct ModelParams {
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source);
 ModelParams model_params(const ModelConfig& config);
 
+// The floating-point operations of one token of training, forward and backward (a multiply-add
+// counts 2), in sequences of s tokens, with L layers:
+//   params     N: the parameters a token's products use: model_params()'s active parameters
+//              less the embeddings' (a lookup, not a product), plus the LM head's when it is tied
+//              to them (norms' and biases' few elementwise parameters are counted as products)
+//   attention  A: one layer's attention products in the forward, per token: 2 s w_qk for the
+//              scores and 2 s w_v for their use of the values (w: heads x each one's width), over
+//              the whole sequence, as PaLM counts (a causal kernel computes about half)
+//   model      6 N + 3 L A: the forward (2 N + L A) and the backward (twice the forward);
+//              Chowdhery et al. 2022 (PaLM), appendix B: the "model FLOPs" MFU divides
+//   hardware   model and what activation checkpointing computes again: with full checkpointing
+//              the forward (8 N + 4 L A), with selective the attention products (6 N + 4 L A,
+//              Korthikanti et al. 2022): what the GPU computes
+// Exact in double up to 2^53 FLOPs a token (models past 10^15 parameters).
+struct TrainingFlops {
+  double params = 0;     // N
+  double attention = 0;  // A
+  double model = 0;
+  double hardware = 0;
+};
+TrainingFlops training_flops(const ModelConfig& config, std::uint64_t seq_len,
+                             plan::Checkpointing checkpointing);
+
 // The parameters of the tensors with at most `max_numel` elements each (norm weights, biases,
 // a mixture's router), counted over the whole model: what ZeRO-3 keeps whole on every GPU
 // below DeepSpeed's stage3_param_persistence_threshold instead of partitioning.
