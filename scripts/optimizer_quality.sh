@@ -31,7 +31,7 @@ done
 [[ " $factors " == *" 1 "* ]] || { echo "optimizer_quality.sh: --factors must list 1, the base" >&2; exit 2; }
 [[ " $optimizers " == *" adamw "* ]] || { echo "optimizer_quality.sh: --optimizers must list adamw, the base" >&2; exit 2; }
 parse_training_run_args optimizer_quality.sh ${args[@]+"${args[@]}"}
-declare -A default_lr=([adamw]=2e-3 [adamw-8bit]=2e-3 [adafactor]=2e-3 [lion]=6e-4 [lion-8bit]=6e-4 [sgd-momentum]=0.1 [sgd]=0.25)
+declare -A default_lr=([adamw]=2e-3 [adamw-8bit]=2e-3 [adafactor]=1e-3 [lion]=6e-4 [lion-8bit]=6e-4 [sgd-momentum]=0.1 [sgd]=0.25)
 
 run() {  # optimizer lr -> "val_loss seconds"
   val_loss_and_seconds --optimizer "$1" --lr "$2"

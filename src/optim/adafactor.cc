@@ -50,24 +50,15 @@ float rsqrt(float x) {
 
 }  // namespace
 
-void ExactSum::add(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;  // -0 counts as 0
-  ZERODP_CHECK_MSG(!(x < 0.0f), "ExactSum adds non-negative values only");
-  if (u > 0x7f800000u) {
+void ExactSum::add_special(std::uint32_t u) {
+  if (u == 0x80000000u) return;  // -0
+  ZERODP_CHECK_MSG(u <= 0x7fffffffu || (u & 0x7fffffffu) > 0x7f800000u,
+                   "ExactSum adds non-negative values only");
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
     limbs[4] |= kNanBit;
-  } else if (u == 0x7f800000u) {
-    limbs[4] |= kInfBit;
   } else {
-    const unsigned exponent = u >> 23;
-    const std::uint64_t fraction = u & 0x7fffffu;
-    // value = fraction 2^-149 (subnormal), or (2^23 + fraction) 2^(exponent - 150).
-    if (exponent == 0) {
-      add_shifted(*this, fraction, 0);
-    } else {
-      add_shifted(*this, (std::uint64_t{1} << 23) | fraction, exponent - 1);
-    }
+    add_shifted(*this, kInfBit, 256);  // +inf: 2^128, 2^277 units
   }
-  saturate(*this);
 }
 
 void ExactSum::merge(const ExactSum& other) {

@@ -27,6 +27,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace zerodp::optim {
 
@@ -35,18 +36,46 @@ inline constexpr float kAdafactorEps1 = 1e-30f;
 inline constexpr double kAdafactorDecayRate = -0.8;
 inline constexpr float kAdafactorClip = 1.0f;
 
-// The exact sum of non-negative fp32 values: a multiple of 2^-149 (the smallest subnormal) below
-// 2^277, which holds any finite float exactly and the sum of up to 2^148 of them. A sum reaching
-// 2^128 (no longer finite in fp32) is held as exactly 2^128, and a NaN term makes the sum NaN,
-// both whatever the order. Plain data: the engine exchanges it as bytes between ranks.
+// The exact sum of non-negative fp32 values: a whole number of 2^-149 (the smallest subnormal)
+// in 319 bits, which holds any finite float exactly and the sum of 2^40 of the largest. A NaN
+// term makes the sum NaN and an infinite one adds 2^128, whatever the order; value() reads any sum
+// from 2^128 (no longer finite in fp32) as +inf, and merge() holds it at exactly 2^128, so that
+// sums past it compare equal. Plain data: the engine exchanges it as bytes between ranks.
+// Requires fewer than 2^40 terms between merges (a tensor's rows, columns or elements).
 struct ExactSum {
   std::array<std::uint64_t, 5> limbs{};  // little-endian: limbs[0] holds 2^-149 .. 2^-86
-  // Requires x >= 0, +inf or NaN (-0 counts as 0).
-  void add(float x);
+  // Requires x >= 0, +inf or NaN (-0 counts as 0). Inline: the step adds every element 2 or 3
+  // times.
+  void add(float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, 4);
+    if (u >= 0x7f800000u) {
+      add_special(u);
+      return;
+    }
+    const std::uint32_t exponent = u >> 23;
+    // value = fraction 2^-149 (subnormal), or (2^23 + fraction) 2^(exponent - 150): a whole
+    // number of 2^-149 shifted by exponent - 1 (below 254: two limbs hold it).
+    const std::uint64_t mantissa = exponent == 0 ? u : (u & 0x7fffffu) | 0x800000u;
+    const std::uint32_t shift = exponent == 0 ? 0 : exponent - 1;
+    const std::uint32_t k = shift >> 6, off = shift & 63;
+    const unsigned __int128 part = static_cast<unsigned __int128>(mantissa) << off;
+    const unsigned __int128 now = limbs[k] | (static_cast<unsigned __int128>(limbs[k + 1]) << 64);
+    const unsigned __int128 sum = now + part;
+    limbs[k] = static_cast<std::uint64_t>(sum);
+    limbs[k + 1] = static_cast<std::uint64_t>(sum >> 64);
+    if (sum < now) {
+      for (std::uint32_t i = k + 2; i < 5 && ++limbs[i] == 0; ++i) {
+      }
+    }
+  }
   void merge(const ExactSum& other);
-  // The sum rounded to the nearest fp32, ties to even; +inf at 2^128 and beyond; NaN if a term was.
+  // The sum rounded to the nearest fp32, ties to even; +inf from 2^128 on; NaN if a term was.
   float value() const;
   bool operator==(const ExactSum&) const = default;
+
+ private:
+  void add_special(std::uint32_t bits);  // +inf, NaN or a negative value
 };
 
 // Step t's decay b = 1 - t^-0.8 and 1 - b, each rounded to fp32 from the double Python computes.
