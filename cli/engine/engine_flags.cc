@@ -24,10 +24,13 @@ void add_engine_flags(CLI::App* app, EngineFlags& f, bool stage_flag) {
   app->add_option("--micro-batch", f.micro_batch,
                   "samples per rank per micro-step (refused when memory cannot hold it)");
   app->add_option("--clip", f.clip, "clip the global gradient norm to this; 0 disables [1.0]");
-  app->add_option("--optimizer", f.optimizer,
-                  "the optimizer step: " + optim::engine_optimizer_words() +
-                      " (beside an fp32 master; the -8bit ones keep bitsandbytes' 8-bit block-wise "
-                      "states; a resume takes the checkpoint's) [adamw]")
+  app->add_option(
+         "--optimizer", f.optimizer,
+         "the optimizer step: " + optim::engine_optimizer_words() +
+             " (beside an fp32 master; the -8bit ones keep bitsandbytes' 8-bit block-wise "
+             "states, adafactor a matrix's row and column means (the Hugging Face Trainer's "
+             "settings); "
+             "a resume takes the checkpoint's) [adamw]")
       ->type_name("NAME");
   app->add_option("--seed", f.seed, "initialisation seed [1]");
   app->add_option("--timeout", f.timeout,

@@ -279,8 +279,8 @@ void add_train_command(CLI::App& root) {
   add_model_flags(app, flags->run.model);
   app->add_option("--steps", flags->run.steps, "optimizer steps [200]");
   app->add_option("--lr", flags->run.lr,
-                  "peak learning rate [adamw and adamw-8bit 2e-3, lion and lion-8bit 6e-4, "
-                  "sgd-momentum 0.1, sgd 0.25]");
+                  "peak learning rate [adamw and adamw-8bit 2e-3, adafactor 1e-3, lion and "
+                  "lion-8bit 6e-4, sgd-momentum 0.1, sgd 0.25]");
   app->add_option("--warmup", flags->run.warmup, "linear warm-up steps [steps/10, at most 50]");
   app->add_option("--eval-every", flags->run.eval_every,
                   "validation loss every K steps [steps/10]");
