@@ -143,6 +143,20 @@ std::span<const GpuRate> gpu_rates() {
   return kRates;
 }
 
+std::optional<TrainingEfficiency> published_efficiency(std::string_view gpu_name) {
+  // llm-foundry, scripts/train/benchmarking/README.md at 4952183: the medians of the HFU its
+  // tables print (tests/catalog/throughput_test.cc holds the runs and recomputes them).
+  const GpuSpec* card = find_gpu(gpu_name);
+  if (card == nullptr) return std::nullopt;
+  if (card->name == "a100-40gb" || card->name == "a100-80gb") {
+    return TrainingEfficiency{0.6472, "the median HFU of llm-foundry's 16 published A100 runs"};
+  }
+  if (card->name == "h100-80gb") {
+    return TrainingEfficiency{0.4571, "the median HFU of llm-foundry's 23 published H100 runs"};
+  }
+  return std::nullopt;
+}
+
 const GpuRate* gpu_rate(std::string_view gpu_name) {
   const GpuSpec* card = find_gpu(gpu_name);
   if (card == nullptr) return nullptr;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +69,16 @@ struct GpuRate {
 std::span<const GpuRate> gpu_rates();
 // The card's rate, or nullptr.
 const GpuRate* gpu_rate(std::string_view gpu_name);
+
+// The fraction of a card's dense rate that published training runs' products reached: their
+// hardware FLOPs utilisation (HFU, recomputation counted), the median over one source's runs on
+// that generation of card: llm-foundry's benchmark tables (MPT 125M to 70B, FSDP, bf16, flash
+// attention, no compile), 16 runs on A100s and 23 on H100s. None for other cards (no such runs).
+struct TrainingEfficiency {
+  double hfu;
+  std::string_view origin;  // which runs, for a person
+};
+std::optional<TrainingEfficiency> published_efficiency(std::string_view gpu_name);
 
 // The cards sold as `bytes` read as a whole number of decimal GB or of GiB (40 * 10^9 or 40 *
 // 2^30: "A100 40GB"): a --gpu-memory of "40GB" names a card's capacity in the unit it is sold
