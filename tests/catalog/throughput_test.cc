@@ -23,14 +23,33 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// llm-foundry, scripts/train/benchmarking/README.md at 4952183, its bf16 tables: the HFU each
-// run printed (%), by card. The catalogue's efficiency is their median.
+// llm-foundry, scripts/train/benchmarking/README.md at 4952183 (unchanged since), every row of
+// its bf16 tables: the HFU each run printed (%), 139 on A100s (80GB and 40GB) and 70 on H100s.
+// The catalogue's efficiency is their median.
 TEST(Throughput, TheEfficiencyIsTheMedianOfLlmFoundrysPublishedRuns) {
-  const std::vector<double> a100 = {71.1,  73.74, 59.57, 64.23, 73.12, 62.11, 59.86, 44.79,
-                                    65.21, 69.66, 69.24, 58.58, 66.85, 67.89, 55.44, 49.17};
-  const std::vector<double> h100 = {55.0,  57.81, 55.8,  56.24, 42.2, 45.71, 42.43, 36.65,
-                                    40.6,  56.76, 48.2,  50.82, 39.9, 39.79, 39.86, 55.47,
-                                    46.44, 53.9,  49.52, 41.25, 40.8, 41.82, 34.9};
+  const std::vector<double> a100 = {
+      71.1,  64.75, 52.5,  68.49, 73.74, 74.43, 75.2,  68.92, 72.1,  74.76, 76.82, 59.57, 79.3,
+      62.63, 65.94, 69.28, 72.62, 73.12, 64.23, 77.35, 61.41, 62.91, 57.13, 59.34, 60.53, 62.11,
+      62.73, 63.71, 61.57, 55.52, 56.6,  56.69, 59,    59.86, 60.15, 60.68, 60.45, 54.57, 54.64,
+      55.31, 56.05, 56.85, 47.76, 45.07, 52.7,  52.46, 53.28, 53.8,  53.31, 51.62, 50.51, 50.61,
+      54.13, 52.71, 50.61, 48.85, 46.08, 44.79, 44.45, 43.15, 42.56, 65.21, 47.82, 69.66, 68.98,
+      58.6,  59.8,  69.24, 69.39, 70.16, 70,    58.58, 58.76, 59.04, 63.53, 65.38, 66.82, 66.85,
+      67.64, 68.73, 67.26, 67.89, 68.42, 67.8,  61.37, 61.52, 55.13, 56.18, 54.8,  55.94, 56.96,
+      56.02, 57.82, 58.14, 59.49, 60.1,  55.23, 55.29, 55.85, 54.41, 55.44, 45.39, 55.69, 56.23,
+      57.02, 57.1,  59.37, 53.26, 53.12, 53,    50.73, 51.44, 51.97, 51.9,  52.89, 53.63, 53.47,
+      51.55, 51.78, 51.39, 50.38, 45.61, 46.27, 47.26, 48.66, 49.17, 48.73, 48.39, 47.27, 46.77,
+      46.94, 44.82, 38.86, 39.27, 39.86, 40.93, 42.75, 40.89, 40.26,
+  };
+  const std::vector<double> h100 = {
+      55,    56.56, 57.81, 53.69, 54.52, 55.8,  54.83, 55.23, 56.24, 42.2,  44.15, 45.71,
+      39.24, 41.25, 42.43, 36.65, 39.15, 40.6,  56.76, 48.2,  39.9,  47.81, 58.57, 57.42,
+      50.82, 51.68, 42.24, 47.4,  55.47, 39.86, 39.95, 39.58, 39.79, 59.03, 38.13, 41.25,
+      49.52, 53.9,  46.44, 57.11, 35.74, 38.46, 36.34, 40.31, 42.31, 40.8,  41.7,  43.73,
+      46.2,  46.32, 35.12, 33.54, 35.22, 37.73, 40.26, 40.85, 41.52, 42.36, 41.82, 41.95,
+      43.21, 31.84, 33.57, 34.84, 35.83, 37.57, 37.89, 34.9,  39.76, 40.42,
+  };
+  ASSERT_EQ(a100.size(), 139u);
+  ASSERT_EQ(h100.size(), 70u);
   EXPECT_NEAR(published_efficiency("a100-80gb")->hfu, median_of(a100) / 100, 5e-5);
   EXPECT_NEAR(published_efficiency("a100-40gb")->hfu, median_of(a100) / 100, 5e-5);
   EXPECT_NEAR(published_efficiency("h100-80gb")->hfu, median_of(h100) / 100, 5e-5);
@@ -70,7 +89,7 @@ double predicted_tokens_per_second(const PublishedRun& run) {
                                          published_efficiency(run.gpu)->hfu);
 }
 
-constexpr double kMedianError = 0.0874, kWorstError = 0.3625;
+constexpr double kMedianError = 0.1686, kWorstError = 0.2217;
 
 // The errors docs/validation.md states: predicted over published, less 1. A change to the FLOPs,
 // the rates or the efficiency that moves them fails here, and the table is written again.

@@ -72,8 +72,9 @@ const GpuRate* gpu_rate(std::string_view gpu_name);
 
 // The fraction of a card's dense rate that published training runs' products reached: their
 // hardware FLOPs utilisation (HFU, recomputation counted), the median over one source's runs on
-// that generation of card: llm-foundry's benchmark tables (MPT 125M to 70B, FSDP, bf16, flash
-// attention, no compile), 16 runs on A100s and 23 on H100s. None for other cards (no such runs).
+// that generation of card: every bf16 row of llm-foundry's benchmark tables (MPT 125M to 70B,
+// Composer FSDP, flash attention, no compile), 139 runs on A100s and 70 on H100s. None for other
+// cards (no such runs).
 struct TrainingEfficiency {
   double hfu;
   std::string_view origin;  // which runs, for a person
