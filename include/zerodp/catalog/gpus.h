@@ -71,15 +71,17 @@ std::span<const GpuRate> gpu_rates();
 const GpuRate* gpu_rate(std::string_view gpu_name);
 
 // The fraction of a card's dense rate that published training runs' products reached: their
-// hardware FLOPs utilisation (HFU, recomputation counted), the median over one source's runs on
-// that generation of card: every bf16 row of llm-foundry's benchmark tables (MPT 125M to 70B,
-// Composer FSDP, flash attention, no compile), 139 runs on A100s and 70 on H100s. None for other
-// cards (no such runs).
+// hardware FLOPs utilisation (HFU, recomputation counted), the median over every bf16 row of
+// llm-foundry's benchmark tables (MPT 125M to 70B, Composer FSDP, flash attention, no compile) on
+// that generation of card, apart for runs with full activation checkpointing and without: 49 and
+// 90 runs on A100s, 29 and 41 on H100s (runs that recompute reach more: larger batches, and the
+// recomputed forward counts as work). None for other cards (no such runs).
 struct TrainingEfficiency {
   double hfu;
   std::string_view origin;  // which runs, for a person
 };
-std::optional<TrainingEfficiency> published_efficiency(std::string_view gpu_name);
+std::optional<TrainingEfficiency> published_efficiency(std::string_view gpu_name,
+                                                       bool full_checkpointing);
 
 // The cards sold as `bytes` read as a whole number of decimal GB or of GiB (40 * 10^9 or 40 *
 // 2^30: "A100 40GB"): a --gpu-memory of "40GB" names a card's capacity in the unit it is sold
