@@ -1,9 +1,7 @@
 #include "zerodp/optim/adafactor.h"
 
-#include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "zerodp/common/error.h"
@@ -25,21 +23,6 @@ void saturate(ExactSum& s) {
   }
 }
 
-// Adds v << shift (v < 2^64, shift < 320 - 64) with its carry.
-void add_shifted(ExactSum& s, std::uint64_t v, unsigned shift) {
-  unsigned k = shift / 64, off = shift % 64;
-  std::uint64_t lo = v << off, hi = off == 0 ? 0 : v >> (64 - off);
-  auto add_at = [&s](unsigned at, std::uint64_t x) {
-    for (; x != 0 && at < 5; ++at) {
-      const std::uint64_t before = s.limbs[at];
-      s.limbs[at] = before + x;
-      x = s.limbs[at] < before ? 1 : 0;
-    }
-  };
-  add_at(k, lo);
-  if (hi != 0) add_at(k + 1, hi);
-}
-
 float ratio(float num, float den) {
   return num / den;
 }
@@ -57,7 +40,7 @@ void ExactSum::add_special(std::uint32_t u) {
   if ((u & 0x7fffffffu) > 0x7f800000u) {
     limbs[4] |= kNanBit;
   } else {
-    add_shifted(*this, kInfBit, 256);  // +inf: 2^128, 2^277 units
+    limbs[4] += kInfBit;  // +inf: 2^128, 2^277 units (below 2^40 of them: no carry out)
   }
 }
 
@@ -70,7 +53,8 @@ void ExactSum::merge(const ExactSum& other) {
     carry = (sum < a) || (out < sum) ? 1 : 0;
     limbs[i] = out;
   }
-  // Both below 2^278 (saturated) or NaN-marked: the top bit marks NaN only if either had it.
+  // Each side holds fewer than 2^40 terms of at most 2^277 units (the header's bound), so it
+  // is below 2^317 or NaN-marked: the top bit marks NaN only if either had it.
   if (((limbs[4] | other.limbs[4]) & kNanBit) != 0 || carry != 0) limbs[4] |= kNanBit;
   saturate(*this);
 }
