@@ -28,42 +28,54 @@ void add_collective(LevelBytes& sum, std::uint64_t params, std::uint64_t half_by
 
 }  // namespace
 
-LevelBytes level_step_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
-                            const Topology& topology, const ZeroPlusPlus& zeropp) {
+std::vector<LevelCollective> level_collectives(Stage stage, std::uint64_t params,
+                                               const plan::BytesPerParam& bpp,
+                                               const Topology& topology,
+                                               const ZeroPlusPlus& zeropp) {
   ZERODP_CHECK(topology.gpus_per_node >= 1 && topology.nodes >= 1);
   ZERODP_CHECK(zeropp.hpz_span() >= 1 && topology.gpus_per_node % zeropp.hpz_span() == 0);
   const int all = topology.gpus();
   const std::uint64_t p = 2 * std::uint64_t(bpp.params), g = 2 * std::uint64_t(bpp.grads);
-  LevelBytes sum;
+  std::vector<LevelCollective> out;
+  auto add = [&](CollectiveRole role, std::uint64_t half_bytes, int group) {
+    LevelCollective c{role, {}};
+    add_collective(c.bytes, params, half_bytes, topology, group);
+    out.push_back(c);
+  };
   switch (stage) {
     case Stage::dp:
-      add_collective(sum, params, g, topology, all);
-      add_collective(sum, params, g, topology, all);
+      add(CollectiveRole::gradient_all_reduce, g, all);
+      // The all-reduce's all-gather half, rounded on its own as a ring runs it.
+      add_collective(out.back().bytes, params, g, topology, all);
       break;
     case Stage::zero1:
     case Stage::zero2:
-      add_collective(sum, params, g, topology, all);
-      add_collective(sum, params, p, topology, all);
+      add(CollectiveRole::gradient_reduce_scatter, g, all);
+      add(CollectiveRole::updated_params_gather, p, all);
       break;
     case Stage::zero3: {
       const std::uint64_t int8 = 2, int4 = 1;
-      add_collective(sum, params, zeropp.qwz ? int8 : p, topology, all);
+      add(CollectiveRole::forward_gather, zeropp.qwz ? int8 : p, all);
       if (zeropp.hpz) {
-        add_collective(sum, params, p, topology, zeropp.hpz_span());
+        add(CollectiveRole::backward_gather, p, zeropp.hpz_span());
       } else {
-        add_collective(sum, params, zeropp.qwz ? int8 : p, topology, all);
+        add(CollectiveRole::backward_gather, zeropp.qwz ? int8 : p, all);
       }
-      add_collective(sum, params, zeropp.qgz ? int4 : g, topology, all);
+      add(CollectiveRole::gradient_reduce_scatter, zeropp.qgz ? int4 : g, all);
       break;
     }
   }
-  return sum;
+  return out;
 }
 
-double level_seconds(const LevelBytes& bytes, double intra_bandwidth, double inter_bandwidth) {
-  ZERODP_CHECK(intra_bandwidth > 0 && inter_bandwidth > 0);
-  return static_cast<double>(bytes.intra) / intra_bandwidth +
-         static_cast<double>(bytes.inter) / inter_bandwidth;
+LevelBytes level_step_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
+                            const Topology& topology, const ZeroPlusPlus& zeropp) {
+  LevelBytes sum;
+  for (const LevelCollective& c : level_collectives(stage, params, bpp, topology, zeropp)) {
+    sum.intra += c.bytes.intra;
+    sum.inter += c.bytes.inter;
+  }
+  return sum;
 }
 
 double zeropp_cross_node_volume_in_m(const plan::BytesPerParam& bpp, const ZeroPlusPlus& zeropp) {

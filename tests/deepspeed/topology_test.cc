@@ -76,9 +76,7 @@ TEST(Topology, HpzCostsASecondaryShardOfTheParams) {
   EXPECT_EQ(b.inter, 2 * (2 * kPhi / 64 * 7));
 }
 
-TEST(Topology, SecondsAddTheTwoPhases) {
-  const LevelBytes b{.intra = 300'000'000'000, .inter = 50'000'000'000};
-  EXPECT_DOUBLE_EQ(level_seconds(b, 300e9, 50e9), 2.0);
+TEST(Topology, ZeroPlusPlusInWords) {
   EXPECT_EQ(zeropp_summary({.qwz = true, .hpz = true, .qgz = true, .hpz_size = 8}),
             "qwZ, hpZ (8 GPUs), qgZ");
   EXPECT_EQ(zeropp_summary({}), "off");

@@ -20,8 +20,8 @@
 //          every GPU P·ceil(Φ/h) more memory (hpz_secondary_bytes);
 //     qgZ  the gradients are reduced with int4 all-to-alls, inside the node then across
 //          nodes: 0.5 byte a parameter at both levels instead of G.
-//   Time: seconds = intra bytes / intra bandwidth + inter bytes / inter bandwidth (the two
-//   phases of a hierarchical collective run one after the other; bandwidths per GPU).
+//   Time: each collective's bytes (the two levels' together) at the bus rate of the slowest
+//   level it crosses, as plan/step_model.h times a step with deepspeed/step_schedule.h.
 //   The ZeRO++ paper's own count (section 3, "3M to 0.75M"): the cross-node volume of a
 //   ZeRO-3 step in units of M = P·Φ, the forward gather + the backward gather + the gradient
 //   reduction, each taken as a whole buffer: 3M plain, 0.5M + 0 + 0.25M with all three.
@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "zerodp/common/zeropp.h"
 #include "zerodp/plan/memory.h"
@@ -52,13 +53,29 @@ struct LevelBytes {
   std::uint64_t inter = 0;  // per GPU, across nodes
 };
 
-// The bytes each GPU sends per step at each level for `stage`. ZeRO++ changes stage 3 only.
+// A step's collectives, in the order they run, each with the bytes every GPU sends at each
+// level: what the step-time model times one by one (deepspeed/step_schedule.h).
+enum class CollectiveRole {
+  gradient_all_reduce,      // stage 0: a reduce-scatter and an all-gather of the gradients
+  forward_gather,           // stage 3: the params, layer by layer, for the forward
+  backward_gather,          // stage 3: again for the backward (hpZ: from the node's copy)
+  gradient_reduce_scatter,  // stages 1-3
+  updated_params_gather,    // stages 1, 2: the updated params, after the optimizer's step
+};
+struct LevelCollective {
+  CollectiveRole role = CollectiveRole::gradient_all_reduce;
+  LevelBytes bytes;
+};
 // Requires hpz_size to divide n (the secondary partition stays inside a node).
+std::vector<LevelCollective> level_collectives(Stage stage, std::uint64_t params,
+                                               const plan::BytesPerParam& bpp,
+                                               const Topology& topology,
+                                               const ZeroPlusPlus& zeropp = {});
+
+// The bytes each GPU sends per step at each level for `stage`: level_collectives() summed.
+// ZeRO++ changes stage 3 only.
 LevelBytes level_step_bytes(Stage stage, std::uint64_t params, const plan::BytesPerParam& bpp,
                             const Topology& topology, const ZeroPlusPlus& zeropp = {});
-
-// Seconds of communication per step at the two levels' bandwidths (bytes per second, > 0).
-double level_seconds(const LevelBytes& bytes, double intra_bandwidth, double inter_bandwidth);
 
 // The ZeRO++ paper's cross-node volume of a ZeRO-3 step, in units of M = P·Φ: 3 plain,
 // 0.75 with qwZ, hpZ and qgZ and the default 16-bit params and grads.

@@ -1,0 +1,69 @@
+#include "zerodp/deepspeed/step_schedule.h"
+
+#include <algorithm>
+
+#include "zerodp/common/error.h"
+
+namespace zerodp::deepspeed {
+
+std::string_view role_name(CollectiveRole role) {
+  switch (role) {
+    case CollectiveRole::gradient_all_reduce:
+      return "gradient all-reduce";
+    case CollectiveRole::forward_gather:
+      return "forward gather";
+    case CollectiveRole::backward_gather:
+      return "backward gather";
+    case CollectiveRole::gradient_reduce_scatter:
+      return "gradient reduce-scatter";
+    case CollectiveRole::updated_params_gather:
+      return "params gather after step";
+  }
+  return "collective";
+}
+
+std::vector<plan::StepCollective> step_collectives(Stage stage, std::uint64_t params,
+                                                   const plan::BytesPerParam& bpp,
+                                                   const Topology& topology,
+                                                   const ZeroPlusPlus& zeropp,
+                                                   const ScheduleSettings& settings) {
+  ZERODP_CHECK(settings.layers >= 1 && settings.reduce_bucket_elements >= 1);
+  const bool fsdp = settings.framework == Framework::fsdp && stage == Stage::zero3;
+  const bool overlap = fsdp || settings.overlap_comm.value_or(stage == Stage::zero3);
+  const std::uint64_t buckets = std::max<std::uint64_t>(
+      1, (params + settings.reduce_bucket_elements - 1) / settings.reduce_bucket_elements);
+  std::vector<plan::StepCollective> out;
+  for (const LevelCollective& c : level_collectives(stage, params, bpp, topology, zeropp)) {
+    plan::StepCollective s;
+    s.name = role_name(c.role);
+    s.intra_bytes = c.bytes.intra;
+    s.inter_bytes = c.bytes.inter;
+    switch (c.role) {
+      case CollectiveRole::gradient_all_reduce:
+        s.phase = plan::StepPhase::after_backward;
+        break;
+      case CollectiveRole::forward_gather:
+        s.phase = plan::StepPhase::forward;
+        s.overlapped = overlap;
+        s.pieces = settings.layers;
+        break;
+      case CollectiveRole::backward_gather:
+        s.phase = plan::StepPhase::backward;
+        s.overlapped = overlap;
+        s.pieces = settings.layers;
+        break;
+      case CollectiveRole::gradient_reduce_scatter:
+        s.phase = plan::StepPhase::backward;
+        s.overlapped = overlap;
+        s.pieces = fsdp ? settings.layers : buckets;
+        break;
+      case CollectiveRole::updated_params_gather:
+        s.phase = plan::StepPhase::after_backward;
+        break;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace zerodp::deepspeed
