@@ -5,8 +5,8 @@
 //  - plan(**keywords) returns what `zerodp plan --json` prints, parsed by Python's json module, and
 //    predict_peak(**keywords) what `zerodp train --dry-run --json` prints: each call runs the same
 //    run_command_line() as the executable (cli/frame/app.h), so the dict and its numbers are the
-//    command line's by construction. list_models() and list_gpus() are `plan --list-models
-//    --json` and `plan --list-gpus --json`.
+//    command line's by construction. list_models(), list_gpus() and list_links() are `plan
+//    --list-models --json`, `plan --list-gpus --json` and `plan --list-links --json`.
 //  - A keyword is a long flag with underscores for dashes (seq_len is --seq-len); the keywords are
 //    the command's flags, read from the command line itself, so inspect.signature() and help()
 //    list every one with its type and what it defaults to. Its value: for a switch
@@ -143,8 +143,8 @@ struct Keyword {
 
 // Keywords that the functions set themselves, or that print something other than the dict.
 bool reserved(const std::string& key) {
-  for (const char* r :
-       {"json", "help", "link", "link_base", "dry_run", "list_models", "list_gpus", "version"}) {
+  for (const char* r : {"json", "help", "link", "link_base", "dry_run", "list_models", "list_gpus",
+                        "list_links", "version"}) {
     if (key == r) return true;
   }
   return false;
@@ -481,4 +481,12 @@ PYBIND11_MODULE(zerodp, m) {
                     plan_keywords);
       },
       "list_gpus() -> list of dict: the GPUs plan(gpu=...) knows, with the memory each reports.");
+  m.def(
+      "list_links",
+      [] {
+        return call("list_links", {"zerodp", "plan", "--list-links", "--json"}, py::kwargs(), {},
+                    plan_keywords);
+      },
+      "list_links() -> list of dict: the links plan(intra_node=..., inter_node=...) knows, with "
+      "the rates the step is timed at and their sources.");
 }

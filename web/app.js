@@ -11,7 +11,7 @@
 const ZerodpPage = (() => {
   // Flags that choose how the CLI prints, not what the plan is: the page shows all of it.
   const OUTPUT_FLAGS = new Set(["--help", "--json", "--link", "--link-base", "--list-models",
-                                "--list-gpus"]);
+                                "--list-gpus", "--list-links"]);
 
   // The fields in groups, each a few fields in view and the less used in a fold ("More"); a
   // flag in no group (one added to the planner later) lands in "Other inputs", so every input
@@ -26,6 +26,8 @@ const ZerodpPage = (() => {
                           "--offload-params"],
      ["--framework", "--zeropp", "--deepspeed-config", "--optimizer-impl", "--bytes-per-param",
       "--buffers", "--cuda-overhead", "--limit-all-gathers", "--estimator"]],
+    ["Time & cost", ["--tokens", "--price-per-gpu-hour"],
+     ["--efficiency", "--intra-node", "--inter-node"]],
     ["Communication", ["--compute-time", "--bandwidth", "--overlap"],
      ["--intra-bandwidth", "--inter-bandwidth", "--comm-bytes", "--comm-convention",
       "--count-both-directions"]],
@@ -69,6 +71,11 @@ const ZerodpPage = (() => {
     "--cuda-overhead": "CUDA context and allocator",
     "--limit-all-gathers": "FSDP's limit_all_gathers",
     "--estimator": "Also DeepSpeed's own estimate",
+    "--tokens": "Tokens to train on",
+    "--price-per-gpu-hour": "Price of a GPU-hour",
+    "--efficiency": "Fraction of the GPU's dense rate reached",
+    "--intra-node": "Link inside a node",
+    "--inter-node": "Network between nodes",
     "--compute-time": "Compute time per step",
     "--bandwidth": "Bandwidth per GPU",
     "--overlap": "Communication hidden behind compute",
@@ -113,6 +120,8 @@ const ZerodpPage = (() => {
     "--offload-optimizer": ["none", "cpu", "nvme"],
     "--offload-params": ["none", "cpu", "nvme"],
     "--comm-convention": ["ring", "seed"],
+    "--intra-node": ["nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5"],
+    "--inter-node": ["ib-hdr", "ib-ndr", "efa-p4d", "efa-p5"],
     "--estimator": ["deepspeed"],
     "--stage": ["0", "1", "2", "3"],
     "--buffers": ["deepspeed", "none"],

@@ -190,6 +190,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
   read_topology(f, {settings.zeropp.value_or(ZeroPlusPlus{}), zeropp_source}, in);
   read_runtime(f, config, in);
+  read_step(f, in);
   if (f.comm_convention == "seed") {
     in.time_convention = report::CommConvention::seed;
   } else if (f.comm_convention == "ring") {
@@ -264,6 +265,17 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "RATE");
   opt("--inter-bandwidth", f.inter_bandwidth,
       "bandwidth per GPU across nodes: 50GB/s, 400Gbit/s (InfiniBand)", "RATE");
+  opt("--intra-node", f.intra_node,
+      "the link inside a node (--list-links): nvlink3, nvlink4, nvlink5, pcie4, pcie5; default "
+      "the --gpu's usual server's",
+      "LINK");
+  opt("--inter-node", f.inter_node,
+      "the network between nodes (--list-links): ib-hdr, ib-ndr, efa-p4d, efa-p5; default the "
+      "--gpu's usual server's (A100: ib-hdr; H100, H200, B200: ib-ndr)",
+      "LINK");
+  cmd->add_flag("--list-links", f.list_links,
+                "list the links --intra-node and --inter-node know, with their rates and "
+                "sources (with --json, as JSON), and exit");
   opt("--zeropp", f.zeropp,
       "ZeRO++ at ZeRO-3: none or a list of qwz (int8 weights), hpz (a copy sharded in the node), "
       "qgz (int4 gradients)",
@@ -334,6 +346,14 @@ void add_step_options(CLI::App* cmd, PlanFlags& f) {
       "really sends, default) or seed (the ZeRO paper's count: per parameter, 2 bytes for "
       "DP and 6 for ZeRO-3, times (N-1)/N)",
       "NAME");
+  opt("--efficiency", f.efficiency,
+      "the fraction of the card's dense rate the step's FLOPs reach (HFU): 0.5 or 50%; default "
+      "the median of published runs on the card (A100, H100)",
+      "FRACTION");
+  opt("--tokens", f.tokens,
+      "tokens to train on: 1B, 15T; the wall clock and GPU-hours of each stage", "COUNT");
+  opt("--price-per-gpu-hour", f.price_per_gpu_hour,
+      "the price of a GPU-hour, in any currency: 2.5; the cost of --tokens", "PRICE");
   cmd->add_flag("--binary", f.binary, "print GiB/TiB instead of GB/TB");
   cmd->add_flag("--json", f.json, "print the plan as JSON (a contract: see docs/planner.md)");
 }
@@ -360,6 +380,10 @@ void add_plan_command(CLI::App& root) {
     }
     if (flags->list_gpus) {
       list_gpus(flags->json);
+      return;
+    }
+    if (flags->list_links) {
+      list_links(flags->json);
       return;
     }
     report::PlanInputs inputs = read_inputs(*flags);

@@ -28,6 +28,8 @@ struct PlanFlags {
   bool list_models = false, list_gpus = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
+  std::string intra_node, inter_node, efficiency, tokens, price_per_gpu_hour;
+  bool list_links = false;
   PrecisionFlags model_bytes;
   bool both_directions = false, binary = false, json = false;
   bool wide = false;  // plan only: no width limit (report/table.h's kPlanColumns)
@@ -92,6 +94,16 @@ void read_gpu_memory(const PlanFlags& f, report::PlanInputs& in);
 // array of {name, device, sold_as, sold_gb, reported_bytes, reported_as, source}.
 void list_gpus(bool json);
 void read_runtime(const PlanFlags& f, const catalog::ModelConfig& config, report::PlanInputs& in);
+
+// plan_step.cc. The predicted step's inputs (report.h's PlanInputs::step_compute and the rest):
+// the card's rate and the efficiency (--efficiency or the published one), the nodes and links
+// (--intra-node, --inter-node, the levels' bandwidths, or the card's usual server, each
+// assumption listed), --tokens and --price-per-gpu-hour. After read_topology().
+void read_step(const PlanFlags& f, report::PlanInputs& in);
+// --list-links: the links --intra-node and --inter-node know, with their rates and sources (with
+// --json, an array of {name, level, what, bus_bytes_per_second, measured, per_node, nominal,
+// quoted, source}).
+void list_links(bool json);
 
 // plan_deepspeed.cc.
 // --deepspeed-config: the file, read and parsed once (unknown keys: one warning).

@@ -154,6 +154,17 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   in.activation_bytes = bytes->total;
   in.activations_given = true;
   in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
+  // The step's FLOPs a GPU: its b·s tokens' (a 64-bit count: the activations' bytes, which
+  // hold b·s·h, fit in 64 bits).
+  const catalog::TrainingFlops flops = catalog::training_flops(config, s, checkpointing);
+  const double tokens = double(s) * double(b);
+  const double forward = 2 * flops.params + double(config.layers) * flops.attention;
+  in.step_compute = report::PlanInputs::StepCompute{forward * tokens,
+                                                    (flops.hardware - forward) * tokens,
+                                                    flops.model * tokens,
+                                                    s * b,
+                                                    std::max<std::uint64_t>(config.layers, 1),
+                                                    checkpointing};
   add_activation_choices(config, s, b, checkpointing, attention, bytes->total, in);
   in.activations_source = in.model->name + ": s=" + std::to_string(s) + " b=" + batch_text +
                           ", checkpointing " +

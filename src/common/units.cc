@@ -410,6 +410,33 @@ std::string format_seconds(double seconds) {
   return text;
 }
 
+std::string format_duration(double seconds) {
+  if (seconds < 120) return format_seconds(seconds);
+  char text[64];
+  if (seconds < 2 * 3600.0) {
+    std::snprintf(text, sizeof text, "%.1f min", seconds / 60);
+  } else if (seconds < 48 * 3600.0) {
+    std::snprintf(text, sizeof text, "%.1f h", seconds / 3600);
+  } else if (seconds < 1e12) {
+    std::snprintf(text, sizeof text, "%.1f days", seconds / 86400);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g days", seconds / 86400);
+  }
+  return text;
+}
+
+std::string format_money(double amount) {
+  if (!(amount < 1e15)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", amount);
+    return text;
+  }
+  const auto cents = static_cast<std::uint64_t>(std::llround(amount * 100));
+  char tail[8];
+  std::snprintf(tail, sizeof tail, ".%02u", static_cast<unsigned>(cents % 100));
+  return format_with_commas(cents / 100) + tail;
+}
+
 std::string format_percent(double fraction, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f %%", decimals, fraction * 100.0);

@@ -1,6 +1,7 @@
 // answer_of(): the plan's verdicts in the dozen lines a user reads first.
 #include "zerodp/report/answer.h"
 
+#include <cmath>
 #include <string>
 
 #include "zerodp/common/text_wrap.h"
@@ -55,18 +56,51 @@ std::string cheapest_sentence(const PlanReport& report) {
   return out;
 }
 
+std::string whole(double x) {
+  return units::format_with_commas(std::uint64_t(std::llround(x)));
+}
+
+// "Fastest that fits, predicted: ZeRO-3 (step 532.04 ms, 7,699 tokens/s/GPU, MFU 40.0 %; 1B
+// tokens in 2.3 h, 36 GPU-hours, cost 90.20)."
+std::string fastest_sentence(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  const StageReport& s = report.stages[std::size_t(*report.fastest_fitting_stage)];
+  std::string out = "Fastest stage that fits" + margin_words(report) +
+                    ", predicted: " + stage_words(*report.fastest_fitting_stage) + " (step " +
+                    units::format_seconds(s.step->step_seconds);
+  if (s.tokens_per_second_per_gpu)
+    out += ", " + whole(*s.tokens_per_second_per_gpu) + " tokens/s/GPU";
+  if (s.mfu) out += ", MFU " + units::format_percent(*s.mfu, 1);
+  if (s.wall_clock_seconds) {
+    out += "; " + units::format_count(std::uint64_t(*in.tokens)) + " tokens in " +
+           units::format_duration(*s.wall_clock_seconds) + ", " + whole(*s.gpu_hours) +
+           " GPU-hours";
+    if (s.cost) out += ", cost " + units::format_money(*s.cost);
+  }
+  return out + ").";
+}
+
 // The lines at N: each stage's verdict, peak and least N; the cheapest stage; the fewest
 // GPUs; the first change that fits.
 void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>& lines) {
   const PlanInputs& in = report.inputs;
   const std::string total = report.runtime_counted ? "peak " : "total ";
   for (const StageReport& s : report.stages) {
-    lines.push_back("  " + padded(std::string(stage_name(s.stage)), 8) + padded(fits_word(s), 11) +
-                    padded(total + units::format_bytes(*s.total_bytes, binary), 18) + "least N " +
-                    (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none")));
+    std::string line =
+        "  " + padded(std::string(stage_name(s.stage)), 8) + padded(fits_word(s), 11) +
+        padded(total + units::format_bytes(*s.total_bytes, binary), 18) + "least N " +
+        (s.min_gpus ? std::to_string(*s.min_gpus) : std::string("none"));
+    // The predicted step beside the memory: its tokens a second, else its seconds.
+    if (s.step) {
+      line = padded(line, 53) + (s.tokens_per_second_per_gpu
+                                     ? whole(*s.tokens_per_second_per_gpu) + " tok/s/GPU"
+                                     : "step " + units::format_seconds(s.step->step_seconds));
+    }
+    lines.push_back(line);
   }
   const std::string at = " at N = " + std::to_string(*in.gpus);
   lines.push_back(cheapest_sentence(report));
+  if (report.fastest_fitting_stage) lines.push_back(fastest_sentence(report));
   lines.push_back("Fewest GPUs" + margin_words(report) + ": " + fewest_words(report) + ".");
   if (!report.fitting_changes.empty()) {
     const PlanReport::FittingChange& c = report.fitting_changes.front();

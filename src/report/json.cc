@@ -17,8 +17,12 @@ json or_null(const std::optional<T>& value) {
   return value ? json(*value) : json(nullptr);
 }
 
-const char* convention_name(const PlanInputs& in) {
-  if (!in.compute_seconds) return nullptr;
+const char* convention_name(const PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  for (const StageReport& s : report.stages) {
+    if (s.step) return "step_model";
+  }
+  if (!in.compute_seconds || !in.bandwidth) return nullptr;
   if (in.comm_bytes) return "given";
   return in.time_convention == CommConvention::seed ? "seed" : "ring";
 }
@@ -42,6 +46,34 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
   j["hidden_seconds"] = s.time ? json(s.time->hidden_seconds) : json(nullptr);
   j["exposed_seconds"] = s.time ? json(s.time->exposed_seconds) : json(nullptr);
   j["efficiency"] = s.time ? json(s.time->efficiency) : json(nullptr);
+  j["step_seconds"] =
+      s.time ? json(s.time->compute_seconds + s.time->exposed_seconds) : json(nullptr);
+  j["tokens_per_second_per_gpu"] = or_null(s.tokens_per_second_per_gpu);
+  j["mfu"] = or_null(s.mfu);
+  j["wall_clock_seconds"] = or_null(s.wall_clock_seconds);
+  j["gpu_hours"] = or_null(s.gpu_hours);
+  j["cost"] = or_null(s.cost);
+  if (s.step) {
+    json collectives = json::array();
+    for (const plan::TimedCollective& c : s.step->collectives) {
+      const char* phase = c.collective.phase == plan::StepPhase::forward    ? "forward"
+                          : c.collective.phase == plan::StepPhase::backward ? "backward"
+                                                                            : "after_backward";
+      collectives.push_back({{"name", c.collective.name},
+                             {"phase", phase},
+                             {"overlapped", c.collective.overlapped},
+                             {"pieces", c.collective.pieces},
+                             {"intra_bytes", c.collective.intra_bytes},
+                             {"inter_bytes", c.collective.inter_bytes},
+                             {"seconds", c.seconds},
+                             {"hidden_seconds", c.hidden_seconds}});
+    }
+    j["step"] = {{"forward_seconds", s.step->forward_seconds},
+                 {"backward_seconds", s.step->backward_seconds},
+                 {"collectives", collectives}};
+  } else {
+    j["step"] = nullptr;
+  }
   if (s.offload) {
     const deepspeed::OffloadBytes& o = *s.offload;
     const auto per_node = [&](std::uint64_t b) {
@@ -75,10 +107,21 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
     j["peak"] = nullptr;
   }
   if (s.levels) {
+    // The step's seconds split by where its collectives run: those inside one node, and those
+    // that cross nodes (at the slower level's rate, plan/step_model.h); null without a step.
+    json intra = nullptr, inter = nullptr;
+    if (s.step) {
+      double inside = 0, across = 0;
+      for (const plan::TimedCollective& c : s.step->collectives) {
+        (c.collective.inter_bytes > 0 ? across : inside) += c.seconds;
+      }
+      intra = inside;
+      inter = across;
+    }
     j["levels"] = {{"intra_bytes", s.levels->intra},
                    {"inter_bytes", s.levels->inter},
-                   {"intra_seconds", or_null(s.level_intra_seconds)},
-                   {"inter_seconds", or_null(s.level_inter_seconds)}};
+                   {"intra_seconds", intra},
+                   {"inter_seconds", inter}};
   } else {
     j["levels"] = nullptr;
   }
@@ -126,7 +169,7 @@ json optimizer_json(plan::Optimizer id) {
 std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   const PlanInputs& in = report.inputs;
   json j;
-  const char* convention = convention_name(in);
+  const char* convention = convention_name(report);
   j["inputs"] = {
       {"params", or_null(in.params)},
       {"gpus", or_null(in.gpus)},
@@ -165,6 +208,21 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"overlap", in.compute_seconds ? json(in.overlap.value_or(0.0)) : json(nullptr)},
       {"comm_bytes", or_null(in.comm_bytes)},
       {"time_from", convention ? json(convention) : json(nullptr)},
+      {"tokens", or_null(in.tokens)},
+      {"price_per_gpu_hour", or_null(in.price_per_gpu_hour)},
+      {"dense_flops_per_second", or_null(in.dense_flops)},
+      {"efficiency", in.hfu ? json{{"value", *in.hfu}, {"origin", in.hfu_origin}} : json(nullptr)},
+      {"step_links",
+       in.step_topology && in.step_links
+           ? json{{"gpus_per_node", in.step_topology->gpus_per_node},
+                  {"nodes", in.step_topology->nodes},
+                  {"intra", in.intra_link.empty() ? json(nullptr) : json(in.intra_link)},
+                  {"inter", in.inter_link.empty() ? json(nullptr) : json(in.inter_link)},
+                  {"intra_bus_bytes_per_second",
+                   in.step_links->intra > 0 ? json(in.step_links->intra) : json(nullptr)},
+                  {"inter_bus_bytes_per_second",
+                   in.step_links->inter > 0 ? json(in.step_links->inter) : json(nullptr)}}
+           : json(nullptr)},
   };
   if (in.model) {
     const catalog::ModelParams& p = in.model->params;
@@ -267,6 +325,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                  {"cheapest", answer.cheapest},
                  {"lines", answer.lines}};
   j["cheapest_fitting_stage"] = or_null(report.cheapest_fitting_stage);
+  j["fastest_fitting_stage"] = or_null(report.fastest_fitting_stage);
   j["tight_stage"] = or_null(report.tight_stage);
   j["comm_ratio_zero3_to_dp"] = {{"seed", or_null(report.comm_ratio_seed)},
                                  {"ring", or_null(report.comm_ratio_ring)}};

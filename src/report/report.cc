@@ -8,6 +8,7 @@
 #include "what_would_fit.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/units.h"
+#include "zerodp/deepspeed/step_schedule.h"
 #include "zerodp/plan/feasibility.h"
 #include "zerodp/report/report.h"
 
@@ -40,14 +41,37 @@ void validate_levels(const PlanInputs& in) {
   require(t.nodes > 1 || !inter, field_ref("inter_bandwidth") +
                                      ": one node sends nothing across nodes; give " +
                                      field_ref("nodes") + " K > 1");
-  require(t.gpus_per_node == 1 || intra, field_ref("intra_bandwidth") + ": required with " +
-                                             field_ref("inter_bandwidth") +
-                                             ", a bandwidth per GPU such as "
-                                             "300GB/s (NVLink)");
-  require(t.nodes == 1 || inter, field_ref("inter_bandwidth") + ": required with " +
-                                     field_ref("intra_bandwidth") +
-                                     " across nodes, a bandwidth per GPU "
-                                     "such as 50GB/s (400 Gbit/s)");
+  // The other level's rate may come from a link instead (--intra-node, --inter-node, the card's
+  // usual server): then the front end has set it in the step's links.
+  const bool intra_link = in.step_links && in.step_links->intra > 0;
+  const bool inter_link = in.step_links && in.step_links->inter > 0;
+  require(t.gpus_per_node == 1 || intra || intra_link,
+          field_ref("intra_bandwidth") + ": required with " + field_ref("inter_bandwidth") +
+              ", a bandwidth per GPU such as 300GB/s (NVLink), or the link: " +
+              field_ref("intra_node"));
+  require(t.nodes == 1 || inter || inter_link,
+          field_ref("inter_bandwidth") + ": required with " + field_ref("intra_bandwidth") +
+              " across nodes, a bandwidth per GPU such as 50GB/s (400 Gbit/s), or the link: " +
+              field_ref("inter_node"));
+}
+
+// What the predicted step needs, and what needs it.
+void validate_step(const PlanInputs& in) {
+  require(!in.hfu || (std::isfinite(*in.hfu) && *in.hfu > 0 && *in.hfu <= 1),
+          field_ref("efficiency") + ": expected a fraction in (0, 1] such as 0.5 or 50%");
+  const bool compute = in.compute_seconds || (in.step_compute && in.dense_flops && in.hfu);
+  const bool step = in.step_compute && compute && in.step_links && in.step_topology && in.params &&
+                    in.gpus && !in.bandwidth && !in.comm_bytes;
+  require(!in.tokens || step,
+          field_ref("tokens") + ": needs the step's tokens and time: " + field_ref("model") +
+              " with " + field_ref("gpus") + " and " + field_ref("gpu") +
+              " (a card with a published rate and efficiency, or " + field_ref("compute_time") +
+              "), on links the plan knows (" + field_ref("inter_node") + " across nodes)");
+  require(!in.tokens || (std::isfinite(*in.tokens) && *in.tokens > 0),
+          field_ref("tokens") + ": expected a positive count such as 1B or 15T");
+  require(!in.price_per_gpu_hour || in.tokens, field_ref("price_per_gpu_hour") + ": needs " +
+                                                   field_ref("tokens") +
+                                                   ", the tokens whose GPU-hours it prices");
 }
 
 void validate(const PlanInputs& in) {
@@ -100,6 +124,7 @@ void validate(const PlanInputs& in) {
                                      "number such as 8 (or give the volume with " +
                                      field_ref("comm_bytes") + ")");
   }
+  validate_step(in);
   require(in.gpu_memory || !in.round_to,
           field_ref("round_to") + ": needs " + field_ref("gpu_memory") + ", the budget to fit");
   if (in.params) {
@@ -111,20 +136,6 @@ void validate(const PlanInputs& in) {
                             std::to_string(in.activation_bytes) + " bytes");
     }
   }
-}
-
-// Seconds for one level's bytes; a level without traffic takes no bandwidth (validate_levels).
-double level_time(std::uint64_t bytes, const std::optional<double>& bandwidth,
-                  const std::string& field) {
-  if (bytes == 0) return 0;
-  const double seconds = static_cast<double>(bytes) / *bandwidth;
-  if (!std::isfinite(seconds)) {
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.3g B/s", *bandwidth);
-    throw InvalidArgument(field + ": expected a bandwidth at which " + units::format_bytes(bytes) +
-                          " take a finite time, got " + rate);
-  }
-  return seconds;
 }
 
 plan::StepTime time_of(const PlanInputs& in, std::uint64_t bytes) {
@@ -236,12 +247,6 @@ void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::
   }
   if (!in.topology) return;
   s.levels = deepspeed::level_step_bytes(stage, *in.params, in.bpp, *in.topology, in.zeropp);
-  if (in.intra_bandwidth || in.inter_bandwidth) {
-    s.level_intra_seconds =
-        level_time(s.levels->intra, in.intra_bandwidth, field_ref("intra_bandwidth"));
-    s.level_inter_seconds =
-        level_time(s.levels->inter, in.inter_bandwidth, field_ref("inter_bandwidth"));
-  }
 }
 
 // A side of the band in whole percent (kTightBand's are), so that every comparison with it is
@@ -300,15 +305,63 @@ void plan_fit(const PlanInputs& in, const PlanReport& report, const deepspeed::R
   s.min_gpus = (high + round_to - 1) / round_to * round_to;
 }
 
-// The step's time, from the two levels' seconds or from one volume at one bandwidth.
-void plan_time(const PlanInputs& in, StageReport& s) {
-  if (!in.compute_seconds) return;
-  if (s.level_intra_seconds) {
-    s.time =
-        plan::step_time_of(*in.compute_seconds, *s.level_intra_seconds + *s.level_inter_seconds,
-                           in.overlap.value_or(0.0));
-    return;
+// The step predicted from the model and the cluster (plan/step_model.h): its compute from the
+// FLOPs at the card's rate and the efficiency (or --compute-time, shared between the forward
+// and the backward as their FLOPs are), its collectives over the step's links. Not for a stage
+// that offloads (the PCIe copies and the CPU's step are not modelled), nor with one volume at
+// one bandwidth (--bandwidth, --comm-bytes: cell G as the seed gives it).
+bool plan_step(const PlanInputs& in, StageReport& s) {
+  if (!in.params || !in.gpus || !in.step_topology || !in.step_links || in.bandwidth ||
+      in.comm_bytes || s.offloaded) {
+    return false;
   }
+  const PlanInputs::StepCompute* c = in.step_compute ? &*in.step_compute : nullptr;
+  double forward = 0, backward = 0;
+  if (in.compute_seconds) {
+    const double share = c ? c->forward_flops / (c->forward_flops + c->backward_flops) : 1.0 / 3;
+    forward = *in.compute_seconds * share;
+    backward = *in.compute_seconds - forward;
+  } else if (c && in.dense_flops && in.hfu) {
+    const double rate = *in.dense_flops * *in.hfu;
+    forward = c->forward_flops / rate;
+    backward = c->backward_flops / rate;
+  } else {
+    return false;
+  }
+  const deepspeed::ScheduleSettings schedule{in.framework, in.buffer_settings.overlap_comm,
+                                             in.buffer_settings.reduce_bucket_size,
+                                             c ? c->layers : 1};
+  s.step = plan::model_step(forward, backward,
+                            deepspeed::step_collectives(s.stage, *in.params, in.bpp,
+                                                        *in.step_topology, in.zeropp, schedule),
+                            *in.step_links);
+  plan::StepModel& m = *s.step;
+  if (in.overlap) {
+    // The seed's rule instead of the schedule's: that fraction of all of it, behind compute.
+    const plan::StepTime t = plan::step_time_of(forward + backward, m.comm_seconds, *in.overlap);
+    for (plan::TimedCollective& tc : m.collectives) {
+      tc.hidden_seconds = m.comm_seconds > 0 ? tc.seconds * t.hidden_seconds / m.comm_seconds : 0;
+    }
+    m.hidden_seconds = t.hidden_seconds;
+    m.exposed_seconds = t.exposed_seconds;
+    m.step_seconds = forward + backward + t.exposed_seconds;
+    m.efficiency = t.efficiency;
+  }
+  s.time = m.step_time();
+  if (!c) return true;
+  s.tokens_per_second_per_gpu = static_cast<double>(c->tokens) / m.step_seconds;
+  if (in.dense_flops) s.mfu = c->model_flops / m.step_seconds / *in.dense_flops;
+  if (in.tokens) {
+    s.wall_clock_seconds = *in.tokens / (*s.tokens_per_second_per_gpu * *in.gpus);
+    s.gpu_hours = *s.wall_clock_seconds * *in.gpus / 3600;
+    if (in.price_per_gpu_hour) s.cost = *s.gpu_hours * *in.price_per_gpu_hour;
+  }
+  return true;
+}
+
+// The step's time: predicted (plan_step), or from one volume at one bandwidth (cell G).
+void plan_time(const PlanInputs& in, StageReport& s) {
+  if (plan_step(in, s) || !in.compute_seconds || !in.bandwidth) return;
   if (in.comm_bytes) {
     s.time_comm_bytes = *in.comm_bytes;
   } else {
@@ -343,6 +396,12 @@ void compare_stages(PlanReport& report) {
     }
     if (s.verdict == Verdict::tight && !report.cheapest_fitting_stage && !report.tight_stage) {
       report.tight_stage = stage_number(s.stage);
+    }
+    if (s.verdict == Verdict::fits && s.step) {
+      const auto& best = report.fastest_fitting_stage;
+      if (!best || s.step->step_seconds < report.stages[std::size_t(*best)].step->step_seconds) {
+        report.fastest_fitting_stage = stage_number(s.stage);
+      }
     }
   }
   const StageReport& z3 = report.stages[3];

@@ -2,6 +2,7 @@
 // memory columns share one unit and the communication columns another, so values can be
 // compared down a column and across the memory group.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -118,6 +119,31 @@ std::string assumptions_line(const PlanReport& report, const FieldNamer& name) {
            (a.why.empty() ? std::string() : " (" + a.why + ")");
   }
   return name_fields(out, name) + "\n";
+}
+
+// What the predicted step is made of: its compute and where it comes from, and the links.
+std::string step_header(const PlanInputs& in) {
+  std::string out = "step compute: ";
+  const auto& c = in.step_compute;
+  if (in.compute_seconds) {
+    out += units::format_seconds(*in.compute_seconds) + " (" + field_ref("compute_time") + ")";
+    if (c) out += ", shared by the forward and the backward as their FLOPs are";
+  } else {
+    char flops[160];
+    std::snprintf(flops, sizeof flops,
+                  "%.4g TFLOP a GPU a step (%s tokens, recomputation counted) at %.4g TFLOP/s x "
+                  "%.2f %% = %.4g TFLOP/s",
+                  (c->forward_flops + c->backward_flops) / 1e12,
+                  units::format_with_commas(c->tokens).c_str(), *in.dense_flops / 1e12,
+                  *in.hfu * 100, *in.dense_flops * *in.hfu / 1e12);
+    out += std::string(flops) + " (efficiency: " + in.hfu_origin + ")";
+  }
+  out += "\nstep links: " + std::to_string(in.step_topology->gpus_per_node) + " GPUs a node x " +
+         std::to_string(in.step_topology->nodes) +
+         (in.step_topology->nodes == 1 ? " node" : " nodes");
+  if (!in.intra_link.empty()) out += "; inside a node " + in.intra_link;
+  if (!in.inter_link.empty()) out += "; across nodes " + in.inter_link;
+  return out + "\n";
 }
 
 std::string header(const PlanReport& report, bool binary, const FieldNamer& name) {
@@ -241,11 +267,11 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
                              : std::string("all N GPUs on one node")) +
            "), checked against the offload's host bytes\n";
   }
-  if (in.compute_seconds && !in.bandwidth) {
-    out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", overlap " +
-           units::format_percent(in.overlap.value_or(0.0), 0) +
-           "; comm time from the two levels' bytes and bandwidths\n";
-  } else if (in.compute_seconds) {
+  const bool stepped = std::any_of(report.stages.begin(), report.stages.end(),
+                                   [](const StageReport& s) { return s.step.has_value(); });
+  if (stepped) {
+    out += step_header(in);
+  } else if (in.compute_seconds && in.bandwidth) {
     out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", bandwidth " +
            rate(*in.bandwidth, binary) + " per GPU, overlap " +
            units::format_percent(in.overlap.value_or(0.0), 0) + "; comm time from ";
@@ -345,14 +371,83 @@ void add_comm_columns(std::vector<Column>& columns, const PlanReport& report, bo
         &S::comm_seed, comm, binary));
     columns.push_back(bytes_column("comm ring", &S::comm_ring, comm, binary));
   }
-  if (in.compute_seconds) {
-    columns.push_back(
-        {"comm time", [](const S& s) { return units::format_seconds(s.time->comm_seconds); }});
-    columns.push_back(
-        {"exposed", [](const S& s) { return units::format_seconds(s.time->exposed_seconds); }});
-    columns.push_back(
-        {"efficiency", [](const S& s) { return units::format_percent(s.time->efficiency, 2); }});
+  // A predicted step has a table of its own (step_table).
+  const bool timed = std::any_of(report.stages.begin(), report.stages.end(),
+                                 [](const S& s) { return s.time && !s.step; });
+  if (timed) {
+    auto cell = [](auto f) {
+      return [f](const S& s) { return s.time ? f(*s.time) : std::string("-"); };
+    };
+    columns.push_back({"comm time", cell([](const plan::StepTime& t) {
+                         return units::format_seconds(t.comm_seconds);
+                       })});
+    columns.push_back({"exposed", cell([](const plan::StepTime& t) {
+                         return units::format_seconds(t.exposed_seconds);
+                       })});
+    columns.push_back({"efficiency", cell([](const plan::StepTime& t) {
+                         return units::format_percent(t.efficiency, 2);
+                       })});
   }
+}
+
+// The predicted step of each stage: compute, communication, what is exposed, the step, and
+// what it makes of the GPUs; with --tokens the run's wall clock and GPU-hours (and cost).
+std::string step_table(const PlanReport& report, std::size_t width) {
+  const PlanInputs& in = report.inputs;
+  auto cell = [](auto f) { return [f](const S& s) { return s.step ? f(s) : std::string("-"); }; };
+  std::vector<Column> columns = {
+      {"step at N = " + std::to_string(*in.gpus),
+       [](const S& s) { return std::string(stage_name(s.stage)); }},
+      {"compute", cell([](const S& s) {
+         return units::format_seconds(s.step->forward_seconds + s.step->backward_seconds);
+       })},
+      {"comm", cell([](const S& s) { return units::format_seconds(s.step->comm_seconds); })},
+      {"exposed", cell([](const S& s) { return units::format_seconds(s.step->exposed_seconds); })},
+      {"step", cell([](const S& s) { return units::format_seconds(s.step->step_seconds); })}};
+  const bool tokens = std::any_of(report.stages.begin(), report.stages.end(),
+                                  [](const S& s) { return s.tokens_per_second_per_gpu; });
+  if (tokens) {
+    columns.push_back({"tokens/s/GPU", cell([](const S& s) {
+                         return units::format_with_commas(
+                             std::uint64_t(std::llround(*s.tokens_per_second_per_gpu)));
+                       })});
+  }
+  if (std::any_of(report.stages.begin(), report.stages.end(), [](const S& s) { return s.mfu; })) {
+    columns.push_back({"MFU", cell([](const S& s) { return units::format_percent(*s.mfu, 1); })});
+  }
+  if (in.tokens && tokens) {
+    columns.push_back({"wall clock", cell([](const S& s) {
+                         return units::format_duration(*s.wall_clock_seconds);
+                       })});
+    columns.push_back({"GPU-hours", cell([](const S& s) {
+                         return units::format_with_commas(
+                             std::uint64_t(std::llround(*s.gpu_hours)));
+                       })});
+    if (in.price_per_gpu_hour) {
+      columns.push_back({"cost", cell([](const S& s) { return units::format_money(*s.cost); })});
+    }
+  }
+  std::string out = render(columns, report, width);
+  out +=
+      "step: compute + exposed communication (plan/step_model.h); each collective runs at the "
+      "bus rate of the slowest link it crosses";
+  out += in.overlap ? ", and " + units::format_percent(*in.overlap, 0) +
+                          " of the communication hides behind compute (--overlap)"
+                    : ", beside the compute of its phase when the framework overlaps it, "
+                      "less one layer or bucket (deepspeed/step_schedule.h)";
+  out += ".";
+  for (const S& s : report.stages) {
+    if (!s.step) continue;
+    std::string parts;
+    for (const plan::TimedCollective& c : s.step->collectives) {
+      parts +=
+          (parts.empty() ? "" : ", ") + c.collective.name + " " + units::format_seconds(c.seconds);
+      if (c.hidden_seconds > 0)
+        parts += " (" + units::format_seconds(c.hidden_seconds) + " hidden)";
+    }
+    if (!parts.empty()) out += "\n" + std::string(stage_name(s.stage)) + ": " + parts + ".";
+  }
+  return out + "\n";
 }
 
 // Where the offloaded state goes and what crosses PCIe, per stage it applies to.
@@ -456,21 +551,11 @@ std::string level_table(const PlanReport& report, bool binary, std::size_t width
        [](const S& s) { return std::string(stage_name(s.stage)); }},
       {"inside node/GPU", level(&deepspeed::LevelBytes::intra)},
       {"across nodes/GPU", level(&deepspeed::LevelBytes::inter)}};
-  if (in.intra_bandwidth || in.inter_bandwidth) {
-    columns.push_back(
-        {"inside time", [](const S& s) { return units::format_seconds(*s.level_intra_seconds); }});
-    columns.push_back(
-        {"across time", [](const S& s) { return units::format_seconds(*s.level_inter_seconds); }});
-    columns.push_back({"comm time", [](const S& s) {
-                         return units::format_seconds(*s.level_intra_seconds +
-                                                      *s.level_inter_seconds);
-                       }});
-  }
   std::string out = render(columns, report, width);
   out +=
       "levels: each collective runs inside the node, then across nodes: a buffer of B bytes "
-      "moves B(n-1)/n per GPU inside and B(k-1)/(kn) across (together the ring column); the "
-      "two phases' times add (deepspeed/topology.h).";
+      "moves B(n-1)/n per GPU inside and B(k-1)/(kn) across (together the ring column; "
+      "deepspeed/topology.h).";
   if (in.zeropp.any()) {
     char m[96];
     std::snprintf(m, sizeof m,
@@ -497,6 +582,17 @@ std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& 
       {"stage", [](const S& s) { return std::string(stage_name(s.stage)); }}};
   add_memory_columns(columns, report, binary);
   add_fit_columns(columns, report);
+  // The predicted step beside the memory: its tokens a second a GPU (its seconds without a
+  // model's tokens); step_table() has the rest.
+  if (std::any_of(report.stages.begin(), report.stages.end(), [](const S& s) { return s.step; })) {
+    const bool tokens = report.stages[0].tokens_per_second_per_gpu.has_value();
+    columns.push_back({tokens ? "tok/s/GPU" : "step", [tokens](const S& s) {
+                         if (!s.step) return std::string("-");
+                         return tokens ? units::format_with_commas(std::uint64_t(
+                                             std::llround(*s.tokens_per_second_per_gpu)))
+                                       : units::format_seconds(s.step->step_seconds);
+                       }});
+  }
   add_comm_columns(columns, report, binary);
 
   // The answer first (answer.h), then the header and the tables it is made of.
@@ -516,6 +612,9 @@ std::string plan_table(const PlanReport& report, bool binary, const FieldNamer& 
   if (report.stages[0].levels &&
       (in.topology->nodes > 1 || in.intra_bandwidth || in.inter_bandwidth)) {
     section(level_table(report, binary, width));
+  }
+  if (std::any_of(report.stages.begin(), report.stages.end(), [](const S& s) { return s.step; })) {
+    section(step_table(report, width));
   }
   const std::vector<std::string> notes = plan_notes(report, binary, name);
   if (!notes.empty()) out += "\n";

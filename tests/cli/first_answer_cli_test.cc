@@ -35,10 +35,11 @@ TEST(FirstAnswer, TheDefaultsAreWhatUsersRunAndEachIsSaid) {
   const auto j = plan_json("--model llama-3-8b --gpus 8 --gpu a100-40gb");
   const auto typed = plan_json(
       "--model llama-3-8b --gpus 8 --gpu a100-40gb --precision bf16 --seq-len 1024 "
-      "--micro-batch 8 --checkpointing none --attention sdpa --cuda-overhead 2GB");
+      "--micro-batch 8 --checkpointing none --attention sdpa --cuda-overhead 2GB "
+      "--gpus-per-node 8 --intra-node nvlink3");
   // The assumed plan is the typed one, byte for byte; only the list of assumptions differs.
   EXPECT_EQ(j["stages"], typed["stages"]);
-  EXPECT_EQ(j["assumptions"].size(), 6u);
+  EXPECT_EQ(j["assumptions"].size(), 8u);
   EXPECT_EQ(typed["assumptions"].size(), 0u);
   EXPECT_EQ(j["assumptions"][1]["input"], "--seq-len");
   EXPECT_EQ(j["assumptions"][1]["value"], "1024");

@@ -313,14 +313,28 @@ TEST(PlanCliPeak, TwoLevelsSetTheStepTime) {
   const auto j = plan_json(
       "--params 64e9 --gpus-per-node 8 --nodes 4 --intra-bandwidth 200GB/s "
       "--inter-bandwidth 25GB/s --compute-time 10s --overlap 0.5");
-  // ZeRO-3: three buffers of 2Φ, 7/8 of each inside (336 GB), 3/32 across (36 GB).
+  // ZeRO-3: three buffers of 2Φ, 7/8 of each inside (336 GB), 3/32 across (36 GB). Each
+  // collective's 124 GB run at the slower level's bus rate: inside 200 GB/s, across the node's
+  // eight 25 GB/s, 200 GB/s: 0.62 s each, 1.86 s in all, half of it hidden (--overlap 0.5).
   const auto& z3 = j["stages"][3];
   EXPECT_EQ(u64(z3["levels"]["intra_bytes"]), 336'000'000'000u);
   EXPECT_EQ(u64(z3["levels"]["inter_bytes"]), 36'000'000'000u);
-  EXPECT_DOUBLE_EQ(z3["levels"]["intra_seconds"].get<double>(), 1.68);
-  EXPECT_DOUBLE_EQ(z3["levels"]["inter_seconds"].get<double>(), 1.44);
-  EXPECT_DOUBLE_EQ(z3["comm_seconds"].get<double>(), 1.68 + 1.44);
-  EXPECT_DOUBLE_EQ(z3["exposed_seconds"].get<double>(), (1.68 + 1.44) / 2);
+  // Every collective crosses nodes: all of their time is the levels' inter_seconds.
+  EXPECT_NEAR(z3["levels"]["inter_seconds"].get<double>(), 1.86, 1e-12);
+  EXPECT_EQ(z3["levels"]["intra_seconds"].get<double>(), 0.0);
+  ASSERT_EQ(z3["step"]["collectives"].size(), 3u);
+  for (const auto& c : z3["step"]["collectives"]) {
+    EXPECT_NEAR(c["seconds"].get<double>(), 0.62, 1e-12);
+  }
+  EXPECT_NEAR(z3["comm_seconds"].get<double>(), 1.86, 1e-12);
+  EXPECT_NEAR(z3["exposed_seconds"].get<double>(), 0.93, 1e-12);
+  EXPECT_NEAR(z3["step_seconds"].get<double>(), 10.93, 1e-12);
+  // Across nodes at a quarter of the rate, the same collectives take four times as long.
+  const auto slow = plan_json(
+      "--params 64e9 --gpus-per-node 8 --nodes 4 --intra-bandwidth 200GB/s "
+      "--inter-bandwidth 6.25GB/s --compute-time 10s --overlap 0.5");
+  EXPECT_NEAR(slow["stages"][3]["comm_seconds"].get<double>(), 4 * 1.86, 1e-12);
+  EXPECT_EQ(j["inputs"]["time_from"], "step_model");
   EXPECT_EQ(j["inputs"]["nodes"].get<int>(), 4);
   EXPECT_EQ(j["inputs"]["gpus"].get<int>(), 32);
   // The seed's examples do not change: no topology, no levels, no peak.

@@ -277,6 +277,24 @@ check(gpus == cli_json("plan", "--list-gpus"), "list_gpus() != CLI")
 check({g["name"]: g["reported_bytes"] for g in gpus}.get("a100-40gb") == 42_298_834_944,
       "the A100 40GB's reported bytes in list_gpus()")
 
+links = zerodp.list_links()
+check(links == cli_json("plan", "--list-links"), "list_links() != CLI")
+check({l["name"]: l["bytes_per_second"] for l in links}.get("ib-hdr") == 24e9,
+      "the HDR NIC's measured rate in list_links()")
+
+# How long and at what cost: the predicted step, wall clock and GPU-hours are the CLI's.
+timed = zerodp.plan(model="llama-3-8b", gpus=16, gpu="h100-80gb", seq_len=4096, micro_batch=1,
+                    tokens="1B", price_per_gpu_hour=2.5)
+check(timed == cli_json("plan", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "h100-80gb",
+                        "--seq-len", "4096", "--micro-batch", "1", "--tokens", "1B",
+                        "--price-per-gpu-hour", "2.5"),
+      "plan(tokens=..., price_per_gpu_hour=...) != CLI")
+z3 = timed["stages"][3]
+check(z3["gpu_hours"] > 0 and
+      abs(z3["gpu_hours"] - 1e9 / z3["tokens_per_second_per_gpu"] / 3600) < 1e-9 * z3["gpu_hours"]
+      and abs(z3["cost"] - 2.5 * z3["gpu_hours"]) < 1e-9 * z3["cost"],
+      f"GPU-hours and cost of 1B tokens: {z3['gpu_hours']}, {z3['cost']}")
+
 # The engine's prediction, as train --dry-run --json (nothing trained).
 peak = zerodp.predict_peak(stage=3, ranks=4)
 check(peak == cli_json("train", "--dry-run", "--stage", "3", "--ranks", "4"),

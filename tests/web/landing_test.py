@@ -36,7 +36,8 @@ EXAMPLE = [("model", "llama-3-8b"), ("gpus", "8"), ("gpu", "h100-80gb"), ("seq-l
            ("micro-batch", "1")]
 # Two wrong values, neither depending on the other; the CLI names only the first.
 TWO_WRONG = [("gpus", "abc"), ("micro-batch", "-1")]
-OUTPUT_FLAGS = ("--help", "--json", "--link", "--link-base", "--list-models", "--list-gpus")
+OUTPUT_FLAGS = ("--help", "--json", "--link", "--link-base", "--list-models", "--list-gpus",
+                "--list-links")
 
 
 def plan_inputs(zerodp):

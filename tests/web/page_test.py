@@ -252,6 +252,21 @@ def examples(zerodp, site, browser, profile, tmp):
           f"the line under it {element_text(dom, 'cheapest')!r} is not the CLI's "
           f"{asked['cheapest']!r}")
 
+    # The time per stage beside its memory: the stages' table carries each stage's predicted
+    # tokens a second a GPU, the CLI's own figures.
+    timed = [("model", "llama-3-8b"), ("gpus", "16"), ("gpu", "h100-80gb"), ("seq-len", "4096"),
+             ("micro-batch", "1"), ("tokens", "1B")]
+    dom = dump_dom(browser, index + "?" + query_of(timed), profile)
+    plan = json.loads(native(zerodp, argv_of(timed, FLAGS) + ["--json"])["stdout"])
+    table = html.unescape(dom[dom.find('id="stage-table"'):])
+    table = table[:table.find("</table>")]
+    check("tok/s/GPU" in table and "peak" in table,
+          f"the stages' table has no tokens a second beside the peak: {table[:400]!r}")
+    for stage in plan["stages"]:
+        figure = f"{round(stage['tokens_per_second_per_gpu']):,}"
+        check(f">{figure}<" in table,
+              f"{stage['name']}: {figure} tokens/s/GPU (the CLI's) not in the stages' table")
+
     # Example 1's figure is `zerodp plot`'s: its title, legend and the floors' labels.
     dom = dump_dom(browser, index + "?params=1e9&gpus=8", profile)
 
@@ -260,7 +275,7 @@ def examples(zerodp, site, browser, profile, tmp):
     listed = re.findall(r"^ {2}(?:-\w, ?)?(--[a-z0-9-]+)",
                         native(zerodp, ["plan", "--help"])["stdout"], re.M)
     inputs = [f for f in listed if f not in ("--help", "--json", "--link", "--link-base",
-                                             "--list-models", "--list-gpus")]
+                                             "--list-models", "--list-gpus", "--list-links")]
     check(len(inputs) >= 30, f"plan --help lists only {inputs}")
     for flag in inputs:
         check(f'id="field-{flag[2:]}"' in dom and f'for="field-{flag[2:]}"' in dom,

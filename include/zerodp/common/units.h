@@ -102,6 +102,13 @@ std::string format_with_commas(std::uint64_t n);
 // Seconds with a unit that keeps two decimals meaningful: "6.87 s", "250.00 ms", "40.00 us".
 std::string format_seconds(double seconds);
 
+// A long duration in the unit that reads best: seconds below two minutes (format_seconds),
+// then "12.5 min", "7.3 h", "3.2 days".
+std::string format_duration(double seconds);
+
+// An amount of money in the price's own currency, unnamed: "1,234.50"; "%.3g" past 10^15.
+std::string format_money(double amount);
+
 // A fraction as a percentage: format_percent(0.0547, 1) is "5.5 %".
 std::string format_percent(double fraction, int decimals = 1);
 

@@ -26,9 +26,11 @@
 #include "zerodp/deepspeed/offload.h"
 #include "zerodp/deepspeed/runtime.h"
 #include "zerodp/deepspeed/topology.h"
+#include "zerodp/plan/activations.h"
 #include "zerodp/plan/comm.h"
 #include "zerodp/plan/efficiency.h"
 #include "zerodp/plan/memory.h"
+#include "zerodp/plan/step_model.h"
 
 namespace zerodp::report {
 
@@ -144,7 +146,33 @@ struct PlanInputs {
   std::optional<std::uint64_t> round_to;                     // --round-to: node size for min N
   plan::Directions seed_directions = plan::Directions::one;  // --count-both-directions
 
-  std::optional<double> compute_seconds;          // --compute-time
+  std::optional<double> compute_seconds;  // --compute-time
+  // The step predicted (plan/step_model.h; docs/planner.md, "Step time"): its compute from the
+  // model's FLOPs (catalog/models.h) at the card's dense rate (catalog/gpus.h) times an
+  // efficiency, its collectives (deepspeed/step_schedule.h) over the links' rates at each
+  // level. --compute-time, when given, is the compute instead; --overlap, when given, hides
+  // that fraction of the communication instead of the schedule's overlap.
+  struct StepCompute {
+    double forward_flops = 0, backward_flops = 0;  // hardware FLOPs a step per GPU (recompute
+                                                   // counted in the backward's)
+    double model_flops = 0;                        // the model's FLOPs a step per GPU (MFU's)
+    std::uint64_t tokens = 0;                      // a step's tokens per GPU: b·s
+    std::uint64_t layers = 1;                      // the units ZeRO-3 gathers one by one
+    plan::Checkpointing checkpointing = plan::Checkpointing::none;
+  };
+  std::optional<StepCompute> step_compute;  // --model with its --seq-len and --micro-batch
+  std::optional<double> dense_flops;        // the card's dense rate (--gpu)
+  std::optional<double> hfu;                // --efficiency, or the published runs'
+  std::string hfu_origin;                   // where hfu comes from, for people
+  // The nodes the step is timed on (the topology given, else the card's usual server's) and
+  // the bus rates of a ring inside a node and across nodes (--intra-node, --inter-node, the
+  // levels' bandwidths, or the usual server's links; catalog/links.h). Without both no step
+  // is predicted. The links' names, for people.
+  std::optional<deepspeed::Topology> step_topology;
+  std::optional<plan::LinkRates> step_links;
+  std::string intra_link, inter_link;             // "nvlink4: NVLink 4 (...), 367 GB/s measured"
+  std::optional<double> tokens;                   // --tokens: tokens to train on
+  std::optional<double> price_per_gpu_hour;       // --price-per-gpu-hour
   std::optional<double> bandwidth;                // --bandwidth, bytes/s per GPU
   std::optional<double> overlap;                  // --overlap, in [0, 1]
   std::optional<std::uint64_t> comm_bytes;        // --comm-bytes: volume of every stage
@@ -197,9 +225,14 @@ struct StageReport {
   std::optional<deepspeed::OffloadBytes> offload;
   // The peak's other terms at N, when buffers, a CUDA allowance or hpZ are counted.
   std::optional<deepspeed::RuntimeTerms> runtime;
-  // With a topology: bytes per GPU at each level (ZeRO++ at ZeRO-3), and their seconds.
+  // With a topology: bytes per GPU at each level (ZeRO++ at ZeRO-3).
   std::optional<deepspeed::LevelBytes> levels;
-  std::optional<double> level_intra_seconds, level_inter_seconds;
+  // The step predicted (PlanInputs::step_compute): each collective's seconds and what is
+  // hidden; `time` then holds the same totals. Tokens a second per GPU and MFU need the step's
+  // tokens and FLOPs; the wall clock and GPU-hours need --tokens; the cost the price too.
+  std::optional<plan::StepModel> step;
+  std::optional<double> tokens_per_second_per_gpu, mfu;
+  std::optional<double> wall_clock_seconds, gpu_hours, cost;
 };
 
 struct PlanReport {
@@ -208,6 +241,9 @@ struct PlanReport {
   std::array<StageReport, 4> stages;
   // At N, the first stage whose verdict is `fits`; nullopt when none does or undetermined.
   std::optional<int> cheapest_fitting_stage;
+  // At N, the stage whose verdict is `fits` with the shortest predicted step (the lower on a
+  // tie); nullopt without a step predicted or when none fits.
+  std::optional<int> fastest_fitting_stage;
   // At N, the first stage whose verdict is `tight`, when it comes before any that fits: a run
   // that may or may not fit, named beside the stage that does (or alone, when none does).
   std::optional<int> tight_stage;
