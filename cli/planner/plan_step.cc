@@ -50,10 +50,14 @@ std::string described(const catalog::LinkSpec& link, double bus_rate) {
 // The compute's rate and efficiency: the card's (--gpu) and --efficiency or its published runs'.
 void read_compute(const PlanFlags& f, report::PlanInputs& in) {
   if (!f.efficiency.empty()) {
+    // Below 0.1 % of a card's rate no training run has been published; a step that slow is a
+    // typo, not a plan.
     const double e = units::parse_fraction(f.efficiency, "--efficiency");
-    if (e <= 0) {
-      throw UsageError("--efficiency: expected a fraction above 0 such as 0.5 or 50%, got " +
-                       shown(f.efficiency));
+    if (e < 1e-3) {
+      throw UsageError(
+          "--efficiency: expected a fraction from 0.1% to 100% such as 0.5 or 50%, "
+          "got " +
+          shown(f.efficiency));
     }
     in.hfu = e;
     in.hfu_origin = "--efficiency, the fraction of the card's dense rate the step reaches";

@@ -93,7 +93,7 @@ void validate(const PlanInputs& in) {
                                         field_ref("bandwidth") +
                                         ", a duration such "
                                         "as 10s or 250ms");
-  require(bandwidth || !compute,
+  require(bandwidth || !compute || in.step_links,
           field_ref("bandwidth") + ": required with " + field_ref("compute_time") +
               ", a bandwidth such "
               "as 300GB/s (or " +
@@ -103,8 +103,11 @@ void validate(const PlanInputs& in) {
               field_ref("inter_bandwidth") +
               ", which count each level's "
               "bytes");
-  require(compute || !in.overlap, field_ref("overlap") + ": needs " + field_ref("compute_time") +
-                                      " and " + field_ref("bandwidth"));
+  const bool predicted = in.step_compute && in.dense_flops && in.hfu && in.step_links;
+  require(compute || predicted || !in.overlap,
+          field_ref("overlap") + ": needs " + field_ref("compute_time") + " and " +
+              field_ref("bandwidth") + ", or a predicted step (" + field_ref("model") + " with " +
+              field_ref("gpu") + ")");
   require(compute || !in.comm_bytes, field_ref("comm_bytes") + ": needs " +
                                          field_ref("compute_time") + " and " +
                                          field_ref("bandwidth"));
@@ -305,6 +308,30 @@ void plan_fit(const PlanInputs& in, const PlanReport& report, const deepspeed::R
   s.min_gpus = (high + round_to - 1) / round_to * round_to;
 }
 
+// A rate so small that a collective's bytes would take more seconds than a double holds has no
+// step to print: named by the flag that gave it (the links of the catalogue never are).
+void check_finite_collectives(const PlanInputs& in,
+                              const std::vector<plan::StepCollective>& collectives) {
+  for (const plan::StepCollective& c : collectives) {
+    const double bytes = static_cast<double>(c.intra_bytes) + static_cast<double>(c.inter_bytes);
+    const bool across = c.inter_bytes > 0;
+    const double rate = across && c.intra_bytes > 0
+                            ? std::min(in.step_links->intra, in.step_links->inter)
+                        : across ? in.step_links->inter
+                                 : in.step_links->intra;
+    if (bytes == 0 || std::isfinite(bytes / rate)) continue;
+    const bool intra_slow = !across || (c.intra_bytes > 0 && in.step_links->intra <= rate);
+    const std::string field =
+        intra_slow ? field_ref("intra_bandwidth") : field_ref("inter_bandwidth");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g B/s",
+                  intra_slow ? in.step_links->intra : in.step_links->inter);
+    throw InvalidArgument(field + ": expected a bandwidth at which " +
+                          units::format_bytes(std::uint64_t(bytes)) + " take a finite time, got " +
+                          text);
+  }
+}
+
 // The step predicted from the model and the cluster (plan/step_model.h): its compute from the
 // FLOPs at the card's rate and the efficiency (or --compute-time, shared between the forward
 // and the backward as their FLOPs are), its collectives over the step's links. Not for a stage
@@ -331,10 +358,10 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
   const deepspeed::ScheduleSettings schedule{in.framework, in.buffer_settings.overlap_comm,
                                              in.buffer_settings.reduce_bucket_size,
                                              c ? c->layers : 1};
-  s.step = plan::model_step(forward, backward,
-                            deepspeed::step_collectives(s.stage, *in.params, in.bpp,
-                                                        *in.step_topology, in.zeropp, schedule),
-                            *in.step_links);
+  std::vector<plan::StepCollective> collectives = deepspeed::step_collectives(
+      s.stage, *in.params, in.bpp, *in.step_topology, in.zeropp, schedule);
+  check_finite_collectives(in, collectives);
+  s.step = plan::model_step(forward, backward, std::move(collectives), *in.step_links);
   plan::StepModel& m = *s.step;
   if (in.overlap) {
     // The seed's rule instead of the schedule's: that fraction of all of it, behind compute.
@@ -354,7 +381,14 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
   if (in.tokens) {
     s.wall_clock_seconds = *in.tokens / (*s.tokens_per_second_per_gpu * *in.gpus);
     s.gpu_hours = *s.wall_clock_seconds * *in.gpus / 3600;
-    if (in.price_per_gpu_hour) s.cost = *s.gpu_hours * *in.price_per_gpu_hour;
+    require(std::isfinite(*s.gpu_hours),
+            field_ref("tokens") + ": expected a count the run trains in a finite time");
+    if (in.price_per_gpu_hour) {
+      s.cost = *s.gpu_hours * *in.price_per_gpu_hour;
+      require(std::isfinite(*s.cost), field_ref("price_per_gpu_hour") +
+                                          ": expected a price whose cost is a finite number, "
+                                          "such as 2.5");
+    }
   }
   return true;
 }

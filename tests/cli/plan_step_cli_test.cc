@@ -91,6 +91,22 @@ TEST(PlanStep, ACardWithoutPublishedRunsTakesAnEfficiency) {
           .is_null());
 }
 
+TEST(PlanStep, ComputeTimeAndOverlapReplaceTheirParts) {
+  // --compute-time is the compute, shared by the forward and the backward as their FLOPs are
+  // (with full checkpointing the recomputed forward is the backward's: 1/4 forward).
+  const auto j = plan_json(kRun + " --compute-time 2s");
+  const auto& m = j["stages"][0]["step"];
+  EXPECT_NEAR(m["forward_seconds"].get<double>() + m["backward_seconds"].get<double>(), 2.0, 1e-12);
+  EXPECT_GT(m["forward_seconds"].get<double>(), 0.24 * 2);
+  EXPECT_LT(m["forward_seconds"].get<double>(), 0.26 * 2);
+  // --overlap hides that fraction of every stage's communication, the seed's rule.
+  const auto half = plan_json(kRun + " --overlap 0.5");
+  for (const auto& s : half["stages"]) {
+    EXPECT_NEAR(s["exposed_seconds"].get<double>(), s["comm_seconds"].get<double>() / 2, 1e-12)
+        << s["name"];
+  }
+}
+
 TEST(PlanStep, TheSeedsCellGIsUnchanged) {
   // One volume at one bandwidth: the seed's arithmetic, no predicted step.
   const auto j = plan_json("--params 1e9 --gpus 8 --compute-time 10s --bandwidth 300GB/s");
@@ -107,7 +123,13 @@ TEST(PlanStep, BadInputIsOneLineNamingTheFlag) {
       {"--intra-node ib-ndr", "--intra-node: expected one of nvlink3, nvlink4, nvlink5, pcie4"},
       {"--intra-node nvlink4 --gpus-per-node 8 --intra-bandwidth 300GB/s",
        "--intra-node: not with --intra-bandwidth"},
-      {"--efficiency 0", "--efficiency: expected a fraction above 0"},
+      {"--efficiency 0", "--efficiency: expected a fraction from 0.1% to 100%"},
+      {"--efficiency 1e-300", "--efficiency: expected a fraction from 0.1% to 100%"},
+      {"--gpus-per-node 8 --inter-bandwidth 1e-300B/s",
+       "--inter-bandwidth: expected a bandwidth at which"},
+      {"--gpus-per-node 8 --intra-bandwidth 1e-300B/s --inter-node ib-hdr",
+       "--intra-bandwidth: expected a bandwidth at which"},
+      {"--tokens 1B --price-per-gpu-hour 1e308", "--price-per-gpu-hour: expected a price whose"},
       {"--efficiency 150%", "--efficiency"},
       {"--tokens 0", "--tokens"},
       {"--price-per-gpu-hour 2.5", "--price-per-gpu-hour: needs --tokens"},
