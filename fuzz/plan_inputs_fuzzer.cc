@@ -20,6 +20,7 @@
 
 #include "zerodp/common/error.h"
 #include "zerodp/plan/activations.h"
+#include "zerodp/plan/step_model.h"
 #include "zerodp/report/json.h"
 #include "zerodp/report/notes.h"
 #include "zerodp/report/report.h"
@@ -128,6 +129,14 @@ void check_report(const report::PlanInputs& in, const report::PlanReport& r) {
         expect(state_bytes(u128(m) + 1, n, i, b) > *r.budget, "max_params + 1 fits too", i);
       }
     }
+    if (s.step) {
+      for (const auto* v :
+           {&s.tokens_per_second_per_gpu, &s.mfu, &s.wall_clock_seconds, &s.gpu_hours, &s.cost}) {
+        expect(!*v || std::isfinite(**v), "a predicted figure not finite", i);
+      }
+      expect(std::isfinite(s.step->step_seconds) && s.step->step_seconds > 0,
+             "a predicted step not finite", i);
+    }
     if (s.time) {
       const StepTime& t = *s.time;
       expect(std::isfinite(t.comm_seconds) && std::isfinite(t.exposed_seconds) &&
@@ -189,6 +198,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     p.time_convention =
         in.ConsumeBool() ? report::CommConvention::seed : report::CommConvention::ring;
   }
+  // The predicted step's inputs, as the front end fills them from a model, a card and links.
+  if (in.ConsumeBool()) {
+    report::PlanInputs::StepCompute c;
+    c.forward_flops = any_positive(in);
+    c.backward_flops = any_positive(in);
+    c.model_flops = any_positive(in);
+    c.tokens = any_u64(in, 1);
+    c.layers = any_u64(in, 1);
+    p.step_compute = c;
+  }
+  if (in.ConsumeBool()) p.dense_flops = any_positive(in);
+  if (in.ConsumeBool()) p.hfu = in.ConsumeProbability<double>();
+  if (in.ConsumeBool() && p.gpus) {
+    const int n = in.ConsumeIntegralInRange(1, 64);
+    if (*p.gpus % n == 0) p.step_topology = deepspeed::Topology{n, *p.gpus / n};
+    p.step_links = LinkRates{any_positive(in), any_positive(in)};
+  }
+  if (in.ConsumeBool()) p.tokens = double(any_u64(in, 1));
+  if (in.ConsumeBool()) p.price_per_gpu_hour = in.ConsumeBool() ? 0.0 : any_positive(in);
 
   report::PlanReport report;
   try {

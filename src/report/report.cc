@@ -57,8 +57,24 @@ void validate_levels(const PlanInputs& in) {
 
 // What the predicted step needs, and what needs it.
 void validate_step(const PlanInputs& in) {
-  require(!in.hfu || (std::isfinite(*in.hfu) && *in.hfu > 0 && *in.hfu <= 1),
-          field_ref("efficiency") + ": expected a fraction in (0, 1] such as 0.5 or 50%");
+  require(!in.hfu || (std::isfinite(*in.hfu) && *in.hfu >= 1e-3 && *in.hfu <= 1),
+          field_ref("efficiency") + ": expected a fraction from 0.1% to 100% such as 0.5 or 50%");
+  require(!in.dense_flops || (std::isfinite(*in.dense_flops) && *in.dense_flops > 0),
+          field_ref("gpu") + ": expected a card with a positive finite rate");
+  if (in.step_compute && in.dense_flops && in.hfu && !in.compute_seconds) {
+    // The step's compute in seconds: finite, or the model is past what a plan can time.
+    const PlanInputs::StepCompute& c = *in.step_compute;
+    const double rate = *in.dense_flops * *in.hfu;
+    require(std::isfinite(c.forward_flops / rate) && std::isfinite(c.backward_flops / rate) &&
+                std::isfinite((c.forward_flops + c.backward_flops) / rate) &&
+                c.forward_flops + c.backward_flops > 0,
+            field_ref("efficiency") +
+                ": expected an efficiency at which the step's compute "
+                "takes a finite time");
+  }
+  require(!in.price_per_gpu_hour ||
+              (std::isfinite(*in.price_per_gpu_hour) && *in.price_per_gpu_hour >= 0),
+          field_ref("price_per_gpu_hour") + ": expected a price such as 2.5");
   const bool compute = in.compute_seconds || (in.step_compute && in.dense_flops && in.hfu);
   const bool step = in.step_compute && compute && in.step_links && in.step_topology && in.params &&
                     in.gpus && !in.bandwidth && !in.comm_bytes;
@@ -342,6 +358,14 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
       in.comm_bytes || s.offloaded) {
     return false;
   }
+  // The plans made at another N to answer what would fit (what_would_fit.cc) time no step.
+  const deepspeed::Topology& nodes = *in.step_topology;
+  if (nodes.gpus_per_node < 1 || nodes.nodes < 1 ||
+      std::int64_t(nodes.gpus_per_node) * nodes.nodes != *in.gpus) {
+    return false;
+  }
+  require(nodes.gpus_per_node % in.zeropp.hpz_span() == 0,
+          field_ref("zeropp") + ": hpZ's partition must divide the GPUs of a node");
   const PlanInputs::StepCompute* c = in.step_compute ? &*in.step_compute : nullptr;
   double forward = 0, backward = 0;
   if (in.compute_seconds) {
@@ -363,6 +387,9 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
   check_finite_collectives(in, collectives);
   s.step = plan::model_step(forward, backward, std::move(collectives), *in.step_links);
   plan::StepModel& m = *s.step;
+  require(std::isfinite(m.comm_seconds),
+          field_ref("inter_bandwidth") +
+              ": expected bandwidths at which the step's collectives take a finite time");
   if (in.overlap) {
     // The seed's rule instead of the schedule's: that fraction of all of it, behind compute.
     const plan::StepTime t = plan::step_time_of(forward + backward, m.comm_seconds, *in.overlap);
@@ -378,6 +405,9 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
   if (!c) return true;
   s.tokens_per_second_per_gpu = static_cast<double>(c->tokens) / m.step_seconds;
   if (in.dense_flops) s.mfu = c->model_flops / m.step_seconds / *in.dense_flops;
+  require(std::isfinite(*s.tokens_per_second_per_gpu) && *s.tokens_per_second_per_gpu > 0 &&
+              (!s.mfu || std::isfinite(*s.mfu)),
+          field_ref("micro_batch") + ": expected a step whose tokens a second are finite");
   if (in.tokens) {
     s.wall_clock_seconds = *in.tokens / (*s.tokens_per_second_per_gpu * *in.gpus);
     s.gpu_hours = *s.wall_clock_seconds * *in.gpus / 3600;
