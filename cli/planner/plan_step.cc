@@ -159,6 +159,29 @@ void read_links(const PlanFlags& f, report::PlanInputs& in) {
   for (report::Assumption& a : assumed) in.assumptions.push_back(std::move(a));
 }
 
+// Why a model's step at N is not predicted: the first input it lacks, and the flag that gives
+// it; empty when it is.
+std::string why_no_step(const report::PlanInputs& in) {
+  const bool compute = in.compute_seconds || (in.dense_flops && in.hfu);
+  if (compute && in.step_links) return "";
+  const std::string alternative = " (or give " + field_ref("compute_time") + ")";
+  if (!compute) {
+    if (!in.gpu) {
+      return "it needs the card's rate: give " + field_ref("gpu") + alternative;
+    }
+    const std::string card = std::string(in.gpu->name);
+    if (in.precision == plan::Precision::fp32 && in.optimizer) {
+      return "the catalogue's rates are bf16's, not fp32's" + alternative;
+    }
+    if (!in.dense_flops) return "no published dense rate for " + card + alternative;
+    return "no published runs give " + card + "'s efficiency: give " + field_ref("efficiency") +
+           ", the fraction of its dense rate your runs reach" + alternative;
+  }
+  return "the nodes and links are not known: give " + field_ref("gpus_per_node") + " and " +
+         field_ref("inter_node") + " (or " + field_ref("intra_node") + ", " +
+         field_ref("inter_bandwidth") + ")";
+}
+
 double read_price(const std::string& text) {
   return units::parse_real(text, "--price-per-gpu-hour",
                            "a price a GPU-hour such as 2.5 (in any currency)",
@@ -179,6 +202,9 @@ void read_step(const PlanFlags& f, report::PlanInputs& in) {
                      ": times a predicted step, which needs --model with --gpu (a card with a "
                      "published rate and efficiency, or --efficiency) or --compute-time, and "
                      "not --bandwidth or --comm-bytes");
+  }
+  if (in.step_compute && in.gpus && !in.bandwidth && !in.comm_bytes) {
+    in.step_not_predicted = why_no_step(in);
   }
   if (!f.tokens.empty()) in.tokens = double(units::parse_count(f.tokens, "--tokens"));
   if (!f.price_per_gpu_hour.empty()) in.price_per_gpu_hour = read_price(f.price_per_gpu_hour);

@@ -208,6 +208,9 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"overlap", in.compute_seconds ? json(in.overlap.value_or(0.0)) : json(nullptr)},
       {"comm_bytes", or_null(in.comm_bytes)},
       {"time_from", convention ? json(convention) : json(nullptr)},
+      {"step_not_predicted", in.step_not_predicted.empty()
+                                 ? json(nullptr)
+                                 : json(name_fields(in.step_not_predicted, name))},
       {"tokens", or_null(in.tokens)},
       {"price_per_gpu_hour", or_null(in.price_per_gpu_hour)},
       {"dense_flops_per_second", or_null(in.dense_flops)},

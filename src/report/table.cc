@@ -271,6 +271,8 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
                                    [](const StageReport& s) { return s.step.has_value(); });
   if (stepped) {
     out += step_header(in);
+  } else if (!in.step_not_predicted.empty()) {
+    out += "step: not predicted: " + in.step_not_predicted + "\n";
   } else if (in.compute_seconds && in.bandwidth) {
     out += "step: compute " + units::format_seconds(*in.compute_seconds) + ", bandwidth " +
            rate(*in.bandwidth, binary) + " per GPU, overlap " +
@@ -436,6 +438,9 @@ std::string step_table(const PlanReport& report, std::size_t width) {
                     : ", beside the compute of its phase when the framework overlaps it, "
                       "less one layer or bucket (deepspeed/step_schedule.h)";
   out += ".";
+  if (std::any_of(report.stages.begin(), report.stages.end(), [](const S& s) { return !s.step; })) {
+    out += " '-': a stage that offloads, whose PCIe copies and CPU step are not modelled.";
+  }
   for (const S& s : report.stages) {
     if (!s.step) continue;
     std::string parts;

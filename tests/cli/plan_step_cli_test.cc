@@ -79,16 +79,26 @@ TEST(PlanStep, AFasterNetworkShortensOnlyWhatCrossesIt) {
 
 TEST(PlanStep, ACardWithoutPublishedRunsTakesAnEfficiency) {
   const std::string run = "--model llama-3.2-1b --gpus 4 --gpu rtx-4090 --seq-len 1024";
-  EXPECT_TRUE(plan_json(run)["stages"][3]["step"].is_null());
+  const auto without = plan_json(run);
+  EXPECT_TRUE(without["stages"][3]["step"].is_null());
+  // Said, with the flag that would give it.
+  EXPECT_EQ(without["inputs"]["step_not_predicted"],
+            "no published runs give rtx-4090's efficiency: give --efficiency, the fraction of its "
+            "dense rate your runs reach (or give --compute-time)");
   const auto j = plan_json(run + " --efficiency 40%");
+  EXPECT_TRUE(j["inputs"]["step_not_predicted"].is_null());
   EXPECT_DOUBLE_EQ(j["inputs"]["efficiency"]["value"].get<double>(), 0.4);
   EXPECT_EQ(j["inputs"]["step_links"]["intra"].get<std::string>().rfind("pcie4", 0), 0u);
   EXPECT_TRUE(j["stages"][3]["tokens_per_second_per_gpu"].is_number());
   // Sixteen PCIe cards span nodes the plan cannot guess: no step until they are given.
-  EXPECT_TRUE(
-      plan_json(
-          "--model llama-3.2-1b --gpus 16 --gpu rtx-4090 --efficiency 0.4")["stages"][3]["step"]
-          .is_null());
+  const auto sixteen = plan_json("--model llama-3.2-1b --gpus 16 --gpu rtx-4090 --efficiency 0.4");
+  EXPECT_TRUE(sixteen["stages"][3]["step"].is_null());
+  EXPECT_EQ(sixteen["inputs"]["step_not_predicted"].get<std::string>().rfind(
+                "the nodes and links are not known: give --gpus-per-node and --inter-node", 0),
+            0u);
+  EXPECT_TRUE(plan_json("--model llama-3.2-1b --gpus 16 --gpu rtx-4090 --efficiency 0.4 "
+                        "--gpus-per-node 8 --inter-node ib-hdr")["stages"][3]["step"]
+                  .is_object());
 }
 
 TEST(PlanStep, ComputeTimeAndOverlapReplaceTheirParts) {

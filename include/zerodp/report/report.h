@@ -171,6 +171,10 @@ struct PlanInputs {
   std::optional<deepspeed::Topology> step_topology;
   std::optional<plan::LinkRates> step_links;
   std::string intra_link, inter_link;             // "nvlink4: NVLink 4 (...), 367 GB/s measured"
+  // Why a model's step is not predicted, for people ("no published runs give l4's
+  // efficiency: give --efficiency ..."), with field references; empty when it is, or when
+  // nothing asks for one.
+  std::string step_not_predicted;
   std::optional<double> tokens;                   // --tokens: tokens to train on
   std::optional<double> price_per_gpu_hour;       // --price-per-gpu-hour
   std::optional<double> bandwidth;                // --bandwidth, bytes/s per GPU
