@@ -206,6 +206,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     c.model_flops = any_positive(in);
     c.tokens = any_u64(in, 1);
     c.layers = any_u64(in, 1);
+    c.grad_accum = in.ConsumeIntegralInRange<std::uint64_t>(1, 1'000'000);
     p.step_compute = c;
   }
   if (in.ConsumeBool()) p.dense_flops = any_positive(in);

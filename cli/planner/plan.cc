@@ -62,6 +62,9 @@ std::optional<plan::BytesPerParam> read_settings(const PlanFlags& f, report::Sha
     s.offload_params = parse_offload(f.offload_params, "--offload-params");
   }
   if (!f.micro_batch.empty()) s.micro_batch = units::parse_whole(f.micro_batch, "--micro-batch");
+  if (!f.grad_accum.empty()) {
+    s.grad_accum = units::parse_whole_in(f.grad_accum, "--grad-accum", 1, 1'000'000);
+  }
   // A model's activations take a sequence length, given or assumed (plan_model.cc).
   s.seq_len_given = !f.seq_len.empty() || !f.model.empty() || !f.model_config.empty();
   s.zeropp = read_zeropp(f);
@@ -190,6 +193,12 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
   read_topology(f, {settings.zeropp.value_or(ZeroPlusPlus{}), zeropp_source}, in);
   read_runtime(f, config, in);
+  if (!f.grad_accum.empty() && !in.step_compute) {
+    throw UsageError(
+        "--grad-accum: times a model's step: needs --model or --model-config with its "
+        "--seq-len and --micro-batch");
+  }
+  if (settings.grad_accum && in.step_compute) in.step_compute->grad_accum = *settings.grad_accum;
   read_step(f, in);
   if (f.comm_convention == "seed") {
     in.time_convention = report::CommConvention::seed;
@@ -319,6 +328,10 @@ void add_gpu_options(CLI::App* cmd, PlanFlags& f) {
       "micro-batch size b per GPU (with the shape, or with --model: default 8, the Trainer's)",
       "N");
   opt("--checkpointing", f.checkpointing, "none (default), selective or full", "KIND");
+  opt("--grad-accum", f.grad_accum,
+      "micro-steps per optimizer step, 1 to 1000000 (default 1, or the DeepSpeed config's "
+      "gradient_accumulation_steps): the predicted step's tokens and collectives",
+      "N");
   opt("--attention", f.attention,
       "with --model: sdpa (default, transformers'), flash (flash_attention_2) or eager (keeps "
       "the s^2 scores)",

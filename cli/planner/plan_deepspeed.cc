@@ -117,6 +117,7 @@ std::pair<const char*, const std::string*> flag_of(const std::string& field, con
   if (field == "offload_optimizer") return {"--offload-optimizer", &f.offload_optimizer};
   if (field == "offload_params") return {"--offload-params", &f.offload_params};
   if (field == "micro_batch") return {"--micro-batch", &f.micro_batch};
+  if (field == "grad_accum") return {"--grad-accum", &f.grad_accum};
   if (field == "stage") return {"--stage", &f.stage};
   ZERODP_CHECK_MSG(field == "zeropp", field);
   return {"--zeropp", &f.zeropp};

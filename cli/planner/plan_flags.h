@@ -28,7 +28,7 @@ struct PlanFlags {
   bool list_models = false, list_gpus = false;
   std::string layers, hidden, heads, seq_len, micro_batch, checkpointing;
   std::string compute_time, bandwidth, overlap, comm_bytes, comm_convention;
-  std::string intra_node, inter_node, efficiency, tokens, price_per_gpu_hour;
+  std::string intra_node, inter_node, efficiency, tokens, price_per_gpu_hour, grad_accum;
   bool list_links = false;
   PrecisionFlags model_bytes;
   bool both_directions = false, binary = false, json = false;

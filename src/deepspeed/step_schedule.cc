@@ -1,6 +1,8 @@
 #include "zerodp/deepspeed/step_schedule.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "zerodp/common/error.h"
 
@@ -27,7 +29,19 @@ std::vector<plan::StepCollective> step_collectives(Stage stage, std::uint64_t pa
                                                    const Topology& topology,
                                                    const ZeroPlusPlus& zeropp,
                                                    const ScheduleSettings& settings) {
-  ZERODP_CHECK(settings.layers >= 1 && settings.reduce_bucket_elements >= 1);
+  ZERODP_CHECK(settings.layers >= 1 && settings.reduce_bucket_elements >= 1 &&
+               settings.grad_accum >= 1);
+  const std::uint64_t k = settings.grad_accum;
+  // Every micro-step's collectives, K times over.
+  auto repeat = [k](plan::StepCollective& s) {
+    if (s.intra_bytes > UINT64_MAX / k || s.inter_bytes > UINT64_MAX / k) {
+      throw InvalidArgument(field_ref("grad_accum") +
+                            ": expected micro-steps whose bytes a step fit in 64 bits, got " +
+                            std::to_string(k));
+    }
+    s.intra_bytes *= k;
+    s.inter_bytes *= k;
+  };
   const bool fsdp = settings.framework == Framework::fsdp && stage == Stage::zero3;
   const bool overlap = fsdp || settings.overlap_comm.value_or(stage == Stage::zero3);
   const std::uint64_t buckets = std::max<std::uint64_t>(
@@ -46,16 +60,23 @@ std::vector<plan::StepCollective> step_collectives(Stage stage, std::uint64_t pa
         s.phase = plan::StepPhase::forward;
         s.overlapped = overlap;
         s.pieces = settings.layers;
+        repeat(s);
         break;
       case CollectiveRole::backward_gather:
         s.phase = plan::StepPhase::backward;
         s.overlapped = overlap;
         s.pieces = settings.layers;
+        repeat(s);
         break;
       case CollectiveRole::gradient_reduce_scatter:
         s.phase = plan::StepPhase::backward;
-        s.overlapped = overlap;
         s.pieces = fsdp ? settings.layers : buckets;
+        if (stage == Stage::zero1) {
+          s.overlapped = overlap && k == 1;  // at the boundary: the last backward only
+        } else {
+          s.overlapped = overlap;
+          repeat(s);
+        }
         break;
       case CollectiveRole::updated_params_gather:
         s.phase = plan::StepPhase::after_backward;

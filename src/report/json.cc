@@ -211,6 +211,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
       {"step_not_predicted", in.step_not_predicted.empty()
                                  ? json(nullptr)
                                  : json(name_fields(in.step_not_predicted, name))},
+      {"grad_accum", in.step_compute ? json(in.step_compute->grad_accum) : json(nullptr)},
       {"tokens", or_null(in.tokens)},
       {"price_per_gpu_hour", or_null(in.price_per_gpu_hour)},
       {"dense_flops_per_second", or_null(in.dense_flops)},

@@ -61,10 +61,12 @@ void validate_step(const PlanInputs& in) {
           field_ref("efficiency") + ": expected a fraction from 0.1% to 100% such as 0.5 or 50%");
   require(!in.dense_flops || (std::isfinite(*in.dense_flops) && *in.dense_flops > 0),
           field_ref("gpu") + ": expected a card with a positive finite rate");
+  require(!in.step_compute || in.step_compute->grad_accum >= 1,
+          field_ref("grad_accum") + ": expected a whole number from 1");
   if (in.step_compute && in.dense_flops && in.hfu && !in.compute_seconds) {
     // The step's compute in seconds: finite, or the model is past what a plan can time.
     const PlanInputs::StepCompute& c = *in.step_compute;
-    const double rate = *in.dense_flops * *in.hfu;
+    const double rate = *in.dense_flops * *in.hfu / static_cast<double>(c.grad_accum);
     require(std::isfinite(c.forward_flops / rate) && std::isfinite(c.backward_flops / rate) &&
                 std::isfinite((c.forward_flops + c.backward_flops) / rate) &&
                 c.forward_flops + c.backward_flops > 0,
@@ -373,15 +375,17 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
     forward = *in.compute_seconds * share;
     backward = *in.compute_seconds - forward;
   } else if (c && in.dense_flops && in.hfu) {
+    // K micro-steps, each the FLOPs of one.
     const double rate = *in.dense_flops * *in.hfu;
-    forward = c->forward_flops / rate;
-    backward = c->backward_flops / rate;
+    const double k = static_cast<double>(c->grad_accum);
+    forward = k * c->forward_flops / rate;
+    backward = k * c->backward_flops / rate;
   } else {
     return false;
   }
   const deepspeed::ScheduleSettings schedule{in.framework, in.buffer_settings.overlap_comm,
                                              in.buffer_settings.reduce_bucket_size,
-                                             c ? c->layers : 1};
+                                             c ? c->layers : 1, c ? c->grad_accum : 1};
   std::vector<plan::StepCollective> collectives = deepspeed::step_collectives(
       s.stage, *in.params, in.bpp, *in.step_topology, in.zeropp, schedule);
   check_finite_collectives(in, collectives);
@@ -403,8 +407,9 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
   }
   s.time = m.step_time();
   if (!c) return true;
-  s.tokens_per_second_per_gpu = static_cast<double>(c->tokens) / m.step_seconds;
-  if (in.dense_flops) s.mfu = c->model_flops / m.step_seconds / *in.dense_flops;
+  const double k = static_cast<double>(c->grad_accum);
+  s.tokens_per_second_per_gpu = k * static_cast<double>(c->tokens) / m.step_seconds;
+  if (in.dense_flops) s.mfu = k * c->model_flops / m.step_seconds / *in.dense_flops;
   require(std::isfinite(*s.tokens_per_second_per_gpu) && *s.tokens_per_second_per_gpu > 0 &&
               (!s.mfu || std::isfinite(*s.mfu)),
           field_ref("micro_batch") + ": expected a step whose tokens a second are finite");

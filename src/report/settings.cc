@@ -113,6 +113,8 @@ AppliedConfig apply_deepspeed_config(const deepspeed::DeepSpeedConfig& config,
     take(s.micro_batch, config.micro_batch, "micro_batch", "train_micro_batch_size_per_gpu",
          config.micro_batch ? std::to_string(*config.micro_batch) : "", applied);
   }
+  take(s.grad_accum, config.grad_accum, "grad_accum", "gradient_accumulation_steps",
+       config.grad_accum ? std::to_string(*config.grad_accum) : "", applied);
   take(s.stage, config.stage, "stage", "zero_optimization.stage",
        config.stage ? std::to_string(stage_number(*config.stage)) : "", applied);
   take_zeropp(config, applied);

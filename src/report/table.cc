@@ -121,6 +121,22 @@ std::string assumptions_line(const PlanReport& report, const FieldNamer& name) {
   return name_fields(out, name) + "\n";
 }
 
+// A step's tokens a GPU, b·s a micro-step times K micro-steps: "16,384", or "4,096 x 4 = 16,384"
+// (in %.4g past 64 bits).
+std::string tokens_text(std::uint64_t per_micro_step, std::uint64_t micro_steps) {
+  std::string one = units::format_with_commas(per_micro_step);
+  if (micro_steps == 1) return one;
+  std::string all;
+  if (per_micro_step <= UINT64_MAX / micro_steps) {
+    all = units::format_with_commas(per_micro_step * micro_steps);
+  } else {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g", double(per_micro_step) * double(micro_steps));
+    all = text;
+  }
+  return one + " x " + std::to_string(micro_steps) + " micro-steps = " + all;
+}
+
 // What the predicted step is made of: its compute and where it comes from, and the links.
 std::string step_header(const PlanInputs& in) {
   std::string out = "step compute: ";
@@ -133,8 +149,8 @@ std::string step_header(const PlanInputs& in) {
     std::snprintf(flops, sizeof flops,
                   "%.4g TFLOP a GPU a step (%s tokens, recomputation counted) at %.4g TFLOP/s x "
                   "%.2f %% = %.4g TFLOP/s",
-                  (c->forward_flops + c->backward_flops) / 1e12,
-                  units::format_with_commas(c->tokens).c_str(), *in.dense_flops / 1e12,
+                  double(c->grad_accum) * (c->forward_flops + c->backward_flops) / 1e12,
+                  tokens_text(c->tokens, c->grad_accum).c_str(), *in.dense_flops / 1e12,
                   *in.hfu * 100, *in.dense_flops * *in.hfu / 1e12);
     out += std::string(flops) + " (efficiency: " + in.hfu_origin + ")";
   }

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/cli_testing.h"
+#include "testing/temp_dir.h"
 
 namespace {
 
@@ -166,6 +168,43 @@ TEST(PlanStep, TheLinkCatalogueIsListed) {
     EXPECT_GT(l["bytes_per_second"].get<double>(), 0);
     EXPECT_EQ(l["source"].get<std::string>().rfind("https://", 0), 0u);
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PlanStep, GradientAccumulationRepeatsWhatAMicroStepDoes) {
+  const auto one = plan_json(kRun);
+  const auto four = plan_json(kRun + " --grad-accum 4");
+  EXPECT_EQ(four["inputs"]["grad_accum"], 4);
+  for (int stage = 0; stage < 4; ++stage) {
+    const auto& a = one["stages"][stage];
+    const auto& b = four["stages"][stage];
+    // Four micro-steps of compute, four times the tokens.
+    EXPECT_NEAR(b["step"]["backward_seconds"].get<double>(),
+                4 * a["step"]["backward_seconds"].get<double>(), 1e-12);
+    const double ratio = b["comm_seconds"].get<double>() / a["comm_seconds"].get<double>();
+    // Stage 0 all-reduces and stage 1 reduce-scatters and gathers once a step; stage 2 reduces
+    // every micro-step (its gather stays once); stage 3 does all of it every micro-step.
+    const double expected[] = {1.0, 1.0, 2.5, 4.0};
+    EXPECT_NEAR(ratio, expected[stage], 1e-12) << stage;
+  }
+  // Stages 0 and 1 spread their communication over more tokens: faster a token.
+  EXPECT_GT(four["stages"][0]["tokens_per_second_per_gpu"].get<double>(),
+            one["stages"][0]["tokens_per_second_per_gpu"].get<double>());
+}
+
+TEST(PlanStep, ADeepSpeedConfigsAccumulationIsTheStepsUnlessTheFlagSaysOtherwise) {
+  const std::string path = zerodp::testing::fresh_path("ds_accum.json");
+  std::ofstream(path) << R"({"zero_optimization": {"stage": 2}, "bf16": {"enabled": true},
+    "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8})";
+  const auto j = plan_json(kRun + " --deepspeed-config " + path);
+  EXPECT_EQ(j["inputs"]["grad_accum"], 8);
+  const auto r = zerodp("plan " + kRun + " --deepspeed-config " + path + " --grad-accum 2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "--grad-accum")) << r.err;
+  EXPECT_EQ(zerodp("plan " + kRun + " --grad-accum 0").status, 2);
 }
 
 }  // namespace

@@ -16,6 +16,13 @@
 //  FSDP (FULL_SHARD, ZeRO-3's row under --framework fsdp): the same, unit by unit (a unit a
 //              layer; backward_prefetch BACKWARD_PRE, its default), each unit's gradients
 //              reduce-scattered beside the backward.
+//  Gradient accumulation (K micro-steps a step): what a micro-step does is done K times (its
+//  bytes times K, each micro-step's last piece exposed): ZeRO-2's and ZeRO-3's reduce-scatter
+//  and ZeRO-3's gathers (FSDP's too, without no_sync); what the optimizer's step does is done
+//  once: stage 0's all-reduce, stage 1's reduce-scatter (DeepSpeed reduces ZeRO-1's gradients at
+//  the boundary only) and the updated params' gather. Stage 1's reduction, once for K
+//  micro-steps, has only the last backward to hide behind: it is counted exposed when K > 1.
+//  A step's bytes past 2^64 - 1 are refused (InvalidArgument naming grad_accum).
 //  pieces: a stage-3 gather's are the model's layers; a reduction's are its buckets,
 //  ceil(Φ / reduce_bucket_size), under DeepSpeed, and the layers under FSDP.
 // Pure.
@@ -38,7 +45,8 @@ struct ScheduleSettings {
   Framework framework = Framework::deepspeed;  // FSDP's schedule applies to ZeRO-3's row
   std::optional<bool> overlap_comm;            // DeepSpeed's; nullopt: its default
   std::uint64_t reduce_bucket_elements = 500'000'000;
-  std::uint64_t layers = 1;  // the units a stage-3 gather is issued in (>= 1)
+  std::uint64_t layers = 1;      // the units a stage-3 gather is issued in (>= 1)
+  std::uint64_t grad_accum = 1;  // micro-steps per optimizer step (>= 1)
 };
 
 // "gradient all-reduce", "forward gather", "backward gather", "gradient reduce-scatter",

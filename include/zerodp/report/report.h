@@ -159,6 +159,7 @@ struct PlanInputs {
     std::uint64_t tokens = 0;                      // a step's tokens per GPU: b·s
     std::uint64_t layers = 1;                      // the units ZeRO-3 gathers one by one
     plan::Checkpointing checkpointing = plan::Checkpointing::none;
+    std::uint64_t grad_accum = 1;  // micro-steps a step: the FLOPs and tokens above are one's
   };
   std::optional<StepCompute> step_compute;  // --model with its --seq-len and --micro-batch
   std::optional<double> dense_flops;        // the card's dense rate (--gpu)
@@ -170,7 +171,7 @@ struct PlanInputs {
   // is predicted. The links' names, for people.
   std::optional<deepspeed::Topology> step_topology;
   std::optional<plan::LinkRates> step_links;
-  std::string intra_link, inter_link;             // "nvlink4: NVLink 4 (...), 367 GB/s measured"
+  std::string intra_link, inter_link;  // "nvlink4: NVLink 4 (...), 367 GB/s measured"
   // Why a model's step is not predicted, for people ("no published runs give l4's
   // efficiency: give --efficiency ..."), with field references; empty when it is, or when
   // nothing asks for one.

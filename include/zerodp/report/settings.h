@@ -34,6 +34,7 @@ struct SharedSettings {
   bool bytes_per_param = false;  // P,G,K given directly, in place of precision and optimizer
   std::optional<deepspeed::OffloadDevice> offload_optimizer, offload_params;
   std::optional<std::uint64_t> micro_batch;
+  std::optional<std::uint64_t> grad_accum;  // micro-steps per optimizer step
   bool seq_len_given = false;
   // What asks ZeRO++ of ZeRO-3: --zeropp (hpz over a node: hpz_size 0, settled once the
   // node's size is) or a config (hpz over its zero_hpz_partition_size).
@@ -42,7 +43,7 @@ struct SharedSettings {
 
 // A setting given one way and configured another. `field` names it as SharedSettings does
 // ("precision", "optimizer", "bytes_per_param", "offload_optimizer", "offload_params",
-// "micro_batch", "stage", "zeropp"); `key` is the config's ("bf16/fp16",
+// "micro_batch", "grad_accum", "stage", "zeropp"); `key` is the config's ("bf16/fp16",
 // "zero_optimization.stage"); `value` the config's value in the words that name it ("bf16",
 // "adam", "cpu", "4", "2", "qwZ, hpZ (8 GPUs), qgZ"). `excluded`: the setting cannot be given
 // with this config at all (P,G,K bytes where the config sets the precision).
