@@ -57,13 +57,9 @@ std::vector<plan::StepCollective> step_collectives(Stage stage, std::uint64_t pa
         s.phase = plan::StepPhase::after_backward;
         break;
       case CollectiveRole::forward_gather:
-        s.phase = plan::StepPhase::forward;
-        s.overlapped = overlap;
-        s.pieces = settings.layers;
-        repeat(s);
-        break;
       case CollectiveRole::backward_gather:
-        s.phase = plan::StepPhase::backward;
+        s.phase = c.role == CollectiveRole::forward_gather ? plan::StepPhase::forward
+                                                           : plan::StepPhase::backward;
         s.overlapped = overlap;
         s.pieces = settings.layers;
         repeat(s);
