@@ -20,18 +20,18 @@ bool usable(double rate) {
 double ring_seconds(const StepCollective& c, LinkRates rates) {
   const double bytes = static_cast<double>(c.intra_bytes) + static_cast<double>(c.inter_bytes);
   if (bytes == 0) return 0;
-  double rate = 0;
-  if (c.inter_bytes == 0) {
-    ZERODP_CHECK(usable(rates.intra));
-    rate = rates.intra;
-  } else {
-    ZERODP_CHECK(usable(rates.inter) && (c.intra_bytes == 0 || usable(rates.intra)));
-    rate = c.intra_bytes == 0 ? rates.inter : std::min(rates.intra, rates.inter);
-  }
+  const double rate = bus_rate(c, rates);
+  ZERODP_CHECK(usable(rate));
   return bytes / rate;
 }
 
 }  // namespace
+
+double bus_rate(const StepCollective& c, LinkRates rates) {
+  if (c.intra_bytes == 0 && c.inter_bytes == 0) return 0;
+  if (c.inter_bytes == 0) return rates.intra;
+  return c.intra_bytes == 0 ? rates.inter : std::min(rates.intra, rates.inter);
+}
 
 StepTime StepModel::step_time() const {
   StepTime t;

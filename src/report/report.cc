@@ -332,13 +332,10 @@ void check_finite_collectives(const PlanInputs& in,
                               const std::vector<plan::StepCollective>& collectives) {
   for (const plan::StepCollective& c : collectives) {
     const double bytes = static_cast<double>(c.intra_bytes) + static_cast<double>(c.inter_bytes);
-    const bool across = c.inter_bytes > 0;
-    const double rate = across && c.intra_bytes > 0
-                            ? std::min(in.step_links->intra, in.step_links->inter)
-                        : across ? in.step_links->inter
-                                 : in.step_links->intra;
+    const double rate = plan::bus_rate(c, *in.step_links);
     if (bytes == 0 || std::isfinite(bytes / rate)) continue;
-    const bool intra_slow = !across || (c.intra_bytes > 0 && in.step_links->intra <= rate);
+    const bool intra_slow =
+        c.inter_bytes == 0 || (c.intra_bytes > 0 && in.step_links->intra <= rate);
     const std::string field =
         intra_slow ? field_ref("intra_bandwidth") : field_ref("inter_bandwidth");
     char text[32];

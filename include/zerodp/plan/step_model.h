@@ -66,6 +66,10 @@ struct StepModel {
   StepTime step_time() const;
 };
 
+// The bus rate a collective runs at: the intra rate when it stays inside a node, the inter rate
+// when it only crosses nodes (one GPU a node), the lesser of the two otherwise. 0 bytes: 0.
+double bus_rate(const StepCollective& collective, LinkRates rates);
+
 StepModel model_step(double forward_seconds, double backward_seconds,
                      std::vector<StepCollective> collectives, LinkRates rates);
 
