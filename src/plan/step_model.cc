@@ -27,6 +27,11 @@ double ring_seconds(const StepCollective& c, LinkRates rates) {
 
 }  // namespace
 
+double compute_seconds(double flops, double flops_per_second) {
+  ZERODP_CHECK(flops >= 0 && usable(flops_per_second));
+  return flops / flops_per_second;
+}
+
 double bus_rate(const StepCollective& c, LinkRates rates) {
   if (c.intra_bytes == 0 && c.inter_bytes == 0) return 0;
   if (c.inter_bytes == 0) return rates.intra;

@@ -6,6 +6,7 @@
 #include "zerodp/common/partition.h"
 #include "zerodp/common/quantize.h"
 #include "zerodp/common/shard.h"
+#include "zerodp/plan/step_model.h"
 #include "zerodp/predict/schedule.h"
 
 namespace zerodp::predict {
@@ -17,11 +18,12 @@ namespace {
 // for its time; a wait moves each rank's clock to its end.
 class Replay {
  public:
-  explicit Replay(std::size_t ranks) : cpu_(ranks, 0.0) {}
+  explicit Replay(std::size_t ranks) : cpu_(ranks, 0.0), spent_(ranks, 0.0) {}
   int issue(double seconds) {
     const double start = std::max(*std::max_element(cpu_.begin(), cpu_.end()), link_free_);
     link_free_ = start + seconds;
     busy_ += seconds;
+    starts_.push_back(start);
     ends_.push_back(link_free_);
     return static_cast<int>(ends_.size()) - 1;
   }
@@ -29,19 +31,47 @@ class Replay {
     if (id < 0) return;
     for (double& t : cpu_) t = std::max(t, ends_[id]);
   }
+  // Each rank computes its part from where it stands, at its full pace while the link is idle
+  // and at ranks[r].beside_link of it while the link carries a collective. Every collective
+  // this compute runs beside is issued already: ranks issue them, in program order.
   template <class Part>
   void compute(const std::vector<StepCompute>& ranks, Part part) {
-    for (std::size_t r = 0; r < cpu_.size(); ++r) cpu_[r] += part(ranks[r]);
+    for (std::size_t r = 0; r < cpu_.size(); ++r) {
+      const double done = finish(cpu_[r], part(ranks[r]), ranks[r].beside_link);
+      spent_[r] += done - cpu_[r];
+      cpu_[r] = done;
+    }
   }
+  // Each rank's seconds of compute so far, slowed beside the link included.
+  const std::vector<double>& spent() const { return spent_; }
   // The step ends on the rank that finishes last.
   double now() const { return *std::max_element(cpu_.begin(), cpu_.end()); }
   double busy() const { return busy_; }
   int issued() const { return static_cast<int>(ends_.size()); }
 
  private:
-  std::vector<double> cpu_;
+  double finish(double t, double work, double pace) const {
+    if (pace == 1.0) return t + work;
+    // The first collective still on the link at t; collectives hold the link one after another.
+    std::size_t i = std::upper_bound(ends_.begin(), ends_.end(), t) - ends_.begin();
+    for (; i < ends_.size() && work > 0; ++i) {
+      if (t < starts_[i]) {  // idle until this collective starts
+        const double idle = starts_[i] - t;
+        if (work <= idle) return t + work;
+        t = starts_[i];
+        work -= idle;
+      }
+      const double room = (ends_[i] - t) * pace;  // work done before it ends
+      if (work <= room) return t + work / pace;
+      t = ends_[i];
+      work -= room;
+    }
+    return t + work;
+  }
+
+  std::vector<double> cpu_, spent_;
   double link_free_ = 0, busy_ = 0;
-  std::vector<double> ends_;
+  std::vector<double> starts_, ends_;  // each collective's time on the link, in issue order
 };
 
 // A param gather of a bucket; qwZ's (stage 3) moves every rank's int8 payload, as bytes
@@ -245,7 +275,81 @@ class EngineSchedule {
   int next_slot_ = 0;
 };
 
+// Causal attention's products for one sample and head (model/attention.cc): queries in blocks
+// of 64, each block against the keys [0, end of block) for the scores and the values; in
+// backward also the blocks' keys over the queries [block start, T) that see them.
+constexpr std::uint64_t kAttentionBlock = 64;
+struct AttentionArea {
+  double seen = 0;    // sum over blocks of m (i0 + m): (query, key) pairs computed
+  double seeing = 0;  // sum over blocks of m (T - i0)
+};
+AttentionArea attention_area(std::uint64_t T) {
+  AttentionArea a;
+  for (std::uint64_t i0 = 0; i0 < T; i0 += kAttentionBlock) {
+    const double m = static_cast<double>(std::min(kAttentionBlock, T - i0));
+    a.seen += m * static_cast<double>(i0 + m);
+    a.seeing += m * static_cast<double>(T - i0);
+  }
+  return a;
+}
+
 }  // namespace
+
+std::vector<UnitFlops> unit_flops(const EngineModel& model, std::uint64_t micro_batch) {
+  const double B = static_cast<double>(micro_batch);
+  std::vector<UnitFlops> out;
+  if (const auto* g = std::get_if<GptShape>(&model)) {
+    const double T = static_cast<double>(g->seq_len), C = static_cast<double>(g->hidden);
+    const double V = static_cast<double>(g->vocab), BT = B * T;
+    const AttentionArea a = attention_area(g->seq_len);
+    // Per head 2 HS a product's (query, key) pairs; the heads' HS add up to C.
+    const double attention_forward = B * 4.0 * C * a.seen;
+    const double attention_backward = B * 4.0 * C * (a.seen + a.seeing);
+    const UnitFlops block{24.0 * BT * C * C + attention_forward,
+                          48.0 * BT * C * C + attention_backward};
+    out.push_back({0, 0});  // embeddings: looked up and scattered, no product
+    for (std::uint64_t l = 0; l < g->layers; ++l) {
+      out.push_back(
+          {block.forward, block.backward + (g->checkpoint_activations ? block.forward : 0.0)});
+    }
+    out.push_back({2.0 * BT * C * V, 4.0 * BT * C * V});  // the LM head
+  } else {
+    const auto& m = std::get<MlpShape>(model);
+    const double W = static_cast<double>(m.width);
+    for (std::uint64_t d = 0; d < m.depth; ++d) {
+      out.push_back({2.0 * B * W * W, (d == 0 ? 2.0 : 4.0) * B * W * W});
+    }
+  }
+  return out;
+}
+
+std::uint64_t optimizer_params(const EngineRun& run, int rank) {
+  ZERODP_CHECK(rank >= 0 && rank < run.ranks);
+  const UnitLayout layout = unit_layout(run.model);
+  if (!sharding(run.stage).optimizer_states) {
+    return std::accumulate(layout.counts.begin(), layout.counts.end(), std::uint64_t{0});
+  }
+  const std::vector<std::size_t> counts(layout.counts.begin(), layout.counts.end());
+  const Partition part = make_partition(counts, bucket_elements(run.bucket_bytes), run.ranks, 0);
+  std::uint64_t mine = 0;
+  for (const Bucket& b : part.buckets) mine += shard_of(b.count, run.ranks, rank).size;
+  return mine;
+}
+
+StepCompute compute_at_rates(const EngineRun& run, int rank, const KernelRates& rates) {
+  ZERODP_CHECK(std::isfinite(rates.other_seconds) && rates.other_seconds >= 0);
+  const double k = static_cast<double>(run.grad_accum);
+  StepCompute c;
+  for (const UnitFlops& f : unit_flops(run.model, run.micro_batch)) {
+    c.forward.push_back(plan::compute_seconds(k * f.forward, rates.forward_flops_per_second));
+    c.backward.push_back(plan::compute_seconds(k * f.backward, rates.backward_flops_per_second));
+  }
+  c.optimizer = plan::compute_seconds(static_cast<double>(optimizer_params(run, rank)),
+                                      rates.optimizer_params_per_second);
+  c.other = rates.other_seconds;
+  c.beside_link = rates.beside_link;
+  return c;
+}
 
 double StepCompute::total() const {
   return std::accumulate(forward.begin(), forward.end(), 0.0) +
@@ -255,9 +359,9 @@ double StepCompute::total() const {
 double collective_seconds(const EngineRun& run, int ranks_per_host, const Link& link,
                           LinkCollective kind, std::uint64_t count, std::uint64_t elem_bytes) {
   ZERODP_CHECK(ranks_per_host >= 1 && run.ranks % ranks_per_host == 0);
-  ZERODP_CHECK(link.bits_per_second > 0 && link.delay_seconds >= 0 && link.framing >= 1);
   const int n = run.ranks;
   if (n / ranks_per_host <= 1) return 0.0;  // one host: no link
+  ZERODP_CHECK(link.bits_per_second > 0 && link.delay_seconds >= 0 && link.framing >= 1);
   // What each host sends in one phase: a reduce-scatter sends every off-host peer its chunk of
   // the input, an all-gather sends every off-host peer this rank's chunk.
   std::vector<double> scatter(n / ranks_per_host, 0.0), gather(n / ranks_per_host, 0.0);
@@ -292,20 +396,25 @@ ScheduledStep predict_step(const EngineRun& run, int ranks_per_host, const Link&
   ZERODP_CHECK(!ranks.empty());
   for (const StepCompute& c : ranks) {
     ZERODP_CHECK(c.forward.size() == units && c.backward.size() == units);
+    ZERODP_CHECK(std::isfinite(c.beside_link) && c.beside_link > 0);
   }
   EngineSchedule schedule(run, ranks_per_host, link, ranks, overlap);
   // The third step: the first has no gathers carried into it; the second may still be settling.
   double start = 0, busy = 0;
   int issued = 0;
+  std::vector<double> spent;
   for (int s = 0; s < 3; ++s) {
     start = schedule.replay().now();
     issued = schedule.replay().issued();
     busy = schedule.replay().busy();
+    spent = schedule.replay().spent();
     schedule.step();
   }
   ScheduledStep out;
   out.step_seconds = schedule.replay().now() - start;
-  for (const StepCompute& c : ranks) out.compute_seconds = std::max(out.compute_seconds, c.total());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    out.compute_seconds = std::max(out.compute_seconds, schedule.replay().spent()[r] - spent[r]);
+  }
   out.comm_seconds = schedule.replay().busy() - busy;
   out.exposed_seconds = std::max(0.0, out.step_seconds - out.compute_seconds);
   out.efficiency = out.step_seconds > 0 ? out.compute_seconds / out.step_seconds : 1.0;

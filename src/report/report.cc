@@ -375,8 +375,8 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
     // K micro-steps, each the FLOPs of one.
     const double rate = *in.dense_flops * *in.hfu;
     const double k = static_cast<double>(c->grad_accum);
-    forward = k * c->forward_flops / rate;
-    backward = k * c->backward_flops / rate;
+    forward = plan::compute_seconds(k * c->forward_flops, rate);
+    backward = plan::compute_seconds(k * c->backward_flops, rate);
   } else {
     return false;
   }

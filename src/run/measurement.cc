@@ -3,11 +3,14 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <string>
+#include <thread>
 
 #include "zerodp/common/error.h"
 #include "zerodp/plan/comm.h"
@@ -119,6 +122,7 @@ std::vector<std::vector<predict::StepCompute>> every_rank(
   for (const predict::StepCompute& c : mine) {
     put(c.optimizer);
     put(c.other);
+    put(c.beside_link);
     for (double d : c.forward) put(d);
     for (double d : c.backward) put(d);
   }
@@ -130,10 +134,10 @@ std::vector<std::vector<predict::StepCompute>> every_rank(
     for (std::size_t s = 0; s < mine.size(); ++s) {
       const std::size_t units = mine[s].forward.size();
       predict::StepCompute c;
-      c.optimizer = get(at), c.other = get(at + 1);
-      for (std::size_t u = 0; u < units; ++u) c.forward.push_back(get(at + 2 + u));
-      for (std::size_t u = 0; u < units; ++u) c.backward.push_back(get(at + 2 + units + u));
-      at += 2 + 2 * units;
+      c.optimizer = get(at), c.other = get(at + 1), c.beside_link = get(at + 2);
+      for (std::size_t u = 0; u < units; ++u) c.forward.push_back(get(at + 3 + u));
+      for (std::size_t u = 0; u < units; ++u) c.backward.push_back(get(at + 3 + units + u));
+      at += 3 + 2 * units;
       steps[s].push_back(std::move(c));
     }
   }
@@ -156,6 +160,97 @@ Replayed replay_steps(const predict::EngineRun& run, int ranks_per_host, const p
     link_seconds = s.comm_seconds;
   }
   return {median(seconds), link_seconds};
+}
+
+// This rank's compute alone on this CPU: a one-rank engine of the same model and options, on
+// a threads communicator of its own so that no collective moves a byte, `steps` steps after a
+// warm-up (run_steps). The stage and ZeRO++ are the run's, so each unit's compute does the
+// run's 16-bit conversions, gathers' bookkeeping and quantization (on one rank, of whole units
+// rather than shards). Every rank measures at once, sharing the machine as the run will.
+std::vector<predict::StepCompute> compute_alone(const ModelSpec& spec, const Launch& launch,
+                                                zero::EngineOptions options, int steps) {
+  options.ranks_per_host = 0;
+  std::vector<predict::StepCompute> compute;
+  comm::run_thread_ranks(1, launch.options, [&](comm::Communicator& alone) {
+    compute = run_steps(alone, spec, launch, options, steps, nullptr).compute;
+  });
+  return compute;
+}
+
+// compute_alone() beside a stream of collectives on the link: a thread of this rank all-gathers
+// 1 MiB from every rank again and again, each rank's first byte saying whether it still
+// computes, until no rank does. An all-gather, as no reduction's staging grows by it.
+std::vector<predict::StepCompute> compute_beside_link(comm::Communicator& comm,
+                                                      const ModelSpec& spec, const Launch& launch,
+                                                      const zero::EngineOptions& options,
+                                                      int steps) {
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  std::atomic<bool> computing{true};
+  std::exception_ptr failed;
+  std::thread traffic([&] {
+    try {
+      std::vector<std::uint8_t> mine(kBytes, 0), all(kBytes * std::size_t(comm.size()));
+      for (bool any = true; any;) {
+        mine[0] = computing.load() ? 1 : 0;
+        comm.all_gather_async(mine.data(), all.data(), kBytes, DType::u8).wait();
+        any = false;
+        for (int r = 0; r < comm.size(); ++r) any = any || all[std::size_t(r) * kBytes] != 0;
+      }
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  std::vector<predict::StepCompute> compute;
+  try {
+    compute = compute_alone(spec, launch, options, steps);
+  } catch (...) {
+    computing = false;
+    traffic.join();
+    throw;
+  }
+  computing = false;
+  traffic.join();
+  if (failed) std::rethrow_exception(failed);
+  return compute;
+}
+
+double units_seconds(const predict::StepCompute& c) {
+  return std::accumulate(c.forward.begin(), c.forward.end(), 0.0) +
+         std::accumulate(c.backward.begin(), c.backward.end(), 0.0);
+}
+
+// The kernel rates of steps computed alone: the units' FLOPs over the median seconds of their
+// forwards and of their backwards, the optimizer's parameters over its median, the rest's median.
+predict::KernelRates kernel_rates(const predict::EngineRun& one,
+                                  const std::vector<predict::StepCompute>& compute,
+                                  const std::vector<predict::StepCompute>& beside_link) {
+  double forward_flops = 0, backward_flops = 0;
+  for (const predict::UnitFlops& f : predict::unit_flops(one.model, one.micro_batch)) {
+    forward_flops += static_cast<double>(one.grad_accum) * f.forward;
+    backward_flops += static_cast<double>(one.grad_accum) * f.backward;
+  }
+  std::vector<double> forward, backward, optimizer, other;
+  for (const predict::StepCompute& c : compute) {
+    forward.push_back(std::accumulate(c.forward.begin(), c.forward.end(), 0.0));
+    backward.push_back(std::accumulate(c.backward.begin(), c.backward.end(), 0.0));
+    optimizer.push_back(c.optimizer);
+    other.push_back(c.other);
+  }
+  // A clock too coarse to see a part would give an infinite rate: one tick instead.
+  constexpr double kTick = 1e-9;
+  predict::KernelRates rates;
+  rates.forward_flops_per_second = forward_flops / std::max(median(forward), kTick);
+  rates.backward_flops_per_second = backward_flops / std::max(median(backward), kTick);
+  rates.optimizer_params_per_second =
+      static_cast<double>(predict::optimizer_params(one, 0)) / std::max(median(optimizer), kTick);
+  rates.other_seconds = median(other);
+  if (!beside_link.empty()) {
+    std::vector<double> alone, beside;
+    for (const predict::StepCompute& c : compute) alone.push_back(units_seconds(c));
+    for (const predict::StepCompute& c : beside_link) beside.push_back(units_seconds(c));
+    rates.beside_link = std::max(median(alone), kTick) / std::max(median(beside), kTick);
+  }
+  return rates;
 }
 
 // Ranks per host under mpirun (it fills hosts in rank order); every rank on one host else.
@@ -198,13 +293,34 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
     m.wire_predicted_per_step =
         predict::predict_host_send_bytes(planned, per_host)[comm.rank() / per_host];
   }
+  // The kernel rates, alone and beside the link (when ranks span hosts and the link is known):
+  // half of their steps before the measured ones and half after, so that a machine speeding
+  // up or slowing down over the measurement moves both alike.
+  const bool beside = per_host < comm.size() && link.bits_per_second > 0;
+  std::vector<predict::StepCompute> alone, busy;
+  auto calibrate = [&](int n, bool alone_first) {
+    for (int pass = 0; pass < 2; ++pass) {
+      comm.barrier();
+      if ((pass == 0) == alone_first) {
+        for (auto& c : compute_alone(spec, launch, options, n)) alone.push_back(std::move(c));
+      } else if (beside) {
+        for (auto& c : compute_beside_link(comm, spec, launch, options, n))
+          busy.push_back(std::move(c));
+      }
+    }
+    comm.barrier();
+  };
+  calibrate(std::max(1, (steps + 1) / 2), true);
   m.rss_baseline = proc_status_kib("VmRSS:");
   const Timing overlapped = run_steps(comm, spec, launch, options, steps, &m);
   m.rss_peak = proc_status_kib("VmHWM:");
+  const zero::EngineOptions given = options;
   const bool overlap = options.overlap;
   options.overlap = false;
   options.prefetch = false;
   const Timing sync = run_steps(comm, spec, launch, options, steps, nullptr);
+  options = given;
+  calibrate(std::max(1, steps / 2), false);
   m.step_seconds = overlapped.step;
   m.exposed_seconds = overlapped.exposed;
   m.step_seconds_sync = sync.step;
@@ -220,6 +336,27 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
     m.predicted_link_seconds = with.link_seconds;
     m.predicted_step_seconds_sync =
         replay_steps(sync_run, per_host, link, every_rank(comm, sync.compute), false).step_seconds;
+  }
+  // The step predicted from the kernel rates: each unit's FLOPs at every rank's own rates,
+  // through the engine's schedule on the link (on one host, shared memory taken as free).
+  const predict::KernelRates rates = kernel_rates(engine_run(spec, given, launch, 1), alone, busy);
+  m.rate_forward = rates.forward_flops_per_second;
+  m.rate_backward = rates.backward_flops_per_second;
+  m.rate_optimizer = rates.optimizer_params_per_second;
+  m.rate_other = rates.other_seconds;
+  m.rate_beside_link = rates.beside_link;
+  if (per_host == comm.size() || link.bits_per_second > 0) {
+    const std::vector<predict::StepCompute> at_rates =
+        every_rank(comm, {predict::compute_at_rates(planned, comm.rank(), rates)}).front();
+    predict::EngineRun sync_run = planned;
+    sync_run.prefetch = false;
+    const predict::ScheduledStep with =
+        predict::predict_step(planned, per_host, link, at_rates, overlap);
+    m.rated_step_seconds = with.step_seconds;
+    m.rated_compute_seconds = with.compute_seconds;
+    m.rated_link_seconds = with.comm_seconds;
+    m.rated_step_seconds_sync =
+        predict::predict_step(sync_run, per_host, link, at_rates, false).step_seconds;
   }
   const plan::BytesPerParam bpp = engine_bytes_per_param(options);
   const std::uint64_t params = spec.param_count();
@@ -242,7 +379,7 @@ void reset_process_peak() {
 }
 
 std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 23;
+  return 4 * kCategoryCount + 32;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
@@ -258,9 +395,12 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
   }
   for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync,
                    link_bits_per_second, link_delay_seconds, predicted_step_seconds,
-                   predicted_link_seconds, predicted_step_seconds_sync}) {
+                   predicted_link_seconds, predicted_step_seconds_sync, rate_forward, rate_backward,
+                   rate_optimizer, rate_other, rated_step_seconds, rated_step_seconds_sync,
+                   rated_compute_seconds, rated_link_seconds, rate_beside_link}) {
     w.push_back(std::bit_cast<std::uint64_t>(d));
   }
+  ZERODP_CHECK(w.size() == word_count());
   return w;
 }
 
@@ -284,6 +424,15 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   m.predicted_step_seconds = std::bit_cast<double>(p[20]);
   m.predicted_link_seconds = std::bit_cast<double>(p[21]);
   m.predicted_step_seconds_sync = std::bit_cast<double>(p[22]);
+  m.rate_forward = std::bit_cast<double>(p[23]);
+  m.rate_backward = std::bit_cast<double>(p[24]);
+  m.rate_optimizer = std::bit_cast<double>(p[25]);
+  m.rate_other = std::bit_cast<double>(p[26]);
+  m.rated_step_seconds = std::bit_cast<double>(p[27]);
+  m.rated_step_seconds_sync = std::bit_cast<double>(p[28]);
+  m.rated_compute_seconds = std::bit_cast<double>(p[29]);
+  m.rated_link_seconds = std::bit_cast<double>(p[30]);
+  m.rate_beside_link = std::bit_cast<double>(p[31]);
   return m;
 }
 
@@ -327,6 +476,25 @@ nlohmann::json timing_json(const RankMeasure& m) {
     t["predicted_step_seconds_no_overlap"] = m.predicted_step_seconds_sync;
     t["predicted_efficiency_no_overlap"] =
         std::min(1.0, compute_sync / m.predicted_step_seconds_sync);
+  }
+  // The step predicted before it ran: each unit's FLOPs at the rates this rank's kernels
+  // reached alone, through the same replay (0 when ranks span hosts and no link was given).
+  t["kernel_rates"] = {{"forward_flops_per_second", m.rate_forward},
+                       {"backward_flops_per_second", m.rate_backward},
+                       {"optimizer_params_per_second", m.rate_optimizer},
+                       {"other_seconds", m.rate_other},
+                       {"beside_link", m.rate_beside_link}};
+  if (m.rated_step_seconds > 0) {
+    t["predicted_from_rates"] = {
+        {"step_seconds", m.rated_step_seconds},
+        {"step_seconds_no_overlap", m.rated_step_seconds_sync},
+        {"compute_seconds", m.rated_compute_seconds},
+        {"comm_seconds", m.rated_link_seconds},
+        {"efficiency", std::min(1.0, m.rated_compute_seconds / m.rated_step_seconds)},
+        {"step_error", m.rated_step_seconds / m.step_seconds - 1.0},
+        {"step_error_no_overlap", m.rated_step_seconds_sync / m.step_seconds_sync - 1.0}};
+  } else {
+    t["predicted_from_rates"] = nullptr;
   }
   return t;
 }

@@ -66,6 +66,11 @@ struct StepModel {
   StepTime step_time() const;
 };
 
+// Compute at a rate: FLOPs over the FLOPs a second reached (the planner's, a card's dense rate
+// times an efficiency; the engine's, what its kernels reached on this CPU, predict/schedule.h).
+// Requires flops >= 0 and a rate > 0.
+double compute_seconds(double flops, double flops_per_second);
+
 // The bus rate a collective runs at: the intra rate when it stays inside a node, the inter rate
 // when it only crosses nodes (one GPU a node), the lesser of the two otherwise. 0 bytes: 0.
 double bus_rate(const StepCollective& collective, LinkRates rates);

@@ -26,9 +26,15 @@
 // taken as free. Left out: the software cost of a collective and the compute the progress
 // thread takes from the ranks; the compute it is given is measured with that thread running.
 //
+// The compute it replays is either what a run measured, step by step and rank by rank, or a
+// prediction made before any rank runs, the planner's way (plan/step_model.h): each unit's
+// FLOPs over the rates the model's kernels reached on this CPU (KernelRates, measured on one
+// rank without communication: run/measurement.h).
+//
 // Contract: pure; requires compute with one forward and one backward figure per unit of
-// run.model (seconds, finite, >= 0), run.ranks a multiple of ranks_per_host, and a link rate
-// > 0. The payload rate is the link's rate over Link::framing.
+// run.model (seconds, finite, >= 0), run.ranks a multiple of ranks_per_host, and, when the
+// ranks span more than one host, a link rate > 0 (on one host the link is never used). The
+// payload rate is the link's rate over Link::framing.
 #pragma once
 
 #include <vector>
@@ -51,12 +57,47 @@ struct StepCompute {
   std::vector<double> forward, backward;  // per unit, over the step's micro-steps
   double optimizer = 0;                   // the norm, the update and the rounding to 16 bits
   double other = 0;                       // the rest: drawing samples, the loss
-  double total() const;
+  // The share of its pace compute keeps while the link carries a collective (moving bytes
+  // takes processor time too): 1 for compute measured in the run itself, which already ran
+  // beside its collectives; KernelRates::beside_link for compute predicted from rates. > 0.
+  double beside_link = 1;
+  double total() const;  // at full pace
 };
+
+// The FLOPs of one unit's matrix products in one micro-step, as model/gemm.h counts a product
+// (2 m n k): the MLP's layer 2 B W² forward, 4 B W² backward (2 B W² for the first layer, whose
+// input needs no gradient); a GPT block 24 B T C² forward and 48 B T C² backward plus causal
+// attention's scores and values, computed in blocks of 64 queries over the keys they see;
+// the final unit's LM head 2 B T C V and 4 B T C V; the embeddings none. With activation
+// checkpointing a block's backward adds its forward again.
+struct UnitFlops {
+  double forward = 0, backward = 0;
+};
+std::vector<UnitFlops> unit_flops(const EngineModel& model, std::uint64_t micro_batch);
+
+// What the model's kernels reach on this CPU: FLOPs a second of the units' forward and
+// backward (their products and everything else each unit does, over the products' FLOPs),
+// parameters a second of the optimizer's step, and the seconds a step spends elsewhere
+// (drawing samples, the loss). All finite and > 0 but `other_seconds` (>= 0).
+struct KernelRates {
+  double forward_flops_per_second = 0;
+  double backward_flops_per_second = 0;
+  double optimizer_params_per_second = 0;
+  double other_seconds = 0;
+  // The units' pace while the link carries collectives over their pace alone: their seconds
+  // alone over their seconds beside a stream of all-reduces on the link. 1 on one host.
+  double beside_link = 1;
+};
+// The parameters rank `rank` updates in the optimizer's step: all of them at stage 0, its
+// shard (its chunk of every bucket) above.
+std::uint64_t optimizer_params(const EngineRun& run, int rank);
+// Rank `rank`'s compute in one step of `run`, predicted: every unit's FLOPs over run.grad_accum
+// micro-steps at the rates (plan::compute_seconds), the optimizer's parameters at its rate.
+StepCompute compute_at_rates(const EngineRun& run, int rank, const KernelRates& rates);
 
 struct ScheduledStep {
   double step_seconds = 0;
-  double compute_seconds = 0;
+  double compute_seconds = 0;  // the slowest rank's, slowed beside the link included
   double comm_seconds = 0;     // the link busy with the step's collectives
   double exposed_seconds = 0;  // the step less its compute: waiting for the link
   double efficiency = 1;       // compute / step

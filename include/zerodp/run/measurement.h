@@ -53,6 +53,15 @@ struct RankMeasure {
   // and without; 0 without a link.
   double link_bits_per_second = 0, link_delay_seconds = 0;
   double predicted_step_seconds = 0, predicted_link_seconds = 0, predicted_step_seconds_sync = 0;
+  // This rank's kernel rates on this CPU, measured on one rank without communication
+  // (predict::KernelRates), and the step predicted from them before the run: each unit's FLOPs
+  // at those rates through the replay of the schedule (with overlap and prefetch, and
+  // without), its compute and the link's busy time; 0 when ranks span hosts and no link is
+  // known. On one host collectives through shared memory are taken as free.
+  double rate_forward = 0, rate_backward = 0, rate_optimizer = 0, rate_other = 0;
+  double rate_beside_link = 1;
+  double rated_step_seconds = 0, rated_step_seconds_sync = 0;
+  double rated_compute_seconds = 0, rated_link_seconds = 0;
   // Predictions for this rank.
   std::uint64_t predicted_state = 0;
   std::uint64_t predicted_comm = 0;
@@ -69,7 +78,8 @@ struct StageMeasure {
   std::vector<RankMeasure> ranks;
 };
 
-// One stage on one rank: one warm-up step, then `steps` measured with overlap and prefetch
+// One stage on one rank: its kernel rates measured on one rank alone (a warm-up step and
+// `steps` steps), then one warm-up step and `steps` measured with overlap and prefetch
 // (options' own) and `steps` without, with the planner's prediction for this rank. A link
 // with a rate (> 0) adds the replay of every measured step on it; it needs ranks on more than
 // one host (UsageErrorOnEveryRank otherwise).
