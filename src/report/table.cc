@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include "step_table.h"
+#include "table_render.h"
 #include "zerodp/common/text_wrap.h"
 #include "zerodp/common/units.h"
 #include "zerodp/report/answer.h"
@@ -15,11 +17,6 @@
 
 namespace zerodp::report {
 namespace {
-
-struct Column {
-  std::string header;
-  std::function<std::string(const StageReport&)> cell;
-};
 
 // A bandwidth in the byte unit that suits it; in scientific notation when it is below 1 B/s or
 // beyond 64 bits of bytes (--bandwidth accepts any positive finite rate, "1e300TB/s" too).
@@ -30,47 +27,6 @@ std::string rate(double bytes_per_second, bool binary) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g B/s", bytes_per_second);
   return text;
-}
-
-// The table of `columns`, one row per stage. Wider than `width` (0: no limit), it is cut into
-// parts one after the other, each a few whole columns after the first (the stage's), so that
-// every row of a part is read across as before.
-std::string render(const std::vector<Column>& columns, const PlanReport& report,
-                   std::size_t width) {
-  std::vector<std::vector<std::string>> rows(1);
-  for (const Column& c : columns) rows[0].push_back(c.header);
-  for (const StageReport& s : report.stages) {
-    rows.emplace_back();
-    for (const Column& c : columns) rows.back().push_back(c.cell(s));
-  }
-  std::vector<std::size_t> col_width(columns.size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      col_width[i] = std::max(col_width[i], row[i].size());
-    }
-  }
-  // The parts: [first, last) column ranges after column 0, each as many as fit.
-  std::vector<std::pair<std::size_t, std::size_t>> parts;
-  for (std::size_t i = 1; i < columns.size() || parts.empty();) {
-    std::size_t used = col_width[0], j = i;
-    while (j < columns.size() && (j == i || width == 0 || used + 2 + col_width[j] <= width)) {
-      used += 2 + col_width[j++];
-    }
-    parts.emplace_back(i, j);
-    i = j;
-  }
-  std::string out;
-  for (const auto& [first, last] : parts) {
-    if (!out.empty()) out += "\n";
-    for (const auto& row : rows) {
-      std::string line = row[0] + std::string(col_width[0] - row[0].size(), ' ');  // stage left
-      for (std::size_t i = first; i < last; ++i) {
-        line += "  " + std::string(col_width[i] - row[i].size(), ' ') + row[i];  // numbers right
-      }
-      out += line + "\n";
-    }
-  }
-  return out;
 }
 
 template <typename T>
@@ -119,47 +75,6 @@ std::string assumptions_line(const PlanReport& report, const FieldNamer& name) {
            (a.why.empty() ? std::string() : " (" + a.why + ")");
   }
   return name_fields(out, name) + "\n";
-}
-
-// A step's tokens a GPU, b·s a micro-step times K micro-steps: "16,384", or "4,096 x 4 = 16,384"
-// (in %.4g past 64 bits).
-std::string tokens_text(std::uint64_t per_micro_step, std::uint64_t micro_steps) {
-  std::string one = units::format_with_commas(per_micro_step);
-  if (micro_steps == 1) return one;
-  std::string all;
-  if (per_micro_step <= UINT64_MAX / micro_steps) {
-    all = units::format_with_commas(per_micro_step * micro_steps);
-  } else {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.4g", double(per_micro_step) * double(micro_steps));
-    all = text;
-  }
-  return one + " x " + std::to_string(micro_steps) + " micro-steps = " + all;
-}
-
-// What the predicted step is made of: its compute and where it comes from, and the links.
-std::string step_header(const PlanInputs& in) {
-  std::string out = "step compute: ";
-  const auto& c = in.step_compute;
-  if (in.compute_seconds) {
-    out += units::format_seconds(*in.compute_seconds) + " (" + field_ref("compute_time") + ")";
-    if (c) out += ", shared by the forward and the backward as their FLOPs are";
-  } else {
-    char flops[160];
-    std::snprintf(flops, sizeof flops,
-                  "%.4g TFLOP a GPU a step (%s tokens, recomputation counted) at %.4g TFLOP/s x "
-                  "%.2f %% = %.4g TFLOP/s",
-                  double(c->grad_accum) * (c->forward_flops + c->backward_flops) / 1e12,
-                  tokens_text(c->tokens, c->grad_accum).c_str(), *in.dense_flops / 1e12,
-                  *in.hfu * 100, *in.dense_flops * *in.hfu / 1e12);
-    out += std::string(flops) + " (efficiency: " + in.hfu_origin + ")";
-  }
-  out += "\nstep links: " + std::to_string(in.step_topology->gpus_per_node) + " GPUs a node x " +
-         std::to_string(in.step_topology->nodes) +
-         (in.step_topology->nodes == 1 ? " node" : " nodes");
-  if (!in.intra_link.empty()) out += "; inside a node " + in.intra_link;
-  if (!in.inter_link.empty()) out += "; across nodes " + in.inter_link;
-  return out + "\n";
 }
 
 std::string header(const PlanReport& report, bool binary, const FieldNamer& name) {
@@ -406,69 +321,6 @@ void add_comm_columns(std::vector<Column>& columns, const PlanReport& report, bo
                          return units::format_percent(t.efficiency, 2);
                        })});
   }
-}
-
-// The predicted step of each stage: compute, communication, what is exposed, the step, and
-// what it makes of the GPUs; with --tokens the run's wall clock and GPU-hours (and cost).
-std::string step_table(const PlanReport& report, std::size_t width) {
-  const PlanInputs& in = report.inputs;
-  auto cell = [](auto f) { return [f](const S& s) { return s.step ? f(s) : std::string("-"); }; };
-  std::vector<Column> columns = {
-      {"step at N = " + std::to_string(*in.gpus),
-       [](const S& s) { return std::string(stage_name(s.stage)); }},
-      {"compute", cell([](const S& s) {
-         return units::format_seconds(s.step->forward_seconds + s.step->backward_seconds);
-       })},
-      {"comm", cell([](const S& s) { return units::format_seconds(s.step->comm_seconds); })},
-      {"exposed", cell([](const S& s) { return units::format_seconds(s.step->exposed_seconds); })},
-      {"step", cell([](const S& s) { return units::format_seconds(s.step->step_seconds); })}};
-  const bool tokens = std::any_of(report.stages.begin(), report.stages.end(),
-                                  [](const S& s) { return s.tokens_per_second_per_gpu; });
-  if (tokens) {
-    columns.push_back({"tokens/s/GPU", cell([](const S& s) {
-                         return units::format_with_commas(
-                             std::uint64_t(std::llround(*s.tokens_per_second_per_gpu)));
-                       })});
-  }
-  if (std::any_of(report.stages.begin(), report.stages.end(), [](const S& s) { return s.mfu; })) {
-    columns.push_back({"MFU", cell([](const S& s) { return units::format_percent(*s.mfu, 1); })});
-  }
-  if (in.tokens && tokens) {
-    columns.push_back({"wall clock", cell([](const S& s) {
-                         return units::format_duration(*s.wall_clock_seconds);
-                       })});
-    columns.push_back({"GPU-hours", cell([](const S& s) {
-                         return units::format_with_commas(
-                             std::uint64_t(std::llround(*s.gpu_hours)));
-                       })});
-    if (in.price_per_gpu_hour) {
-      columns.push_back({"cost", cell([](const S& s) { return units::format_money(*s.cost); })});
-    }
-  }
-  std::string out = render(columns, report, width);
-  out +=
-      "step: compute + exposed communication (plan/step_model.h); each collective runs at the "
-      "bus rate of the slowest link it crosses";
-  out += in.overlap ? ", and " + units::format_percent(*in.overlap, 0) +
-                          " of the communication hides behind compute (--overlap)"
-                    : ", beside the compute of its phase when the framework overlaps it, "
-                      "less one layer or bucket (deepspeed/step_schedule.h)";
-  out += ".";
-  if (std::any_of(report.stages.begin(), report.stages.end(), [](const S& s) { return !s.step; })) {
-    out += " '-': a stage that offloads, whose PCIe copies and CPU step are not modelled.";
-  }
-  for (const S& s : report.stages) {
-    if (!s.step) continue;
-    std::string parts;
-    for (const plan::TimedCollective& c : s.step->collectives) {
-      parts +=
-          (parts.empty() ? "" : ", ") + c.collective.name + " " + units::format_seconds(c.seconds);
-      if (c.hidden_seconds > 0)
-        parts += " (" + units::format_seconds(c.hidden_seconds) + " hidden)";
-    }
-    if (!parts.empty()) out += "\n" + std::string(stage_name(s.stage)) + ": " + parts + ".";
-  }
-  return out + "\n";
 }
 
 // Where the offloaded state goes and what crosses PCIe, per stage it applies to.

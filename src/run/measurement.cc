@@ -162,14 +162,28 @@ Replayed replay_steps(const predict::EngineRun& run, int ranks_per_host, const p
   return {median(seconds), link_seconds};
 }
 
-// This rank's compute alone on this CPU: a one-rank engine of the same model and options, on
-// a threads communicator of its own so that no collective moves a byte, `steps` steps after a
-// warm-up (run_steps). The stage and ZeRO++ are the run's, so each unit's compute does the
-// run's 16-bit conversions, gathers' bookkeeping and quantization (on one rank, of whole units
-// rather than shards). Every rank measures at once, sharing the machine as the run will.
-std::vector<predict::StepCompute> compute_alone(const ModelSpec& spec, const Launch& launch,
-                                                zero::EngineOptions options, int steps) {
+// The model the kernel rates are measured on: the run's, cut to a few layers (the GPT's
+// embeddings, two blocks and its final unit; the MLP's first, a middle and its last layer),
+// so every kind of unit is timed in a fraction of the run's memory.
+ModelSpec calibration_model(const ModelSpec& spec) {
+  return spec.shallower(spec.is_gpt() ? 2 : 3);
+}
+
+// This rank's compute alone on this CPU: a one-rank engine of calibration_model() with the
+// run's options, on a threads communicator of its own so that no collective moves a byte,
+// `steps` steps after a warm-up (run_steps). The stage and ZeRO++ are the run's, so each
+// unit's compute does the run's 16-bit conversions, gathers' bookkeeping and quantization (on
+// one rank, of whole units rather than shards); no memory budget applies (it is the run's).
+// Every rank measures at once, sharing the machine as the run will.
+zero::EngineOptions alone_options(zero::EngineOptions options) {
   options.ranks_per_host = 0;
+  options.rank_memory = 0;
+  return options;
+}
+std::vector<predict::StepCompute> compute_alone(const ModelSpec& run_spec, const Launch& launch,
+                                                const zero::EngineOptions& run_options, int steps) {
+  const ModelSpec spec = calibration_model(run_spec);
+  const zero::EngineOptions options = alone_options(run_options);
   std::vector<predict::StepCompute> compute;
   comm::run_thread_ranks(1, launch.options, [&](comm::Communicator& alone) {
     compute = run_steps(alone, spec, launch, options, steps, nullptr).compute;
@@ -311,6 +325,10 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
     comm.barrier();
   };
   calibrate(std::max(1, (steps + 1) / 2), true);
+  // The stage's peak resident size is its own engine's, not the calibration's (one process
+  // holds every rank of the threads backend: its rank 0 resets it once all are done).
+  if (launch.backend == "mpi" || comm.rank() == 0) reset_process_peak();
+  comm.barrier();
   m.rss_baseline = proc_status_kib("VmRSS:");
   const Timing overlapped = run_steps(comm, spec, launch, options, steps, &m);
   m.rss_peak = proc_status_kib("VmHWM:");
@@ -339,7 +357,8 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   }
   // The step predicted from the kernel rates: each unit's FLOPs at every rank's own rates,
   // through the engine's schedule on the link (on one host, shared memory taken as free).
-  const predict::KernelRates rates = kernel_rates(engine_run(spec, given, launch, 1), alone, busy);
+  const predict::KernelRates rates = kernel_rates(
+      engine_run(calibration_model(spec), alone_options(given), launch, 1), alone, busy);
   m.rate_forward = rates.forward_flops_per_second;
   m.rate_backward = rates.backward_flops_per_second;
   m.rate_optimizer = rates.optimizer_params_per_second;

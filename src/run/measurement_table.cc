@@ -201,6 +201,11 @@ void add_time_rows(StageTable& t) {
     return percent((r.step_seconds - r.exposed_seconds) / r.step_seconds);
   });
   const bool link = t.stages[0].ranks[0].link_bits_per_second > 0;
+  const bool rated = t.stages[0].ranks[0].rated_step_seconds > 0;
+  if (rated) {
+    t.add("  predicted step (kernel rates)",
+          [](const StageMeasure& st) { return ms(st.ranks[0].rated_step_seconds); });
+  }
   if (link) {
     t.add("  predicted step (replay)",
           [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds); });
@@ -218,6 +223,10 @@ void add_time_rows(StageTable& t) {
     const auto& r = st.ranks[0];
     return percent((r.step_seconds_sync - r.exposed_seconds_sync) / r.step_seconds_sync);
   });
+  if (rated) {
+    t.add("  predicted step (kernel rates)",
+          [](const StageMeasure& st) { return ms(st.ranks[0].rated_step_seconds_sync); });
+  }
   if (link) {
     t.add("  predicted step (replay)",
           [](const StageMeasure& st) { return ms(st.ranks[0].predicted_step_seconds_sync); });

@@ -181,6 +181,14 @@ std::unique_ptr<model::Model> ModelSpec::make(int threads) const {
   return gpt;
 }
 
+ModelSpec ModelSpec::shallower(int layers) const {
+  ZERODP_CHECK(layers >= 1);
+  ModelSpec s = *this;
+  s.gpt_.layers = std::min(s.gpt_.layers, layers);
+  s.mlp_.depth = std::min(s.mlp_.depth, layers);
+  return s;
+}
+
 std::uint64_t ModelSpec::param_count() const {
   return is_gpt_ ? gpt_.param_count() : mlp_.param_count();
 }

@@ -60,6 +60,22 @@ TEST(MeasureCli, JsonContract) {
   EXPECT_DOUBLE_EQ(t["efficiency"].get<double>(), compute / (compute + exposed));
   EXPECT_NEAR(t["step_seconds"].get<double>(), compute + exposed, 1e-12);
   EXPECT_FALSE(j.contains("wire"));  // no cluster host here
+  // The step predicted before it ran, from the kernel rates measured on one rank: on one host
+  // no collective crosses a link, so the step is the compute at those rates, and the pace
+  // beside the link was not measured.
+  const auto& rates = t["kernel_rates"];
+  for (const char* key :
+       {"forward_flops_per_second", "backward_flops_per_second", "optimizer_params_per_second"}) {
+    EXPECT_GT(rates[key].get<double>(), 0.0) << key;
+  }
+  EXPECT_EQ(rates["beside_link"], 1.0);
+  const auto& p = t["predicted_from_rates"];
+  ASSERT_TRUE(p.is_object());
+  const double step = p["step_seconds"];
+  EXPECT_GT(step, 0.0);
+  EXPECT_EQ(p["comm_seconds"], 0.0);
+  EXPECT_NEAR(p["compute_seconds"].get<double>(), step, 1e-12 * step);
+  EXPECT_NEAR(p["step_error"].get<double>(), step / t["step_seconds"].get<double>() - 1.0, 1e-12);
 }
 
 // --dry-run plans exactly the run train would start; its JSON carries the peak, every rank's

@@ -66,6 +66,10 @@ class ModelSpec {
   static ModelSpec without_data(const nlohmann::json& config);
 
   bool is_gpt() const { return is_gpt_; }
+  // The same model with at most `layers` transformer blocks (GPT) or layers (MLP), on the same
+  // samples: every kind of unit it has keeps its shape, so what a unit's kernels reach on it
+  // they reach on this one, in a fraction of the memory (measure's kernel rates). layers >= 1.
+  ModelSpec shallower(int layers) const;
   // threads: the GPT's (GptModel::set_threads); the MLP computes on one.
   std::unique_ptr<model::Model> make(int threads = 1) const;
   // Where every micro-batch's samples come from: the text's windows or synthetic samples.
