@@ -319,56 +319,119 @@ void check_experts(const Fields& f, const ModelConfig& c) {
 }
 
 // One module: its weight's and its bias's elements, and how many of it there are.
+// A module's own parameters; a linear (nn.Linear, or gpt2's Conv1D) also has its name in the
+// layer, as the family's implementation calls it, and its shape.
 struct Module {
   std::uint64_t weight = 0, bias = 0, copies = 1;
+  std::string_view name = {};  // empty for norms, embeddings and DeepSeek's router
+  std::uint64_t in = 0, out = 0;
   std::uint64_t params() const { return mul(add(weight, bias), copies); }
 };
 
 // A linear of in x out, with or without its bias.
-Module linear(std::uint64_t in, std::uint64_t out, bool bias, std::uint64_t copies = 1) {
-  return {mul(in, out), bias ? out : 0, copies};
+Module linear(std::string_view name, std::uint64_t in, std::uint64_t out, bool bias,
+              std::uint64_t copies = 1) {
+  return {mul(in, out), bias ? out : 0, copies, name, in, out};
+}
+
+// The names a family gives its attention's and MLP's linears.
+struct LinearNames {
+  std::string_view q, k, v, qkv, out, gate, up, gate_up, down;
+};
+LinearNames linear_names(const ModelConfig& c) {
+  if (c.model_type == "gpt2") {
+    return {.qkv = "attn.c_attn", .out = "attn.c_proj", .up = "mlp.c_fc", .down = "mlp.c_proj"};
+  }
+  if (c.model_type == "gpt_neox") {
+    return {.qkv = "attention.query_key_value",
+            .out = "attention.dense",
+            .up = "mlp.dense_h_to_4h",
+            .down = "mlp.dense_4h_to_h"};
+  }
+  return {.q = "self_attn.q_proj",
+          .k = "self_attn.k_proj",
+          .v = "self_attn.v_proj",
+          .qkv = "self_attn.qkv_proj",
+          .out = "self_attn.o_proj",
+          .gate = "mlp.gate_proj",
+          .up = "mlp.up_proj",
+          .gate_up = "mlp.gate_up_proj",
+          .down = "mlp.down_proj"};
+}
+
+// Where a layer's MLPs sit: the dense one, a mixture's experts, its shared expert.
+enum class MlpPlace { dense, experts, shared };
+
+// A mixture's linears are named under their module: Mixtral's experts w1 (gate), w3 (up) and
+// w2 (down), Qwen's and DeepSeek's gate_proj, up_proj and down_proj; "*" is the expert's index.
+LinearNames mlp_names(const ModelConfig& c, MlpPlace place) {
+  LinearNames n = linear_names(c);
+  if (place == MlpPlace::dense) return n;
+  if (c.model_type == "mixtral") {
+    return {.gate = "block_sparse_moe.experts.*.w1",
+            .up = "block_sparse_moe.experts.*.w3",
+            .down = "block_sparse_moe.experts.*.w2"};
+  }
+  if (place == MlpPlace::experts) {
+    return {.gate = "mlp.experts.*.gate_proj",
+            .up = "mlp.experts.*.up_proj",
+            .down = "mlp.experts.*.down_proj"};
+  }
+  if (c.model_type == "deepseek_v2") {
+    return {.gate = "mlp.shared_experts.gate_proj",
+            .up = "mlp.shared_experts.up_proj",
+            .down = "mlp.shared_experts.down_proj"};
+  }
+  return {.gate = "mlp.shared_expert.gate_proj",
+          .up = "mlp.shared_expert.up_proj",
+          .down = "mlp.shared_expert.down_proj"};
 }
 
 // The modules of one MLP of width `width`: gate (or a fused gate-up), up, down.
-void add_mlp(const ModelConfig& c, std::uint64_t width, std::uint64_t copies,
+void add_mlp(const ModelConfig& c, std::uint64_t width, std::uint64_t copies, MlpPlace place,
              std::vector<Module>& out) {
   const std::uint64_t h = c.hidden;
+  const LinearNames n = mlp_names(c, place);
   if (c.fused_gate_up) {
-    out.push_back(linear(h, mul(2, width), c.mlp_bias, copies));
+    out.push_back(linear(n.gate_up, h, mul(2, width), c.mlp_bias, copies));
   } else {
-    out.push_back(linear(h, width, c.mlp_bias, mul(copies, c.gated_mlp ? 2 : 1)));
+    if (c.gated_mlp) out.push_back(linear(n.gate, h, width, c.mlp_bias, copies));
+    out.push_back(linear(n.up, h, width, c.mlp_bias, copies));
   }
-  out.push_back(linear(width, h, c.mlp_bias, copies));
+  out.push_back(linear(n.down, width, h, c.mlp_bias, copies));
 }
 
 // The modules of one layer, as the family's implementation builds them; `experts` of a
 // mixture's layer counted (all of them, or the ones a token passes).
 std::vector<Module> layer_modules(const ModelConfig& c, bool moe_layer, std::uint64_t experts) {
   const std::uint64_t h = c.hidden, q = mul(c.heads, c.head_dim), k = mul(c.kv_heads, c.head_dim);
+  const LinearNames n = linear_names(c);
   std::vector<Module> m;
   m.push_back({h, c.norm_bias ? h : 0, c.norms_per_layer});
   if (c.latent) {
     const LatentAttention& l = *c.latent;
     const std::uint64_t q_out = mul(c.heads, l.nope_dim + l.rope_dim);
     if (l.q_rank > 0) {
-      m.push_back(linear(h, l.q_rank, c.qkv_bias));
+      m.push_back(linear("self_attn.q_a_proj", h, l.q_rank, c.qkv_bias));
       m.push_back({l.q_rank, 0, 1});  // q_a_layernorm
-      m.push_back(linear(l.q_rank, q_out, false));
+      m.push_back(linear("self_attn.q_b_proj", l.q_rank, q_out, false));
     } else {
-      m.push_back(linear(h, q_out, false));
+      m.push_back(linear(n.q, h, q_out, false));
     }
-    m.push_back(linear(h, l.kv_rank + l.rope_dim, c.qkv_bias));
+    m.push_back(linear("self_attn.kv_a_proj_with_mqa", h, l.kv_rank + l.rope_dim, c.qkv_bias));
     m.push_back({l.kv_rank, 0, 1});  // kv_a_layernorm
-    m.push_back(linear(l.kv_rank, mul(c.heads, l.nope_dim + l.v_dim), false));
-    m.push_back(linear(mul(c.heads, l.v_dim), h, c.out_bias));
+    m.push_back(
+        linear("self_attn.kv_b_proj", l.kv_rank, mul(c.heads, l.nope_dim + l.v_dim), false));
+    m.push_back(linear(n.out, mul(c.heads, l.v_dim), h, c.out_bias));
   } else {
     if (c.fused_qkv) {
-      m.push_back(linear(h, add(q, mul(2, k)), c.qkv_bias));
+      m.push_back(linear(n.qkv, h, add(q, mul(2, k)), c.qkv_bias));
     } else {
-      m.push_back(linear(h, q, c.qkv_bias));
-      m.push_back(linear(h, k, c.qkv_bias, 2));
+      m.push_back(linear(n.q, h, q, c.qkv_bias));
+      m.push_back(linear(n.k, h, k, c.qkv_bias));
+      m.push_back(linear(n.v, h, k, c.qkv_bias));
     }
-    m.push_back(linear(q, h, c.out_bias));
+    m.push_back(linear(n.out, q, h, c.out_bias));
   }
   if (c.qk_norm == QkNorm::per_head) m.push_back({c.head_dim, 0, 2});
   if (c.qk_norm == QkNorm::whole) {
@@ -376,14 +439,24 @@ std::vector<Module> layer_modules(const ModelConfig& c, bool moe_layer, std::uin
     m.push_back({k, 0, 1});
   }
   if (!moe_layer) {
-    add_mlp(c, c.intermediate, 1, m);
+    add_mlp(c, c.intermediate, 1, MlpPlace::dense, m);
     return m;
   }
-  add_mlp(c, c.expert_intermediate, experts, m);
-  m.push_back(linear(h, c.experts, false));  // the router
-  if (c.shared_intermediate > 0) add_mlp(c, c.shared_intermediate, 1, m);
-  if (c.shared_expert_gate) m.push_back(linear(h, 1, false));
+  add_mlp(c, c.expert_intermediate, experts, MlpPlace::experts, m);
+  // The router: an nn.Linear but in DeepSeek-V2 (MoEGate, a module holding a weight).
+  if (c.model_type == "deepseek_v2") {
+    m.push_back({mul(h, c.experts), 0, 1});
+  } else {
+    m.push_back(linear(c.model_type == "mixtral" ? "block_sparse_moe.gate" : "mlp.gate", h,
+                       c.experts, false));
+  }
+  if (c.shared_intermediate > 0) add_mlp(c, c.shared_intermediate, 1, MlpPlace::shared, m);
+  if (c.shared_expert_gate) m.push_back(linear("mlp.shared_expert_gate", h, 1, false));
   return m;
+}
+
+std::string_view head_name(const ModelConfig& c) {
+  return c.model_type == "gpt_neox" ? "embed_out" : "lm_head";
 }
 
 // Outside the layers: token (and position) embeddings, the final norm, an untied head.
@@ -391,7 +464,7 @@ std::vector<Module> outside_modules(const ModelConfig& c) {
   const std::uint64_t h = c.hidden;
   std::vector<Module> m = {{mul(c.vocab, h), 0, 1}, {h, c.norm_bias ? h : 0, 1}};
   if (c.positions > 0) m.push_back({mul(c.positions, h), 0, 1});
-  if (!c.tied_embeddings) m.push_back({mul(c.vocab, h), 0, 1});
+  if (!c.tied_embeddings) m.push_back(linear(head_name(c), h, c.vocab, false));
   return m;
 }
 
@@ -482,6 +555,22 @@ ModelParams model_params(const ModelConfig& c) {
   }
   p.largest_layer_params = largest;
   return p;
+}
+
+std::vector<LinearLayer> linear_layers(const ModelConfig& c) {
+  std::vector<LinearLayer> out;
+  auto take = [&](const std::vector<Module>& modules, std::uint64_t layers) {
+    for (const Module& m : modules) {
+      if (m.name.empty() || layers == 0) continue;
+      out.push_back({m.name, m.in, m.out, mul(m.copies, layers), m.bias > 0, false});
+    }
+  };
+  take(layer_modules(c, false, 0), c.layers - c.moe_layers());
+  take(layer_modules(c, true, c.experts), c.moe_layers());
+  // The head is a linear also when tied: transformers builds it and points its weight at the
+  // embeddings'.
+  out.push_back({head_name(c), c.hidden, c.vocab, 1, false, true});
+  return out;
 }
 
 TrainingFlops training_flops(const ModelConfig& c, std::uint64_t seq_len,

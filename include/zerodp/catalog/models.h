@@ -53,6 +53,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "zerodp/plan/activations.h"
 #include "zerodp/plan/torch_runtime.h"
@@ -120,6 +121,20 @@ struct ModelParams {
 // json_text: a config.json; source names it in errors ("--model-config llama.json").
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source);
 ModelParams model_params(const ModelConfig& config);
+
+// Every linear of the model (nn.Linear, gpt2's Conv1D), named as the family's implementation
+// names it within a layer ("self_attn.q_proj", "mlp.experts.*.down_proj", "*" standing for an
+// expert's index) or outside the layers (the head: "lm_head", gpt_neox's "embed_out", listed
+// also when tied to the embeddings, as transformers builds it there too). `count` is how many
+// the model holds: its layers (of that kind, dense or mixture) times its experts. The same
+// modules model_params() counts, so a layer's linears and its norms sum to its parameters.
+struct LinearLayer {
+  std::string_view name;
+  std::uint64_t in = 0, out = 0, count = 0;
+  bool bias = false;
+  bool head = false;  // the output layer, which PEFT's "all-linear" leaves out
+};
+std::vector<LinearLayer> linear_layers(const ModelConfig& config);
 
 // The floating-point operations of one token of training, forward and backward (a multiply-add
 // counts 2), in sequences of s tokens, with L layers:
