@@ -5,10 +5,8 @@
 
 namespace zerodp::model {
 
-namespace {
-
-UnitViews views_of(const Model& model, std::size_t u, std::span<const float> params,
-                   std::span<float> grads) {
+UnitViews flat_unit_views(const Model& model, std::size_t u, std::span<const float> params,
+                          std::span<float> grads) {
   const auto& units = model.units();
   auto slice = [&](auto span, std::size_t unit) {
     return span.subspan(units[unit].param_offset, units[unit].param_count);
@@ -23,8 +21,6 @@ UnitViews views_of(const Model& model, std::size_t u, std::span<const float> par
   return views;
 }
 
-}  // namespace
-
 void init_all(const Model& model, std::span<float> params, std::uint64_t seed) {
   ZERODP_CHECK(params.size() == model.param_count());
   const auto& units = model.units();
@@ -37,7 +33,7 @@ void init_all(const Model& model, std::span<float> params, std::uint64_t seed) {
 float forward_all(Model& model, std::span<const float> params) {
   ZERODP_CHECK(params.size() == model.param_count());
   for (std::size_t u = 0; u < model.units().size(); ++u) {
-    model.forward(static_cast<int>(u), views_of(model, u, params, {}));
+    model.forward(static_cast<int>(u), flat_unit_views(model, u, params, {}));
   }
   return model.loss();
 }
@@ -46,7 +42,7 @@ float forward_backward_all(Model& model, std::span<const float> params, std::spa
   ZERODP_CHECK(grads.size() == model.param_count());
   const float loss = forward_all(model, params);
   for (std::size_t u = model.units().size(); u-- > 0;) {
-    model.backward(static_cast<int>(u), views_of(model, u, params, grads));
+    model.backward(static_cast<int>(u), flat_unit_views(model, u, params, grads));
   }
   return loss;
 }

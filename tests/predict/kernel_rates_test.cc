@@ -17,23 +17,6 @@
 namespace zerodp::predict {
 namespace {
 
-// One unit's views over a flat buffer, as a one-rank engine hands them (model/model.cc).
-model::UnitViews flat_views_of(const model::Model& m, std::size_t u, std::span<const float> params,
-                          std::span<float> grads) {
-  const auto& units = m.units();
-  auto slice = [&](auto span, std::size_t unit) {
-    return span.subspan(units[unit].param_offset, units[unit].param_count);
-  };
-  model::UnitViews views;
-  views.params.push_back(slice(params, u));
-  for (int r : units[u].reads) views.params.push_back(slice(params, static_cast<std::size_t>(r)));
-  if (!grads.empty()) {
-    views.grads.push_back(slice(grads, u));
-    for (int r : units[u].reads) views.grads.push_back(slice(grads, static_cast<std::size_t>(r)));
-  }
-  return views;
-}
-
 // The FLOPs gemm() counted in each unit's forward and backward of one micro-batch.
 std::vector<UnitFlops> counted_flops(model::Model& m, const model::MicroBatch& batch) {
   std::vector<float> params(m.param_count()), grads(m.param_count(), 0.0f);
@@ -43,19 +26,20 @@ std::vector<UnitFlops> counted_flops(model::Model& m, const model::MicroBatch& b
   std::vector<UnitFlops> out(m.units().size());
   for (std::size_t u = 0; u < out.size(); ++u) {
     const double before = model::gemm_stats().flops;
-    m.forward(static_cast<int>(u), flat_views_of(m, u, params, {}));
+    m.forward(static_cast<int>(u), model::flat_unit_views(m, u, params, {}));
     out[u].forward = model::gemm_stats().flops - before;
   }
   for (std::size_t u = out.size(); u-- > 0;) {
     const double before = model::gemm_stats().flops;
-    m.backward(static_cast<int>(u), flat_views_of(m, u, params, grads));
+    m.backward(static_cast<int>(u), model::flat_unit_views(m, u, params, grads));
     out[u].backward = model::gemm_stats().flops - before;
   }
   model::set_gemm_clock(model::GemmClock::off);
   return out;
 }
 
-void expect_same_flops(const std::vector<UnitFlops>& predicted, const std::vector<UnitFlops>& counted) {
+void expect_same_flops(const std::vector<UnitFlops>& predicted,
+                       const std::vector<UnitFlops>& counted) {
   ASSERT_EQ(predicted.size(), counted.size());
   for (std::size_t u = 0; u < counted.size(); ++u) {
     // Whole numbers far below 2^53: both sides are exact.

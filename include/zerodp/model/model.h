@@ -102,6 +102,9 @@ class Model {
 
 // Helpers that run a Model over one consolidated fp32 flat buffer of all its parameters, as a
 // one-rank engine would (eval, sampling, export checks, tests).
+// flat_unit_views: the views unit u is handed over that buffer (grads empty in a forward).
+UnitViews flat_unit_views(const Model& model, std::size_t u, std::span<const float> params,
+                          std::span<float> grads);
 // init_all: every unit's init_unit into its slice of params.
 void init_all(const Model& model, std::span<float> params, std::uint64_t seed);
 // forward_all: forward of every unit in order; returns loss(). The micro-batch must have begun.

@@ -85,7 +85,7 @@ struct KernelRates {
   double optimizer_params_per_second = 0;
   double other_seconds = 0;
   // The units' pace while the link carries collectives over their pace alone: their seconds
-  // alone over their seconds beside a stream of all-reduces on the link. 1 on one host.
+  // alone over their seconds beside a stream of all-gathers on the link. 1 on one host.
   double beside_link = 1;
 };
 // The parameters rank `rank` updates in the optimizer's step: all of them at stage 0, its
