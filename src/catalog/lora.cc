@@ -94,4 +94,39 @@ LoraCount lora_count(const ModelConfig& config, std::uint64_t rank,
   return count;
 }
 
+std::uint64_t nf4_tensor_bytes(std::uint64_t n, const Nf4Options& o) {
+  ZERODP_CHECK(o.block > 0 &&
+               (o.storage_bytes == 1 || o.storage_bytes == 2 || o.storage_bytes == 4));
+  const std::uint64_t s = o.storage_bytes;
+  // quantize_4bit's allocation: (n + 1) // (2·s) elements of the storage type, without
+  // forming n + 1.
+  const std::uint64_t codes = saturating_mul(s, n / (2 * s) + (n % (2 * s) + 1 == 2 * s ? 1 : 0));
+  const std::uint64_t blocks = n / o.block + (n % o.block != 0 ? 1 : 0);
+  constexpr std::uint64_t kNf4Table = 16 * 4, kDynamicMap = 256 * 4, kOffset = 4;
+  std::uint64_t absmax = saturating_mul(4, blocks);
+  if (o.double_quant) {
+    absmax = saturating_add(
+        saturating_add(blocks, saturating_mul(4, blocks / 256 + (blocks % 256 != 0 ? 1 : 0))),
+        kDynamicMap + kOffset);
+  }
+  return saturating_add(saturating_add(codes, absmax), kNf4Table);
+}
+
+QuantizedBase nf4_base(const ModelConfig& config, const Nf4Options& options) {
+  QuantizedBase base;
+  for (const LinearLayer& l : linear_layers(config)) {
+    if (l.head) continue;
+    const std::uint64_t elements = saturating_mul(l.in, l.out);
+    base.quantized_params =
+        saturating_add(base.quantized_params, saturating_mul(elements, l.count));
+    base.quantized_tensors = saturating_add(base.quantized_tensors, l.count);
+    base.quantized_bytes = saturating_add(
+        base.quantized_bytes, saturating_mul(nf4_tensor_bytes(elements, options), l.count));
+    base.largest_quantized = std::max(base.largest_quantized, elements);
+  }
+  const std::uint64_t all = model_params(config).params;
+  base.kept_params = all >= base.quantized_params ? all - base.quantized_params : 0;
+  return base;
+}
+
 }  // namespace zerodp::catalog

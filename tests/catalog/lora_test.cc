@@ -119,5 +119,45 @@ TEST(LoraCount, RefusesWhatItCannotCount) {
   EXPECT_EQ(adapters(llama2, UINT64_MAX, {"q_proj"}), UINT64_MAX);
 }
 
+TEST(Nf4, AWeightsBytesAreWhatQuantize4bitKeeps) {
+  // 4096 x 4096 with double quantization: codes 8,388,608; 262,144 blocks of 64, a byte each;
+  // 1,024 blocks of 256 of those, 4 bytes each; the dynamic map 1,024, the offset 4 and the NF4
+  // table 64: 4.127 bits a weight, the QLoRA paper's 4 + 8/64 + 32/(64·256).
+  const std::uint64_t n = 4096ull * 4096;
+  EXPECT_EQ(nf4_tensor_bytes(n, {}), 8'388'608u + 262'144 + 4'096 + 1'024 + 4 + 64);
+  EXPECT_NEAR(8.0 * double(nf4_tensor_bytes(n, {})) / double(n), 4.0 + 8.0 / 64 + 32.0 / (64 * 256),
+              8.0 * 1'092 / double(n));
+  // Without it: an fp32 absmax a block, 4.5 bits a weight, and the table.
+  EXPECT_EQ(nf4_tensor_bytes(n, {.double_quant = false}), 8'388'608u + 4 * 262'144 + 64);
+  // 4096 x 11008: 704,512 blocks, 2,752 blocks of those.
+  EXPECT_EQ(nf4_tensor_bytes(4096ull * 11008, {}), 22'544'384u + 704'512 + 4 * 2'752 + 1'092);
+  // 7 elements: four bytes of codes (the last nibble pads), one block, one block of blocks.
+  EXPECT_EQ(nf4_tensor_bytes(7, {}), 4u + 1 + 4 + 1'092);
+  // bfloat16 storage holds the same codes in (n + 1) // 4 elements of 2 bytes, as
+  // quantize_4bit allocates them: 4096 x 4096 is the same bytes; 7 elements take 4.
+  EXPECT_EQ(nf4_tensor_bytes(n, {.storage_bytes = 2}), nf4_tensor_bytes(n, {}));
+  EXPECT_EQ(nf4_tensor_bytes(7, {.storage_bytes = 2}), 4u + 1 + 4 + 1'092);
+  // The largest count is exact: 2^63 bytes of codes and 2^58 blocks' fp32 absmax.
+  EXPECT_EQ(nf4_tensor_bytes(UINT64_MAX, {.double_quant = false}),
+            (1ull << 63) + 4 * (1ull << 58) + 64);
+}
+
+TEST(Nf4, Llama2BaseQuantizesEveryLinearButTheHead) {
+  // 32 layers of q, k, v, o (4096 x 4096) and gate, up, down (4096 x 11008), each its own
+  // tensor; the embeddings, the head and the norms (262,410,240) keep 16 bits.
+  const QuantizedBase base = nf4_base(catalogued("meta-llama/Llama-2-7b-hf"), {});
+  EXPECT_EQ(base.quantized_tensors, 32u * 7);
+  EXPECT_EQ(base.quantized_params, 32ull * (4 * 4096 * 4096 + 3 * 4096 * 11008));
+  EXPECT_EQ(base.kept_params, 6'738'415'616u - base.quantized_params);
+  EXPECT_EQ(base.kept_params, 2u * 32'000 * 4096 + 65 * 4096);
+  EXPECT_EQ(base.quantized_bytes,
+            32u * (4 * nf4_tensor_bytes(4096 * 4096, {}) + 3 * nf4_tensor_bytes(4096 * 11008, {})));
+  EXPECT_EQ(base.largest_quantized, 4096u * 11008);
+  // Mixtral's routers are linears too, and quantized: 32 of 4096 x 8 beside the 768 experts'
+  // three each.
+  const QuantizedBase mixtral = nf4_base(catalogued("mistralai/Mixtral-8x7B-v0.1"), {});
+  EXPECT_EQ(mixtral.quantized_tensors, 32u * (4 + 8 * 3 + 1));
+}
+
 }  // namespace
 }  // namespace zerodp::catalog

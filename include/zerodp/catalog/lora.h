@@ -45,4 +45,38 @@ LoraCount lora_count(const ModelConfig& config, std::uint64_t rank,
 // The model's linears' names, comma-separated, for an error or a help line.
 std::string linear_layer_names(const ModelConfig& config);
 
+// QLoRA's base: bitsandbytes' NF4 weights (Linear4bit), as transformers loads a model with
+// BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4"): every linear but the
+// output layer (transformers' get_keys_to_not_convert) is quantized, one tensor a weight (a
+// mixture's experts one each, as transformers 4.x builds them); biases, embeddings, norms and
+// the head keep their 16 bits. What bitsandbytes' quantize_4bit keeps for a weight of n
+// elements, in blocks of `block` (64):
+//   the codes       storage·floor((n + 1) / (2·storage)) bytes, two to a byte (ceil(n / 2)
+//                   with the default uint8 storage; bnb_4bit_quant_storage="bfloat16", what
+//                   FSDP flattens, is 2)
+//   absmax          with double quantization (bnb_4bit_use_double_quant): one byte a block,
+//                   quantized in blocks of 256 with the dynamic map, plus 4 bytes a block of
+//                   those, the 256-entry map (1,024 bytes, a copy per weight) and the fp32
+//                   offset (4); without, 4 bytes a block
+//   the NF4 table   16 fp32 values (64 bytes), a copy per weight
+// which is 4 + 8/64 + 32/(64·256) ≈ 4.127 bits a weight with double quantization (the QLoRA
+// paper's figure) and 4.5 without, plus 1,092 and 64 bytes a tensor.
+struct Nf4Options {
+  bool double_quant = true;
+  std::uint32_t storage_bytes = 1;  // bnb_4bit_quant_storage's width: 1 (uint8), 2, 4
+  std::uint32_t block = 64;
+};
+std::uint64_t nf4_tensor_bytes(std::uint64_t elements, const Nf4Options& options);
+
+struct QuantizedBase {
+  std::uint64_t quantized_params = 0;   // the quantized weights' elements
+  std::uint64_t quantized_tensors = 0;  // how many weights
+  std::uint64_t quantized_bytes = 0;    // their nf4_tensor_bytes()
+  std::uint64_t kept_params = 0;        // every other parameter, in 16 bits
+  // The largest quantized weight's elements: what one layer's 16-bit copy holds while it
+  // computes (bitsandbytes dequantizes a weight for its forward and again for its backward).
+  std::uint64_t largest_quantized = 0;
+};
+QuantizedBase nf4_base(const ModelConfig& config, const Nf4Options& options);
+
 }  // namespace zerodp::catalog
