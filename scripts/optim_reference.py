@@ -24,6 +24,10 @@ NAME.absmax1 (float32, one a block), and receive the same names with .out.
 
 Usage: optim_reference.py maps FOLDER
   writes map_signed.f32 and map_unsigned.f32 (256 float32 each) into FOLDER.
+Usage: optim_reference.py nf4 FOLDER
+  reads x.f32 (float32) from FOLDER and writes the NF4 weight of nf4(): codes.u8 (two a byte),
+  absmax.f32 (a block's, before double quantization), absmax_codes.u8, nested_absmax.f32,
+  offset.f32 and dequantized.f32.
 Usage: optim_reference.py CASES.json FOLDER
   CASES.json: [{"optimizer": "adamw"|"adamw-8bit"|"adafactor"|"lion"|"lion-8bit"|"sgd-momentum"|"sgd",
                 "name": NAME, "n": N,
@@ -133,6 +137,49 @@ def quantize(x, code):
         # torch.argmin(|scaled - code|): the first index of the least distance; NaN counts as least.
         distance = np.abs(scaled[:, None] - code[None, :])
     return np.argmin(distance, axis=1).astype(np.uint8), absmax
+
+
+# The QLoRA paper's NormalFloat4 values as bitsandbytes' get_4bit_type("nf4") lists them.
+NF4 = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+                -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+                0.07958029955625534, 0.16093020141124725, 0.24611230194568634,
+                0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+                0.7229568362236023, 1.0], dtype=np.float32)
+NF4_BLOCK = 64
+
+
+def nf4(folder):
+    """quantize_4bit(nf4, blocksize 64) as bitsandbytes' CUDA kernel computes it: each value
+    times fl(1 / absmax), coded by how many of the table's midpoints lie strictly below it (the
+    kernel's decision tree: a value on a midpoint takes the lower code, NaN code 0), two codes a
+    byte with the even element high; then double quantization of the absmax: minus their fp32
+    mean (summed in order), quantized with the signed dynamic map in blocks of 256."""
+    f32 = np.float32
+    x = np.fromfile(os.path.join(folder, "x.f32"), dtype="<f4")
+    n = x.size
+    blocks = (n + NF4_BLOCK - 1) // NF4_BLOCK
+    absmax = np.array([np.abs(x[b * NF4_BLOCK:(b + 1) * NF4_BLOCK]).max() for b in range(blocks)],
+                      dtype=f32)
+    midpoints = ((NF4[:-1] + NF4[1:]) / f32(2)).astype(f32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = x * (f32(1) / absmax)[np.arange(n) // NF4_BLOCK]
+        codes = (midpoints[None, :] < scaled[:, None]).sum(axis=1).astype(np.uint8)
+    if n % 2:
+        codes = np.append(codes, np.uint8((midpoints < f32(0)).sum()))
+    packed = ((codes[0::2] << 4) | codes[1::2]).astype(np.uint8)
+    packed.tofile(os.path.join(folder, "codes.u8"))
+    absmax.astype("<f4").tofile(os.path.join(folder, "absmax.f32"))
+    offset = np.cumsum(absmax, dtype=f32)[-1] / f32(blocks)
+    centered = (absmax - offset).astype(f32)
+    absmax_codes, nested = quantize(centered, create_dynamic_map(True))
+    absmax_codes.tofile(os.path.join(folder, "absmax_codes.u8"))
+    nested.astype("<f4").tofile(os.path.join(folder, "nested_absmax.f32"))
+    np.array([offset], dtype="<f4").tofile(os.path.join(folder, "offset.f32"))
+    # Dequantized, double quantization undone: map[code] * nested + offset, then t[code] * it.
+    back = (create_dynamic_map(True)[absmax_codes.astype(np.int64)] *
+            nested[np.arange(blocks) // BLOCK]).astype(f32) + offset
+    values = (NF4[codes[:n].astype(np.int64)] * back.astype(f32)[np.arange(n) // NF4_BLOCK])
+    values.astype("<f4").tofile(os.path.join(folder, "dequantized.f32"))
 
 
 def adamw_8bit(case, folder, name, p, g):
@@ -282,6 +329,11 @@ def main():
         torch.set_num_threads(1)
         for signed, file in ((True, "map_signed.f32"), (False, "map_unsigned.f32")):
             create_dynamic_map(signed).astype("<f4").tofile(os.path.join(sys.argv[2], file))
+        print("done")
+        return
+    if sys.argv[1] == "nf4":
+        torch.set_num_threads(1)
+        nf4(sys.argv[2])
         print("done")
         return
     cases_path, folder = sys.argv[1], sys.argv[2]
