@@ -1,8 +1,11 @@
 #include "zerodp/catalog/lora.h"
 
 #include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/json_text.h"
 
 namespace zerodp::catalog {
 namespace {
@@ -66,8 +69,8 @@ LoraCount lora_count(const ModelConfig& config, std::uint64_t rank,
     if (target.empty()) throw UsageError(f + ": an empty name in the list");
     const std::vector<std::string_view> parts = dotted_parts(target);
     if (std::any_of(parts.begin(), parts.end(), is_index)) {
-      throw UsageError(f + ": '" + escape_controls(target.substr(0, 100)) +
-                       "' names one layer or expert by its index; give the name without it "
+      throw UsageError(f + ": " + shown(target) +
+                       " names one layer or expert by its index; give the name without it "
                        "(every layer's, every expert's)");
     }
     bool found = false;
@@ -75,8 +78,7 @@ LoraCount lora_count(const ModelConfig& config, std::uint64_t rank,
       if (names(target, linears[i].name)) chosen[i] = found = true;
     }
     if (!found) {
-      throw UsageError(f + ": '" + escape_controls(target.substr(0, 100)) +
-                       "' names no linear of " + config.model_type +
+      throw UsageError(f + ": " + shown(target) + " names no linear of " + config.model_type +
                        "; its linears: " + linear_layer_names(config) + ", or all-linear");
     }
   }
@@ -92,6 +94,123 @@ LoraCount lora_count(const ModelConfig& config, std::uint64_t rank,
     count.targets.push_back(t);
   }
   return count;
+}
+
+std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std::string> modules,
+                                  std::string_view flag) {
+  struct Saved {
+    std::string_view name;
+    std::uint64_t params;
+  };
+  const std::uint64_t table = saturating_mul(config.vocab, config.hidden);
+  std::vector<Saved> known;
+  if (config.model_type == "gpt2") {
+    known = {{"wte", table}, {"wpe", saturating_mul(config.positions, config.hidden)}};
+  } else {
+    known = {{config.model_type == "gpt_neox" ? "embed_in" : "embed_tokens", table}};
+  }
+  known.push_back({config.model_type == "gpt_neox" ? "embed_out" : "lm_head", table});
+  std::uint64_t params = 0;
+  std::vector<bool> taken(known.size(), false);
+  for (const std::string& module : modules) {
+    bool found = false;
+    for (std::size_t i = 0; i < known.size(); ++i) {
+      if (names(module, known[i].name) || names(known[i].name, module)) taken[i] = found = true;
+    }
+    if (!found) {
+      std::string counted;
+      for (const Saved& k : known) counted += (counted.empty() ? "" : ", ") + std::string(k.name);
+      throw UsageError(std::string(flag) + ": " + shown(module) + " is not a module whose copy " +
+                       "is counted; counted for " + config.model_type + ": " + counted);
+    }
+  }
+  for (std::size_t i = 0; i < known.size(); ++i) {
+    if (taken[i]) params = saturating_add(params, known[i].params);
+  }
+  return params;
+}
+
+LoraSettings parse_adapter_config(std::string_view json_text, const std::string& source) {
+  using json = nlohmann::json;
+  if (const std::string why = json_depth_refusal(json_text); !why.empty()) {
+    throw UsageError(source + ": " + why);
+  }
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double
+    throw UsageError(source + ": not JSON (" + shown(e.what(), 120) + ")");
+  }
+  if (!j.is_object()) throw UsageError(source + ": expected a JSON object (adapter_config.json)");
+  auto fail = [&](std::string_view field, const std::string& what) {
+    throw UsageError(source + ": \"" + std::string(field) + "\" " + what);
+  };
+  auto value = [&](std::string_view field) -> const json* {
+    const auto at = j.find(std::string(field));
+    return at == j.end() || at->is_null() ? nullptr : &*at;
+  };
+  auto show = [](const json& v) {
+    return cut_long(v.dump(-1, ' ', false, json::error_handler_t::replace));
+  };
+  auto names = [&](std::string_view field, const json& v) {
+    std::vector<std::string> out;
+    if (!v.is_array()) fail(field, "must be a list of module names, got " + show(v));
+    for (const json& name : v) {
+      if (!name.is_string() || name.get<std::string>().empty()) {
+        fail(field, "must hold module names (non-empty strings), got " + show(name));
+      }
+      out.push_back(name.get<std::string>());
+    }
+    return out;
+  };
+  if (const json* type = value("peft_type"); type && *type != "LORA") {
+    fail("peft_type", "must be \"LORA\" (a LoRA adapter), got " + show(*type));
+  }
+  LoraSettings lora;
+  const json* r = value("r");
+  if (!r || !r->is_number_unsigned() || r->get<std::uint64_t>() < 1) {
+    fail("r", "must be the LoRA rank, a whole number >= 1, got " + (r ? show(*r) : "nothing"));
+  }
+  lora.rank = r->get<std::uint64_t>();
+  if (const json* a = value("lora_alpha")) {
+    if (!a->is_number() || !std::isfinite(a->get<double>())) {
+      fail("lora_alpha", "must be a number, got " + show(*a));
+    }
+    lora.alpha = a->get<double>();
+  }
+  if (const json* d = value("lora_dropout")) {
+    if (!d->is_number() || !(d->get<double>() >= 0) || !(d->get<double>() < 1)) {
+      fail("lora_dropout", "must be a probability in [0, 1), got " + show(*d));
+    }
+    lora.dropout = d->get<double>();
+  }
+  const json* targets = value("target_modules");
+  if (!targets) fail("target_modules", "is missing (a list of module names, or \"all-linear\")");
+  if (targets->is_string()) {
+    if (*targets != "all-linear") {
+      fail("target_modules",
+           "is a regular expression (" + show(*targets) +
+               "), which zerodp does not match; give the list of module names, or \"all-linear\"");
+    }
+    lora.targets = {"all-linear"};
+  } else {
+    lora.targets = names("target_modules", *targets);
+  }
+  if (const json* save = value("modules_to_save"))
+    lora.modules_to_save = names("modules_to_save", *save);
+  if (const json* bias = value("bias"); bias && *bias != "none") {
+    fail("bias", "trains biases (" + show(*bias) + "), which are not counted yet; \"none\" is");
+  }
+  if (const json* dora = value("use_dora"); dora && *dora != false) {
+    fail("use_dora", "adds DoRA's magnitudes and their work, which are not counted yet");
+  }
+  for (const char* field : {"rank_pattern", "layers_to_transform", "exclude_modules"}) {
+    const json* v = value(field);
+    if (v && (!(v->is_object() || v->is_array()) || !v->empty())) {
+      fail(field, "is set (" + show(*v) + "), which is not counted yet");
+    }
+  }
+  return lora;
 }
 
 std::uint64_t nf4_tensor_bytes(std::uint64_t n, const Nf4Options& o) {

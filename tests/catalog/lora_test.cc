@@ -119,6 +119,97 @@ TEST(LoraCount, RefusesWhatItCannotCount) {
   EXPECT_EQ(adapters(llama2, UINT64_MAX, {"q_proj"}), UINT64_MAX);
 }
 
+TEST(AdapterConfig, ReadsWhatPeftSaves) {
+  // As LoraConfig.save_pretrained writes it (PEFT 0.13), fields that change no byte included.
+  const LoraSettings lora = parse_adapter_config(R"({
+      "alpha_pattern": {}, "auto_mapping": null,
+      "base_model_name_or_path": "meta-llama/Llama-2-7b-hf", "bias": "none",
+      "fan_in_fan_out": false, "inference_mode": true, "init_lora_weights": true,
+      "layer_replication": null, "layers_pattern": null, "layers_to_transform": null,
+      "loftq_config": {}, "lora_alpha": 32, "lora_dropout": 0.05, "megatron_config": null,
+      "megatron_core": "megatron.core", "modules_to_save": null, "peft_type": "LORA", "r": 8,
+      "rank_pattern": {}, "revision": null, "target_modules": ["v_proj", "q_proj"],
+      "task_type": "CAUSAL_LM", "use_dora": false, "use_rslora": false})",
+                                                 "adapter_config.json");
+  EXPECT_EQ(lora.rank, 8u);
+  EXPECT_EQ(lora.alpha, 32.0);
+  EXPECT_EQ(lora.dropout, 0.05);
+  EXPECT_EQ(lora.targets, (std::vector<std::string>{"v_proj", "q_proj"}));
+  EXPECT_TRUE(lora.modules_to_save.empty());
+  EXPECT_EQ(adapters(catalogued("meta-llama/Llama-2-7b-hf"), lora.rank, lora.targets), 4'194'304u);
+  const LoraSettings all = parse_adapter_config(
+      R"({"r": 16, "target_modules": "all-linear", "modules_to_save": ["lm_head"]})", "a.json");
+  EXPECT_EQ(all.targets, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(all.modules_to_save, std::vector<std::string>{"lm_head"});
+}
+
+TEST(AdapterConfig, RefusesWhatItCannotCountNamingTheField) {
+  auto refusal = [](std::string_view text) {
+    try {
+      parse_adapter_config(text, "a.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal(R"({"target_modules": ["q_proj"]})"),
+            "a.json: \"r\" must be the LoRA rank, a whole number >= 1, got nothing");
+  EXPECT_EQ(refusal(R"({"r": 0, "target_modules": ["q_proj"]})"),
+            "a.json: \"r\" must be the LoRA rank, a whole number >= 1, got 0");
+  EXPECT_EQ(refusal(R"({"r": 8.5, "target_modules": ["q_proj"]})"),
+            "a.json: \"r\" must be the LoRA rank, a whole number >= 1, got 8.5");
+  EXPECT_EQ(refusal(R"({"r": 8})"),
+            "a.json: \"target_modules\" is missing (a list of module names, or \"all-linear\")");
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ".*(q|v)_proj"})").find("regular expression"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": [""]})").find("\"target_modules\" must hold"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"peft_type": "IA3", "r": 8, "target_modules": ["q"]})").find("peft_type"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "lora_dropout": 1})").find("[0, 1)"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "lora_alpha": "x"})").find("lora_alpha"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "bias": "all"})").find("\"bias\""),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "use_dora": true})").find("use_dora"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "rank_pattern": {"q": 4}})")
+                .find("\"rank_pattern\" is set"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "layers_to_transform": 0})")
+                .find("\"layers_to_transform\" is set"),
+            std::string::npos);
+  // Hostile files: one line each, bounded, no terminal escapes.
+  EXPECT_NE(refusal("[").find("a.json: not JSON"), std::string::npos);
+  EXPECT_NE(refusal(std::string(100'000, '[')).find("a.json: "), std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 1e400, "target_modules": ["q"]})").find("a.json: "),
+            std::string::npos);
+  const std::string escape =
+      refusal("{\"r\": 8, \"target_modules\": \"\\u001b[2J" + std::string(10'000, 'x') + "\"}");
+  EXPECT_EQ(escape.find('\x1b'), std::string::npos);
+  EXPECT_LT(escape.size(), 400u);
+  EXPECT_EQ(refusal("[1]"), "a.json: expected a JSON object (adapter_config.json)");
+}
+
+TEST(SavedModules, AreTrainableCopiesOfTheEmbeddingsAndTheHead) {
+  const ModelConfig llama2 = catalogued("meta-llama/Llama-2-7b-hf");
+  const std::vector<std::string> both = {"embed_tokens", "model.lm_head"};
+  EXPECT_EQ(saved_module_params(llama2, both, "modules_to_save"), 2u * 32'000 * 4096);
+  const ModelConfig gpt2 = catalogued("openai-community/gpt2");
+  const std::vector<std::string> wpe = {"wpe"};
+  EXPECT_EQ(saved_module_params(gpt2, wpe, "modules_to_save"), 1024u * 768);
+  const std::vector<std::string> norm = {"norm"};
+  try {
+    saved_module_params(llama2, norm, "modules_to_save");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "modules_to_save: 'norm' is not a module whose copy is counted; counted for llama: "
+              "embed_tokens, lm_head");
+  }
+}
+
 TEST(Nf4, AWeightsBytesAreWhatQuantize4bitKeeps) {
   // 4096 x 4096 with double quantization: codes 8,388,608; 262,144 blocks of 64, a byte each;
   // 1,024 blocks of 256 of those, 4 bytes each; the dynamic map 1,024, the offset 4 and the NF4

@@ -45,6 +45,33 @@ LoraCount lora_count(const ModelConfig& config, std::uint64_t rank,
 // The model's linears' names, comma-separated, for an error or a help line.
 std::string linear_layer_names(const ModelConfig& config);
 
+// A LoRA run as PEFT's adapter_config.json (LoraConfig.save_pretrained) states it: what it
+// trains and what it keeps for backward. Read: "peft_type" ("LORA"), "r", "lora_alpha",
+// "lora_dropout", "target_modules" (a list of names, or "all-linear"), "modules_to_save" (null
+// or a list), "bias" ("none"). What would change the bytes and is not counted yet is refused,
+// naming the field: a regular expression as "target_modules", "bias" other than "none",
+// "use_dora", a non-empty "rank_pattern", "layers_to_transform" or "exclude_modules". Other
+// fields (task_type, base_model_name_or_path, init_lora_weights, use_rslora, alpha_pattern,
+// fan_in_fan_out, ...) do not change what a rank holds and are not read.
+struct LoraSettings {
+  std::uint64_t rank = 0;
+  double alpha = 0;
+  double dropout = 0;
+  std::vector<std::string> targets;          // names, or the one "all-linear"
+  std::vector<std::string> modules_to_save;  // trained whole, beside the adapters
+};
+// json_text: an adapter_config.json; source names it in errors ("--adapter-config F"). Throws
+// UsageError, one line naming the source and the field.
+LoraSettings parse_adapter_config(std::string_view json_text, const std::string& source);
+
+// The parameters PEFT trains whole for modules_to_save: a trainable copy of each module named
+// (ModulesToSaveWrapper keeps the original, frozen, beside it). Counted for the embeddings and
+// the head, by the family's names ("embed_tokens", gpt2's "wte" and "wpe", gpt_neox's
+// "embed_in"; "lm_head", gpt_neox's "embed_out"), whole-name or dotted-suffix matched; any other
+// name throws UsageError naming `flag` and the names counted.
+std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std::string> modules,
+                                  std::string_view flag);
+
 // QLoRA's base: bitsandbytes' NF4 weights (Linear4bit), as transformers loads a model with
 // BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4"): every linear but the
 // output layer (transformers' get_keys_to_not_convert) is quantized, one tensor a weight (a
