@@ -16,6 +16,8 @@ differences (include/zerodp/plan/torch_runtime.h).
   /usr/bin/python3 scripts/torch_activations.py --config ... --shapes 8x2,12x3,16x1   # one a line
   /usr/bin/python3 scripts/torch_activations.py --config A.json --config B.json --shapes ...  # A's, then B's
   /usr/bin/python3 scripts/torch_activations.py --optimizer-step 1000000   # AdamW's step temporaries
+  /usr/bin/python3 scripts/torch_activations.py --config ... --lora-rank 8 --lora-targets q_proj,v_proj \
+      [--lora-dropout 0.05]   # the base frozen, PEFT's LoRA on the linears named ("all-linear" by default)
 
 (`python3` on the PATH may be another interpreter, without Debian's python3-torch; use /usr/bin/python3.)
 Output: "layers" = saved bytes per decoder layer; "per_layer" = {submodule: [bytes in layer 0, 1, ...]}
@@ -1242,6 +1244,52 @@ class ForCausalLM(nn.Module):
 
 
 # --------------------------------------------------------------------------------------------
+# LoRA, as PEFT's lora.Linear runs it (peft/tuners/lora/layer.py, Linear.forward): the base layer
+# frozen, then result + lora_B(lora_A(lora_dropout(x))) * scaling, with the input cast to the
+# adapters' dtype (the same here: no copy). Every base parameter is frozen (get_peft_model).
+# --------------------------------------------------------------------------------------------
+
+
+class LoraLinear(nn.Module):
+    def __init__(self, base, rank, dropout, alpha=16.0):
+        super().__init__()
+        self.base_layer = base
+        if isinstance(base, Conv1D):  # fan_in_fan_out: weight is (in, out)
+            fan_in, fan_out = base.weight.shape
+        else:
+            fan_out, fan_in = base.weight.shape
+        self.lora_dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.lora_A = nn.Linear(fan_in, rank, bias=False)
+        self.lora_B = nn.Linear(rank, fan_out, bias=False)
+        nn.init.normal_(self.lora_A.weight, std=0.02)
+        nn.init.normal_(self.lora_B.weight, std=0.02)  # PEFT starts B at 0; any value saves alike
+        self.scaling = alpha / rank
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        return result + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
+
+
+def apply_lora(model, rank, targets, dropout):
+    """Freezes every parameter and wraps each linear a target names (PEFT's match: the name, or
+    its suffix after a dot; "all-linear": every linear but the output layer) with LoraLinear."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    chosen = []
+    for name, m in model.named_modules():
+        if not isinstance(m, (nn.Linear, Conv1D)) or name in ("lm_head", "embed_out"):
+            continue
+        if targets == ["all-linear"] or any(name == t or name.endswith("." + t) for t in targets):
+            chosen.append(name)
+    for name in chosen:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        base = getattr(parent, child)
+        setattr(parent, child, LoraLinear(base, rank, dropout).to(base.weight.dtype))
+    return chosen
+
+
+# --------------------------------------------------------------------------------------------
 # Measurement.
 # --------------------------------------------------------------------------------------------
 
@@ -1268,10 +1316,12 @@ def classify(scope_name):
     return "outside", "other:" + scope_name, None
 
 
-def run(cfg, seq_len, micro_batch, seed=0, verbose=False):
+def run(cfg, seq_len, micro_batch, seed=0, verbose=False, lora=None):
     torch.manual_seed(seed)
     ROUTING_LOG.clear()
     model = ForCausalLM(cfg).to(BF16)
+    if lora:
+        apply_lora(model, lora["rank"], lora["targets"], lora["dropout"])
     model.train()
     params = list(model.parameters())
     param_ptrs = {storage_of(p)[0] for p in params}
@@ -1378,7 +1428,13 @@ def main():
     ap.add_argument("--shapes", metavar="SxB,...",
                     help="several shapes in one run (8x2,12x3): one JSON object a line")
     ap.add_argument("--optimizer-step", type=int, metavar="S", help="AdamW step temporaries on S fp32 elements")
+    ap.add_argument("--lora-rank", type=int, help="freeze the model and add LoRA adapters of this rank")
+    ap.add_argument("--lora-targets", default="all-linear", help="comma-separated names, or all-linear")
+    ap.add_argument("--lora-dropout", type=float, default=0.0)
     a = ap.parse_args()
+    lora = None
+    if a.lora_rank:
+        lora = {"rank": a.lora_rank, "targets": a.lora_targets.split(","), "dropout": a.lora_dropout}
     torch.set_num_threads(2)
     if a.optimizer_step:
         S = a.optimizer_step
@@ -1395,12 +1451,13 @@ def main():
             cfg = load_config(path)
             for shape in a.shapes.split(","):
                 s, b = (int(n) for n in shape.split("x"))
-                print(json.dumps(run(cfg, s, b, a.seed)))
+                print(json.dumps(run(cfg, s, b, a.seed, lora=lora)))
         return 0
     if len(a.config) > 1:
         ap.error("several --config need --shapes")
     cfg = load_config(a.config[0])
-    print(json.dumps(run(cfg, a.seq_len, a.micro_batch, a.seed, a.verbose), indent=None if not a.verbose else 1))
+    print(json.dumps(run(cfg, a.seq_len, a.micro_batch, a.seed, a.verbose, lora),
+                     indent=None if not a.verbose else 1))
     return 0
 
 
