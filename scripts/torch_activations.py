@@ -1277,9 +1277,12 @@ def apply_lora(model, rank, targets, dropout):
         p.requires_grad_(False)
     chosen = []
     for name, m in model.named_modules():
-        if not isinstance(m, (nn.Linear, Conv1D)) or name in ("lm_head", "embed_out"):
+        if not isinstance(m, (nn.Linear, Conv1D)):
             continue
-        if targets == ["all-linear"] or any(name == t or name.endswith("." + t) for t in targets):
+        if targets == ["all-linear"]:
+            if name not in ("lm_head", "embed_out"):
+                chosen.append(name)
+        elif any(name == t or name.endswith("." + t) for t in targets):
             chosen.append(name)
     for name in chosen:
         parent_name, _, child = name.rpartition(".")

@@ -4,7 +4,9 @@
 // same modules written in PyTorch and checks these sums against the bytes PyTorch saves.
 #include <algorithm>
 
+#include "zerodp/catalog/lora.h"
 #include "zerodp/catalog/models.h"
+#include "zerodp/common/error.h"
 
 namespace zerodp::catalog {
 namespace {
@@ -220,6 +222,107 @@ class Counter {
   Dims x_{};
 };
 
+// A LoRA run's saved tensors (lora.h): every base parameter frozen, so a term is kept only
+// where a gradient needs it. `grad` flags say which tensors need one: in every layer but the
+// first, all of them (the residual stream carries the adapters' gradients); in the first, those
+// a trainable path reaches.
+class LoraCounter {
+ public:
+  LoraCounter(const Counter& n, const ModelConfig& c, const LoraShape& lora, Attention attention,
+              const plan::TorchRuntime& rt)
+      : n_(n), c_(c), lora_(lora), attention_(attention), rt_(rt) {}
+
+  bool adapted(std::string_view name) const {
+    return std::find(lora_.adapted.begin(), lora_.adapted.end(), name) != lora_.adapted.end();
+  }
+  // A norm with its weight frozen: no normalized rows kept for the weight (llama's 16-bit ones).
+  u128 rms_frozen(u128 rows, u128 width) const { return n_.rms(rows, width) - 2 * rows * width; }
+  // What `count` adapters on linears sharing one input of `width` keep of it: the input once
+  // (lora_A's), or with dropout each its own dropped copy and, where the input needs a
+  // gradient, its mask.
+  u128 inputs(u128 width, u128 count, bool grad) const {
+    if (count == 0) return 0;
+    const Dims& x = n_.dims();
+    if (lora_.dropout == 0) return 2 * x.T * width;
+    return count * (2 + (grad ? rt_.mask_bytes : 0)) * x.T * width;
+  }
+  // lora_A's output, kept by lora_B, and `* scaling`'s wrapped float64.
+  u128 adapter() const { return 2 * n_.dims().T * lora_.rank + 8; }
+
+  // Eager attention's core with q, k, v needing gradients or not: matmul keeps k (at every
+  // head) for q's gradient and q for k's; the scale, the fp32 softmax and v where the scores
+  // need one; the 16-bit probabilities where v needs one. Flash and SDPA keep their whole core
+  // when any of the three does.
+  u128 core(bool gq, bool gk, bool gv) const {
+    const Dims& x = n_.dims();
+    const u128 fused = c_.fused_qkv ? 2 * x.T * (x.q + 2 * x.k) : 0;
+    if (attention_ != Attention::eager) {
+      return gq || gk || gv ? n_.core(x.d, x.d, x.b == 1 && x.kv == x.a ? fused : 0, fused) : 0;
+    }
+    const u128 head = 2 * x.T * x.a * x.d, v = x.b == 1 && x.kv == x.a && fused > 0 ? fused : head;
+    u128 bytes = (gq ? head : 0) + (gk ? head : 0);
+    if (gq || gk) bytes += 8 + 4 * x.scores + v;
+    if (gv) bytes += 2 * x.scores;
+    return bytes;
+  }
+
+  // One layer of the llama family, its input needing a gradient or not.
+  u128 layer(bool grad_in) const {
+    const Dims& x = n_.dims();
+    u128 bytes = grad_in ? rms_frozen(x.T, x.h) : 0;  // the input norm
+    const bool fused = c_.fused_qkv;
+    const bool aq = adapted(fused ? "self_attn.qkv_proj" : "self_attn.q_proj");
+    const bool ak = fused ? aq : adapted("self_attn.k_proj");
+    const bool av = fused ? aq : adapted("self_attn.v_proj");
+    bytes += inputs(x.h, fused ? u128(aq) : u128(aq) + ak + av, grad_in);
+    const bool gq = grad_in || aq, gk = grad_in || ak, gv = grad_in || av;
+    if (c_.qk_norm == QkNorm::per_head) {
+      bytes += (gq ? rms_frozen(x.T * x.a, x.d) : 0) + (gk ? rms_frozen(x.T * x.kv, x.d) : 0);
+    }
+    bytes += core(gq, gk, gv);
+    const bool g_attention = gq || gk || gv, ao = adapted("self_attn.o_proj");
+    bytes += inputs(x.q, ao, g_attention);
+    const bool g_mid = grad_in || g_attention || ao;
+    bytes += g_mid ? rms_frozen(x.T, x.h) : 0;  // the post-attention norm
+    bool g_product = false;
+    if (c_.fused_gate_up) {
+      const bool agu = adapted("mlp.gate_up_proj");
+      bytes += inputs(x.h, agu, g_mid);
+      // gate and up are views of one output: SiLU keeps it whole, the product the activation.
+      g_product = g_mid || agu;
+      if (g_product) bytes += 4 * x.T * x.I + 2 * x.T * x.I;
+    } else {
+      const bool ag = adapted("mlp.gate_proj"), au = adapted("mlp.up_proj");
+      bytes += inputs(x.h, u128(ag) + au, g_mid);
+      const bool g_gate = g_mid || ag, g_up = g_mid || au;
+      if (g_gate) bytes += 2 * x.T * x.I + 2 * x.T * x.I;  // SiLU's input; up's output
+      if (g_up) bytes += 2 * x.T * x.I;                    // the activation's output
+      g_product = g_gate || g_up;
+    }
+    bytes += inputs(x.I, adapted("mlp.down_proj"), g_product);
+    for (const std::string_view name : lora_.adapted) {
+      if (name != "lm_head") bytes += adapter();
+    }
+    return bytes;
+  }
+
+  // Outside the layers: no token ids (the embedding is frozen); the final norm; the head's
+  // input only for its own adapter; the loss as ever.
+  u128 outside() const {
+    const Dims& x = n_.dims();
+    const bool head = adapted("lm_head");
+    u128 bytes = rms_frozen(x.T, x.h) + inputs(x.h, head, true) + (head ? adapter() : 0);
+    return bytes + 4 * x.T * x.V + (x.b == 1 ? 8 * (x.s + 1) : 8 * x.T) + 4;
+  }
+
+ private:
+  const Counter& n_;
+  const ModelConfig& c_;
+  const LoraShape& lora_;
+  Attention attention_;
+  const plan::TorchRuntime& rt_;
+};
+
 // A rough size first (an overestimate), so that the exact sums cannot wrap 128 bits.
 bool too_large(const ModelConfig& c, std::uint64_t s, std::uint64_t b) {
   const long double widest_mlp =
@@ -268,8 +371,86 @@ std::optional<SavedTensors> saved_tensor_bytes(const ModelConfig& c, std::uint64
   const u128 outside = n.outside(), rope = n.rope_tables();
   const u128 total = dense * dense_layers + moe * moe_layers + outside + rope;
   if (total > UINT64_MAX) return std::nullopt;
-  return SavedTensors{std::uint64_t(dense), std::uint64_t(moe), std::uint64_t(outside),
-                      std::uint64_t(rope), std::uint64_t(total)};
+  return SavedTensors{std::uint64_t(dense),   std::uint64_t(moe),
+                      std::uint64_t(outside), std::uint64_t(rope),
+                      std::uint64_t(total),   std::uint64_t(dense_layers > 0 ? dense : moe)};
+}
+
+namespace {
+
+void check_lora_family(const ModelConfig& c, const LoraShape& lora, std::string_view flag) {
+  const std::string& t = c.model_type;
+  const bool llama_like =
+      t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" || t == "phi3";
+  if (!llama_like || c.experts > 0 || c.latent) {
+    throw UsageError(std::string(flag) + ": what a LoRA run keeps for backward is counted for " +
+                     "llama, mistral, qwen2, qwen3 and phi3; not yet for " + t);
+  }
+  if (c.attention_dropout || c.hidden_dropout || c.embedding_dropout) {
+    throw UsageError(std::string(flag) + ": a LoRA run with the model's own dropout (the " +
+                     "config's attention, residual or embedding dropout) is not counted yet");
+  }
+  if (lora.rank == 0 || !(lora.dropout >= 0 && lora.dropout < 1)) {
+    throw UsageError(std::string(flag) + ": a LoRA rank >= 1 and a dropout in [0, 1)");
+  }
+}
+
+}  // namespace
+
+std::optional<SavedTensors> lora_saved_tensor_bytes(const ModelConfig& c, std::uint64_t s,
+                                                    std::uint64_t b, Attention attention,
+                                                    const LoraShape& lora, std::string_view flag,
+                                                    const plan::TorchRuntime& runtime) {
+  check_lora_family(c, lora, flag);
+  if (too_large(c, s, b) || lora.rank > (std::uint64_t(1) << 40)) return std::nullopt;
+  const Counter n(c, s, b, attention, runtime);
+  const LoraCounter l(n, c, lora, attention, runtime);
+  const u128 dense = l.layer(true), first = l.layer(lora.input_requires_grad);
+  const u128 outside = l.outside();
+  // The rotary tables are kept by any layer whose q or k needs a gradient: every layer after
+  // the first, or the first where it does.
+  const bool first_rotates = lora.input_requires_grad || l.adapted("self_attn.q_proj") ||
+                             l.adapted("self_attn.k_proj") || l.adapted("self_attn.qkv_proj");
+  const u128 rope = c.layers > 1 || first_rotates ? n.rope_tables() : 0;
+  const u128 total = first + dense * (c.layers - 1) + outside + rope;
+  if (total > UINT64_MAX) return std::nullopt;
+  return SavedTensors{std::uint64_t(dense),   0,
+                      std::uint64_t(outside), std::uint64_t(rope),
+                      std::uint64_t(total),   std::uint64_t(first)};
+}
+
+std::optional<ModelActivations> lora_activation_bytes(const ModelConfig& c, std::uint64_t s,
+                                                      std::uint64_t b,
+                                                      plan::Checkpointing checkpointing,
+                                                      Attention attention, const LoraShape& lora,
+                                                      std::string_view flag,
+                                                      const plan::TorchRuntime& runtime) {
+  // Checkpointed layers' inputs need a gradient (transformers makes them so with PEFT).
+  LoraShape shape = lora;
+  if (checkpointing != plan::Checkpointing::none) shape.input_requires_grad = true;
+  const auto saved = lora_saved_tensor_bytes(c, s, b, attention, shape, flag, runtime);
+  if (!saved) return std::nullopt;
+  const Counter n(c, s, b, attention, runtime);
+  const Dims& x = n.dims();
+  const u128 per_layer = std::max(saved->dense_layer, saved->first_layer);
+  const u128 all = u128(saved->total) - saved->outside - saved->rope_tables;
+  u128 layers = 0;
+  switch (checkpointing) {
+    case plan::Checkpointing::none:
+      layers = all;
+      break;
+    case plan::Checkpointing::selective:
+      layers = all - n.scores() * c.layers;
+      break;
+    case plan::Checkpointing::full:
+      layers = 2 * x.T * x.h * c.layers + per_layer;
+      break;
+  }
+  layers += saved->rope_tables;
+  const u128 loss = u128(saved->outside) + n.loss_working();
+  if (layers + loss > UINT64_MAX) return std::nullopt;
+  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(loss),
+                          std::uint64_t(layers + loss)};
 }
 
 std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std::uint64_t s,

@@ -210,6 +210,50 @@ TEST(SavedModules, AreTrainableCopiesOfTheEmbeddingsAndTheHead) {
   }
 }
 
+TEST(LoraActivations, CheckpointingMakesTheFirstLayerLikeTheOthers) {
+  // Llama-2-7B, all-linear r 16, 4 x 4096 tokens: with checkpointing every layer's input needs
+  // a gradient (transformers' enable_input_require_grads), so layers are alike and full
+  // checkpointing keeps each layer's input and one layer; without it the first layer keeps less.
+  const ModelConfig c = catalogued("meta-llama/Llama-2-7b-hf");
+  const LoraCount count = lora_count(c, 16, std::vector<std::string>{"all-linear"}, "t");
+  LoraShape lora{16, 0.0, {}, false};
+  for (const LoraTarget& t : count.targets) lora.adapted.push_back(t.name);
+  const auto saved = lora_saved_tensor_bytes(c, 4096, 4, Attention::flash, lora, "t");
+  ASSERT_TRUE(saved.has_value());
+  EXPECT_LT(saved->first_layer, saved->dense_layer);
+  EXPECT_EQ(saved->total,
+            saved->first_layer + 31 * saved->dense_layer + saved->outside + saved->rope_tables);
+  const auto none =
+      lora_activation_bytes(c, 4096, 4, plan::Checkpointing::none, Attention::flash, lora, "t");
+  const auto full =
+      lora_activation_bytes(c, 4096, 4, plan::Checkpointing::full, Attention::flash, lora, "t");
+  ASSERT_TRUE(none && full);
+  EXPECT_EQ(none->layers, saved->total - saved->outside);
+  const std::uint64_t T = 4 * 4096;
+  EXPECT_EQ(full->layers, 2 * T * 4096 * 32 + saved->dense_layer + saved->rope_tables);
+  // A LoRA run keeps less than the full fine-tune's layer: no normalized rows, no inputs of
+  // frozen linears beyond the adapters' (all-linear keeps the same inputs), lora_A's outputs.
+  const auto full_ft = saved_tensor_bytes(c, 4096, 4, Attention::flash);
+  ASSERT_TRUE(full_ft.has_value());
+  EXPECT_EQ(full_ft->dense_layer - saved->dense_layer, 2 * 2 * T * 4096 - 7 * (2 * T * 16 + 8));
+}
+
+TEST(LoraActivations, OtherFamiliesAreRefusedByName) {
+  const ModelConfig mixtral = catalogued("mistralai/Mixtral-8x7B-v0.1");
+  try {
+    lora_saved_tensor_bytes(mixtral, 128, 1, Attention::flash, LoraShape{8, 0, {}, false},
+                            "--lora-rank");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--lora-rank: what a LoRA run keeps for backward is counted for llama, mistral, "
+              "qwen2, qwen3 and phi3; not yet for mixtral");
+  }
+  EXPECT_THROW(lora_saved_tensor_bytes(catalogued("openai-community/gpt2"), 128, 1,
+                                       Attention::flash, LoraShape{8, 0, {}, false}, "x"),
+               UsageError);
+}
+
 TEST(Nf4, AWeightsBytesAreWhatQuantize4bitKeeps) {
   // 4096 x 4096 with double quantization: codes 8,388,608; 262,144 blocks of 64, a byte each;
   // 1,024 blocks of 256 of those, 4 bytes each; the dynamic map 1,024, the offset 4 and the NF4

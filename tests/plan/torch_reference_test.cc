@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "zerodp/catalog/lora.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/deepspeed/runtime.h"
 
@@ -173,6 +174,81 @@ TEST_F(TorchReference, DropoutMasksAndTheVariantsOfEachFamily) {
   deepseek["topk_group"] = 1;
   cases.push_back({"deepseek_v2_group_limited", deepseek});
   expect_equal_counts(cases);
+}
+
+// LoRA's adapters on these configs (catalog/lora.h): each config counted by the script with the
+// model frozen and PEFT's LoRA on the linears `targets` name, at three shapes, against
+// lora_saved_tensor_bytes(): the first layer apart (its input needs no gradient), every other
+// layer alike, outside the layers and the rotary tables.
+void expect_equal_lora_counts(const std::vector<Case>& cases, std::uint64_t rank,
+                              const std::vector<std::string>& targets, double dropout) {
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {{8, 2}, {12, 3}, {16, 1}};
+  std::vector<fs::path> paths;
+  for (const Case& c : cases) {
+    paths.push_back(fs::path(::testing::TempDir()) / (c.name + "_lora.json"));
+    std::ofstream(paths.back()) << c.config.dump();
+  }
+  std::string joined;
+  for (const std::string& t : targets) joined += (joined.empty() ? "" : ",") + t;
+  std::ostringstream lora;
+  lora << "--lora-rank " << rank << " --lora-targets " << joined << " --lora-dropout " << dropout;
+  const std::string out =
+      run(std::string(kPython) + " " + reference(paths, "--shapes 8x2,12x3,16x1 " + lora.str()) +
+          " 2>/dev/null");
+  std::vector<json> results;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) results.push_back(json::parse(line));
+  ASSERT_EQ(results.size(), cases.size() * shapes.size()) << reference(paths, lora.str());
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const std::string& name = cases[c].name;
+    const ModelConfig config = parse_model_config(cases[c].config.dump(), name);
+    const LoraCount count = lora_count(config, rank, targets, "--lora-targets");
+    LoraShape shape{rank, dropout, {}, false};
+    for (const LoraTarget& t : count.targets) shape.adapted.push_back(t.name);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const auto [s, b] = shapes[i];
+      const json& got = results[c * shapes.size() + i];
+      const auto want = lora_saved_tensor_bytes(config, s, b, Attention::eager, shape,
+                                                "--lora-rank", plan::kCpuTorch113);
+      ASSERT_TRUE(want.has_value());
+      const std::string where =
+          name + " " + lora.str() + " s=" + std::to_string(s) + " b=" + std::to_string(b);
+      std::vector<std::uint64_t> layers = got["layers"].get<std::vector<std::uint64_t>>();
+      std::vector<std::uint64_t> expected(config.layers - 1, want->dense_layer);
+      expected.insert(expected.begin(), want->first_layer);
+      EXPECT_EQ(layers, expected) << where << " per_layer " << got["per_layer"].dump();
+      std::uint64_t outside = 0;
+      for (const auto& [part, bytes] : got["outside"].items())
+        outside += bytes.get<std::uint64_t>();
+      EXPECT_EQ(outside, want->outside) << where << " outside " << got["outside"].dump();
+      EXPECT_EQ(got["shared"].get<std::uint64_t>(), want->rope_tables) << where;
+      EXPECT_EQ(got["total_saved"].get<std::uint64_t>(), want->total) << where;
+    }
+  }
+}
+
+TEST_F(TorchReference, ALoraRunSavesWhatThePlannerCounts) {
+  std::vector<Case> llama_family;
+  for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+    llama_family.push_back({name, family(name)});
+  }
+  json llama_mha = family("llama");
+  llama_mha["num_key_value_heads"] = llama_mha["num_attention_heads"];
+  llama_family.push_back({"llama_mha", llama_mha});
+  // Every linear, no dropout: the adapters share their inputs.
+  expect_equal_lora_counts(llama_family, 4, {"all-linear"}, 0.0);
+  // q and v: k needs no gradient in the first layer, so its scores keep no q.
+  expect_equal_lora_counts(llama_family, 8, {"q_proj", "v_proj"}, 0.0);
+  // Dropout before each adapter: a mask where the input needs a gradient, a copy each.
+  expect_equal_lora_counts(llama_family, 4, {"all-linear"}, 0.1);
+  // The attention's output and the MLP's down projection alone, with dropout; and the head.
+  expect_equal_lora_counts(llama_family, 2, {"o_proj", "down_proj", "lm_head"}, 0.05);
+  // phi3's fused q, k, v and gate-up; at batch 1 without grouped heads v is a view.
+  json phi3_mha = family("phi3");
+  phi3_mha["num_key_value_heads"] = phi3_mha["num_attention_heads"];
+  const std::vector<Case> phi3 = {{"phi3", family("phi3")}, {"phi3_mha", phi3_mha}};
+  expect_equal_lora_counts(phi3, 4, {"all-linear"}, 0.0);
+  expect_equal_lora_counts(phi3, 4, {"gate_up_proj"}, 0.1);
 }
 
 TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSaved) {

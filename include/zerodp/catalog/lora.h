@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,6 +72,36 @@ LoraSettings parse_adapter_config(std::string_view json_text, const std::string&
 // name throws UsageError naming `flag` and the names counted.
 std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std::string> modules,
                                   std::string_view flag);
+
+// What a LoRA run keeps for backward. Every base parameter is frozen, so autograd saves only
+// what the gradients of the adapters and of the activations need: a frozen linear keeps no
+// input (its weight's gradient is not needed), a norm keeps no normalized rows for its weight,
+// the embedding no token ids, and a targeted linear's adapter keeps its input (one storage for
+// the linears that share it, q, k and v, gate and up) or, with dropout, its mask (only where
+// the input needs a gradient) and its own dropped copy, then lora_A's output (rank a token)
+// and `* scaling`'s wrapped float64. The first layer's input needs no gradient (the embedding
+// is frozen) unless `input_requires_grad`, as transformers' gradient checkpointing makes it
+// with PEFT (enable_input_require_grads; checkpointing always implies it here): then it keeps
+// only what its own adapters' gradients need, the rest of its attention and MLP as far as a
+// trainable path reaches them. Counted for the llama family's dense layers with pre-norms:
+// llama, mistral, qwen2, qwen3 and phi3; other families throw UsageError naming `flag`.
+// tests/plan/torch_reference_test.cc holds the counts to PyTorch's saved tensors, eager
+// attention; flash and SDPA keep their whole core wherever one of q, k, v needs a gradient
+// (read from their code, not checked).
+struct LoraShape {
+  std::uint64_t rank = 0;
+  double dropout = 0;
+  std::vector<std::string_view> adapted;  // LoraCount::targets' names
+  bool input_requires_grad = false;
+};
+std::optional<SavedTensors> lora_saved_tensor_bytes(
+    const ModelConfig& config, std::uint64_t seq_len, std::uint64_t micro_batch,
+    Attention attention, const LoraShape& lora, std::string_view flag,
+    const plan::TorchRuntime& runtime = plan::kCudaTorch2);
+std::optional<ModelActivations> lora_activation_bytes(
+    const ModelConfig& config, std::uint64_t seq_len, std::uint64_t micro_batch,
+    plan::Checkpointing checkpointing, Attention attention, const LoraShape& lora,
+    std::string_view flag, const plan::TorchRuntime& runtime = plan::kCudaTorch2);
 
 // QLoRA's base: bitsandbytes' NF4 weights (Linear4bit), as transformers loads a model with
 // BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4"): every linear but the

@@ -209,6 +209,9 @@ struct SavedTensors {
   std::uint64_t outside = 0;      // embedding, final norm, LM head, loss
   std::uint64_t rope_tables = 0;  // the rotary cos/sin, computed once, saved by the layers
   std::uint64_t total = 0;
+  // The first layer, where it differs from dense_layer (a LoRA run's: catalog/lora.h); else
+  // equal to it.
+  std::uint64_t first_layer = 0;
 };
 // nullopt when the bytes do not fit in 64 bits; seq_len, micro_batch >= 1.
 std::optional<SavedTensors> saved_tensor_bytes(
