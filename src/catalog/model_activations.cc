@@ -235,8 +235,14 @@ class LoraCounter {
   bool adapted(std::string_view name) const {
     return std::find(lora_.adapted.begin(), lora_.adapted.end(), name) != lora_.adapted.end();
   }
-  // A norm with its weight frozen: no normalized rows kept for the weight (llama's 16-bit ones).
-  u128 rms_frozen(u128 rows, u128 width) const { return n_.rms(rows, width) - 2 * rows * width; }
+  // A norm with its weight frozen, on an input that needs a gradient: no normalized rows kept
+  // for the weight (llama's 16-bit ones, olmo2's and gemma's fp32 ones); gemma's 1 + weight
+  // stays, kept for the input's gradient.
+  u128 rms_frozen(u128 rows, u128 width) const {
+    const bool fp32_out = c_.model_type == "olmo2" || gemma();
+    return n_.rms(rows, width) - (fp32_out ? 4 : 2) * rows * width;
+  }
+  bool gemma() const { return c_.model_type == "gemma2" || c_.model_type == "gemma3_text"; }
   // What `count` adapters on linears sharing one input of `width` keep of it: the input once
   // (lora_A's), or with dropout each its own dropped copy and, where the input needs a
   // gradient, its mask.
@@ -262,14 +268,19 @@ class LoraCounter {
     const u128 head = 2 * x.T * x.a * x.d, v = x.b == 1 && x.kv == x.a && fused > 0 ? fused : head;
     u128 bytes = (gq ? head : 0) + (gk ? head : 0);
     if (gq || gk) bytes += 8 + 4 * x.scores + v;
+    if ((gq || gk) && c_.attention_softcap) bytes += 2 * x.scores + 16;  // tanh, two scalars
     if (gv) bytes += 2 * x.scores;
     return bytes;
   }
 
-  // One layer of the llama family, its input needing a gradient or not.
+  // One layer of the llama family, its input needing a gradient or not. Norms before attention
+  // and MLP (llama's), after them (olmo2's), or both (gemma's), each kept where its input
+  // needs a gradient.
   u128 layer(bool grad_in) const {
     const Dims& x = n_.dims();
-    u128 bytes = grad_in ? rms_frozen(x.T, x.h) : 0;  // the input norm
+    const bool pre_norms = c_.model_type != "olmo2";
+    const bool post_norms = c_.model_type == "olmo2" || gemma();
+    u128 bytes = pre_norms && grad_in ? rms_frozen(x.T, x.h) : 0;  // the input norm
     const bool fused = c_.fused_qkv;
     const bool aq = adapted(fused ? "self_attn.qkv_proj" : "self_attn.q_proj");
     const bool ak = fused ? aq : adapted("self_attn.k_proj");
@@ -279,11 +290,15 @@ class LoraCounter {
     if (c_.qk_norm == QkNorm::per_head) {
       bytes += (gq ? rms_frozen(x.T * x.a, x.d) : 0) + (gk ? rms_frozen(x.T * x.kv, x.d) : 0);
     }
+    if (c_.qk_norm == QkNorm::whole) {
+      bytes += (gq ? rms_frozen(x.T, x.q) : 0) + (gk ? rms_frozen(x.T, x.k) : 0);
+    }
     bytes += core(gq, gk, gv);
     const bool g_attention = gq || gk || gv, ao = adapted("self_attn.o_proj");
     bytes += inputs(x.q, ao, g_attention);
+    if (post_norms && (g_attention || ao)) bytes += rms_frozen(x.T, x.h);  // on o_proj's output
     const bool g_mid = grad_in || g_attention || ao;
-    bytes += g_mid ? rms_frozen(x.T, x.h) : 0;  // the post-attention norm
+    if (pre_norms && g_mid) bytes += rms_frozen(x.T, x.h);  // before the MLP
     bool g_product = false;
     if (c_.fused_gate_up) {
       const bool agu = adapted("mlp.gate_up_proj");
@@ -299,7 +314,9 @@ class LoraCounter {
       if (g_up) bytes += 2 * x.T * x.I;                    // the activation's output
       g_product = g_gate || g_up;
     }
-    bytes += inputs(x.I, adapted("mlp.down_proj"), g_product);
+    const bool ad = adapted("mlp.down_proj");
+    bytes += inputs(x.I, ad, g_product);
+    if (post_norms && (g_product || ad)) bytes += rms_frozen(x.T, x.h);  // on down's output
     for (const std::string_view name : lora_.adapted) {
       if (name != "lm_head") bytes += adapter();
     }
@@ -312,6 +329,7 @@ class LoraCounter {
     const Dims& x = n_.dims();
     const bool head = adapted("lm_head");
     u128 bytes = rms_frozen(x.T, x.h) + inputs(x.h, head, true) + (head ? adapter() : 0);
+    if (c_.final_softcap) bytes += 2 * x.T * x.V + 16;  // tanh's output, two scalars
     return bytes + 4 * x.T * x.V + (x.b == 1 ? 8 * (x.s + 1) : 8 * x.T) + 4;
   }
 
@@ -380,11 +398,12 @@ namespace {
 
 void check_lora_family(const ModelConfig& c, const LoraShape& lora, std::string_view flag) {
   const std::string& t = c.model_type;
-  const bool llama_like =
-      t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" || t == "phi3";
+  const bool llama_like = t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
+                          t == "phi3" || t == "olmo2" || t == "gemma2" || t == "gemma3_text";
   if (!llama_like || c.experts > 0 || c.latent) {
     throw UsageError(std::string(flag) + ": what a LoRA run keeps for backward is counted for " +
-                     "llama, mistral, qwen2, qwen3 and phi3; not yet for " + t);
+                     "llama, mistral, qwen2, qwen3, phi3, olmo2, gemma2 and gemma3_text; not " +
+                     "yet for " + t);
   }
   if (c.attention_dropout || c.hidden_dropout || c.embedding_dropout) {
     throw UsageError(std::string(flag) + ": a LoRA run with the model's own dropout (the " +
@@ -411,7 +430,10 @@ std::optional<SavedTensors> lora_saved_tensor_bytes(const ModelConfig& c, std::u
   // the first, or the first where it does.
   const bool first_rotates = lora.input_requires_grad || l.adapted("self_attn.q_proj") ||
                              l.adapted("self_attn.k_proj") || l.adapted("self_attn.qkv_proj");
-  const u128 rope = c.layers > 1 || first_rotates ? n.rope_tables() : 0;
+  u128 rope = n.rope_tables();
+  if (!first_rotates && (c.layers == 1 || c.first_table_alone)) {
+    rope -= rope / c.rope_tables;  // the first layer's table, kept by no layer
+  }
   const u128 total = first + dense * (c.layers - 1) + outside + rope;
   if (total > UINT64_MAX) return std::nullopt;
   return SavedTensors{std::uint64_t(dense),   0,

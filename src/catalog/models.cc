@@ -80,25 +80,31 @@ class Fields {
     return j_[field].get<std::string>();
   }
   // gemma3's layer_types: one "sliding_attention" or "full_attention" per layer; which of the
-  // two occur. Bounded by the file, not by the layers it claims.
-  std::pair<bool, bool> sliding_and_full(const std::string& field, std::uint64_t layers) const {
+  // two occur, and how many layers are of the first one's kind. Bounded by the file, not by
+  // the layers it claims.
+  struct LayerKinds {
+    bool sliding = false, full = false;
+    std::uint64_t like_first = 0;
+  };
+  LayerKinds sliding_and_full(const std::string& field, std::uint64_t layers) const {
     const json& v = j_[field];
     if (!v.is_array() || v.size() != layers) {
       fail(field, "must be a list of " + std::to_string(layers) +
                       " \"sliding_attention\" or \"full_attention\", got " + shown_value(v));
     }
-    bool sliding = false, full = false;
+    LayerKinds kinds;
     for (const json& e : v) {
       if (e == "sliding_attention") {
-        sliding = true;
+        kinds.sliding = true;
       } else if (e == "full_attention") {
-        full = true;
+        kinds.full = true;
       } else {
         fail(field,
              "holds " + shown_value(e) + "; expected \"sliding_attention\" or \"full_attention\"");
       }
+      kinds.like_first += e == v.front() ? 1 : 0;
     }
-    return {sliding, full};
+    return kinds;
   }
   // A positive number that switches a computation on (soft-capping); null or absent is off.
   bool positive_or_null(const std::string& field, bool fallback) const {
@@ -223,11 +229,14 @@ void read_llama_family(const Fields& f, ModelConfig& c) {
     // Both cos/sin tables are kept when both kinds of layer occur: by layer_types, or by
     // sliding_window_pattern (every 6th layer global by default).
     if (f.given("layer_types")) {
-      const auto [sliding, full] = f.sliding_and_full("layer_types", c.layers);
-      c.rope_tables = sliding && full ? 2 : 1;
+      const auto kinds = f.sliding_and_full("layer_types", c.layers);
+      c.rope_tables = kinds.sliding && kinds.full ? 2 : 1;
+      c.first_table_alone = c.rope_tables == 2 && kinds.like_first == 1;
     } else {
       const std::uint64_t pattern = f.whole_or("sliding_window_pattern", 6);
       c.rope_tables = pattern > 1 && c.layers >= pattern ? 2 : 1;
+      // Layer 0 is a sliding one; the others of its kind are those off the pattern.
+      c.first_table_alone = c.rope_tables == 2 && c.layers - c.layers / pattern == 1;
     }
   }
   if (gemma) {

@@ -247,7 +247,7 @@ TEST(LoraActivations, OtherFamiliesAreRefusedByName) {
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
               "--lora-rank: what a LoRA run keeps for backward is counted for llama, mistral, "
-              "qwen2, qwen3 and phi3; not yet for mixtral");
+              "qwen2, qwen3, phi3, olmo2, gemma2 and gemma3_text; not yet for mixtral");
   }
   EXPECT_THROW(lora_saved_tensor_bytes(catalogued("openai-community/gpt2"), 128, 1,
                                        Attention::flash, LoraShape{8, 0, {}, false}, "x"),

@@ -106,6 +106,9 @@ struct ModelConfig {
   // how many cos/sin tables a forward computes (gemma3: local and global when both occur).
   std::uint64_t rotary_dim = 0;
   std::uint64_t rope_tables = 1;
+  // gemma3 with both tables: the first layer the only one of its kind, so its table is kept
+  // only where that layer's q or k needs a gradient (a LoRA run's first layer: lora.h).
+  bool first_table_alone = false;
   std::uint64_t moe_layers() const { return experts > 0 ? layers - dense_layers : 0; }
 };
 
