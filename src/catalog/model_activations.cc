@@ -277,6 +277,8 @@ class LoraCounter {
   // and MLP (llama's), after them (olmo2's), or both (gemma's), each kept where its input
   // needs a gradient.
   u128 layer(bool grad_in) const {
+    if (c_.model_type == "gpt2") return gpt2_layer(grad_in);
+    if (c_.model_type == "gpt_neox") return neox_layer(grad_in);
     const Dims& x = n_.dims();
     const bool pre_norms = c_.model_type != "olmo2";
     const bool post_norms = c_.model_type == "olmo2" || gemma();
@@ -317,18 +319,73 @@ class LoraCounter {
     const bool ad = adapted("mlp.down_proj");
     bytes += inputs(x.I, ad, g_product);
     if (post_norms && (g_product || ad)) bytes += rms_frozen(x.T, x.h);  // on down's output
+    return bytes + layer_adapters();
+  }
+
+  // Every adapter of a layer: lora_A's output and the scale.
+  u128 layer_adapters() const {
+    u128 bytes = 0;
     for (const std::string_view name : lora_.adapted) {
-      if (name != "lm_head") bytes += adapter();
+      if (name != "lm_head" && name != "embed_out") bytes += adapter();
     }
     return bytes;
+  }
+
+  // GPT-2: LayerNorm keeps its input and statistics for the input's gradient whatever its
+  // weight; c_attn's q, k and v are views of one output, so they need a gradient together; the
+  // scores keep q for k's gradient and k for q's, the 16-bit scale, the softmax's output and v.
+  u128 gpt2_layer(bool grad_in) const {
+    const Dims& x = n_.dims();
+    u128 bytes = grad_in ? n_.layer_norm(false) : 0;
+    const bool a_qkv = adapted("attn.c_attn");
+    bytes += inputs(x.h, a_qkv, grad_in);
+    const bool g_qkv = grad_in || a_qkv;
+    if (g_qkv) {
+      bytes += attention_ == Attention::flash  ? 6 * x.T * x.h + 4 * x.a * x.T
+               : attention_ == Attention::sdpa ? 8 * x.T * x.h + 4 * x.a * x.T
+                                               : 6 * x.T * x.h + 2 + n_.scores();
+    }
+    const bool a_out = adapted("attn.c_proj");
+    bytes += inputs(x.h, a_out, g_qkv);
+    const bool g_mid = grad_in || g_qkv || a_out;
+    if (g_mid) bytes += n_.layer_norm(false);
+    const bool a_fc = adapted("mlp.c_fc");
+    bytes += inputs(x.h, a_fc, g_mid);
+    const bool g_fc = g_mid || a_fc;
+    if (g_fc) bytes += c_.gelu_formula ? 8 * x.T * x.I + 24 : 2 * x.T * x.I;
+    bytes += inputs(x.I, adapted("mlp.c_proj"), g_fc);
+    return bytes + layer_adapters();
+  }
+
+  // GPT-NeoX: the fused query_key_value, a llama-style core, and (parallel residual) both
+  // LayerNorms on the layer's input.
+  u128 neox_layer(bool grad_in) const {
+    const Dims& x = n_.dims();
+    u128 bytes = grad_in ? n_.layer_norm(false) : 0;
+    const bool a_qkv = adapted("attention.query_key_value");
+    bytes += inputs(x.h, a_qkv, grad_in);
+    const bool g_qkv = grad_in || a_qkv;
+    bytes += core(g_qkv, g_qkv, g_qkv);
+    const bool a_dense = adapted("attention.dense");
+    bytes += inputs(x.h, a_dense, g_qkv);
+    const bool g_mid = grad_in || g_qkv || a_dense;
+    const bool g_mlp_in = c_.parallel_residual ? grad_in : g_mid;
+    if (g_mlp_in) bytes += n_.layer_norm(c_.parallel_residual);
+    const bool a_up = adapted("mlp.dense_h_to_4h");
+    bytes += inputs(x.h, a_up, g_mlp_in);
+    const bool g_up = g_mlp_in || a_up;
+    if (g_up) bytes += 2 * x.T * x.I;  // GELU's input
+    bytes += inputs(x.I, adapted("mlp.dense_4h_to_h"), g_up);
+    return bytes + layer_adapters();
   }
 
   // Outside the layers: no token ids (the embedding is frozen); the final norm; the head's
   // input only for its own adapter; the loss as ever.
   u128 outside() const {
     const Dims& x = n_.dims();
-    const bool head = adapted("lm_head");
-    u128 bytes = rms_frozen(x.T, x.h) + inputs(x.h, head, true) + (head ? adapter() : 0);
+    const bool head = adapted(c_.model_type == "gpt_neox" ? "embed_out" : "lm_head");
+    u128 bytes = c_.norm_bias ? n_.layer_norm(false) : rms_frozen(x.T, x.h);
+    bytes += inputs(x.h, head, true) + (head ? adapter() : 0);
     if (c_.final_softcap) bytes += 2 * x.T * x.V + 16;  // tanh's output, two scalars
     return bytes + 4 * x.T * x.V + (x.b == 1 ? 8 * (x.s + 1) : 8 * x.T) + 4;
   }
@@ -399,11 +456,12 @@ namespace {
 void check_lora_family(const ModelConfig& c, const LoraShape& lora, std::string_view flag) {
   const std::string& t = c.model_type;
   const bool llama_like = t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
-                          t == "phi3" || t == "olmo2" || t == "gemma2" || t == "gemma3_text";
+                          t == "phi3" || t == "olmo2" || t == "gemma2" || t == "gemma3_text" ||
+                          t == "gpt2" || t == "gpt_neox";
   if (!llama_like || c.experts > 0 || c.latent) {
     throw UsageError(std::string(flag) + ": what a LoRA run keeps for backward is counted for " +
-                     "llama, mistral, qwen2, qwen3, phi3, olmo2, gemma2 and gemma3_text; not " +
-                     "yet for " + t);
+                     "gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3, olmo2, gemma2 and " +
+                     "gemma3_text; not yet for " + t);
   }
   if (c.attention_dropout || c.hidden_dropout || c.embedding_dropout) {
     throw UsageError(std::string(flag) + ": a LoRA run with the model's own dropout (the " +
@@ -429,7 +487,8 @@ std::optional<SavedTensors> lora_saved_tensor_bytes(const ModelConfig& c, std::u
   // The rotary tables are kept by any layer whose q or k needs a gradient: every layer after
   // the first, or the first where it does.
   const bool first_rotates = lora.input_requires_grad || l.adapted("self_attn.q_proj") ||
-                             l.adapted("self_attn.k_proj") || l.adapted("self_attn.qkv_proj");
+                             l.adapted("self_attn.k_proj") || l.adapted("self_attn.qkv_proj") ||
+                             l.adapted("attention.query_key_value");
   u128 rope = n.rope_tables();
   if (!first_rotates && (c.layers == 1 || c.first_table_alone)) {
     rope -= rope / c.rope_tables;  // the first layer's table, kept by no layer

@@ -271,6 +271,14 @@ TEST_F(TorchReference, ALoraRunSavesWhatThePlannerCounts) {
   expect_equal_lora_counts(post_norms, 4, {"all-linear"}, 0.0);
   expect_equal_lora_counts(post_norms, 8, {"q_proj", "v_proj"}, 0.0);
   expect_equal_lora_counts(post_norms, 2, {"o_proj", "down_proj", "lm_head"}, 0.05);
+  // GPT-2's Conv1D linears and LayerNorms; GPT-NeoX's fused projection, parallel and not.
+  json neox_sequential = family("gpt_neox");
+  neox_sequential["use_parallel_residual"] = false;
+  const std::vector<Case> gpt = {
+      {"gpt2", family("gpt2")}, {"gpt_neox", family("gpt_neox")}, {"neox_seq", neox_sequential}};
+  expect_equal_lora_counts(gpt, 4, {"all-linear"}, 0.0);
+  expect_equal_lora_counts({gpt[0]}, 4, {"c_proj", "c_fc"}, 0.1);
+  expect_equal_lora_counts({gpt[1], gpt[2]}, 4, {"dense", "dense_4h_to_h", "embed_out"}, 0.1);
 }
 
 TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSaved) {

@@ -83,9 +83,9 @@ std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std
 // is frozen) unless `input_requires_grad`, as transformers' gradient checkpointing makes it
 // with PEFT (enable_input_require_grads; checkpointing always implies it here): then it keeps
 // only what its own adapters' gradients need, the rest of its attention and MLP as far as a
-// trainable path reaches them. Counted for the llama family's dense layers: llama, mistral,
-// qwen2, qwen3, phi3, olmo2, gemma2 and gemma3_text; other families (GPT-2, GPT-NeoX, the
-// mixtures, DeepSeek) and a config's own dropout throw UsageError naming `flag`.
+// trainable path reaches them. Counted for the dense families: gpt2, gpt_neox, llama,
+// mistral, qwen2, qwen3, phi3, olmo2, gemma2 and gemma3_text; the mixtures, DeepSeek and a
+// config's own dropout throw UsageError naming `flag`.
 // tests/plan/torch_reference_test.cc holds the counts to PyTorch's saved tensors, eager
 // attention; flash and SDPA keep their whole core wherever one of q, k, v needs a gradient
 // (read from their code, not checked).
