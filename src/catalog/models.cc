@@ -193,6 +193,7 @@ void read_qwen_mixture(const Fields& f, ModelConfig& c) {
   std::uint64_t sparse = c.layers / step;
   for (const std::uint64_t i : dense) sparse -= (i + 1) % step == 0 ? 1 : 0;
   c.dense_layers = c.layers - sparse;
+  c.first_layer_dense = dense.count(0) > 0 || 1 % step != 0;
   if (c.dense_layers > 0) c.intermediate = f.whole("intermediate_size");
   if (c.model_type == "qwen2_moe") {
     c.shared_intermediate = f.whole_or("shared_expert_intermediate_size", 0, 0);
@@ -246,6 +247,7 @@ void read_llama_family(const Fields& f, ModelConfig& c) {
   }
   if (t == "mixtral") {
     c.experts = f.whole("num_local_experts");
+    c.first_layer_dense = false;
     c.experts_per_token = f.whole("num_experts_per_tok");
     c.expert_intermediate = c.intermediate;
     c.norm_topk_prob = true;  // MixtralSparseMoeBlock always renormalises
@@ -294,6 +296,7 @@ void read_deepseek_v2(const Fields& f, ModelConfig& c) {
   const std::uint64_t freq = f.whole_or("moe_layer_freq", 1);
   auto multiples_below = [freq](std::uint64_t n) { return (n + freq - 1) / freq; };
   c.dense_layers = c.layers - (multiples_below(c.layers) - multiples_below(first_dense));
+  c.first_layer_dense = first_dense > 0;
 }
 
 // The heads' grouping and width: key-value heads divide the heads, and without head_dim the

@@ -83,9 +83,12 @@ std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std
 // is frozen) unless `input_requires_grad`, as transformers' gradient checkpointing makes it
 // with PEFT (enable_input_require_grads; checkpointing always implies it here): then it keeps
 // only what its own adapters' gradients need, the rest of its attention and MLP as far as a
-// trainable path reaches them. Counted for the dense families: gpt2, gpt_neox, llama,
-// mistral, qwen2, qwen3, phi3, olmo2, gemma2 and gemma3_text; the mixtures, DeepSeek and a
-// config's own dropout throw UsageError naming `flag`.
+// trainable path reaches them. A mixture (transformers 4.x's loop over the experts hit) keeps
+// its router's softmax and top-k where the logits need a gradient, each routed token's indices,
+// copy and gated MLP where the experts' outputs need one, and an adapter on an expert's linear
+// a scale each pass, every expert taken as hit. Counted for gpt2, gpt_neox, llama, mistral,
+// qwen2, qwen3, phi3, olmo2, gemma2, gemma3_text, mixtral, qwen2_moe and qwen3_moe; DeepSeek
+// and a config's own dropout throw UsageError naming `flag`.
 // tests/plan/torch_reference_test.cc holds the counts to PyTorch's saved tensors, eager
 // attention; flash and SDPA keep their whole core wherever one of q, k, v needs a gradient
 // (read from their code, not checked).

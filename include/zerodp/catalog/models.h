@@ -94,6 +94,7 @@ struct ModelConfig {
   std::uint64_t shared_intermediate = 0;  // a shared expert every token passes; 0 for none
   bool shared_expert_gate = false;        // qwen2_moe: sigmoid(hidden x 1) scales it
   std::uint64_t dense_layers = 0;
+  bool first_layer_dense = true;       // a mixture's: whether layer 0 keeps the dense MLP
   bool attention_dropout = false;      // dropout on the attention probabilities (> 0)
   bool hidden_dropout = false;         // dropout on each residual branch (> 0)
   bool attention_softcap = false;      // gemma2: tanh soft-capping of the attention scores
