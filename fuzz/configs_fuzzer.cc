@@ -1,6 +1,7 @@
 // Fuzz target: the readers of the files a user hands the planner, a DeepSpeed config
-// (deepspeed::parse_deepspeed_config) and a Hugging Face config.json
-// (catalog::parse_model_config), on any bytes; the first byte chooses the reader.
+// (deepspeed::parse_deepspeed_config), a Hugging Face config.json
+// (catalog::parse_model_config) and a PEFT adapter_config.json (catalog::parse_adapter_config),
+// on any bytes; the first byte chooses the reader (2: the adapter's; else odd: the model's).
 //
 // Properties, for every input:
 //  - each reader returns a config or throws UsageError; nothing else escapes, nothing
@@ -11,13 +12,15 @@
 //  - a config read is one a plan can use: a DeepSpeed config's summary is one printable line
 //    and it applies to the planner's inputs without failing; a model config's parameter count
 //    is exact (no saturation) and its activations for one sequence either fit in 64 bits or
-//    say they do not.
+//    say they do not; an adapter's rank and targets count adapters on Llama-2-7B, or are
+//    refused in one short line, and so do its saved tensors.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "zerodp/catalog/lora.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/common/error.h"
 #include "zerodp/deepspeed/config.h"
@@ -89,12 +92,48 @@ void read_model(std::string_view text) {
                                         catalog::Attention::eager);
 }
 
+// A refusal of what the file asks of a model: one short line naming the flag.
+void check_flag_message(std::string_view message, std::string_view flag) {
+  if (message.rfind(flag, 0) != 0) fail("an error that does not name the flag", message);
+  if (message.size() > 1200) fail("an error longer than 1200 bytes", message.substr(0, 1200));
+  if (has_control(message)) fail("an error with control characters", message);
+}
+
+void read_adapter(std::string_view text) {
+  catalog::LoraSettings lora;
+  try {
+    lora = catalog::parse_adapter_config(text, std::string(kSource));
+  } catch (const UsageError& e) {
+    check_message(escape_controls(e.what()));
+    return;
+  }
+  if (lora.rank == 0 || lora.targets.empty()) fail("an adapter read without rank or targets", "");
+  static const catalog::ModelConfig llama = catalog::parse_model_config(
+      catalog::find_model("llama-2-7b")->config_json, "llama-2-7b");
+  try {
+    const catalog::LoraCount count =
+        catalog::lora_count(llama, lora.rank, lora.targets, "target_modules");
+    (void)catalog::saved_module_params(llama, lora.modules_to_save, "modules_to_save");
+    catalog::LoraShape shape{lora.rank, lora.dropout, {}, false};
+    for (const catalog::LoraTarget& t : count.targets) shape.adapted.push_back(t.name);
+    (void)catalog::lora_activation_bytes(llama, 16, 1, plan::Checkpointing::none,
+                                         catalog::Attention::eager, shape, "--adapter-config");
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    check_flag_message(message, message.rfind("modules_to_save", 0) == 0   ? "modules_to_save"
+                                : message.rfind("target_modules", 0) == 0 ? "target_modules"
+                                                                           : "--adapter-config");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (data[0] & 1) {
+  if (data[0] == 2) {
+    read_adapter(text);
+  } else if (data[0] & 1) {
     read_model(text);
   } else {
     read_deepspeed(text);
