@@ -204,7 +204,15 @@ LoraSettings parse_adapter_config(std::string_view json_text, const std::string&
   if (const json* dora = value("use_dora"); dora && *dora != false) {
     fail("use_dora", "adds DoRA's magnitudes and their work, which are not counted yet");
   }
-  for (const char* field : {"rank_pattern", "layers_to_transform", "exclude_modules"}) {
+  // Newer PEFT's additions that train more or other tensors: a bias on lora_B, LoRA on
+  // parameters (a mixture's fused experts), trained token rows, QA-LoRA's pooling.
+  for (const char* field : {"lora_bias", "use_qalora"}) {
+    if (const json* v = value(field); v && *v != false) {
+      fail(field, "is set (" + show(*v) + "), which is not counted yet");
+    }
+  }
+  for (const char* field : {"rank_pattern", "layers_to_transform", "exclude_modules",
+                            "target_parameters", "trainable_token_indices", "layer_replication"}) {
     const json* v = value(field);
     if (v && (!(v->is_object() || v->is_array()) || !v->empty())) {
       fail(field, "is set (" + show(*v) + "), which is not counted yet");

@@ -137,6 +137,24 @@ TEST(AdapterConfig, ReadsWhatPeftSaves) {
   EXPECT_EQ(lora.targets, (std::vector<std::string>{"v_proj", "q_proj"}));
   EXPECT_TRUE(lora.modules_to_save.empty());
   EXPECT_EQ(adapters(catalogued("meta-llama/Llama-2-7b-hf"), lora.rank, lora.targets), 4'194'304u);
+  // As PEFT 0.19.1 writes it: the newer fields at their defaults.
+  const LoraSettings newer = parse_adapter_config(R"({
+      "alora_invocation_tokens": null, "alpha_pattern": {}, "arrow_config": null,
+      "auto_mapping": null, "base_model_name_or_path": null, "bias": "none",
+      "corda_config": null, "ensure_weight_tying": false, "eva_config": null,
+      "exclude_modules": null, "fan_in_fan_out": false, "inference_mode": true,
+      "init_lora_weights": true, "layer_replication": null, "layers_pattern": null,
+      "layers_to_transform": null, "loftq_config": {}, "lora_alpha": 256.0, "lora_bias": false,
+      "lora_dropout": 0.05, "lora_ga_config": null, "megatron_config": null,
+      "megatron_core": "megatron.core", "modules_to_save": null, "peft_type": "LORA",
+      "peft_version": "0.19.1", "qalora_group_size": 16, "r": 128, "rank_pattern": {},
+      "revision": null, "target_modules": ["q_proj", "o_proj"], "target_parameters": null,
+      "task_type": "CAUSAL_LM", "trainable_token_indices": null, "use_bdlora": null,
+      "use_dora": false, "use_qalora": false, "use_rslora": false})",
+                                                  "adapter_config.json");
+  EXPECT_EQ(newer.rank, 128u);
+  EXPECT_EQ(newer.alpha, 256.0);
+  EXPECT_EQ(newer.targets, (std::vector<std::string>{"q_proj", "o_proj"}));
   const LoraSettings all = parse_adapter_config(
       R"({"r": 16, "target_modules": "all-linear", "modules_to_save": ["lm_head"]})", "a.json");
   EXPECT_EQ(all.targets, std::vector<std::string>{"all-linear"});
@@ -176,6 +194,11 @@ TEST(AdapterConfig, RefusesWhatItCannotCountNamingTheField) {
             std::string::npos);
   EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "rank_pattern": {"q": 4}})")
                 .find("\"rank_pattern\" is set"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "lora_bias": true})").find("lora_bias"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "target_parameters": ["w"]})")
+                .find("\"target_parameters\" is set"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"r": 8, "target_modules": ["q"], "layers_to_transform": 0})")
                 .find("\"layers_to_transform\" is set"),

@@ -51,7 +51,8 @@ std::string linear_layer_names(const ModelConfig& config);
 // "lora_dropout", "target_modules" (a list of names, or "all-linear"), "modules_to_save" (null
 // or a list), "bias" ("none"). What would change the bytes and is not counted yet is refused,
 // naming the field: a regular expression as "target_modules", "bias" other than "none",
-// "use_dora", a non-empty "rank_pattern", "layers_to_transform" or "exclude_modules". Other
+// "use_dora", "lora_bias", "use_qalora", a non-empty "rank_pattern", "layers_to_transform",
+// "exclude_modules", "target_parameters", "trainable_token_indices" or "layer_replication". Other
 // fields (task_type, base_model_name_or_path, init_lora_weights, use_rslora, alpha_pattern,
 // fan_in_fan_out, ...) do not change what a rank holds and are not read.
 struct LoraSettings {
