@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "json_object.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
 
@@ -132,16 +133,7 @@ std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std
 
 LoraSettings parse_adapter_config(std::string_view json_text, const std::string& source) {
   using json = nlohmann::json;
-  if (const std::string why = json_depth_refusal(json_text); !why.empty()) {
-    throw UsageError(source + ": " + why);
-  }
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double
-    throw UsageError(source + ": not JSON (" + shown(e.what(), 120) + ")");
-  }
-  if (!j.is_object()) throw UsageError(source + ": expected a JSON object (adapter_config.json)");
+  const json j = parse_json_object(json_text, source, "adapter_config.json");
   auto fail = [&](std::string_view field, const std::string& what) {
     throw UsageError(source + ": \"" + std::string(field) + "\" " + what);
   };

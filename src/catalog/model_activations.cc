@@ -499,6 +499,35 @@ bool too_large(const ModelConfig& c, std::uint64_t s, std::uint64_t b) {
   return !(rough < 1e36L);
 }
 
+// The activations of saved tensors under a checkpointing choice: every layer's saved bytes, or
+// without the s² terms (selective, recomputed), or each layer's input and the largest layer
+// while it is recomputed (full); the rotary tables; outside the layers, and the loss's
+// gradients in backward.
+std::optional<ModelActivations> activations_of(const SavedTensors& saved, const Counter& n,
+                                               const ModelConfig& c,
+                                               plan::Checkpointing checkpointing) {
+  const Dims& x = n.dims();
+  const u128 per_layer = std::max({saved.dense_layer, saved.moe_layer, saved.first_layer});
+  const u128 all = u128(saved.total) - saved.outside - saved.rope_tables;  // every layer
+  u128 layers = 0;
+  switch (checkpointing) {
+    case plan::Checkpointing::none:
+      layers = all;
+      break;
+    case plan::Checkpointing::selective:  // the s² terms recomputed
+      layers = all - n.scores() * c.layers;
+      break;
+    case plan::Checkpointing::full:  // each layer's input, and one layer while recomputed
+      layers = 2 * x.T * x.h * c.layers + per_layer;
+      break;
+  }
+  layers += saved.rope_tables;
+  const u128 loss = u128(saved.outside) + n.loss_working();
+  if (layers + loss > UINT64_MAX) return std::nullopt;
+  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(loss),
+                          std::uint64_t(layers + loss)};
+}
+
 }  // namespace
 
 std::string_view attention_name(Attention attention) {
@@ -594,27 +623,7 @@ std::optional<ModelActivations> lora_activation_bytes(const ModelConfig& c, std:
   if (checkpointing != plan::Checkpointing::none) shape.input_requires_grad = true;
   const auto saved = lora_saved_tensor_bytes(c, s, b, attention, shape, flag, runtime);
   if (!saved) return std::nullopt;
-  const Counter n(c, s, b, attention, runtime);
-  const Dims& x = n.dims();
-  const u128 per_layer = std::max({saved->dense_layer, saved->moe_layer, saved->first_layer});
-  const u128 all = u128(saved->total) - saved->outside - saved->rope_tables;
-  u128 layers = 0;
-  switch (checkpointing) {
-    case plan::Checkpointing::none:
-      layers = all;
-      break;
-    case plan::Checkpointing::selective:
-      layers = all - n.scores() * c.layers;
-      break;
-    case plan::Checkpointing::full:
-      layers = 2 * x.T * x.h * c.layers + per_layer;
-      break;
-  }
-  layers += saved->rope_tables;
-  const u128 loss = u128(saved->outside) + n.loss_working();
-  if (layers + loss > UINT64_MAX) return std::nullopt;
-  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(loss),
-                          std::uint64_t(layers + loss)};
+  return activations_of(*saved, Counter(c, s, b, attention, runtime), c, checkpointing);
 }
 
 std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std::uint64_t s,
@@ -624,27 +633,7 @@ std::optional<ModelActivations> model_activation_bytes(const ModelConfig& c, std
                                                        const plan::TorchRuntime& runtime) {
   const auto saved = saved_tensor_bytes(c, s, b, attention, runtime);
   if (!saved) return std::nullopt;
-  const Counter n(c, s, b, attention, runtime);
-  const Dims& x = n.dims();
-  const u128 per_layer = std::max(saved->dense_layer, saved->moe_layer);
-  const u128 all = u128(saved->total) - saved->outside - saved->rope_tables;  // every layer
-  u128 layers = 0;
-  switch (checkpointing) {
-    case plan::Checkpointing::none:
-      layers = all;
-      break;
-    case plan::Checkpointing::selective:  // the s² terms recomputed
-      layers = all - n.scores() * c.layers;
-      break;
-    case plan::Checkpointing::full:  // each layer's input, and one layer while recomputed
-      layers = 2 * x.T * x.h * c.layers + per_layer;
-      break;
-  }
-  layers += saved->rope_tables;
-  const u128 loss = u128(saved->outside) + n.loss_working();
-  if (layers + loss > UINT64_MAX) return std::nullopt;
-  return ModelActivations{std::uint64_t(per_layer), std::uint64_t(layers), std::uint64_t(loss),
-                          std::uint64_t(layers + loss)};
+  return activations_of(*saved, Counter(c, s, b, attention, runtime), c, checkpointing);
 }
 
 }  // namespace zerodp::catalog

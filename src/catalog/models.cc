@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "json_object.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
@@ -489,17 +490,7 @@ std::uint64_t sum(const std::vector<Module>& modules) {
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source) {
-  if (const std::string why = json_depth_refusal(json_text); !why.empty()) {
-    throw UsageError(source + ": " + why);
-  }
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double
-    throw UsageError(source + ": not JSON (" +
-                     escape_controls(std::string(e.what()).substr(0, 200)) + ")");
-  }
-  if (!j.is_object()) throw UsageError(source + ": expected a JSON object (a config.json)");
+  const json j = parse_json_object(json_text, source, "a config.json");
   if (!j.contains("model_type") || !j["model_type"].is_string()) {
     throw UsageError(source + ": \"model_type\" is missing; supported: " + std::string(kFamilies));
   }
