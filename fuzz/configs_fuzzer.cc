@@ -108,8 +108,8 @@ void read_adapter(std::string_view text) {
     return;
   }
   if (lora.rank == 0 || lora.targets.empty()) fail("an adapter read without rank or targets", "");
-  static const catalog::ModelConfig llama = catalog::parse_model_config(
-      catalog::find_model("llama-2-7b")->config_json, "llama-2-7b");
+  static const catalog::ModelConfig llama =
+      catalog::parse_model_config(catalog::find_model("llama-2-7b")->config_json, "llama-2-7b");
   try {
     const catalog::LoraCount count =
         catalog::lora_count(llama, lora.rank, lora.targets, "target_modules");
@@ -120,9 +120,9 @@ void read_adapter(std::string_view text) {
                                          catalog::Attention::eager, shape, "--adapter-config");
   } catch (const UsageError& e) {
     const std::string message = e.what();
-    check_flag_message(message, message.rfind("modules_to_save", 0) == 0   ? "modules_to_save"
+    check_flag_message(message, message.rfind("modules_to_save", 0) == 0  ? "modules_to_save"
                                 : message.rfind("target_modules", 0) == 0 ? "target_modules"
-                                                                           : "--adapter-config");
+                                                                          : "--adapter-config");
   }
 }
 
