@@ -43,9 +43,13 @@ bool names(std::string_view target, std::string_view linear) {
 }  // namespace
 
 std::string linear_layer_names(const ModelConfig& config) {
+  // A name once, though dense and mixture layers list it both (a substring test would drop
+  // Qwen's router "mlp.gate" after "mlp.gate_proj").
   std::string out;
+  std::vector<std::string_view> seen;
   for (const LinearLayer& l : linear_layers(config)) {
-    if (out.find(std::string(l.name)) != std::string::npos) continue;
+    if (std::find(seen.begin(), seen.end(), l.name) != seen.end()) continue;
+    seen.push_back(l.name);
     out += (out.empty() ? "" : ", ") + std::string(l.name);
   }
   return out;

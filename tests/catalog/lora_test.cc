@@ -108,6 +108,16 @@ TEST(LoraCount, RefusesWhatItCannotCount) {
                       "self_attn.q_proj, self_attn.k_proj"),
             std::string::npos);
   EXPECT_NE(refusal(8, {"all-linear", "q_proj"}).find("give it alone"), std::string::npos);
+  // Every name listed once, a prefix of another too (Qwen3-MoE's router beside gate_proj).
+  const ModelConfig qwen_moe = parse_model_config(
+      R"({"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8,
+          "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+          "head_dim": 4, "intermediate_size": 16, "moe_intermediate_size": 4, "num_experts": 4,
+          "num_experts_per_tok": 2, "mlp_only_layers": [0]})",
+      "test");
+  const std::string names = linear_layer_names(qwen_moe);
+  EXPECT_NE(names.find("mlp.gate,"), std::string::npos) << names;
+  EXPECT_EQ(names.find("self_attn.q_proj"), names.rfind("self_attn.q_proj")) << names;
   EXPECT_NE(refusal(8, {"layers.0.self_attn.q_proj"}).find("by its index"), std::string::npos);
   EXPECT_NE(refusal(8, {""}).find("an empty name"), std::string::npos);
   EXPECT_NE(refusal(8, {"q\x1b[2J"}).find("q\\x1b[2J"), std::string::npos);
