@@ -217,13 +217,17 @@ LoraSettings parse_adapter_config(std::string_view json_text, const std::string&
   return lora;
 }
 
-std::uint64_t nf4_tensor_bytes(std::uint64_t n, const Nf4Options& o) {
-  ZERODP_CHECK(o.block > 0 &&
-               (o.storage_bytes == 1 || o.storage_bytes == 2 || o.storage_bytes == 4));
+std::uint64_t nf4_code_bytes(std::uint64_t n, const Nf4Options& o) {
+  ZERODP_CHECK(o.storage_bytes == 1 || o.storage_bytes == 2 || o.storage_bytes == 4);
   const std::uint64_t s = o.storage_bytes;
   // quantize_4bit's allocation: (n + 1) // (2·s) elements of the storage type, without
   // forming n + 1.
-  const std::uint64_t codes = saturating_mul(s, n / (2 * s) + (n % (2 * s) + 1 == 2 * s ? 1 : 0));
+  return saturating_mul(s, n / (2 * s) + (n % (2 * s) + 1 == 2 * s ? 1 : 0));
+}
+
+std::uint64_t nf4_tensor_bytes(std::uint64_t n, const Nf4Options& o) {
+  ZERODP_CHECK(o.block > 0);
+  const std::uint64_t codes = nf4_code_bytes(n, o);
   const std::uint64_t blocks = n / o.block + (n % o.block != 0 ? 1 : 0);
   constexpr std::uint64_t kNf4Table = 16 * 4, kDynamicMap = 256 * 4, kOffset = 4;
   std::uint64_t absmax = saturating_mul(4, blocks);
@@ -245,6 +249,8 @@ QuantizedBase nf4_base(const ModelConfig& config, const Nf4Options& options) {
     base.quantized_tensors = saturating_add(base.quantized_tensors, l.count);
     base.quantized_bytes = saturating_add(
         base.quantized_bytes, saturating_mul(nf4_tensor_bytes(elements, options), l.count));
+    base.code_bytes =
+        saturating_add(base.code_bytes, saturating_mul(nf4_code_bytes(elements, options), l.count));
     base.largest_quantized = std::max(base.largest_quantized, elements);
   }
   const std::uint64_t all = model_params(config).params;

@@ -29,6 +29,9 @@ u128 adamw_temporaries(OptimizerImpl impl, u128 bytes, u128 elements, u128 large
 // FSDP FULL_SHARD's terms (runtime.h).
 RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   const RuntimeModel& m = run.model;
+  // FSDP's flat parameters mix frozen and trained tensors (their gradients then cover both):
+  // not counted yet, and refused before this (the planner's --framework).
+  ZERODP_CHECK(run.frozen.empty() && m.frozen_params == 0);
   const u128 p = run.bpp.params, g = run.bpp.grads, phi = m.params;
   const u128 shard = (phi + ranks - 1) / ranks, M = run.fsdp_shard_bytes;
   const u128 unit = m.per_layer_params, root = m.outside_layer_params;
@@ -60,8 +63,11 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
   if (!(stage == Stage::zero3 && offload.params != OffloadDevice::none)) {
     t.hpz_secondary = hpz_secondary_bytes(stage, m.params, bpp, run.zeropp);
   }
+  t.dequantized_weight = saturated(2 * u128(run.dequantized_params));
   if (!run.buffers) return t;
   const u128 p = bpp.params, g = bpp.grads, phi = m.params;
+  const u128 everything = phi + m.frozen_params;  // what ZeRO-3 gathers
+  const u128 largest_trained = m.largest_trained_params.value_or(m.largest_layer_params);
   switch (stage) {
     case Stage::dp:
       t.reduce_buffers = saturated(g * std::min<u128>(phi, kStageZeroBucket));
@@ -77,7 +83,8 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
       if (b.contiguous_gradients) t.reduce_buffer_held = saturated(g * b.reduce_bucket_size);
       const u128 kept = std::max(m.largest_layer_params, m.reuse_kept_params.value_or(0));
       const u128 room = b.max_live_parameters > kept ? b.max_live_parameters - kept : 0;
-      const u128 live = std::min<u128>(phi, kept + std::min<u128>(b.prefetch_bucket_size, room));
+      const u128 live =
+          std::min<u128>(everything, kept + std::min<u128>(b.prefetch_bucket_size, room));
       t.gathered_params = saturated(p * live);
       t.persistent_params = saturated(p * m.persistent_params.value_or(0));
       break;
@@ -85,7 +92,7 @@ RuntimeTerms terms_at(Stage stage, u128 ranks, const RuntimeRun& run) {
   }
   // Gradients sharded: a parameter's whole gradient waits for its reduction.
   if (stage == Stage::zero2 || stage == Stage::zero3) {
-    t.layer_grads = saturated(g * m.largest_layer_params);
+    t.layer_grads = saturated(g * largest_trained);
   }
   if (stage == Stage::dp && run.fp16_optimizer) {
     t.step_fp32_grads = saturated(4 * phi);
@@ -126,7 +133,7 @@ std::uint64_t RuntimeTerms::held() const {
 }
 
 std::uint64_t RuntimeTerms::backward() const {
-  return saturated(u128(reduce_buffers) + gathered_params + layer_grads);
+  return saturated(u128(reduce_buffers) + gathered_params + layer_grads + dequantized_weight);
 }
 
 std::uint64_t RuntimeTerms::peak(std::uint64_t model_state_bytes,
@@ -185,6 +192,14 @@ std::optional<OptimizerImpl> optimizer_impl_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::uint64_t gpu_state_bytes(Stage stage, int ranks, const RuntimeRun& run) {
+  ZERODP_CHECK(ranks >= 1);
+  const plan::BytesPerParam gpu = gpu_bytes_per_param(run.bpp, run.offload, stage);
+  const u128 n = static_cast<unsigned>(ranks), phi = run.model.params;
+  return saturated(plan::state_bytes_at_shard(phi, (phi + n - 1) / n, stage, gpu) +
+                   plan::frozen_bytes_wide(run.frozen, n, stage));
+}
+
 RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run) {
   ZERODP_CHECK(ranks >= 1);
   return terms_at(stage, static_cast<u128>(ranks), run);
@@ -197,7 +212,8 @@ std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& ru
   const plan::BytesPerParam gpu = gpu_bytes_per_param(run.bpp, run.offload, stage);
   const u128 phi = run.model.params;
   auto fits_at = [&](u128 n) {
-    const u128 state = plan::state_bytes_at_shard(phi, (phi + n - 1) / n, stage, gpu);
+    const u128 state = plan::state_bytes_at_shard(phi, (phi + n - 1) / n, stage, gpu) +
+                       plan::frozen_bytes_wide(run.frozen, n, stage);
     const RuntimeTerms t = terms_at(stage, n, run);
     return peak_wide(t, state, activation_bytes) <= gpu_memory;
   };
@@ -205,7 +221,9 @@ std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& ru
   // 8-bit K holds more bytes an element once its shard falls under the size rule: the peak
   // falls with N on each side of that point, not across it, so the least N is looked for
   // where the shard is at least the rule's size, then beyond.
-  const u128 last = std::max<u128>(phi, 1);
+  // Beyond the largest sharded part's elements every shard is one element or none.
+  u128 last = std::max<u128>(phi, 1);
+  for (const plan::FrozenPart& part : run.frozen) last = std::max<u128>(last, part.elements);
   const u128 rule = gpu.small_below;
   const u128 split =  // the largest N whose shard is at least `rule` elements
       rule > 1 && sharding(stage).optimizer_states

@@ -73,10 +73,44 @@ std::uint64_t ring_step_bytes(Stage stage, std::uint64_t params, const BytesPerP
 
 std::uint64_t seed_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
                               int ranks, Directions directions) {
+  return seed_step_bytes(stage, params, bpp, ranks, directions, {});
+}
+
+std::uint64_t ring_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
+                              int ranks, std::span<const FrozenPart> frozen) {
   ZERODP_CHECK(ranks >= 1);
-  const u128 payload = sharding(stage).parameters ? 2 * u128(bpp.params) + bpp.grads : bpp.grads;
+  if (ranks == 1) return 0;
+  // Every buffer's chunks shrink with r alike, so the busiest rank of the sum is, as for one
+  // buffer, rank N−2 or the wrap-around N−1.
+  const auto sent = [&](int rank) {
+    u128 bytes = ring_step_bytes(stage, params, bpp, ranks, rank);
+    if (sharding(stage).parameters) {
+      for (const FrozenPart& p : frozen) {
+        if (p.shardable) {
+          bytes +=
+              2 * u128(ring_bytes_sent(Collective::all_gather, p.elements, p.bytes, ranks, rank));
+        }
+      }
+    }
+    ZERODP_CHECK(bytes <= std::numeric_limits<std::uint64_t>::max());
+    return static_cast<std::uint64_t>(bytes);
+  };
+  return std::max(sent(ranks - 2), sent(ranks - 1));
+}
+
+std::uint64_t seed_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
+                              int ranks, Directions directions,
+                              std::span<const FrozenPart> frozen) {
+  ZERODP_CHECK(ranks >= 1);
+  const bool gathers = sharding(stage).parameters;
+  const u128 payload = gathers ? 2 * u128(bpp.params) + bpp.grads : bpp.grads;
+  u128 frozen_payload = 0;  // bytes, both gathers
+  for (const FrozenPart& p : frozen) {
+    if (gathers && p.shardable) frozen_payload += 2 * u128(p.bytes) * p.elements;
+  }
   const u128 n = static_cast<unsigned>(ranks);
-  const u128 numerator = payload * params * (n - 1) * (directions == Directions::both ? 2u : 1u);
+  const u128 numerator =
+      (payload * params + frozen_payload) * (n - 1) * (directions == Directions::both ? 2u : 1u);
   const u128 bytes = (numerator + n / 2) / n;  // to the nearest byte
   ZERODP_CHECK(bytes <= std::numeric_limits<std::uint64_t>::max());
   return static_cast<std::uint64_t>(bytes);

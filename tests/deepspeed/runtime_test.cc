@@ -205,3 +205,91 @@ TEST(Runtime, WithoutTermsTheLeastNIsTheModelStateOnes) {
 
 }  // namespace runtime_test
 }  // namespace zerodp::deepspeed
+
+namespace zerodp::deepspeed {
+namespace runtime_lora_test {
+
+// Llama-2-7B with LoRA rank 8 on q and v: 4,194,304 adapters train, the 6,738,415,616 of the
+// base stay frozen in 16 bits; its largest layer is the 131,072,000 embedding, its largest
+// adapter 8 x 4,096.
+constexpr std::uint64_t kAdapters = 4'194'304, kBase = 6'738'415'616;
+const plan::BytesPerParam kMixed{2, 2, 12};
+
+RuntimeRun lora_run() {
+  RuntimeRun run{{kAdapters, 131'072'000, 266'240, std::nullopt},
+                 kMixed,
+                 {},
+                 true,
+                 BufferSettings{},
+                 {},
+                 2'000'000'000};
+  run.model.frozen_params = kBase;
+  run.model.largest_trained_params = 8 * 4096;
+  run.frozen = {{"16-bit weights", kBase, 2, true}};
+  return run;
+}
+
+TEST(RuntimeLora, BucketsAndTheStepCoverTheAdaptersZeroThreeGathersTheBase) {
+  const RuntimeRun run = lora_run();
+  // Stage 0 flattens the adapters' gradients only.
+  EXPECT_EQ(runtime_terms(Stage::dp, 8, run).reduce_buffers, 2 * kAdapters);
+  // A whole gradient waiting for its reduction is an adapter's, not the embedding's.
+  EXPECT_EQ(runtime_terms(Stage::zero2, 8, run).layer_grads, 2u * 8 * 4096);
+  // The step copies the adapters' shard: ceil(4,194,304 / 8) fp32 and 16-bit.
+  const RuntimeTerms z2 = runtime_terms(Stage::zero2, 8, run);
+  EXPECT_EQ(z2.step_fp32_grads, 4u * 524'288);
+  EXPECT_EQ(z2.step_flat_grads, 2u * 524'288);
+  // ZeRO-3 gathers the embedding and a prefetch bucket of the base, which the adapters alone
+  // would not reach.
+  EXPECT_EQ(runtime_terms(Stage::zero3, 8, run).gathered_params, 2u * (131'072'000 + 50'000'000));
+  RuntimeRun full = run;
+  full.model.frozen_params = 0;
+  full.frozen.clear();
+  EXPECT_EQ(runtime_terms(Stage::zero3, 8, full).gathered_params, 2 * kAdapters);
+  // A quantized base dequantizes its largest weight to 16 bits beside the activations.
+  RuntimeRun q = run;
+  q.dequantized_params = 11008 * 4096;
+  EXPECT_EQ(runtime_terms(Stage::dp, 1, q).dequantized_weight, 2u * 11008 * 4096);
+  EXPECT_EQ(runtime_terms(Stage::dp, 1, q).backward(),
+            runtime_terms(Stage::dp, 1, run).backward() + 2u * 11008 * 4096);
+}
+
+TEST(RuntimeLora, TheStateOnTheGpuAddsTheBaseShardedOnlyAtZeroThree) {
+  const RuntimeRun run = lora_run();
+  for (int n : {1, 3, 8}) {
+    for (Stage stage : kStages) {
+      const std::uint64_t base = stage == Stage::zero3 ? 2 * ((kBase + n - 1) / n) : 2 * kBase;
+      EXPECT_EQ(gpu_state_bytes(stage, n, run),
+                plan::model_state_bytes(kAdapters, n, stage, kMixed) + base)
+          << n << " " << stage_name(stage);
+    }
+  }
+}
+
+TEST(RuntimeLora, LeastNBringsThePeakWithinTheGpuAndOneFewerDoesNot) {
+  std::mt19937_64 rng(55);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Stage stage = kStages[rng() % 4];
+    RuntimeRun run = lora_run();
+    run.model.params = 1 + rng() % 200'000'000;
+    run.model.frozen_params = 1 + rng() % 80'000'000'000;
+    run.frozen = {{"codes", run.model.frozen_params / 2, 1, true},
+                  {"state", rng() % 2'000'000'000, 1, false}};
+    const std::uint64_t memory = 4'000'000'000 + rng() % 80'000'000'000;
+    const std::uint64_t activations = rng() % 10'000'000'000;
+    const auto n = min_gpus_for_peak(stage, run, activations, memory, 1);
+    auto peak_at = [&](int ranks) {
+      return runtime_terms(stage, ranks, run).peak(gpu_state_bytes(stage, ranks, run), activations);
+    };
+    if (!n) {
+      EXPECT_GT(peak_at(1 << 30), memory) << trial;
+      continue;
+    }
+    ASSERT_LE(*n, std::uint64_t(1) << 30) << trial;
+    EXPECT_LE(peak_at(static_cast<int>(*n)), memory) << trial;
+    if (*n > 1) EXPECT_GT(peak_at(static_cast<int>(*n) - 1), memory) << trial;
+  }
+}
+
+}  // namespace runtime_lora_test
+}  // namespace zerodp::deepspeed

@@ -130,11 +130,15 @@ struct Nf4Options {
   std::uint32_t block = 64;
 };
 std::uint64_t nf4_tensor_bytes(std::uint64_t elements, const Nf4Options& options);
+// Of which the codes: the tensor ZeRO-3 and FSDP shard (the rest, its quantization state,
+// stays whole on every rank).
+std::uint64_t nf4_code_bytes(std::uint64_t elements, const Nf4Options& options);
 
 struct QuantizedBase {
   std::uint64_t quantized_params = 0;   // the quantized weights' elements
   std::uint64_t quantized_tensors = 0;  // how many weights
   std::uint64_t quantized_bytes = 0;    // their nf4_tensor_bytes()
+  std::uint64_t code_bytes = 0;         // of which their nf4_code_bytes()
   std::uint64_t kept_params = 0;        // every other parameter, in 16 bits
   // The largest quantized weight's elements: what one layer's 16-bit copy holds while it
   // computes (bitsandbytes dequantizes a weight for its forward and again for its backward).

@@ -53,6 +53,14 @@
 //            and accumulates fp32 gradients whole (bf16_optimizer.py:147-163); it is planned
 //            as the seed's DP, which holds more.
 //  CUDA      the context, kernels and allocator: --cuda-overhead (kDefaultCudaOverhead).
+//  frozen    LoRA and QLoRA (plan/frozen.h): Φ above is the trained parameters, whose
+//            gradients fill the buckets and whose shard the step copies; ZeRO-3 partitions the
+//            frozen ones too (partition_parameters.py partitions every parameter of the
+//            module), so its gathered term counts them, at P bytes an element (an NF4 layer's
+//            codes are fewer: an upper bound there), and a whole gradient waiting for its
+//            reduction is the largest trained tensor's. A quantized base dequantizes one weight
+//            at a time for its product, forward and backward (bitsandbytes' MatMul4Bit), into
+//            16 bits: 2 bytes an element of the largest, with the activations.
 //
 // PyTorch's FSDP with FULL_SHARD instead (Framework::fsdp, the stage-3 row; torch 2.x
 // torch/distributed/fsdp/_runtime_utils.py), M the bytes of its sharded params and gradients
@@ -102,8 +110,11 @@
 #include <optional>
 #include <string_view>
 
+#include <vector>
+
 #include "zerodp/deepspeed/offload.h"
 #include "zerodp/deepspeed/topology.h"
+#include "zerodp/plan/frozen.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/plan/torch_runtime.h"
 
@@ -146,13 +157,18 @@ struct BufferSettings {
 // What the model tells the buffers: its largest module and its parameters in tensors of at
 // most the persistence threshold (catalog/models.h's small_tensor_params()).
 struct RuntimeModel {
-  std::uint64_t params = 0;
-  std::uint64_t largest_layer_params = 0;
+  std::uint64_t params = 0;                        // trained (every parameter of a full fine-tune)
+  std::uint64_t largest_layer_params = 0;          // trained or not: what ZeRO-3 gathers whole
   std::optional<std::uint64_t> persistent_params;  // nullopt: not known (no model config)
   // Kept gathered at the turn to backward by stage3_max_reuse_distance; nullopt: not known.
   std::optional<std::uint64_t> reuse_kept_params;
   // FSDP's units: the params outside the layers (the root unit) and the largest layer.
   std::uint64_t outside_layer_params = 0, per_layer_params = 0;
+  // Beside the trained parameters, the untrained ones (LoRA's base), which ZeRO-3 gathers too.
+  std::uint64_t frozen_params = 0;
+  // The largest trained tensor, whose whole gradient waits for its reduction; nullopt: the
+  // largest layer (a full fine-tune).
+  std::optional<std::uint64_t> largest_trained_params;
 };
 
 // Whose mechanics make the GPU peak: DeepSpeed's ZeRO, or PyTorch's FSDP (FULL_SHARD, at
@@ -184,6 +200,10 @@ struct RuntimeRun {
   // copies of the flat shard its own step makes (transformers' Adafactor two), in place of
   // optimizer_impl's AdamW temporaries. nullopt: an AdamW, as optimizer_impl says.
   std::optional<std::uint32_t> row_step_copies = std::nullopt;
+  // The frozen base's bytes (plan/frozen.h), model state beside the trained parameters', and a
+  // quantized base's largest weight, dequantized to 16 bits for its product (0: none).
+  std::vector<plan::FrozenPart> frozen;
+  std::uint64_t dequantized_params = 0;
 };
 
 struct RuntimeTerms {
@@ -196,6 +216,7 @@ struct RuntimeTerms {
   std::uint64_t reduce_buffers = 0;  // stages 0-2
   std::uint64_t gathered_params = 0;
   std::uint64_t layer_grads = 0;  // stages 2, 3: a module's whole gradient before its reduction
+  std::uint64_t dequantized_weight = 0;  // a quantized base's weight in 16 bits, for its product
   // During the optimizer step.
   std::uint64_t step_fp32_grads = 0;
   std::uint64_t step_flat_grads = 0;        // flatten()'s 16-bit copy, beside the fp32 one
@@ -218,6 +239,10 @@ struct RuntimeTerms {
 // The terms at `stage` on N = `ranks` GPUs (hpZ's secondary partition counts even without
 // buffers: it is model state ZeRO++ adds).
 RuntimeTerms runtime_terms(Stage stage, int ranks, const RuntimeRun& run);
+
+// The model state on the GPU at `stage` over N = `ranks`: the trained parameters' (what the
+// offload leaves) and the frozen base's.
+std::uint64_t gpu_state_bytes(Stage stage, int ranks, const RuntimeRun& run);
 
 // The least N at which the peak (model state on the GPU included) fits `gpu_memory`, rounded
 // up to a multiple of `round_to`; nullopt when none does. The peak never grows with N, so this

@@ -31,7 +31,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
+#include "zerodp/plan/frozen.h"
 #include "zerodp/plan/memory.h"
 
 namespace zerodp::plan {
@@ -55,5 +57,13 @@ enum class Directions { one, both };
 // The seed column: bytes per GPU per step by the seed's formula, rounded to the nearest byte.
 std::uint64_t seed_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
                               int ranks, Directions directions = Directions::one);
+
+// The same with a frozen base beside the Φ trained parameters (plan/frozen.h): ZeRO-3 gathers
+// its shardable parts for the forward and again for the backward, ring or seed; below ZeRO-3 it
+// sends nothing. Rounded once, over the whole step.
+std::uint64_t ring_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
+                              int ranks, std::span<const FrozenPart> frozen);
+std::uint64_t seed_step_bytes(Stage stage, std::uint64_t params, const BytesPerParam& bpp,
+                              int ranks, Directions directions, std::span<const FrozenPart> frozen);
 
 }  // namespace zerodp::plan
