@@ -12,9 +12,9 @@
 //    list every one with its type and what it defaults to. Its value: for a switch
 //    (count_both_directions) True, False or None; for any other flag a number, a string, a list
 //    or tuple (joined with commas) or a path-like object (its path), None leaving it out (a float
-//    with no fraction as a whole number: 1e9 is "1000000000"). deepspeed_config and model_config
-//    also take a dict, lent to the command line as JSON text in memory (cli/frame/output.h): no
-//    file is written, so no TMPDIR is needed.
+//    with no fraction as a whole number: 1e9 is "1000000000"). deepspeed_config, model_config and
+//    adapter_config also take a dict, lent to the command line as JSON text in memory
+//    (cli/frame/output.h): no file is written, so no TMPDIR is needed.
 //  - Errors speak Python: a keyword that is not one (a typo, "list-gpus"), or a value of the wrong
 //    type (gpus=True), raises TypeError naming the keyword, with the nearest keyword when there
 //    is one; bad text (a NUL, a lone surrogate, a dict nested deeper than the config readers take)
@@ -452,11 +452,12 @@ PYBIND11_MODULE(zerodp, m) {
   m.attr("plan") = wrap(
       m, "plan", py::cpp_function([](const py::kwargs& given) {
         return call("plan", {"zerodp", "plan", "--json"}, given,
-                    {"deepspeed_config", "model_config"}, plan_keywords);
+                    {"deepspeed_config", "model_config", "adapter_config"}, plan_keywords);
       }),
       plan_keywords,
       "plan(**keywords) -> dict: `zerodp plan --json` with each keyword a flag (seq_len=4096 is "
-      "--seq-len 4096); deepspeed_config and model_config take a path or a dict. A keyword that "
+      "--seq-len 4096); deepspeed_config, model_config and adapter_config take a path or a dict. A "
+      "keyword that "
       "is not one, or a value of the wrong type, raises TypeError; a value the planner refuses, "
       "ValueError with its line in keywords.");
   m.attr("predict_peak") = wrap(

@@ -22,6 +22,8 @@ const ZerodpPage = (() => {
      ["--gpus-per-node", "--nodes", "--host-memory", "--round-to"]],
     ["Batch & activations", ["--seq-len", "--micro-batch", "--checkpointing", "--attention"],
      ["--grad-accum", "--activations", "--layers", "--hidden", "--heads"]],
+    ["LoRA / QLoRA", ["--lora-rank", "--lora-targets", "--quantize"],
+     ["--lora-alpha", "--lora-dropout", "--modules-to-save", "--adapter-config"]],
     ["DeepSpeed / ZeRO", ["--stage", "--precision", "--optimizer", "--offload-optimizer",
                           "--offload-params"],
      ["--framework", "--zeropp", "--deepspeed-config", "--optimizer-impl", "--bytes-per-param",
@@ -58,6 +60,13 @@ const ZerodpPage = (() => {
     "--layers": "Transformer layers",
     "--hidden": "Hidden size",
     "--heads": "Attention heads",
+    "--lora-rank": "LoRA rank (the base frozen)",
+    "--lora-targets": "Linears adapted",
+    "--quantize": "Quantize the base (QLoRA)",
+    "--lora-alpha": "LoRA alpha",
+    "--lora-dropout": "LoRA dropout",
+    "--modules-to-save": "Modules trained whole",
+    "--adapter-config": "PEFT adapter_config.json",
     "--stage": "ZeRO stage you will run",
     "--precision": "Precision",
     "--optimizer": "Optimizer",
@@ -126,12 +135,14 @@ const ZerodpPage = (() => {
     "--estimator": ["deepspeed"],
     "--stage": ["0", "1", "2", "3"],
     "--buffers": ["deepspeed", "none"],
+    "--quantize": ["nf4"],
   };
 
   // Where a FILE flag's text goes in the in-memory file system (and what the copied command
   // calls it): the planner's messages then name the file the user is told to save.
   const fileName = (flag) =>
-    ({ "--model-config": "config.json", "--deepspeed-config": "ds.json" })[flag] ||
+    ({ "--model-config": "config.json", "--deepspeed-config": "ds.json",
+       "--adapter-config": "adapter_config.json" })[flag] ||
     flag.slice(2) + ".json";
 
   let wasm = null;

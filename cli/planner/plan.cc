@@ -154,6 +154,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   const ModelBytes model = model_bytes(f.model_bytes, settings, given_bpp);
   in.bpp = model.bpp;
   in.bpp_source = model.source;
+  const std::optional<LoraAsked> lora = read_lora(f, config, in);
   if (!given_bpp) {
     in.optimizer = settings.optimizer.value_or(plan::Optimizer::adam);
     in.precision = settings.precision.value_or(plan::Precision::bf16);
@@ -178,8 +179,9 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   const MicroBatch micro_batch{settings.micro_batch, f.micro_batch.empty() && settings.micro_batch
                                                          ? std::to_string(*settings.micro_batch)
                                                          : f.micro_batch};
+  std::optional<ActivationShape> shape;
   if (in.model) {
-    read_model_activations(f, micro_batch, config, in);
+    shape = read_model_activations(f, micro_batch, config, lora ? &lora->shape : nullptr, in);
   } else {
     read_activations(f, micro_batch, in);
   }
@@ -200,6 +202,7 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   }
   if (settings.grad_accum && in.step_compute) in.step_compute->grad_accum = *settings.grad_accum;
   read_step(f, in);
+  if (shape) add_fine_tune_choices(config, *shape, lora, in);
   if (f.comm_convention == "seed") {
     in.time_convention = report::CommConvention::seed;
   } else if (f.comm_convention == "ring") {
@@ -233,6 +236,23 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "FILE");
   cmd->add_flag("--list-models", f.list_models,
                 "list the models --model knows (with --json, as JSON), and exit");
+  opt("--lora-rank", f.lora_rank,
+      "LoRA: train adapters of this rank on the model's linears, the base frozen", "R");
+  opt("--lora-targets", f.lora_targets,
+      "the linears adapted: names such as q_proj,v_proj, or all-linear; default PEFT's for the "
+      "family",
+      "LIST");
+  opt("--lora-alpha", f.lora_alpha, "LoRA's alpha (8, PEFT's default): no bytes change", "A");
+  opt("--lora-dropout", f.lora_dropout,
+      "LoRA's dropout before each adapter, 0 (default) to below 1: its mask and copy are kept",
+      "P");
+  opt("--modules-to-save", f.modules_to_save,
+      "modules trained whole beside the adapters: embed_tokens, lm_head", "LIST");
+  opt("--adapter-config", f.adapter_config,
+      "PEFT's adapter_config.json: the LoRA run it describes (instead of the --lora flags)",
+      "FILE");
+  opt("--quantize", f.quantize,
+      "nf4: QLoRA, the base's linears in 4-bit NormalFloat with double quantization", "KIND");
   opt("--estimator", f.estimator,
       "deepspeed: also print DeepSpeed's own ZeRO-2/3 estimate for the same model and GPUs",
       "NAME");

@@ -82,6 +82,11 @@ std::optional<report::DeepSpeedEstimate> read_estimator(const PlanFlags& f,
   if (!in.params) {
     throw UsageError("--params: required with --estimator deepspeed (or --model, --model-config)");
   }
+  if (in.lora) {
+    throw UsageError(
+        "--estimator: DeepSpeed's estimators count every parameter as trained; not with a LoRA "
+        "or QLoRA run (--lora-rank, --adapter-config)");
+  }
   report::DeepSpeedEstimate run;
   run.params = *in.params;
   // --gpus alone is one node of that many GPUs, as DeepSpeed's estimators take

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plan_options.h"
+#include "zerodp/catalog/lora.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/deepspeed/config.h"
 #include "zerodp/report/deepspeed.h"
@@ -21,6 +22,8 @@ namespace zerodp::cli {
 struct PlanFlags {
   std::string params, gpus, gpu_memory, gpu, activations, round_to;
   std::string model, model_config, attention;
+  std::string lora_rank, lora_targets, lora_alpha, lora_dropout, modules_to_save, adapter_config;
+  std::string quantize;
   std::string estimator, largest_layer, gpus_per_node, nodes;
   std::string offload_optimizer, offload_params, deepspeed_config, host_memory;
   std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
@@ -58,13 +61,42 @@ struct MicroBatch {
 std::optional<report::ModelInput> read_model(const PlanFlags& f, catalog::ModelConfig& config);
 // The activations of a published model, from its config and --seq-len, --micro-batch,
 // --checkpointing and --attention, with the other choices the run could make (what would fit).
-void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
-                            const catalog::ModelConfig& config, report::PlanInputs& in);
+// A LoRA run's (`lora`) are its own (catalog/lora.h), and its step is not predicted yet.
+// Returns the shape they were counted at; nullopt with --activations, given in bytes.
+// The shape a model's activations were counted at (read_model_activations()).
+struct ActivationShape {
+  std::uint64_t seq_len = 0, micro_batch = 0;
+  plan::Checkpointing checkpointing = plan::Checkpointing::none;
+  catalog::Attention attention = catalog::Attention::sdpa;
+};
+std::optional<ActivationShape> read_model_activations(const PlanFlags& f,
+                                                      const MicroBatch& micro_batch,
+                                                      const catalog::ModelConfig& config,
+                                                      const catalog::LoraShape* lora,
+                                                      report::PlanInputs& in);
 // Without a model: --activations in bytes, or a transformer shape (all five flags), or none.
 void read_activations(const PlanFlags& f, const MicroBatch& micro_batch, report::PlanInputs& in);
 // --list-models: the catalogue, as a table or (with --json) an array of {name, model_type,
 // params, active_params, hf_id, published_params}.
 void list_models(bool json);
+
+// plan_lora.cc. After read_model() and the bytes per parameter: a LoRA or QLoRA run of the
+// model (--lora-rank and its flags, --adapter-config, --quantize) sets the plan's Φ to what
+// trains and its frozen base (report.h's LoraInput); returns what was asked and what its saved
+// tensors are counted from, nullopt for a full fine-tune.
+struct LoraAsked {
+  catalog::LoraSettings settings;
+  bool nf4 = false;
+  catalog::LoraShape shape;
+};
+std::optional<LoraAsked> read_lora(const PlanFlags& f, const catalog::ModelConfig& config,
+                                   report::PlanInputs& in);
+
+// With N and a GPU memory: the same model trained the other ways beside the run asked (a full
+// fine-tune, LoRA rank 16 on every linear, QLoRA), counted at the same shape
+// (report.h's fine_tune_choices); none where a LoRA run is not planned (FSDP, ZeRO++, nodes).
+void add_fine_tune_choices(const catalog::ModelConfig& config, const ActivationShape& shape,
+                           const std::optional<LoraAsked>& asked, report::PlanInputs& in);
 
 // A config is a few kilobytes; a file larger than this is not one (nor is /dev/zero).
 inline constexpr std::uint64_t kMaxConfigBytes = 16 << 20;

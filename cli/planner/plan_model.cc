@@ -3,6 +3,7 @@
 // transformer shape, or from the model with --seq-len and --micro-batch (plan_flags.h).
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -73,15 +74,20 @@ catalog::Attention parse_attention(const std::string& text) {
   throw UsageError("--attention: expected sdpa (the default), flash or eager, got " + shown(text));
 }
 
+// A run's activations at a micro-batch, checkpointing and attention: a full fine-tune's or a
+// LoRA run's (catalog/models.h, catalog/lora.h).
+using ActivationsOf = std::function<std::optional<catalog::ModelActivations>(
+    std::uint64_t batch, plan::Checkpointing, catalog::Attention)>;
+
 // What the same run could change to hold fewer activations, each computed for this model:
 // full checkpointing, flash attention, both, and each smaller micro-batch (halving), alone and
 // with both. The report plans each again when the stage wanted does not fit (report.h).
-void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s, std::uint64_t b,
+void add_activation_choices(const ActivationsOf& activations, std::uint64_t b,
                             plan::Checkpointing checkpointing, catalog::Attention attention,
                             std::uint64_t now, report::PlanInputs& in) {
   auto choice = [&](std::string change, std::uint64_t batch, plan::Checkpointing c,
                     catalog::Attention a) {
-    const auto alt = catalog::model_activation_bytes(config, s, batch, c, a);
+    const auto alt = activations(batch, c, a);
     if (alt && alt->total < now) in.activation_choices.push_back({std::move(change), alt->total});
   };
   const std::string full = field_ref("checkpointing") + " full";
@@ -108,8 +114,11 @@ void add_activation_choices(const catalog::ModelConfig& config, std::uint64_t s,
 }  // namespace
 
 // Activations of a published model, from its config and --seq-len, --micro-batch.
-void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
-                            const catalog::ModelConfig& config, report::PlanInputs& in) {
+std::optional<ActivationShape> read_model_activations(const PlanFlags& f,
+                                                      const MicroBatch& micro_batch,
+                                                      const catalog::ModelConfig& config,
+                                                      const catalog::LoraShape* lora,
+                                                      report::PlanInputs& in) {
   if (!f.activations.empty()) {
     for (const auto& [flag, text] : {std::pair{"--seq-len", &f.seq_len},
                                      {"--micro-batch", &f.micro_batch},
@@ -121,7 +130,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
       }
     }
     read_given_activations(f, in);
-    return;
+    return std::nullopt;
   }
   // What a run does unless told otherwise, each said in the plan's "assumed" line: run_clm's
   // block_size and TRL's max_length (1024 tokens), the Trainer's per_device_train_batch_size (8),
@@ -145,7 +154,12 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   const std::uint64_t b = micro_batch.value.value_or(8);
   const plan::Checkpointing checkpointing = parse_checkpointing(f.checkpointing);
   const catalog::Attention attention = parse_attention(f.attention);
-  const auto bytes = catalog::model_activation_bytes(config, s, b, checkpointing, attention);
+  const ActivationsOf activations = [&](std::uint64_t batch, plan::Checkpointing c,
+                                        catalog::Attention a) {
+    return lora ? catalog::lora_activation_bytes(config, s, batch, c, a, *lora, "--lora-rank")
+                : catalog::model_activation_bytes(config, s, batch, c, a);
+  };
+  const auto bytes = activations(b, checkpointing, attention);
   if (!bytes) {
     throw UsageError(
         "--seq-len, --micro-batch: expected a size whose activation bytes fit in "
@@ -154,6 +168,17 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
   in.activation_bytes = bytes->total;
   in.activations_given = true;
   in.activations_from = field_ref("seq_len") + ", " + field_ref("micro_batch");
+  add_activation_choices(activations, b, checkpointing, attention, bytes->total, in);
+  in.activations_source = in.model->name + (lora ? " with LoRA" : "") + ": s=" + std::to_string(s) +
+                          " b=" + batch_text + ", checkpointing " +
+                          std::string(plan::checkpointing_name(checkpointing)) + ", " +
+                          std::string(catalog::attention_name(attention)) + " attention; layers " +
+                          units::format_bytes(bytes->layers) + ", logits and loss " +
+                          units::format_bytes(bytes->logits_and_loss);
+  const ActivationShape shape{s, b, checkpointing, attention};
+  // A LoRA run's backward computes no weight gradient of the frozen base: its FLOPs are not
+  // the full fine-tune's, and are not counted yet.
+  if (lora) return shape;
   // The step's FLOPs a GPU: its b·s tokens' (a 64-bit count: the activations' bytes, which
   // hold b·s·h, fit in 64 bits).
   const catalog::TrainingFlops flops = catalog::training_flops(config, s, checkpointing);
@@ -165,13 +190,7 @@ void read_model_activations(const PlanFlags& f, const MicroBatch& micro_batch,
                                                     s * b,
                                                     std::max<std::uint64_t>(config.layers, 1),
                                                     checkpointing};
-  add_activation_choices(config, s, b, checkpointing, attention, bytes->total, in);
-  in.activations_source = in.model->name + ": s=" + std::to_string(s) + " b=" + batch_text +
-                          ", checkpointing " +
-                          std::string(plan::checkpointing_name(checkpointing)) + ", " +
-                          std::string(catalog::attention_name(attention)) + " attention; layers " +
-                          units::format_bytes(bytes->layers) + ", logits and loss " +
-                          units::format_bytes(bytes->logits_and_loss);
+  return shape;
 }
 
 // Activations: given in bytes, or from a transformer shape (all five flags), or none.

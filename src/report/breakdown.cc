@@ -10,6 +10,7 @@
 #include "zerodp/common/error.h"
 #include "zerodp/common/svg.h"
 #include "zerodp/common/units.h"
+#include "zerodp/plan/frozen.h"
 #include "zerodp/plan/memory.h"
 
 namespace zerodp::report {
@@ -26,6 +27,8 @@ constexpr std::pair<std::string_view, const char*> kTermColors[] = {
     {"model state", "#1f77b4"},
     {"model state without its gradients", "#1f77b4"},
     {"model state on the GPU", "#1f77b4"},
+    {"frozen base", "#393b79"},
+    {"dequantized weight", "#6b6ecf"},
     {"16-bit params", "#1f77b4"},
     {"gradients", "#aec7e8"},
     {"optimizer states", "#ff7f0e"},
@@ -81,10 +84,16 @@ PeakBreakdown peak_terms_of(const PlanReport& report, const StageReport& s) {
   const deepspeed::RuntimeTerms& r = *s.runtime;
   const bool step = r.step_sets_peak(in.activation_bytes);
   out.phase = step ? "optimizer step" : "backward";
+  // A LoRA run's frozen base apart from what trains (plan/frozen.h).
+  const std::uint64_t frozen =
+      in.gpus ? std::min(plan::frozen_bytes(in.frozen, *in.gpus, s.stage), *s.model_state_bytes)
+              : 0;
+  add("frozen base", frozen);
+  const std::uint64_t trained = *s.model_state_bytes - frozen;
   // FSDP's gradients are not yet made while the activations peak.
-  const std::uint64_t deferred = std::min(r.deferred_grads, *s.model_state_bytes);
+  const std::uint64_t deferred = std::min(r.deferred_grads, trained);
   add(step || deferred == 0 ? "model state" : "model state without its gradients",
-      step ? *s.model_state_bytes : *s.model_state_bytes - deferred);
+      step ? trained : trained - deferred);
   add("CUDA", r.cuda_overhead);
   add("hpZ copy", r.hpz_secondary);
   add("persistent params", r.persistent_params);
@@ -101,6 +110,7 @@ PeakBreakdown peak_terms_of(const PlanReport& report, const StageReport& s) {
     add("reduce buffers", r.reduce_buffer_held + r.reduce_buffers);
     add("gathered params", r.gathered_params);
     add("a layer's gradient", r.layer_grads);
+    add("dequantized weight", r.dequantized_weight);
   }
   return out;
 }

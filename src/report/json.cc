@@ -32,6 +32,10 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
   j["stage"] = stage_number(s.stage);
   j["name"] = std::string(stage_name(s.stage));
   j["model_state_bytes"] = or_null(s.model_state_bytes);
+  // Of which the frozen base of a LoRA or QLoRA run (null for a full fine-tune).
+  j["frozen_bytes"] = in.lora && in.gpus && s.model_state_bytes
+                          ? json(plan::frozen_bytes(in.frozen, *in.gpus, s.stage))
+                          : json(nullptr);
   j["total_bytes"] = or_null(s.total_bytes);
   j["floor_bytes"] = or_null(s.floor_bytes);
   j["savings_vs_dp"] = or_null(s.savings_vs_dp);
@@ -98,6 +102,7 @@ json stage_json(const StageReport& s, const PlanInputs& in) {
                  {"reduce_buffer_bytes", r.reduce_buffer_held + r.reduce_buffers},
                  {"gathered_param_bytes", r.gathered_params},
                  {"layer_grad_bytes", r.layer_grads},
+                 {"dequantized_weight_bytes", r.dequantized_weight},
                  {"step_fp32_grad_bytes", r.step_fp32_grads},
                  {"step_flat_grad_bytes", r.step_flat_grads},
                  {"optimizer_temp_bytes", r.optimizer_temporaries},
@@ -241,6 +246,32 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
   } else {
     j["model"] = nullptr;
   }
+  if (in.lora) {
+    const LoraInput& l = *in.lora;
+    json parts = json::array();
+    for (const plan::FrozenPart& part : in.frozen) {
+      parts.push_back({{"holds", std::string(part.holds)},
+                       {"elements", part.elements},
+                       {"element_bytes", part.bytes},
+                       {"sharded_by_zero3", part.shardable}});
+    }
+    j["lora"] = {{"rank", l.rank},
+                 {"alpha", l.alpha},
+                 {"dropout", l.dropout},
+                 {"targets", l.targets},
+                 {"modules_to_save", l.modules_to_save},
+                 {"adapter_params", l.adapter_params},
+                 {"saved_module_params", l.saved_params},
+                 {"trained_params", or_null(in.params)},
+                 {"frozen_params", l.frozen_params},
+                 {"quantize", l.nf4 ? json("nf4") : json(nullptr)},
+                 {"quantized_params", l.nf4 ? json(l.quantized_params) : json(nullptr)},
+                 {"frozen_bytes", plan::frozen_total_bytes(in.frozen)},
+                 {"frozen_parts", parts},
+                 {"source", l.source}};
+  } else {
+    j["lora"] = nullptr;
+  }
   j["bytes_per_param"] = {
       {"params", in.bpp.params},
       {"grads", in.bpp.grads},
@@ -291,6 +322,25 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                           {"gpus", c.gpus ? *c.gpus : std::uint64_t(*in.gpus)}});
   }
   j["optimizers_that_fit"] = optimizers;
+  // The run asked beside a full fine-tune, LoRA and QLoRA of the same model, at N.
+  json fine_tunes = json::array();
+  for (const PlanReport::FineTune& t : report.fine_tunes) {
+    json stages = json::array();
+    for (std::size_t i = 0; i < 4; ++i) {
+      stages.push_back({{"stage", i},
+                        {"total_bytes", or_null(t.peak_bytes[i])},
+                        {"verdict", t.verdict[i] ? json(std::string(verdict_name(*t.verdict[i])))
+                                                 : json(nullptr)},
+                        {"min_gpus", or_null(t.min_gpus[i])}});
+    }
+    fine_tunes.push_back(
+        {{"method", t.method},
+         {"change", t.change.empty() ? json(nullptr) : json(name_fields(t.change, name))},
+         {"trained_params", t.trained_params},
+         {"stages", stages},
+         {"cheapest_fitting_stage", or_null(t.cheapest_fitting_stage)}});
+  }
+  j["fine_tunes"] = fine_tunes;
   // Without N: the fewest GPUs as planned, and the changes that need fewer.
   auto fewest = [&](const PlanReport::FittingChange& c) {
     return json{{"change", c.change.empty() ? json(nullptr) : json(name_fields(c.change, name))},

@@ -266,6 +266,47 @@ std::string optimizer_note(const PlanReport& report, bool binary) {
   return out + ".";
 }
 
+// The run asked beside a full fine-tune, LoRA and QLoRA of the same model (what_would_fit.cc,
+// compare_fine_tunes): each one's peak by stage at N, and where it fits.
+std::string fine_tune_note(const PlanReport& report, bool binary) {
+  const PlanInputs& in = report.inputs;
+  const auto named = [](const std::string& method) {
+    return method == "full"   ? std::string("a full fine-tune")
+           : method == "lora" ? std::string("LoRA")
+                              : std::string("QLoRA");
+  };
+  std::string out = "The same model trained other ways, " +
+                    std::string(report.runtime_counted ? "peak" : "total") +
+                    " at N = " + std::to_string(*in.gpus) + " for DP / ZeRO-1 / ZeRO-2 / ZeRO-3" +
+                    margin_words(report) + ":";
+  for (std::size_t i = 0; i < report.fine_tunes.size(); ++i) {
+    const PlanReport::FineTune& t = report.fine_tunes[i];
+    out += std::string(i == 0 ? " " : "; ") +
+           (t.change.empty() ? "as asked (" + named(t.method) + ")"
+                             : named(t.method) + " (" + t.change + ")") +
+           " ";
+    for (std::size_t s = 0; s < 4; ++s) {
+      out += (s == 0 ? "" : " / ") +
+             (t.peak_bytes[s] ? bytes(*t.peak_bytes[s], binary) : std::string("-"));
+    }
+    if (t.cheapest_fitting_stage) {
+      out += ", " +
+             std::string(stage_name(report.stages[std::size_t(*t.cheapest_fitting_stage)].stage)) +
+             " fits";
+      continue;
+    }
+    // Where none fits at N: the stage with the fewest GPUs.
+    std::optional<std::size_t> least;
+    for (std::size_t s = 0; s < 4; ++s) {
+      if (t.min_gpus[s] && (!least || *t.min_gpus[s] < *t.min_gpus[*least])) least = s;
+    }
+    out += least ? ", none fits; " + std::string(stage_name(report.stages[*least].stage)) +
+                       " on N = " + std::to_string(*t.min_gpus[*least])
+                 : ", none fits on any N";
+  }
+  return out + ".";
+}
+
 // Without N: the fewest GPUs as planned, and each change that needs fewer.
 std::string fewest_note(const PlanReport& report,
                         const std::optional<PlanReport::FittingChange>& fewest,
@@ -348,6 +389,9 @@ std::vector<std::string> plan_notes(const PlanReport& report, bool binary, const
     notes.push_back(fewest_note(report, report.fewest_gpus, report.fewer_gpus_with, binary));
   }
   if (!report.optimizer_changes.empty()) notes.push_back(optimizer_note(report, binary));
+  if (report.fine_tunes.size() > 1 && in.gpu_memory) {
+    notes.push_back(fine_tune_note(report, binary));
+  }
   // The host cannot hold the offload of the stage wanted: what fits with nothing offloaded.
   if (const auto& w = report.without_offload) {
     notes.push_back(fewest_note(report, w->fewest_gpus, w->fewer_gpus_with, binary,

@@ -92,8 +92,29 @@ void validate_step(const PlanInputs& in) {
                                                    ", the tokens whose GPU-hours it prices");
 }
 
+// What a frozen base (LoRA, QLoRA) is not yet counted with, each refused by its field rather
+// than planned as though every parameter trained.
+void validate_frozen(const PlanInputs& in) {
+  if (in.frozen.empty() && !in.lora) return;
+  const std::string why = " is not counted yet for a LoRA or QLoRA run";
+  require(in.params.has_value(), field_ref("lora_rank") + ": needs a model (" + field_ref("model") +
+                                     " or " + field_ref("model_config") + ")");
+  require(in.framework == deepspeed::Framework::deepspeed,
+          field_ref("framework") +
+              ": fsdp (its flat parameters mixing frozen and trained tensors)" + why +
+              "; plan it with deepspeed");
+  require(in.offload.params == deepspeed::OffloadDevice::none,
+          field_ref("offload_params") + ":" + " offloading the frozen base" + why);
+  require(!in.zeropp.any(), field_ref("zeropp") + ": ZeRO++ over a frozen base" + why);
+  require(!in.topology, field_ref("nodes") + ": each level's bytes" + why +
+                            "; give the GPUs with " + field_ref("gpus"));
+  require(!in.compute_seconds && !in.comm_bytes,
+          field_ref("compute_time") + ": the step time" + why);
+}
+
 void validate(const PlanInputs& in) {
   validate_levels(in);
+  validate_frozen(in);
   const bool compute = in.compute_seconds.has_value();
   const bool bandwidth = in.bandwidth || in.intra_bandwidth || in.inter_bandwidth;
   const bool inverse = in.gpus && in.gpu_memory;
@@ -150,7 +171,8 @@ void validate(const PlanInputs& in) {
           field_ref("round_to") + ": needs " + field_ref("gpu_memory") + ", the budget to fit");
   if (in.params) {
     plan::check_fits_in_64_bits(*in.params, in.bpp);
-    const u128 total = u128(*in.params) * in.bpp.total() + in.activation_bytes;
+    const u128 total = u128(*in.params) * in.bpp.total() +
+                       plan::frozen_bytes_wide(in.frozen, 1, Stage::dp) + in.activation_bytes;
     if (total > std::numeric_limits<std::uint64_t>::max()) {
       throw InvalidArgument(in.activations_from + ": expected activations whose sum with the " +
                             "model state fits in 64 bits, got " +
@@ -184,7 +206,7 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
   const std::uint64_t outside = in.model ? in.model->params.outside_params : 0;
   const std::uint64_t layer = in.model ? in.model->params.per_layer_params : 0;
   return {{*in.params, in.largest_layer.value_or(0), in.persistent_params, in.reuse_kept_params,
-           outside, layer},
+           outside, layer, plan::frozen_elements(in.frozen), in.largest_trained},
           in.bpp,
           in.offload,
           in.buffers,
@@ -197,7 +219,9 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
           in.fsdp_shard_bytes,
           in.fsdp_optimizer_impl,
           in.fsdp_limit_all_gathers,
-          row_step_copies(in)};
+          row_step_copies(in),
+          in.frozen,
+          in.dequantized_params};
 }
 
 // The host memory a node's GPUs take for their offload: --gpus-per-node of them, or all N on
@@ -244,15 +268,17 @@ std::uint64_t max_params_at(const PlanInputs& in, Stage stage, const plan::Bytes
 void plan_at_n(const PlanInputs& in, const PlanReport& report, const deepspeed::RuntimeRun& runtime,
                const plan::BytesPerParam& gpu, StageReport& s) {
   const Stage stage = s.stage;
-  s.model_state_bytes = plan::model_state_bytes(*in.params, *in.gpus, stage, gpu);
+  s.model_state_bytes = plan::model_state_bytes(*in.params, *in.gpus, stage, gpu) +
+                        plan::frozen_bytes(in.frozen, *in.gpus, stage);
   s.offload = deepspeed::offload_bytes(*in.params, *in.gpus, stage, in.bpp, in.offload);
   s.total_bytes = *s.model_state_bytes + in.activation_bytes;
   if (report.runtime_counted) {
     s.runtime = deepspeed::runtime_terms(stage, *in.gpus, runtime);
     s.total_bytes = s.runtime->peak(*s.model_state_bytes, in.activation_bytes);
   }
-  s.comm_seed = plan::seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions);
-  s.comm_ring = plan::ring_step_bytes(stage, *in.params, in.bpp, *in.gpus);
+  s.comm_seed =
+      plan::seed_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.seed_directions, in.frozen);
+  s.comm_ring = plan::ring_step_bytes(stage, *in.params, in.bpp, *in.gpus, in.frozen);
   if (in.gpu_memory) {
     s.verdict = verdict_of(*s.total_bytes, *in.gpu_memory, report.tight_band);
     s.fits = *s.total_bytes <= *in.gpu_memory;
@@ -514,7 +540,9 @@ PlanReport make_plan(const PlanInputs& in) {
     report.budget = report.activations_fill_gpu ? 0 : std::uint64_t(*in.gpu_memory - held);
   }
   // Buffers need a model to size them; the CUDA allowance and hpZ's copy apply to any.
-  report.runtime_counted = in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz);
+  // A frozen base's state and its dequantized weight are counted with them (runtime.h).
+  report.runtime_counted =
+      in.params && (in.buffers || in.cuda_overhead > 0 || in.zeropp.hpz || !in.frozen.empty());
   if (report.runtime_counted) report.tight_band = kTightBand;
   const deepspeed::RuntimeRun runtime = runtime_run(in);
   for (Stage stage : kStages) {
@@ -523,7 +551,10 @@ PlanReport make_plan(const PlanInputs& in) {
     // What stays on the GPU: offload takes states off it, the network moves the same bytes.
     const plan::BytesPerParam gpu = deepspeed::gpu_bytes_per_param(in.bpp, in.offload, stage);
     s.offloaded = deepspeed::offload_applies(in.offload, stage);
-    if (in.params) s.floor_bytes = plan::floor_bytes(*in.params, stage, gpu);
+    if (in.params) {
+      s.floor_bytes =
+          plan::floor_bytes(*in.params, stage, gpu) + plan::frozen_floor_bytes(in.frozen, stage);
+    }
     if (in.params && in.gpus) plan_at_n(in, report, runtime, gpu, s);
     plan_fit(in, report, runtime, gpu, s);
     plan_time(in, s);

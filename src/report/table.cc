@@ -77,11 +77,41 @@ std::string assumptions_line(const PlanReport& report, const FieldNamer& name) {
   return name_fields(out, name) + "\n";
 }
 
+// "LoRA: rank 8 on q_proj, v_proj (alpha 16, dropout 0.05): 4,194,304 adapter parameters
+// train; the base's 6,738,415,616 are frozen, 13.5 GB in 16 bits (ZeRO-3 shards them ...)".
+std::string lora_line(const PlanInputs& in, bool binary) {
+  const LoraInput& l = *in.lora;
+  std::string targets;
+  for (const std::string& t : l.targets) targets += (targets.empty() ? "" : ", ") + t;
+  char knobs[64];
+  std::snprintf(knobs, sizeof knobs, "alpha %g, dropout %g", l.alpha, l.dropout);
+  std::string out = std::string(l.nf4 ? "QLoRA" : "LoRA") + ": rank " + std::to_string(l.rank) +
+                    " on " + targets + " (" + knobs +
+                    "): " + units::format_with_commas(l.adapter_params) +
+                    " adapter parameters train";
+  if (!l.modules_to_save.empty()) {
+    std::string saved;
+    for (const std::string& m : l.modules_to_save) saved += (saved.empty() ? "" : ", ") + m;
+    out += ", and " + units::format_with_commas(l.saved_params) + " in the copies of " + saved;
+  }
+  out += "; the base's " + units::format_with_commas(l.frozen_params) + " are frozen, " +
+         units::format_bytes(plan::frozen_total_bytes(in.frozen), binary);
+  out += l.nf4
+             ? ", " + units::format_with_commas(l.quantized_params) +
+                   " of them in NF4 with double quantization (its quantization state whole on "
+                   "every GPU)"
+             : " in " + std::to_string(8 * (in.frozen.empty() ? 2 : in.frozen[0].bytes)) + " bits";
+  return out + "; ZeRO-3 shards the base, below it every GPU holds it whole\n";
+}
+
 std::string header(const PlanReport& report, bool binary, const FieldNamer& name) {
   const PlanInputs& in = report.inputs;
   auto bytes = [binary](std::uint64_t b) { return units::format_bytes(b, binary); };
   std::string out = "zerodp plan:";
-  if (in.params) out += " params = " + units::format_count(*in.params);
+  if (in.params) {
+    out += std::string(in.lora ? " trained params = " : " params = ") +
+           units::format_count(*in.params);
+  }
   if (in.gpus) out += std::string(in.params ? "," : "") + " N = " + std::to_string(*in.gpus);
   out += in.params || in.gpus ? "\n" : " efficiency of a given volume\n";
   out += assumptions_line(report, name);
@@ -93,8 +123,10 @@ std::string header(const PlanReport& report, bool binary, const FieldNamer& name
       out += ", " + units::format_with_commas(p.active_params) + " active per token";
     out += "; largest layer " + units::format_with_commas(p.largest_layer_params) + "\n";
   }
+  if (in.lora) out += lora_line(in, binary);
   const plan::BytesPerParam& b = in.bpp;
-  out += "bytes per param: " + plan::bytes_per_param_words(b) + " (" + in.bpp_source + ")\n";
+  out += std::string(in.lora ? "bytes per trained param: " : "bytes per param: ") +
+         plan::bytes_per_param_words(b) + " (" + in.bpp_source + ")\n";
   if (in.activations_given) {
     out += "activations: " + bytes(in.activation_bytes) + " per GPU (" + in.activations_source +
            "; not sharded by ZeRO)\n";
@@ -378,6 +410,7 @@ std::string peak_table(const PlanReport& report, bool binary, std::size_t width)
       {"reduce buf (held)", &deepspeed::RuntimeTerms::reduce_buffer_held},
       {"gathered", &deepspeed::RuntimeTerms::gathered_params},
       {"layer grad", &deepspeed::RuntimeTerms::layer_grads},
+      {"dequantized", &deepspeed::RuntimeTerms::dequantized_weight},
       {"persistent", &deepspeed::RuntimeTerms::persistent_params},
       {"hpZ copy", &deepspeed::RuntimeTerms::hpz_secondary},
       {"step fp32 grads", &deepspeed::RuntimeTerms::step_fp32_grads},
@@ -392,7 +425,9 @@ std::string peak_table(const PlanReport& report, bool binary, std::size_t width)
   std::string out = render(columns, report, width);
   out +=
       "peak = model state + CUDA + hpZ copy + persistent + reduce buf (held) + max(activations + "
-      "reduce bufs + gathered + layer grad, step fp32 grads + max(step grad copy, optimizer "
+      "reduce bufs + gathered + layer grad" +
+      std::string(any(&deepspeed::RuntimeTerms::dequantized_weight) ? " + dequantized" : "") +
+      ", step fp32 grads + max(step grad copy, optimizer "
       "temps)): DeepSpeed's reduction buffers, gathered params and a layer's whole gradient "
       "live with the activations, the step's "
       "fp32 copy of the gradient shard (made from a 16-bit flat copy; at stage 0 with fp16, "

@@ -140,6 +140,8 @@ void find_offload_changes(PlanReport& report) {
   }
   for (const deepspeed::Offload& offload : candidates) {
     if (offload.optimizer == in.offload.optimizer && offload.params == in.offload.params) continue;
+    // A frozen base's offload is not counted yet (report.cc refuses it): not offered.
+    if (!in.frozen.empty() && offload.params != D::none) continue;
     const bool infinity = offload.optimizer == D::nvme || offload.params != D::none;
     if (infinity && in.configured_stage && wanted != 3) continue;
     // An offload with a change of the activations is offered only where that change alone
@@ -347,6 +349,50 @@ void find_without_offload(PlanReport& report) {
 
 }  // namespace
 
+// The run asked beside the same model trained the other ways (PlanInputs::fine_tune_choices),
+// each planned again at N with its own Φ, frozen base and activations.
+void compare_fine_tunes(PlanReport& report) {
+  const PlanInputs& in = report.inputs;
+  if (in.fine_tune_choices.empty() || !in.gpus || !in.params) return;
+  const auto row = [](const PlanReport& r, std::string method, std::string change) {
+    PlanReport::FineTune t;
+    t.method = std::move(method);
+    t.change = std::move(change);
+    t.trained_params = r.inputs.params.value_or(0);
+    for (const StageReport& s : r.stages) {
+      const std::size_t i = std::size_t(stage_number(s.stage));
+      t.peak_bytes[i] = s.total_bytes;
+      t.verdict[i] = s.verdict;
+      t.min_gpus[i] = s.min_gpus;
+    }
+    t.cheapest_fitting_stage = r.cheapest_fitting_stage;
+    return t;
+  };
+  report.fine_tunes.push_back(row(report, in.fine_tune_asked, ""));
+  for (const PlanInputs::FineTuneChoice& c : in.fine_tune_choices) {
+    PlanInputs with = in;
+    with.fine_tune_choices.clear();
+    with.seek_optimizer_changes = false;
+    with.seek_offload_changes = false;
+    with.seek_fewest_gpus = false;
+    with.activation_choices.clear();
+    with.params = c.params;
+    with.frozen = c.frozen;
+    with.largest_trained = c.largest_trained;
+    with.dequantized_params = c.dequantized_params;
+    with.lora = c.lora;
+    with.activation_bytes = c.activation_bytes;
+    // Memory side by side: the step of each is its own question.
+    with.step_compute.reset();
+    with.step_not_predicted.clear();
+    // A way these inputs do not allow (a LoRA run under FSDP, over nodes) is not compared.
+    try {
+      report.fine_tunes.push_back(row(make_plan(with), c.method, c.change));
+    } catch (const InvalidArgument&) {
+    }
+  }
+}
+
 void find_what_would_fit(PlanReport& report) {
   find_fitting_changes(report);
   find_offload_changes(report);
@@ -354,6 +400,7 @@ void find_what_would_fit(PlanReport& report) {
   check_activations_cut(report);
   find_fewest_gpus(report);
   find_without_offload(report);
+  compare_fine_tunes(report);
 }
 
 }  // namespace zerodp::report

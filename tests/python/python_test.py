@@ -98,6 +98,21 @@ with open(model_path) as f:
 check(zerodp.plan(model_config=model, gpus=4, activations="0B")["stages"] ==
       zerodp.plan(model_config=model_path, gpus=4, activations="0B")["stages"],
       "a config.json as a dict plans otherwise")
+# A LoRA run: keywords as flags, a PEFT adapter_config.json as a dict, the same plan as the CLI's.
+lora = dict(model="llama-2-7b", gpus=8, gpu="a100-80gb")
+adapter = {"peft_type": "LORA", "r": 8, "lora_alpha": 16, "lora_dropout": 0.0,
+           "target_modules": ["q_proj", "v_proj"], "bias": "none", "modules_to_save": None}
+by_flags = zerodp.plan(lora_rank=8, lora_targets=["q_proj", "v_proj"], lora_alpha=16, **lora)
+check(by_flags["lora"]["adapter_params"] == 4_194_304, "LoRA r8 on q, v of Llama-2-7B: PEFT's count")
+check(by_flags == cli_json("plan", "--model", "llama-2-7b", "--gpus", "8", "--gpu", "a100-80gb",
+                           "--lora-rank", "8", "--lora-targets", "q_proj,v_proj",
+                           "--lora-alpha", "16"), "plan(lora_rank=8 ...) != CLI")
+check(zerodp.plan(adapter_config=adapter, **lora)["stages"] == by_flags["stages"],
+      "an adapter_config.json as a dict plans otherwise than its flags")
+qlora = zerodp.plan(lora_rank=8, quantize="nf4", **lora)
+check(qlora["lora"]["quantize"] == "nf4" and
+      qlora["stages"][0]["frozen_bytes"] < by_flags["stages"][0]["frozen_bytes"] // 3,
+      "an NF4 base holds more than a third of the 16-bit one's bytes")
 leftover = os.listdir(scratch)
 check(not leftover, f"files written for the dicts: {leftover}")
 # A dict is lent as text in memory: no temporary folder is needed, even one that is missing.

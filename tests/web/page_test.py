@@ -508,6 +508,10 @@ VALUES = {
     "largest-layer": "65M | x",
     "nodes": "1 2 |",
     "binary": "1 |",
+    "lora-rank": "8 16 64 | 0 x",
+    "lora-targets": "all-linear q_proj,v_proj c_attn | wq",
+    "quantize": "nf4 | int4",
+    "lora-dropout": "0.05 0 | 1",
 }
 # Flags that mean something together: (always, sometimes), and for which models.
 GROUPS = [
@@ -520,6 +524,7 @@ GROUPS = [
     ([], ["precision", "optimizer", "optimizer-impl", "binary"], ""),
     (["gpu-memory"], ["activations", "round-to"], ""),
     (["gpu"], ["activations", "round-to"], ""),
+    (["lora-rank"], ["lora-targets", "quantize", "lora-dropout"], "model"),
 ]
 PROPERTY_CASES = 300
 

@@ -29,6 +29,7 @@
 #include "zerodp/plan/activations.h"
 #include "zerodp/plan/comm.h"
 #include "zerodp/plan/efficiency.h"
+#include "zerodp/plan/frozen.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/plan/step_model.h"
 
@@ -85,9 +86,34 @@ struct ModelInput {
   catalog::ModelParams params;
 };
 
+// A LoRA or QLoRA run of a published model (--lora-rank and its flags, or --adapter-config;
+// --quantize nf4): what it trains and what it keeps frozen, for people and JSON. The plan's
+// Φ (PlanInputs::params) is then the trained parameters, and PlanInputs::frozen the base.
+struct LoraInput {
+  std::uint64_t rank = 0;
+  double alpha = 0, dropout = 0;
+  std::vector<std::string> targets;          // as given, or the one "all-linear"
+  std::vector<std::string> modules_to_save;  // trained whole, beside the adapters
+  std::uint64_t adapter_params = 0;          // every lora_A and lora_B
+  std::uint64_t saved_params = 0;            // modules_to_save's trainable copies
+  std::uint64_t adapted_params = 0;          // the weights of the linears adapted (frozen)
+  std::uint64_t frozen_params = 0;           // every parameter of the base
+  bool nf4 = false;                          // QLoRA: the base's linears in NF4
+  std::uint64_t quantized_params = 0;        // with nf4: the weights quantized
+  std::string source;  // "--lora-rank 8 --lora-targets q_proj,v_proj" or the config's path
+};
+
 struct PlanInputs {
-  std::optional<std::uint64_t> params;      // --params: Φ (or the model's count)
-  std::optional<ModelInput> model;          // --model, --model-config
+  std::optional<std::uint64_t> params;  // --params: Φ (or the model's count; LoRA: trained)
+  std::optional<ModelInput> model;      // --model, --model-config
+  std::optional<LoraInput> lora;        // --lora-rank, --adapter-config, --quantize
+  // The frozen base beside Φ (plan/frozen.h): model state held like P, never trained.
+  std::vector<plan::FrozenPart> frozen;
+  // A quantized base's largest weight, dequantized to 16 bits for its product (runtime.h).
+  std::uint64_t dequantized_params = 0;
+  // The largest trained tensor (LoRA: an adapter, or a module saved whole); nullopt: the
+  // largest layer.
+  std::optional<std::uint64_t> largest_trained;
   std::optional<int> gpus;                  // --gpus: N
   std::optional<std::uint64_t> gpu_memory;  // --gpu-memory: bytes per GPU (or --gpu's)
   const catalog::GpuSpec* gpu = nullptr;    // --gpu: the card whose reported bytes those are
@@ -191,6 +217,22 @@ struct PlanInputs {
     std::uint64_t bytes = 0;
   };
   std::vector<ActivationChoice> activation_choices;
+
+  // The same model trained the other ways (a full fine-tune, LoRA, QLoRA), which the front end
+  // counted: the plan sets each one's peak by stage beside the run asked, each planned again
+  // with its own Φ, frozen base and activations (PlanReport::fine_tunes).
+  struct FineTuneChoice {
+    std::string method;  // "full", "lora", "qlora"
+    std::string change;  // "--lora-rank 16 --lora-targets all-linear", as field references
+    std::uint64_t params = 0;
+    std::vector<plan::FrozenPart> frozen;
+    std::optional<std::uint64_t> largest_trained;
+    std::uint64_t dequantized_params = 0;
+    std::optional<LoraInput> lora;
+    std::uint64_t activation_bytes = 0;
+  };
+  std::vector<FineTuneChoice> fine_tune_choices;
+  std::string fine_tune_asked;  // the method of the run asked: "full", "lora", "qlora"
 
   // The defaults taken for flags not given, in the order the plan lists them.
   std::vector<Assumption> assumptions;
@@ -315,6 +357,17 @@ struct PlanReport {
     std::vector<FittingChange> fewer_gpus_with;
   };
   std::optional<WithoutOffload> without_offload;
+  // The run asked and PlanInputs::fine_tune_choices side by side at N: each one's peak, verdict
+  // and least N by stage, the one asked first (its change empty). Empty without choices or N.
+  struct FineTune {
+    std::string method, change;
+    std::uint64_t trained_params = 0;
+    std::array<std::optional<std::uint64_t>, 4> peak_bytes;
+    std::array<std::optional<Verdict>, 4> verdict;
+    std::array<std::optional<std::uint64_t>, 4> min_gpus;
+    std::optional<int> cheapest_fitting_stage;
+  };
+  std::vector<FineTune> fine_tunes;
   // Activations dominate and a stage without ZeRO (DP) fits at N once they are cut to the least
   // of the choices (or, given as bytes, to none): only then is ZeRO not worth it (cell D).
   // Without a GPU memory (the seed's own cell D): whether DP's model state is less than the
