@@ -3,6 +3,7 @@
 // base. The counts are the catalogue's (catalog/lora.h); this file turns the flags into the
 // plan's trained Φ and frozen base (report.h's LoraInput, plan/frozen.h).
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -132,7 +133,9 @@ LoraRun count_lora(const catalog::ModelConfig& config, const report::ModelInput&
   // The largest trained tensor: an adapter's lora_A (rank x in) or lora_B (out x rank), or a
   // saved module's copy.
   for (const catalog::LoraTarget& t : count.targets) {
-    run.largest_trained = std::max(run.largest_trained, s.rank * std::max(t.in, t.out));
+    const std::uint64_t side = std::max(t.in, t.out);
+    const std::uint64_t tensor = side > UINT64_MAX / s.rank ? UINT64_MAX : s.rank * side;
+    run.largest_trained = std::max(run.largest_trained, tensor);
   }
   for (const std::string& module : s.modules_to_save) {
     run.largest_trained = std::max(
