@@ -121,6 +121,19 @@ void lines_at_n(const PlanReport& report, bool binary, std::vector<std::string>&
   } else if (report.changes_tried) {
     lines.push_back("No change of the activations makes it fit" + margin_words(report) + ".");
   }
+  // Nothing fits as asked: the first other way of training the model that does (LoRA before
+  // QLoRA, which quantizes its base; what_would_fit.cc's compare_fine_tunes).
+  if (report.cheapest_fitting_stage) return;
+  for (const PlanReport::FineTune& t : report.fine_tunes) {
+    if (t.change.empty() || !t.cheapest_fitting_stage) continue;
+    const std::size_t stage = std::size_t(*t.cheapest_fitting_stage);
+    const std::string way = t.method == "lora"    ? "LoRA"
+                            : t.method == "qlora" ? "QLoRA"
+                                                  : "a full fine-tune";
+    lines.push_back("As " + way + " it fits: " + t.change + " (" + stage_words(int(stage)) + at +
+                    ", " + total + units::format_bytes(*t.peak_bytes[stage], binary) + ").");
+    break;
+  }
 }
 
 // The lines without N: each stage's least N; the fewest GPUs as planned; fewer with a change.

@@ -181,6 +181,21 @@ TEST(PlanLora, FullLoraAndQloraSideBySideAreThePlansTheyPointTo) {
     EXPECT_EQ(back[1]["stages"][s]["total_bytes"], full["stages"][s]["total_bytes"]) << s;
     EXPECT_EQ(back[2]["stages"][s]["total_bytes"], lora["stages"][s]["total_bytes"]) << s;
   }
+  // Nothing fits as asked, so the answer names the first way that does: LoRA does not fit two
+  // cards here, QLoRA does (ZeRO-3).
+  ASSERT_TRUE(full["cheapest_fitting_stage"].is_null());
+  EXPECT_TRUE(ways[1]["cheapest_fitting_stage"].is_null());
+  EXPECT_EQ(ways[2]["cheapest_fitting_stage"], 3);
+  std::string answer;
+  for (const auto& line : full["answer"]["lines"]) {
+    std::string text = line.get<std::string>();
+    text.erase(0, text.find_first_not_of(' '));
+    answer += (answer.empty() ? "" : " ") + text;
+  }
+  EXPECT_NE(answer.find("As QLoRA it fits: --lora-rank 16 --lora-targets all-linear --quantize "
+                        "nf4 (ZeRO-3 at N = 2"),
+            std::string::npos)
+      << answer;
   // The ways no LoRA run is planned with offer none.
   EXPECT_TRUE(testing::plan_json(run + " --framework fsdp")["fine_tunes"].empty());
 }
