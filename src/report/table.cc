@@ -260,8 +260,18 @@ std::string footer(const PlanReport& report) {
     out +=
         "comm ring: bytes the busiest rank sends per step with ring collectives (what the "
         "engine measures).\n";
+    if (in.lora) {
+      out +=
+          "params: what trains; ZeRO-3 also gathers the frozen base twice a step, its bytes "
+          "x 2 x (N-1)/N in the seed's count and on the ring.\n";
+    }
   }
   if (in.params) out += "floor: the model state per GPU as N grows without bound.\n";
+  if (in.lora) {
+    out +=
+        "frozen base: whole on every GPU below ZeRO-3, sharded at ZeRO-3 (NF4's quantization "
+        "state stays whole).\n";
+  }
   return out;
 }
 

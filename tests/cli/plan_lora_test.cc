@@ -56,6 +56,16 @@ TEST(PlanLora, TheAdaptersTrainAndTheBaseIsHeldLikeTheParams) {
   // Its step is not predicted, and says so.
   EXPECT_TRUE(j["stages"][3]["step"].is_null());
   EXPECT_NE(j["inputs"]["step_not_predicted"].get<std::string>().find("LoRA"), std::string::npos);
+  // For people: what trains and what is frozen, and where each stage keeps the base.
+  const testing::CliResult text = testing::run_zerodp("plan " + kLora + " --wide");
+  ASSERT_EQ(text.status, 0) << text.err;
+  for (const char* line :
+       {"zerodp plan: trained params = 4.19M, N = 8",
+        "LoRA: rank 8 on q_proj, v_proj (alpha 8, dropout 0): 4,194,304 adapter parameters train; "
+        "the base's 6,738,415,616 are frozen, 13.5 GB in 16 bits",
+        "frozen base: whole on every GPU below ZeRO-3, sharded at ZeRO-3"}) {
+    EXPECT_TRUE(text.has(line)) << line << "\n" << text.out;
+  }
   // A full fine-tune has no frozen base.
   const nlohmann::json full = plan_json("--model llama-2-7b --gpus 8 --gpu a100-80gb");
   EXPECT_TRUE(full["lora"].is_null());
