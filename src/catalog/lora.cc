@@ -5,18 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "json_object.h"
+#include "saturating.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
 
 namespace zerodp::catalog {
 namespace {
-
-std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
-  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
 
 std::vector<std::string_view> dotted_parts(std::string_view s) {
   std::vector<std::string_view> parts;
