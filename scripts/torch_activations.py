@@ -17,7 +17,8 @@ differences (include/zerodp/plan/torch_runtime.h).
   /usr/bin/python3 scripts/torch_activations.py --config A.json --config B.json --shapes ...  # A's, then B's
   /usr/bin/python3 scripts/torch_activations.py --optimizer-step 1000000   # AdamW's step temporaries
   /usr/bin/python3 scripts/torch_activations.py --config ... --lora-rank 8 --lora-targets q_proj,v_proj \
-      [--lora-dropout 0.05]   # the base frozen, PEFT's LoRA on the linears named ("all-linear" by default)
+      [--lora-dropout 0.05] [--quantize nf4]   # the base frozen, PEFT's LoRA on the linears named
+      ("all-linear" by default); --quantize nf4: every linear but the head as bitsandbytes' Linear4bit
 
 (`python3` on the PATH may be another interpreter, without Debian's python3-torch; use /usr/bin/python3.)
 Output: "layers" = saved bytes per decoder layer; "per_layer" = {submodule: [bytes in layer 0, 1, ...]}
@@ -1270,6 +1271,52 @@ class LoraLinear(nn.Module):
         return result + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
 
 
+class MatMul4BitSaves(torch.autograd.Function):
+    """What bitsandbytes' MatMul4Bit (bitsandbytes/autograd/_functions.py) keeps for backward: its
+    input A and the weight whenever A or the weight needs a gradient (`ctx.tensors = (A, B)`), though
+    only the weight is used there. The weight stays 16-bit here (the codes are a parameter either way,
+    not counted); what is saved is bitsandbytes' choice, kept with save_for_backward so that the
+    saved-tensor hooks see it as they see every other saved tensor."""
+
+    @staticmethod
+    def forward(ctx, a, weight, bias):
+        out = F.linear(a, weight, bias)
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, weight)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        _, weight = ctx.saved_tensors
+        return grad_output @ weight, None, None
+
+
+class Linear4bit(nn.Module):
+    """bitsandbytes' Linear4bit as transformers loads a 4-bit model: the input cast to the compute
+    dtype (the same here: no copy), MatMul4Bit, the output cast back."""
+
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.transposed = isinstance(base, Conv1D)  # GPT-2's weight is (in, out)
+
+    def forward(self, x):
+        w = self.base.weight.t() if self.transposed else self.base.weight
+        return MatMul4BitSaves.apply(x, w, self.base.bias)
+
+
+def quantize_4bit(model):
+    """Every linear but the output layer (transformers' get_keys_to_not_convert) as Linear4bit,
+    the base layers inside LoRA's wrappers included."""
+    chosen = [name for name, m in model.named_modules()
+              if isinstance(m, (nn.Linear, Conv1D)) and name not in ("lm_head", "embed_out")
+              and ".lora_A" not in name and ".lora_B" not in name]
+    for name in chosen:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, Linear4bit(getattr(parent, child)))
+
+
 def apply_lora(model, rank, targets, dropout):
     """Freezes every parameter and wraps each linear a target names (PEFT's match: the name, or
     its suffix after a dot; "all-linear": every linear but the output layer) with LoraLinear."""
@@ -1325,6 +1372,8 @@ def run(cfg, seq_len, micro_batch, seed=0, verbose=False, lora=None):
     model = ForCausalLM(cfg).to(BF16)
     if lora:
         apply_lora(model, lora["rank"], lora["targets"], lora["dropout"])
+        if lora.get("quantize"):
+            quantize_4bit(model)
     model.train()
     params = list(model.parameters())
     param_ptrs = {storage_of(p)[0] for p in params}
@@ -1434,10 +1483,12 @@ def main():
     ap.add_argument("--lora-rank", type=int, help="freeze the model and add LoRA adapters of this rank")
     ap.add_argument("--lora-targets", default="all-linear", help="comma-separated names, or all-linear")
     ap.add_argument("--lora-dropout", type=float, default=0.0)
+    ap.add_argument("--quantize", choices=["nf4"], help="with --lora-rank: the base's linears as bitsandbytes' Linear4bit")
     a = ap.parse_args()
     lora = None
     if a.lora_rank:
-        lora = {"rank": a.lora_rank, "targets": a.lora_targets.split(","), "dropout": a.lora_dropout}
+        lora = {"rank": a.lora_rank, "targets": a.lora_targets.split(","), "dropout": a.lora_dropout,
+                "quantize": a.quantize}
     torch.set_num_threads(2)
     if a.optimizer_step:
         S = a.optimizer_step

@@ -36,16 +36,19 @@ class LoraCounter {
     return n_.rms(rows, width) - (fp32_out ? 4 : 2) * rows * width;
   }
   bool gemma() const { return c_.model_type == "gemma2" || c_.model_type == "gemma3_text"; }
-  // What `count` adapters on linears sharing one input of `width` keep of it: the input once
-  // (lora_A's), or with dropout each its own dropped copy and, where the input needs a
-  // gradient, its mask.
+  // What linears sharing one input of `width`, `count` of them adapted, keep of it: the input
+  // once (lora_A's), or with dropout each adapter its own dropped copy and, where the input
+  // needs a gradient, its mask. A 4-bit base linear (bitsandbytes' MatMul4Bit) keeps its
+  // input too wherever that input needs a gradient, adapted or not: the same storage as
+  // lora_A's when there is no dropout.
   u128 inputs(u128 width, u128 count, bool grad) const {
     return inputs_of(n_.dims().T, width, count, grad);
   }
   u128 inputs_of(u128 tokens, u128 width, u128 count, bool grad) const {
-    if (count == 0) return 0;
+    const u128 by_4bit = lora_.quantized_base && grad ? 2 * tokens * width : 0;
+    if (count == 0) return by_4bit;
     if (lora_.dropout == 0) return 2 * tokens * width;
-    return count * (2 + (grad ? rt_.mask_bytes : 0)) * tokens * width;
+    return count * (2 + (grad ? rt_.mask_bytes : 0)) * tokens * width + by_4bit;
   }
   // lora_A's output, kept by lora_B, and `* scaling`'s wrapped float64.
   u128 adapter() const { return 2 * n_.dims().T * lora_.rank + 8; }
@@ -256,7 +259,11 @@ class LoraCounter {
     const Dims& x = n_.dims();
     const bool head = adapted(c_.model_type == "gpt_neox" ? "embed_out" : "lm_head");
     u128 bytes = c_.norm_bias ? n_.layer_norm(false) : rms_frozen(x.T, x.h);
-    bytes += inputs(x.h, head, true) + (head ? adapter() : 0);
+    // The head stays 16-bit in a QLoRA run: its input is kept for its adapter only (with
+    // dropout, the copy and the mask: the input needs a gradient).
+    if (head) {
+      bytes += (lora_.dropout == 0 ? 2 : 2 + rt_.mask_bytes) * x.T * x.h + adapter();
+    }
     if (c_.final_softcap) bytes += 2 * x.T * x.V + 16;  // tanh's output, two scalars
     return bytes + 4 * x.T * x.V + (x.b == 1 ? 8 * (x.s + 1) : 8 * x.T) + 4;
   }

@@ -185,7 +185,8 @@ bool shape_has(const LoraShape& shape, std::string_view name) {
 }
 
 void expect_equal_lora_counts(const std::vector<Case>& cases, std::uint64_t rank,
-                              const std::vector<std::string>& targets, double dropout) {
+                              const std::vector<std::string>& targets, double dropout,
+                              bool quantized = false) {
   const std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {{8, 2}, {12, 3}, {16, 1}};
   std::vector<fs::path> paths;
   for (const Case& c : cases) {
@@ -196,6 +197,7 @@ void expect_equal_lora_counts(const std::vector<Case>& cases, std::uint64_t rank
   for (const std::string& t : targets) joined += (joined.empty() ? "" : ",") + t;
   std::ostringstream lora;
   lora << "--lora-rank " << rank << " --lora-targets " << joined << " --lora-dropout " << dropout;
+  if (quantized) lora << " --quantize nf4";
   const std::string out =
       run(std::string(kPython) + " " + reference(paths, "--shapes 8x2,12x3,16x1 " + lora.str()) +
           " 2>/dev/null");
@@ -207,7 +209,7 @@ void expect_equal_lora_counts(const std::vector<Case>& cases, std::uint64_t rank
     const std::string& name = cases[c].name;
     const ModelConfig config = parse_model_config(cases[c].config.dump(), name);
     const LoraCount count = lora_count(config, rank, targets, "--lora-targets");
-    LoraShape shape{rank, dropout, {}, false};
+    LoraShape shape{rank, dropout, {}, false, quantized};
     for (const LoraTarget& t : count.targets) shape.adapted.push_back(t.name);
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const auto [s, b] = shapes[i];
@@ -321,6 +323,14 @@ TEST_F(TorchReference, ALoraRunSavesWhatThePlannerCounts) {
   // Mixtral's experts' w2 and its router; Qwen's shared expert and its gate.
   expect_equal_lora_counts({mixtures[0]}, 2, {"w2", "gate"}, 0.1);
   expect_equal_lora_counts({mixtures[1]}, 2, {"shared_expert_gate", "up_proj"}, 0.0);
+  // QLoRA: a 4-bit linear keeps its input wherever it needs a gradient, adapted or not (k's,
+  // o's, the MLP's inputs here); with dropout, beside the adapters' copies.
+  expect_equal_lora_counts(join({&llama_family, &post_norms, &mixtures}), 8, {"q_proj", "v_proj"},
+                           0.0, true);
+  expect_equal_lora_counts(phi3, 4, {"qkv_proj"}, 0.0, true);
+  expect_equal_lora_counts({gpt[0]}, 4, {"c_attn"}, 0.0, true);
+  expect_equal_lora_counts({gpt[1], gpt[2]}, 4, {"query_key_value"}, 0.0, true);
+  expect_equal_lora_counts(join({&llama_family, &qwen_mixtures}), 4, {"all-linear"}, 0.1, true);
 }
 
 TEST_F(TorchReference, TheLossWorksInTwoFp32GradientsOfTheLogitsBeyondWhatIsSaved) {

@@ -75,19 +75,19 @@ std::uint64_t saved_module_params(const ModelConfig& config, std::span<const std
                                   std::string_view flag);
 
 // What a LoRA run keeps for backward. Every base parameter is frozen, so autograd saves only
-// what the gradients of the adapters and of the activations need: a frozen linear keeps no
-// input (its weight's gradient is not needed), a norm keeps no normalized rows for its weight,
-// the embedding no token ids, and a targeted linear's adapter keeps its input (one storage for
-// the linears that share it, q, k and v, gate and up) or, with dropout, its mask (only where
-// the input needs a gradient) and its own dropped copy, then lora_A's output (rank a token)
-// and `* scaling`'s wrapped float64. The first layer's input needs no gradient (the embedding
-// is frozen) unless `input_requires_grad`, as transformers' gradient checkpointing makes it
-// with PEFT (enable_input_require_grads; checkpointing always implies it here): then it keeps
-// only what its own adapters' gradients need, the rest of its attention and MLP as far as a
-// trainable path reaches them. A mixture (transformers 4.x's loop over the experts hit) keeps
-// its router's softmax and top-k where the logits need a gradient, each routed token's indices,
-// copy and gated MLP where the experts' outputs need one, and an adapter on an expert's linear
-// a scale each pass, every expert taken as hit. Counted for gpt2, gpt_neox, llama, mistral,
+// what the gradients of the adapters and of the activations need: a frozen 16-bit linear keeps
+// no input (its weight's gradient is not needed; a 4-bit one does, see `quantized_base`), a norm
+// keeps no normalized rows for its weight, the embedding no token ids, and a targeted linear's
+// adapter keeps its input (one storage for the linears that share it, q, k and v, gate and up) or,
+// with dropout, its mask (only where the input needs a gradient) and its own dropped copy, then
+// lora_A's output (rank a token) and `* scaling`'s wrapped float64. The first layer's input needs
+// no gradient (the embedding is frozen) unless `input_requires_grad`, as transformers' gradient
+// checkpointing makes it with PEFT (enable_input_require_grads; checkpointing always implies it
+// here): then it keeps only what its own adapters' gradients need, the rest of its attention and
+// MLP as far as a trainable path reaches them. A mixture (transformers 4.x's loop over the experts
+// hit) keeps its router's softmax and top-k where the logits need a gradient, each routed token's
+// indices, copy and gated MLP where the experts' outputs need one, and an adapter on an expert's
+// linear a scale each pass, every expert taken as hit. Counted for gpt2, gpt_neox, llama, mistral,
 // qwen2, qwen3, phi3, olmo2, gemma2, gemma3_text, mixtral, qwen2_moe and qwen3_moe; DeepSeek
 // and a config's own dropout throw UsageError naming `flag`.
 // tests/plan/torch_reference_test.cc holds the counts to PyTorch's saved tensors, eager
@@ -98,6 +98,10 @@ struct LoraShape {
   double dropout = 0;
   std::vector<std::string_view> adapted;  // LoraCount::targets' names
   bool input_requires_grad = false;
+  // QLoRA: every linear but the head is bitsandbytes' Linear4bit, whose MatMul4Bit keeps its
+  // input for backward wherever that input needs a gradient (`ctx.tensors = (A, B)`), though
+  // only the weight is used there.
+  bool quantized_base = false;
 };
 std::optional<SavedTensors> lora_saved_tensor_bytes(
     const ModelConfig& config, std::uint64_t seq_len, std::uint64_t micro_batch,
