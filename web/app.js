@@ -23,7 +23,8 @@ const ZerodpPage = (() => {
     ["Batch & activations", ["--seq-len", "--micro-batch", "--checkpointing", "--attention"],
      ["--grad-accum", "--activations", "--layers", "--hidden", "--heads"]],
     ["LoRA / QLoRA", ["--lora-rank", "--lora-targets", "--quantize"],
-     ["--lora-alpha", "--lora-dropout", "--modules-to-save", "--adapter-config"]],
+     ["--double-quant", "--lora-alpha", "--lora-dropout", "--modules-to-save",
+      "--adapter-config"]],
     ["DeepSpeed / ZeRO", ["--stage", "--precision", "--optimizer", "--offload-optimizer",
                           "--offload-params"],
      ["--framework", "--zeropp", "--deepspeed-config", "--optimizer-impl", "--bytes-per-param",
@@ -63,6 +64,7 @@ const ZerodpPage = (() => {
     "--lora-rank": "LoRA rank (the base frozen)",
     "--lora-targets": "Linears adapted",
     "--quantize": "Quantize the base (QLoRA)",
+    "--double-quant": "NF4 double quantization",
     "--lora-alpha": "LoRA alpha",
     "--lora-dropout": "LoRA dropout",
     "--modules-to-save": "Modules trained whole",
@@ -136,6 +138,7 @@ const ZerodpPage = (() => {
     "--stage": ["0", "1", "2", "3"],
     "--buffers": ["deepspeed", "none"],
     "--quantize": ["nf4"],
+    "--double-quant": ["on", "off"],
   };
 
   // Where a FILE flag's text goes in the in-memory file system (and what the copied command

@@ -195,6 +195,11 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
   read_topology(f, {settings.zeropp.value_or(ZeroPlusPlus{}), zeropp_source}, in);
   read_runtime(f, config, in);
+  if (!f.grad_accum.empty() && lora) {
+    throw UsageError(
+        "--grad-accum: the step of a LoRA or QLoRA run is not predicted yet, and its micro-steps "
+        "change no memory counted: leave --grad-accum out");
+  }
   if (!f.grad_accum.empty() && !in.step_compute) {
     throw UsageError(
         "--grad-accum: times a model's step: needs --model or --model-config with its "
@@ -253,6 +258,10 @@ void add_model_options(CLI::App* cmd, PlanFlags& f) {
       "FILE");
   opt("--quantize", f.quantize,
       "nf4: QLoRA, the base's linears in 4-bit NormalFloat with double quantization", "KIND");
+  opt("--double-quant", f.double_quant,
+      "with --quantize nf4: on (the default, the QLoRA paper's) or off (bitsandbytes' default "
+      "bnb_4bit_use_double_quant=False): each block's absmax in 8 bits or in fp32",
+      "ON|OFF");
   opt("--estimator", f.estimator,
       "deepspeed: also print DeepSpeed's own ZeRO-2/3 estimate for the same model and GPUs",
       "NAME");

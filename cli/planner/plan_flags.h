@@ -24,6 +24,7 @@ struct PlanFlags {
   std::string model, model_config, attention;
   std::string lora_rank, lora_targets, lora_alpha, lora_dropout, modules_to_save, adapter_config;
   std::string quantize;
+  std::string double_quant;
   std::string estimator, largest_layer, gpus_per_node, nodes;
   std::string offload_optimizer, offload_params, deepspeed_config, host_memory;
   std::string intra_bandwidth, inter_bandwidth, zeropp, buffers, cuda_overhead, stage;
@@ -87,6 +88,7 @@ void list_models(bool json);
 struct LoraAsked {
   catalog::LoraSettings settings;
   bool nf4 = false;
+  bool double_quant = true;  // --double-quant: NF4's absmax in 8 bits (on) or fp32 (off)
   catalog::LoraShape shape;
 };
 std::optional<LoraAsked> read_lora(const PlanFlags& f, const catalog::ModelConfig& config,

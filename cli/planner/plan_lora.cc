@@ -4,6 +4,7 @@
 // plan's trained Φ and frozen base (report.h's LoraInput, plan/frozen.h).
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,8 +109,8 @@ struct LoraRun {
 };
 
 LoraRun count_lora(const catalog::ModelConfig& config, const report::ModelInput& model,
-                   const catalog::LoraSettings& s, bool nf4, std::uint32_t param_bytes,
-                   const char* targets_flag, const char* saved_flag) {
+                   const catalog::LoraSettings& s, std::optional<catalog::Nf4Options> nf4,
+                   std::uint32_t param_bytes, const char* targets_flag, const char* saved_flag) {
   const catalog::LoraCount count = catalog::lora_count(config, s.rank, s.targets, targets_flag);
   const std::uint64_t saved = catalog::saved_module_params(config, s.modules_to_save, saved_flag);
   LoraRun run;
@@ -123,7 +124,8 @@ LoraRun count_lora(const catalog::ModelConfig& config, const report::ModelInput&
   l.saved_params = saved;
   l.adapted_params = count.adapted_params;
   l.frozen_params = model.params.params;
-  l.nf4 = nf4;
+  l.nf4 = nf4.has_value();
+  l.double_quant = nf4 && nf4->double_quant;
   // What trains: the adapters, and the trainable copies of the modules saved whole (PEFT keeps
   // each original, frozen, beside its copy: the base stays whole).
   run.trained = count.adapter_params + saved;
@@ -142,7 +144,7 @@ LoraRun count_lora(const catalog::ModelConfig& config, const report::ModelInput&
         run.largest_trained, catalog::saved_module_params(config, std::vector{module}, saved_flag));
   }
   if (nf4) {
-    const catalog::QuantizedBase q = catalog::nf4_base(config, catalog::Nf4Options{});
+    const catalog::QuantizedBase q = catalog::nf4_base(config, *nf4);
     l.quantized_params = q.quantized_params;
     run.frozen = {{"NF4 codes", q.code_bytes, 1, true},
                   {"NF4 quantization state", q.quantized_bytes - q.code_bytes, 1, false},
@@ -152,9 +154,17 @@ LoraRun count_lora(const catalog::ModelConfig& config, const report::ModelInput&
     // The base in the run's 16 bits (4 in fp32).
     run.frozen = {{"16-bit weights", model.params.params, param_bytes, true}};
   }
-  run.shape = {s.rank, s.dropout, {}, false};
+  run.shape = {s.rank, s.dropout, {}, false, nf4.has_value()};
   for (const catalog::LoraTarget& t : count.targets) run.shape.adapted.push_back(t.name);
   return run;
+}
+
+// The NF4 base asked, or none.
+std::optional<catalog::Nf4Options> nf4_options(const LoraAsked& asked) {
+  if (!asked.nf4) return std::nullopt;
+  catalog::Nf4Options o;
+  o.double_quant = asked.double_quant;
+  return o;
 }
 
 // What the plan asks of a LoRA run is refused beside these (report.cc's validate_frozen): no
@@ -172,6 +182,12 @@ std::optional<LoraAsked> read_lora(const PlanFlags& f, const catalog::ModelConfi
   const bool lora = !f.lora_rank.empty() || !f.adapter_config.empty();
   const bool any = lora || !f.lora_targets.empty() || !f.lora_alpha.empty() ||
                    !f.lora_dropout.empty() || !f.modules_to_save.empty();
+  if (!f.double_quant.empty() && f.quantize.empty()) {
+    throw UsageError("--double-quant: needs --quantize nf4 (it is how NF4 keeps its absmax)");
+  }
+  if (!f.double_quant.empty() && f.double_quant != "on" && f.double_quant != "off") {
+    throw UsageError("--double-quant: expected on or off, got " + shown(f.double_quant));
+  }
   if (!f.quantize.empty()) {
     if (f.quantize != "nf4") {
       throw UsageError("--quantize: expected nf4 (QLoRA's 4-bit NormalFloat), got " +
@@ -191,9 +207,9 @@ std::optional<LoraAsked> read_lora(const PlanFlags& f, const catalog::ModelConfi
                      ": needs --model or --model-config (the adapters are counted on its "
                      "linears)");
   }
-  LoraAsked asked{read_settings(f, config, in), f.quantize == "nf4", {}};
+  LoraAsked asked{read_settings(f, config, in), f.quantize == "nf4", f.double_quant != "off", {}};
   const bool from_file = !f.adapter_config.empty();
-  LoraRun run = count_lora(config, *in.model, asked.settings, asked.nf4, in.bpp.params,
+  LoraRun run = count_lora(config, *in.model, asked.settings, nf4_options(asked), in.bpp.params,
                            from_file ? "--adapter-config" : "--lora-targets",
                            from_file ? "--adapter-config" : "--modules-to-save");
   run.input.source = from_file ? "--adapter-config " + printable(f.adapter_config)
@@ -214,8 +230,14 @@ void add_fine_tune_choices(const catalog::ModelConfig& config, const ActivationS
   if (!in.model || !in.gpus || !in.gpu_memory || !lora_plannable(in)) return;
   const auto lora_choice = [&](std::string method, std::string change,
                                const catalog::LoraSettings& s, bool nf4) {
-    LoraRun run =
-        count_lora(config, *in.model, s, nf4, in.bpp.params, "--lora-targets", "--modules-to-save");
+    // QLoRA as asked (--double-quant), else with double quantization.
+    std::optional<catalog::Nf4Options> options;
+    if (nf4) {
+      options.emplace();
+      options->double_quant = !asked || asked->double_quant;
+    }
+    LoraRun run = count_lora(config, *in.model, s, options, in.bpp.params, "--lora-targets",
+                             "--modules-to-save");
     const auto act = catalog::lora_activation_bytes(
         config, a.seq_len, a.micro_batch, a.checkpointing, a.attention, run.shape, "--lora-rank");
     if (!act) return;

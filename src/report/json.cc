@@ -266,6 +266,7 @@ std::string plan_json(const PlanReport& report, const FieldNamer& name) {
                  {"frozen_params", l.frozen_params},
                  {"quantize", l.nf4 ? json("nf4") : json(nullptr)},
                  {"quantized_params", l.nf4 ? json(l.quantized_params) : json(nullptr)},
+                 {"double_quant", l.nf4 ? json(l.double_quant) : json(nullptr)},
                  {"frozen_bytes", plan::frozen_total_bytes(in.frozen)},
                  {"frozen_parts", parts},
                  {"source", l.source}};

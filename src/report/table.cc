@@ -97,9 +97,9 @@ std::string lora_line(const PlanInputs& in, bool binary) {
   out += "; the base's " + units::format_with_commas(l.frozen_params) + " are frozen, " +
          units::format_bytes(plan::frozen_total_bytes(in.frozen), binary);
   out += l.nf4
-             ? ", " + units::format_with_commas(l.quantized_params) +
-                   " of them in NF4 with double quantization (its quantization state whole on "
-                   "every GPU)"
+             ? ", " + units::format_with_commas(l.quantized_params) + " of them in NF4" +
+                   (l.double_quant ? " with double quantization" : ", absmax in fp32") +
+                   " (its quantization state whole on every GPU)"
              : " in " + std::to_string(8 * (in.frozen.empty() ? 2 : in.frozen[0].bytes)) + " bits";
   return out + "; ZeRO-3 shards the base, below it every GPU holds it whole\n";
 }
@@ -271,6 +271,12 @@ std::string footer(const PlanReport& report) {
     out +=
         "frozen base: whole on every GPU below ZeRO-3, sharded at ZeRO-3 (NF4's quantization "
         "state stays whole).\n";
+  }
+  if (in.lora && in.lora->nf4) {
+    out +=
+        "QLoRA: the base's other weights and the residual stream in 16 bits, as bitsandbytes "
+        "loads them; PEFT's prepare_model_for_kbit_training (TRL's SFTTrainer calls it) casts "
+        "them to fp32, not counted yet (docs/validation.md).\n";
   }
   return out;
 }

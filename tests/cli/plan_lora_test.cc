@@ -102,6 +102,20 @@ TEST(PlanLora, QloraKeepsTheCodesShardedAndTheirStateWhole) {
   EXPECT_EQ(j["stages"][3]["floor_bytes"], st);
   // The MLP's 4,096 x 11,008 weight, dequantized to 16 bits for its product.
   EXPECT_EQ(j["stages"][0]["peak"]["dequantized_weight_bytes"], 2 * 4096 * 11008);
+  EXPECT_EQ(l["double_quant"], true);
+
+  // Without double quantization (bitsandbytes' default) each block's absmax is an fp32 and
+  // the table of 64 bytes the whole state of a weight; the codes and the rest are unchanged.
+  const nlohmann::json off = plan_json(kLora +
+                                       " --lora-targets all-linear --quantize nf4 "
+                                       "--double-quant off --checkpointing full");
+  EXPECT_EQ(off["lora"]["double_quant"], false);
+  const nlohmann::json& off_parts = off["lora"]["frozen_parts"];
+  EXPECT_EQ(off_parts[0]["elements"], quantized / 2);
+  EXPECT_EQ(off_parts[1]["elements"], 32 * (4 * (4 * attention + 64) + 3 * (4 * mlp + 64)));
+  EXPECT_EQ(off_parts[2]["elements"], kept);
+  EXPECT_EQ(off["stages"][0]["frozen_bytes"],
+            quantized / 2 + u64(off_parts[1]["elements"]) + 2 * kept);
 }
 
 TEST(PlanLora, PeftsAdapterConfigPlansTheRunItsFlagsDo) {
@@ -138,6 +152,11 @@ TEST(PlanLora, WhatDoesNotApplyIsOneLineNamingTheFlag) {
   expect_refused(m + "--lora-targets q_proj", "--lora-targets: needs --lora-rank");
   expect_refused(m + "--quantize nf4", "--quantize: a quantized base trains adapters only");
   expect_refused(m + "--lora-rank 8 --quantize int4", "--quantize: expected nf4");
+  expect_refused(m + "--lora-rank 8 --double-quant off", "--double-quant: needs --quantize nf4");
+  expect_refused(m + "--lora-rank 8 --quantize nf4 --double-quant 1",
+                 "--double-quant: expected on or off");
+  expect_refused(m + "--lora-rank 8 --grad-accum 4",
+                 "--grad-accum: the step of a LoRA or QLoRA run is not predicted yet");
   expect_refused(m + "--lora-rank 0", "--lora-rank");
   expect_refused(m + "--lora-rank 8 --lora-dropout 1", "--lora-dropout: expected a probability");
   expect_refused(m + "--lora-rank 8 --lora-targets wq", "--lora-targets");
@@ -161,7 +180,7 @@ namespace {
 TEST(PlanLora, FullLoraAndQloraSideBySideAreThePlansTheyPointTo) {
   const std::string run =
       "--model llama-3-8b --gpu rtx-4090 --gpus 2 --seq-len 2048 "
-      "--micro-batch 4 --checkpointing full";
+      "--micro-batch 3 --checkpointing full";
   const nlohmann::json full = testing::plan_json(run);
   const nlohmann::json& ways = full["fine_tunes"];
   ASSERT_EQ(ways.size(), 3u) << full["fine_tunes"].dump(2);
@@ -192,10 +211,10 @@ TEST(PlanLora, FullLoraAndQloraSideBySideAreThePlansTheyPointTo) {
     EXPECT_EQ(back[2]["stages"][s]["total_bytes"], lora["stages"][s]["total_bytes"]) << s;
   }
   // Nothing fits as asked, so the answer names the first way that does: LoRA does not fit two
-  // cards here, QLoRA does (ZeRO-3).
+  // cards here, QLoRA does (DP).
   ASSERT_TRUE(full["cheapest_fitting_stage"].is_null());
   EXPECT_TRUE(ways[1]["cheapest_fitting_stage"].is_null());
-  EXPECT_EQ(ways[2]["cheapest_fitting_stage"], 3);
+  EXPECT_EQ(ways[2]["cheapest_fitting_stage"], 0);
   std::string answer;
   for (const auto& line : full["answer"]["lines"]) {
     std::string text = line.get<std::string>();
@@ -203,7 +222,7 @@ TEST(PlanLora, FullLoraAndQloraSideBySideAreThePlansTheyPointTo) {
     answer += (answer.empty() ? "" : " ") + text;
   }
   EXPECT_NE(answer.find("As QLoRA it fits: --lora-rank 16 --lora-targets all-linear --quantize "
-                        "nf4 (ZeRO-3 at N = 2"),
+                        "nf4 (DP at N = 2"),
             std::string::npos)
       << answer;
   // The ways no LoRA run is planned with offer none.
