@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_object.h"
-#include "saturating.h"
+#include "zerodp/common/saturating.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "json_object.h"
-#include "saturating.h"
+#include "zerodp/common/saturating.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"

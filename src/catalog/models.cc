@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "saturating.h"
+#include "zerodp/common/saturating.h"
 #include "zerodp/catalog/models.h"
 
 namespace zerodp::catalog {

@@ -1,25 +1,20 @@
 #include "zerodp/predict/peak.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "zerodp/common/blockwise_layout.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/factored_layout.h"
 #include "zerodp/common/partition.h"
 #include "zerodp/common/quantize.h"
+#include "zerodp/common/saturating.h"
 
 namespace zerodp::predict {
 namespace {
 
 using u128 = unsigned __int128;
-constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-
-std::uint64_t saturate(u128 v) {
-  return v > kMax ? kMax : static_cast<std::uint64_t>(v);
-}
 std::uint64_t add(std::uint64_t a, std::uint64_t b) {
-  return saturate(u128(a) + b);
+  return saturating_add(a, b);
 }
 
 // The most units stage 3's gatherer holds at once over a forward and a backward pass, and the
@@ -83,7 +78,7 @@ std::uint64_t mpi_staging(const EngineRun& run, std::uint64_t count, std::uint64
   const std::uint64_t capacity = shard_of(count, run.ranks, 0).capacity;
   const std::uint64_t seg =
       std::min(std::max<std::uint64_t>(run.mpi_segment_bytes / elem, 1), capacity);
-  return saturate(u128(2) * std::uint64_t(run.ranks - 1) * seg * elem);
+  return saturated(u128(2) * std::uint64_t(run.ranks - 1) * seg * elem);
 }
 
 }  // namespace
@@ -167,11 +162,11 @@ std::uint64_t gpt_activation_bytes(const GptShape& s, std::uint64_t micro_batch,
     const u128 right = std::max({4 * C * C, V * C, 4 * R * C});
     bytes += 4 * P * (left + right);
   }
-  return saturate(bytes);
+  return saturated(bytes);
 }
 
 std::uint64_t mlp_activation_bytes(const MlpShape& s, std::uint64_t micro_batch) {
-  return saturate(u128(4) * (2 * u128(s.depth) + 4) * micro_batch * s.width);
+  return saturated(u128(4) * (2 * u128(s.depth) + 4) * micro_batch * s.width);
 }
 
 namespace {
@@ -230,7 +225,7 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   const Sharding shards = sharding(run.stage);
 
   RankPeak p;
-  auto set = [&p](Category c, u128 bytes) { p.bytes[static_cast<int>(c)] = saturate(bytes); };
+  auto set = [&p](Category c, u128 bytes) { p.bytes[static_cast<int>(c)] = saturated(bytes); };
   set(Category::params16, 2 * (shards.parameters ? local : f.total));
   set(Category::grads16, 2 * (shards.gradients ? local : f.total));
   const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
