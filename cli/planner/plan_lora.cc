@@ -13,6 +13,7 @@
 #include "plan_flags.h"
 #include "zerodp/catalog/lora.h"
 #include "zerodp/common/error.h"
+#include "zerodp/common/saturating.h"
 #include "zerodp/common/units.h"
 #include "zerodp/deepspeed/runtime.h"
 
@@ -105,6 +106,8 @@ struct LoraRun {
   report::LoraInput input;
   std::uint64_t trained = 0, largest_trained = 0, dequantized = 0;
   std::vector<plan::FrozenPart> frozen;
+  plan::FrozenUnits frozen_units;  // what FSDP gathers of the base, unit by unit
+  bool fsdp_units_known = true;    // false: an NF4 base on layers of two kinds
   catalog::LoraShape shape;
 };
 
@@ -150,9 +153,20 @@ LoraRun count_lora(const catalog::ModelConfig& config, const report::ModelInput&
                   {"NF4 quantization state", q.quantized_bytes - q.code_bytes, 1, false},
                   {"16-bit weights", q.kept_params, param_bytes, true}};
     run.dequantized = q.largest_quantized;
+    // FSDP's units: the root's 16 bits, and a layer's codes and 16-bit remainder (every
+    // quantized weight is in a layer; counted where the layers are alike).
+    run.fsdp_units_known = !(config.experts > 0 && config.dense_layers > 0);
+    const std::uint64_t layers = std::max<std::uint64_t>(config.layers, 1);
+    const std::uint64_t layer_quantized = q.quantized_params / layers;
+    run.frozen_units = {
+        saturating_mul(model.params.outside_params, param_bytes),
+        q.code_bytes / layers +
+            saturating_mul(model.params.per_layer_params - layer_quantized, param_bytes)};
   } else {
     // The base in the run's 16 bits (4 in fp32).
     run.frozen = {{"16-bit weights", model.params.params, param_bytes, true}};
+    run.frozen_units = {saturating_mul(model.params.outside_params, param_bytes),
+                        saturating_mul(model.params.per_layer_params, param_bytes)};
   }
   run.shape = {s.rank, s.dropout, {}, false, nf4.has_value()};
   for (const catalog::LoraTarget& t : count.targets) run.shape.adapted.push_back(t.name);
@@ -170,8 +184,7 @@ std::optional<catalog::Nf4Options> nf4_options(const LoraAsked& asked) {
 // What the plan asks of a LoRA run is refused beside these (report.cc's validate_frozen): no
 // LoRA run is offered in their place either.
 bool lora_plannable(const report::PlanInputs& in) {
-  return in.framework == deepspeed::Framework::deepspeed &&
-         in.offload.params == deepspeed::OffloadDevice::none && !in.zeropp.any() && !in.topology &&
+  return in.offload.params == deepspeed::OffloadDevice::none && !in.zeropp.any() && !in.topology &&
          !in.compute_seconds && !in.comm_bytes;
 }
 
@@ -218,7 +231,13 @@ std::optional<LoraAsked> read_lora(const PlanFlags& f, const catalog::ModelConfi
   in.params = run.trained;
   in.largest_trained = run.largest_trained;
   in.frozen = std::move(run.frozen);
+  if (in.framework == deepspeed::Framework::fsdp && !run.fsdp_units_known) {
+    throw UsageError("--framework fsdp: a QLoRA base on dense and mixture layers (" +
+                     config.model_type +
+                     ") is not counted yet for FSDP's units; plan it with deepspeed");
+  }
   in.dequantized_params = run.dequantized;
+  in.frozen_units = run.frozen_units;
   in.lora = std::move(run.input);
   in.fine_tune_asked = asked.nf4 ? "qlora" : "lora";
   asked.shape = std::move(run.shape);
@@ -240,11 +259,11 @@ void add_fine_tune_choices(const catalog::ModelConfig& config, const ActivationS
                              "--modules-to-save");
     const auto act = catalog::lora_activation_bytes(
         config, a.seq_len, a.micro_batch, a.checkpointing, a.attention, run.shape, "--lora-rank");
-    if (!act) return;
+    if (!act || (in.framework == deepspeed::Framework::fsdp && !run.fsdp_units_known)) return;
     run.input.source = change;
     in.fine_tune_choices.push_back({std::move(method), std::move(change), run.trained,
                                     std::move(run.frozen), run.largest_trained, run.dequantized,
-                                    std::move(run.input), act->total});
+                                    std::move(run.input), act->total, run.frozen_units});
   };
   try {
     if (!asked) {

@@ -1,23 +1,18 @@
 #include "zerodp/deepspeed/runtime.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/saturating.h"
 
 namespace zerodp::deepspeed {
 namespace {
 
 using u128 = unsigned __int128;
-constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
 // DeepSpeed's gradient all-reduce without ZeRO flattens buckets of this many elements
 // (engine.py:111, MEMORY_OPT_ALLREDUCE_SIZE).
 constexpr std::uint64_t kStageZeroBucket = 500'000'000;
-
-std::uint64_t saturated(u128 v) {
-  return v > kMax64 ? kMax64 : static_cast<std::uint64_t>(v);
-}
 
 // The optimizer's own temporaries on `elements` of `bytes` each, held in tensors of at most
 // `largest` elements: fused none, foreach its copies of them all at once, single its two of
@@ -29,19 +24,23 @@ u128 adamw_temporaries(OptimizerImpl impl, u128 bytes, u128 elements, u128 large
 // FSDP FULL_SHARD's terms (runtime.h).
 RuntimeTerms fsdp_terms_at(u128 ranks, const RuntimeRun& run) {
   const RuntimeModel& m = run.model;
-  // FSDP's flat parameters mix frozen and trained tensors (their gradients then cover both):
-  // not counted yet, and refused before this (the planner's --framework).
-  ZERODP_CHECK(run.frozen.empty() && m.frozen_params == 0);
   const u128 p = run.bpp.params, g = run.bpp.grads, phi = m.params;
   const u128 shard = (phi + ranks - 1) / ranks, M = run.fsdp_shard_bytes;
-  const u128 unit = m.per_layer_params, root = m.outside_layer_params;
+  // A frozen base (LoRA) leaves the trained params in units of their own, one tensor each; the
+  // root trains nothing.
+  const bool frozen = !run.frozen.empty();
+  const u128 unit = frozen ? m.largest_trained_params.value_or(0) : m.per_layer_params;
+  const u128 root = frozen ? 0 : m.outside_layer_params;
   RuntimeTerms t;
   t.cuda_overhead = run.cuda_overhead;
+  t.dequantized_weight = saturated(2 * u128(run.dequantized_params));
   if (!run.buffers) return t;
   t.deferred_grads = saturated(M * shard);
   // limit_all_gathers changes when the CPU waits, not what is allocated (runtime.h).
-  t.gathered_params = saturated(p * std::min<u128>(phi, root + 2 * unit));
-  t.layer_grads = saturated(g * std::min<u128>(phi, unit + m.largest_layer_params));
+  t.gathered_params =
+      saturated(p * std::min<u128>(phi, root + 2 * unit) + u128(m.frozen_units.root_bytes) +
+                2 * u128(m.frozen_units.layer_bytes));
+  t.layer_grads = saturated(g * std::min<u128>(phi, frozen ? unit : unit + m.largest_layer_params));
   t.optimizer_temporaries =
       run.row_step_copies
           ? saturated(M * *run.row_step_copies * shard)
@@ -242,7 +241,7 @@ std::optional<std::uint64_t> min_gpus_for_peak(Stage stage, const RuntimeRun& ru
       }
     }
     const u128 rounded = (lo + round_to - 1) / round_to * round_to;
-    if (rounded > kMax64) return std::nullopt;
+    if (rounded > kSaturated) return std::nullopt;
     // Rounded up to a node, the shard may fall under the rule: then beyond is looked at.
     if (rounded <= end || fits_at(rounded)) return static_cast<std::uint64_t>(rounded);
   }

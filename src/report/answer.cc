@@ -45,7 +45,7 @@ std::string fewest_words(const PlanReport& report) {
          " on N = " + std::to_string(*report.stages[std::size_t(*stage)].min_gpus);
 }
 
-// "Cheapest stage that fits with the 10 % margin at N = 8: ZeRO-3. ZeRO-2 is tight."
+// "Cheapest stage that fits with the 11 % margin at N = 8: ZeRO-3. ZeRO-2 is tight."
 std::string cheapest_sentence(const PlanReport& report) {
   const std::string at = " at N = " + std::to_string(*report.inputs.gpus);
   std::string out = report.cheapest_fitting_stage

@@ -99,10 +99,6 @@ void validate_frozen(const PlanInputs& in) {
   const std::string why = " is not counted yet for a LoRA or QLoRA run";
   require(in.params.has_value(), field_ref("lora_rank") + ": needs a model (" + field_ref("model") +
                                      " or " + field_ref("model_config") + ")");
-  require(in.framework == deepspeed::Framework::deepspeed,
-          field_ref("framework") +
-              ": fsdp (its flat parameters mixing frozen and trained tensors)" + why +
-              "; plan it with deepspeed");
   require(in.offload.params == deepspeed::OffloadDevice::none,
           field_ref("offload_params") + ":" + " offloading the frozen base" + why);
   require(!in.zeropp.any(), field_ref("zeropp") + ": ZeRO++ over a frozen base" + why);
@@ -206,7 +202,7 @@ deepspeed::RuntimeRun runtime_run(const PlanInputs& in) {
   const std::uint64_t outside = in.model ? in.model->params.outside_params : 0;
   const std::uint64_t layer = in.model ? in.model->params.per_layer_params : 0;
   return {{*in.params, in.largest_layer.value_or(0), in.persistent_params, in.reuse_kept_params,
-           outside, layer, plan::frozen_elements(in.frozen), in.largest_trained},
+           outside, layer, plan::frozen_elements(in.frozen), in.largest_trained, in.frozen_units},
           in.bpp,
           in.offload,
           in.buffers,

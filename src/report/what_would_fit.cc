@@ -380,6 +380,7 @@ void compare_fine_tunes(PlanReport& report) {
     with.frozen = c.frozen;
     with.largest_trained = c.largest_trained;
     with.dequantized_params = c.dequantized_params;
+    with.frozen_units = c.frozen_units;
     with.lora = c.lora;
     with.activation_bytes = c.activation_bytes;
     // Memory side by side: the step of each is its own question.

@@ -82,8 +82,8 @@ TEST(FirstAnswer, ActivationsDominatingIsNotWorthZeroOnlyWhenDpFitsOnceTheyAreCu
 }
 
 TEST(FirstAnswer, TightIsThePeakWithinTheMeasuredErrorOnEitherSide) {
-  // The band has two sides, the planner's measured errors: 10 % under, 11 % over. A peak P on
-  // memory M fits when 1.10 P <= M, does not fit when P > 1.11 M.
+  // The band has two sides, the planner's measured errors: 11 % under, 11 % over. A peak P on
+  // memory M fits when 1.11 P <= M, does not fit when P > 1.11 M.
   // ZeRO-2 of Llama-3-8B at 4096 tokens, full checkpointing and flash: 42,496,... bytes.
   const std::string run =
       "--model llama-3-8b --gpus 8 --seq-len 4096 --micro-batch 1 --checkpointing full "
@@ -91,7 +91,7 @@ TEST(FirstAnswer, TightIsThePeakWithinTheMeasuredErrorOnEitherSide) {
   const auto at = [&](const std::string& memory) { return plan_json(run + memory); };
   const std::uint64_t peak = u64(at("80GB")["stages"][2]["total_bytes"]);
   const auto bytes = [](std::uint64_t b) { return std::to_string(b) + "B"; };
-  const std::uint64_t fits_from = (peak * 110 + 99) / 100;  // the least M with 110 P <= 100 M
+  const std::uint64_t fits_from = (peak * 111 + 99) / 100;  // the least M with 111 P <= 100 M
   EXPECT_EQ(at(bytes(fits_from))["stages"][2]["verdict"], "fits");
   EXPECT_EQ(at(bytes(fits_from - 1))["stages"][2]["verdict"], "tight");
   EXPECT_EQ(at(bytes(peak))["stages"][2]["verdict"], "tight");
@@ -104,7 +104,7 @@ TEST(FirstAnswer, TightIsThePeakWithinTheMeasuredErrorOnEitherSide) {
   const auto seed = plan_json("--params 175B --gpus 47 --gpu-memory 80GB --activations 20GB");
   EXPECT_TRUE(seed["tight_band"].is_null());
   const auto band = at("80GB")["tight_band"];
-  EXPECT_EQ(band["under"].get<double>(), 0.10);
+  EXPECT_EQ(band["under"].get<double>(), 0.11);
   EXPECT_EQ(band["over"].get<double>(), 0.11);
   EXPECT_EQ(seed["stages"][3]["verdict"], "fits");
   EXPECT_EQ(

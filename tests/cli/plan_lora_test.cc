@@ -118,6 +118,35 @@ TEST(PlanLora, QloraKeepsTheCodesShardedAndTheirStateWhole) {
             quantized / 2 + u64(off_parts[1]["elements"]) + 2 * kept);
 }
 
+// FSDP as PEFT wraps a LoRA model (fsdp_auto_wrap_policy): the layers and each adapter units of
+// their own. ZeRO-3's row gathers the frozen root (embeddings, final norm, head) and two frozen
+// layers at their own bytes, and two adapters; the gradients are the adapters'.
+TEST(PlanLora, FsdpGathersTheFrozenBaseUnitByUnit) {
+  const std::string run =
+      "--model llama-2-7b --gpus 8 --gpu a100-80gb --framework fsdp --stage 3 --seq-len 2048 "
+      "--micro-batch 1 --checkpointing full --lora-rank 8";
+  const nlohmann::json j = plan_json(run);
+  const nlohmann::json& peak = j["stages"][3]["peak"];
+  const std::uint64_t root = 2ull * 32000 * 4096 + 4096;  // two embeddings, the final norm
+  const std::uint64_t layer = 4ull * 4096 * 4096 + 3ull * 4096 * 11008 + 2 * 4096;
+  const std::uint64_t adapter = 8ull * 4096;  // q's and v's lora_A and lora_B alike
+  EXPECT_EQ(u64(peak["gathered_param_bytes"]), 2 * root + 2 * 2 * layer + 2 * 2 * adapter);
+  EXPECT_EQ(u64(peak["layer_grad_bytes"]), 2 * adapter);
+  // The adapters' fp32 gradient shards, made in the backward (FSDP's MixedPrecision keeps fp32
+  // shards): 4 bytes of ceil(4,194,304 / 8).
+  EXPECT_EQ(u64(peak["deferred_grad_bytes"]), 4ull * (kAdapters / 8));
+  EXPECT_EQ(j["stages"][3]["frozen_bytes"], 2 * ((kBase + 7) / 8));
+
+  // QLoRA: a layer's flat parameter holds its codes (a byte for two) and its 16-bit norms; the
+  // quantization state is never gathered. The 4,096 x 11,008 weight in 16 bits beside.
+  const nlohmann::json q = plan_json(run + " --quantize nf4");
+  const nlohmann::json& qpeak = q["stages"][3]["peak"];
+  const std::uint64_t codes = 4ull * 4096 * 4096 / 2 + 3ull * 4096 * 11008 / 2;
+  EXPECT_EQ(u64(qpeak["gathered_param_bytes"]),
+            2 * root + 2 * (codes + 2 * 2 * 4096) + 2 * 2 * adapter);
+  EXPECT_EQ(u64(qpeak["dequantized_weight_bytes"]), 2ull * 4096 * 11008);
+}
+
 TEST(PlanLora, PeftsAdapterConfigPlansTheRunItsFlagsDo) {
   const std::string dir = ::testing::TempDir();
   const std::string path = dir + "/adapter_config.json";
@@ -160,7 +189,11 @@ TEST(PlanLora, WhatDoesNotApplyIsOneLineNamingTheFlag) {
   expect_refused(m + "--lora-rank 0", "--lora-rank");
   expect_refused(m + "--lora-rank 8 --lora-dropout 1", "--lora-dropout: expected a probability");
   expect_refused(m + "--lora-rank 8 --lora-targets wq", "--lora-targets");
-  expect_refused(m + "--lora-rank 8 --framework fsdp", "--framework: fsdp");
+  // DeepSeek-V2-Lite's first layer is dense, the others mixtures.
+  expect_refused(
+      "plan --model deepseek-v2-lite --gpus 8 --framework fsdp --lora-rank 8 "
+      "--lora-targets q_proj --quantize nf4",
+      "--framework fsdp: a QLoRA base on dense and mixture layers");
   expect_refused(m + "--lora-rank 8 --zeropp hpz", "--zeropp");
   expect_refused(m + "--lora-rank 8 --stage 3 --offload-params cpu", "--offload-params");
   expect_refused(m + "--lora-rank 8 --adapter-config x.json",
@@ -225,8 +258,14 @@ TEST(PlanLora, FullLoraAndQloraSideBySideAreThePlansTheyPointTo) {
                         "nf4 (DP at N = 2"),
             std::string::npos)
       << answer;
-  // The ways no LoRA run is planned with offer none.
-  EXPECT_TRUE(testing::plan_json(run + " --framework fsdp")["fine_tunes"].empty());
+  // The ways no LoRA run is planned with offer none; FSDP's row offers them, planned as FSDP.
+  EXPECT_TRUE(testing::plan_json(run + " --zeropp hpz --gpus-per-node 2")["fine_tunes"].empty());
+  const nlohmann::json fsdp = testing::plan_json(run + " --framework fsdp");
+  ASSERT_EQ(fsdp["fine_tunes"].size(), 3u);
+  const nlohmann::json fsdp_qlora = testing::plan_json(
+      run + " --framework fsdp --lora-rank 16 --lora-targets all-linear --quantize nf4");
+  EXPECT_EQ(fsdp["fine_tunes"][2]["stages"][3]["total_bytes"],
+            fsdp_qlora["stages"][3]["total_bytes"]);
 }
 
 }  // namespace

@@ -98,6 +98,15 @@
 //            foreach AdamW's copy of the whole shard, M·S, the single-tensor path's two of the
 //            largest unit's shard, none fused.
 //  No reduction bucket: each unit's gradient is reduce-scattered on its own.
+//  frozen    LoRA and QLoRA as PEFT wraps them for FSDP (peft's fsdp_auto_wrap_policy: the
+//            layers, and each leaf module whose weight trains, so every adapter and saved copy
+//            is a unit of its own and no flat parameter mixes frozen and trained tensors): the
+//            frozen base is sharded as the other params (its quantization state whole), the
+//            gathered term is the frozen root unit and two frozen layers at their own bytes
+//            (plan::FrozenUnits; an NF4 layer's codes, in the storage type FSDP flattens) and
+//            two of the largest trained units; the layer gradients are one trained unit's (the
+//            root trains nothing); the step's copy and the deferred gradients are the trained
+//            shards'; a quantized base's dequantized weight lives with the activations.
 // Phases: the buffers of the forward and backward live with the activations, the step's terms
 // after them, so the peak is  state - deferred + held + max(activations + backward,
 // deferred + step)  where "held" is what lives through both (CUDA, hpZ, persistent params,
@@ -169,6 +178,8 @@ struct RuntimeModel {
   // The largest trained tensor, whose whole gradient waits for its reduction; nullopt: the
   // largest layer (a full fine-tune).
   std::optional<std::uint64_t> largest_trained_params;
+  // FSDP's units of the frozen base (LoRA's), in bytes.
+  plan::FrozenUnits frozen_units;
 };
 
 // Whose mechanics make the GPU peak: DeepSpeed's ZeRO, or PyTorch's FSDP (FULL_SHARD, at

@@ -31,6 +31,16 @@ struct FrozenPart {
   bool operator==(const FrozenPart&) const = default;
 };
 
+// What FSDP gathers of a frozen base, unit by unit (a unit's flat parameter is all-gathered
+// whole before it computes): the root unit's (embeddings, final norm, head) and the largest
+// layer's. An NF4 layer's flat parameter holds its codes and its 16-bit remainder; the
+// quantization state is no parameter and is never gathered.
+struct FrozenUnits {
+  std::uint64_t root_bytes = 0;
+  std::uint64_t layer_bytes = 0;
+  bool operator==(const FrozenUnits&) const = default;
+};
+
 // The bytes every rank holds of the parts at `stage` over `ranks` (>= 1).
 unsigned __int128 frozen_bytes_wide(std::span<const FrozenPart> parts, unsigned __int128 ranks,
                                     Stage stage);
