@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The planner against published runs: every case of cases.json keeps its prediction.
 
-Each case of tests/plan/validation/cases.json is one published observation of a full training
-run under DeepSpeed ZeRO or FSDP (an out-of-memory error, a run that went through, or a measured
-memory figure), the `zerodp plan` arguments that describe its configuration, and the prediction
+Each case of tests/plan/validation/cases.json is one published observation of a training run, a
+full fine-tune or a LoRA or QLoRA one, under DeepSpeed ZeRO or FSDP or on one GPU (an
+out-of-memory error, a run that went through, or a measured memory figure), the `zerodp plan`
+arguments that describe its configuration, and the prediction
 zerodp made for it. For every case the check runs `zerodp plan ARGV --json` from the source
 directory and asserts:
 
