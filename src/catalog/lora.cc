@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "json_object.h"
-#include "zerodp/common/saturating.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
+#include "zerodp/common/saturating.h"
 
 namespace zerodp::catalog {
 namespace {

@@ -7,10 +7,10 @@
 #include <set>
 
 #include "json_object.h"
-#include "zerodp/common/saturating.h"
 #include "zerodp/catalog/models.h"
 #include "zerodp/common/error.h"
 #include "zerodp/common/json_text.h"
+#include "zerodp/common/saturating.h"
 #include "zerodp/common/units.h"
 
 namespace zerodp::catalog {
@@ -162,11 +162,16 @@ void read_gpt2(const Fields& f, ModelConfig& c) {
   c.gelu_formula = act == "gelu_new" || act == "gelu_fast";
 }
 
-void read_gpt_neox(const Fields& f, ModelConfig& c) {
+// The sizes every family but GPT-2 names alike (transformers' PretrainedConfig attributes).
+void read_sizes(const Fields& f, ModelConfig& c) {
   c.vocab = f.whole("vocab_size");
   c.hidden = f.whole("hidden_size");
   c.layers = f.whole("num_hidden_layers");
   c.heads = f.whole("num_attention_heads");
+}
+
+void read_gpt_neox(const Fields& f, ModelConfig& c) {
+  read_sizes(f, c);
   c.intermediate = f.whole("intermediate_size");
   c.tied_embeddings = f.flag_or("tie_word_embeddings", false);
   c.fused_qkv = true;
@@ -202,10 +207,7 @@ void read_qwen_mixture(const Fields& f, ModelConfig& c) {
 void read_llama_family(const Fields& f, ModelConfig& c) {
   const std::string& t = c.model_type;
   const bool gemma = t == "gemma2" || t == "gemma3_text";
-  c.vocab = f.whole("vocab_size");
-  c.hidden = f.whole("hidden_size");
-  c.layers = f.whole("num_hidden_layers");
-  c.heads = f.whole("num_attention_heads");
+  read_sizes(f, c);
   c.kv_heads = f.whole_or("num_key_value_heads", c.heads);
   const bool moe = t == "mixtral" || t == "qwen2_moe" || t == "qwen3_moe";
   if (!moe || t == "mixtral") c.intermediate = f.whole("intermediate_size");
@@ -255,10 +257,7 @@ void read_llama_family(const Fields& f, ModelConfig& c) {
 
 // DeepSeek-V2: latent attention and a mixture after the first dense layers.
 void read_deepseek_v2(const Fields& f, ModelConfig& c) {
-  c.vocab = f.whole("vocab_size");
-  c.hidden = f.whole("hidden_size");
-  c.layers = f.whole("num_hidden_layers");
-  c.heads = f.whole("num_attention_heads");
+  read_sizes(f, c);
   c.intermediate = f.whole("intermediate_size");
   c.tied_embeddings = f.flag_or("tie_word_embeddings", false);
   c.gated_mlp = true;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "zerodp/common/saturating.h"
 #include "zerodp/catalog/models.h"
+#include "zerodp/common/saturating.h"
 
 namespace zerodp::catalog {
 namespace {
