@@ -24,6 +24,7 @@
 // order, each lane summing a slice of the elements. The attention backward's T x T scratch is
 // per lane too.
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -56,22 +57,53 @@ struct BlockActs {
   float* ln2_rstd;  // [BT]
   float* fch;       // [BT, 4C]  GELU'(fc output): the backward needs the output only through it
   float* fch_gelu;  // [BT, 4C]
+  // LoRA: each adapted projection's input times A^T, [BT, R] (null for a target not adapted).
+  std::array<float*, kLoraTargets> lora_u;
 };
 
 // The same buffers from row r0 on (row = one position of one sample).
 BlockActs rows_from(const BlockActs& a, std::size_t r0, std::size_t C, std::size_t NH,
-                    std::size_t T) {
-  return {a.ln1 + r0 * C,      a.ln1_mean + r0, a.ln1_rstd + r0,    a.qkv + r0 * 3 * C,
-          a.att + r0 * NH * T, a.atty + r0 * C, a.res2 + r0 * C,    a.ln2 + r0 * C,
-          a.ln2_mean + r0,     a.ln2_rstd + r0, a.fch + r0 * 4 * C, a.fch_gelu + r0 * 4 * C};
+                    std::size_t T, std::size_t R) {
+  BlockActs b{a.ln1 + r0 * C,
+              a.ln1_mean + r0,
+              a.ln1_rstd + r0,
+              a.qkv + r0 * 3 * C,
+              a.att + r0 * NH * T,
+              a.atty + r0 * C,
+              a.res2 + r0 * C,
+              a.ln2 + r0 * C,
+              a.ln2_mean + r0,
+              a.ln2_rstd + r0,
+              a.fch + r0 * 4 * C,
+              a.fch_gelu + r0 * 4 * C,
+              {}};
+  for (int i = 0; i < kLoraTargets; ++i) b.lora_u[i] = a.lora_u[i] ? a.lora_u[i] + r0 * R : nullptr;
+  return b;
 }
+
+// A block's adapters inside its unit's params (or grads): A and B of each target, null for a
+// target not adapted (gpt_units lays them out in target order, A before B).
+template <class F>
+struct LoraTensors {
+  std::array<F*, kLoraTargets> a{}, b{};
+  LoraTensors(F* base, const UnitInfo& unit, unsigned targets) {
+    std::size_t t = 0;
+    for (int i = 0; i < kLoraTargets; ++i) {
+      if (((targets >> i) & 1u) == 0) continue;
+      a[i] = base + unit.tensors[t++].offset;
+      b[i] = base + unit.tensors[t++].offset;
+    }
+  }
+};
 
 // Pointers to a block's 12 tensors inside its unit's params (or grads).
 template <class F>
 struct BlockTensors {
   F* p[kBlockTensors];
+  // A null base gives null pointers: a frozen block's gradients.
   BlockTensors(F* base, const UnitInfo& unit) {
-    for (std::size_t i = 0; i < kBlockTensors; ++i) p[i] = base + unit.tensors[i].offset;
+    for (std::size_t i = 0; i < kBlockTensors; ++i)
+      p[i] = base == nullptr ? nullptr : base + unit.tensors[i].offset;
   }
   F* operator[](BlockTensor t) const { return p[t]; }
 };
@@ -80,12 +112,19 @@ struct BlockTensors {
 
 using gpt_detail::BlockActs;
 using gpt_detail::BlockTensors;
+using gpt_detail::LoraTensors;
 using gpt_detail::rows_from;
 
 struct GptModel::Impl {
   GptConfig cfg;
-  std::vector<UnitInfo> units;
+  std::vector<UnitInfo> units;  // under LoRA: the adapters, with the base's as frozen tensors
+  std::vector<UnitInfo> base;   // the base's layout (gpt_base_units)
   std::size_t L, C, T, V, NH;
+  // LoRA: R, its scale alpha / R, and which targets are adapted; R = 0 without.
+  std::size_t R;
+  float lora_scale;
+  bool lora() const { return R > 0; }
+  bool adapted(int target) const { return lora() && ((cfg.lora_targets >> target) & 1u) != 0; }
 
   std::size_t capacity = 0;  // samples the buffers hold
   std::size_t B = 0;         // samples in the current micro-batch
@@ -103,6 +142,7 @@ struct GptModel::Impl {
   float *logits = nullptr, *probs = nullptr, *losses = nullptr;
   float *dres = nullptr, *dln = nullptr, *datty = nullptr, *dqkv = nullptr;
   float *dfch = nullptr, *datt = nullptr, *dlogits = nullptr;
+  float* dlora = nullptr;  // LoRA's backward: an output gradient times B, [BT, R]
 
   // Lanes (set_threads): lane p > 0 has its own gradients, sized for the largest unit view
   // (the unit and the units it reads), and its own attention scratch.
@@ -119,11 +159,14 @@ struct GptModel::Impl {
   explicit Impl(const GptConfig& config)
       : cfg(config),
         units(gpt_units(config)),
+        base(gpt_base_units(config)),
         L(config.layers),
         C(config.hidden),
         T(config.seq_len),
         V(config.vocab),
-        NH(config.heads) {
+        NH(config.heads),
+        R(std::size_t(config.lora_rank)),
+        lora_scale(config.lora_rank > 0 ? config.lora_alpha / float(config.lora_rank) : 0.0f) {
     for (const auto& u : units) {
       std::size_t view = u.param_count;
       for (int r : u.reads) view += units[static_cast<std::size_t>(r)].param_count;
@@ -221,6 +264,7 @@ struct GptModel::Impl {
       a.ln2_rstd = take(BT);
       a.fch = take(BT * 4 * C);
       a.fch_gelu = take(BT * 4 * C);
+      for (int i = 0; i < kLoraTargets; ++i) a.lora_u[i] = adapted(i) ? take(BT * R) : nullptr;
     }
     lnf = take(BT * C);
     lnf_mean = take(BT);
@@ -235,6 +279,7 @@ struct GptModel::Impl {
     dfch = take(BT * 4 * C);
     dlogits = take(BT * V);
     datt = take(T * T);
+    dlora = lora() ? take(BT * R) : nullptr;
     ZERODP_CHECK(next == arena.data() + arena.size());
     capacity = samples;
     allocate_gemm_scratch();
@@ -262,44 +307,85 @@ struct GptModel::Impl {
     const auto& reads = units[u].reads;
     ZERODP_CHECK(views.params.size() == 1 + reads.size());
     ZERODP_CHECK(!with_grads || views.grads.size() == views.params.size());
+    ZERODP_CHECK(views.frozen.size() == (lora() ? views.params.size() : 0));
     for (std::size_t i = 0; i < views.params.size(); ++i) {
-      const std::size_t n = units[i == 0 ? u : static_cast<std::size_t>(reads[i - 1])].param_count;
-      ZERODP_CHECK(views.params[i].size() == n);
-      ZERODP_CHECK(!with_grads || views.grads[i].size() == n);
+      const UnitInfo& unit = units[i == 0 ? u : static_cast<std::size_t>(reads[i - 1])];
+      ZERODP_CHECK(views.params[i].size() == unit.param_count);
+      ZERODP_CHECK(!with_grads || views.grads[i].size() == unit.param_count);
+      ZERODP_CHECK(!lora() || views.frozen[i].size() == unit.frozen_count);
     }
+  }
+
+  // The base's weights of view i: the frozen view under LoRA, the trained one without.
+  const float* weights(const UnitViews& views, std::size_t i) const {
+    return lora() ? views.frozen[i].data() : views.params[i].data();
+  }
+
+  // LoRA's forward for target i: u = inp A^T, kept, then out += scale u B^T.
+  void lora_forward(int i, float* out, float* u, const float* inp,
+                    const LoraTensors<const float>& w, std::size_t BT, std::size_t in,
+                    std::size_t out_dim, const GemmCompute& how) {
+    if (!adapted(i)) return;
+    gemm(how, Trans::no, Trans::yes, BT, R, in, 1.0f, inp, w.a[i], 0.0f, u);
+    gemm(how, Trans::no, Trans::yes, BT, out_dim, R, lora_scale, u, w.b[i], 1.0f, out);
+  }
+  // Its backward, given dout: dB += scale dout^T u; du = scale dout B; dA += du^T inp;
+  // dinp += du A (dinp already holds the base's dout W).
+  void lora_backward(int i, float* dinp, float* du, const float* dout, const float* inp,
+                     const float* u, const LoraTensors<const float>& w, const LoraTensors<float>& g,
+                     std::size_t BT, std::size_t in, std::size_t out_dim, const GemmCompute& how) {
+    if (!adapted(i)) return;
+    gemm(how, Trans::yes, Trans::no, out_dim, R, BT, lora_scale, dout, u, 1.0f, g.b[i]);
+    gemm(how, Trans::no, Trans::no, BT, R, out_dim, lora_scale, dout, w.b[i], 0.0f, du);
+    gemm(how, Trans::yes, Trans::no, R, in, BT, 1.0f, du, inp, 1.0f, g.a[i]);
+    gemm(how, Trans::no, Trans::no, BT, in, R, 1.0f, du, w.a[i], 1.0f, dinp);
   }
 
   // Block l's internals from sample s.first on.
   BlockActs acts(std::size_t l, const Samples& s) const {
-    return rows_from(blocks[cfg.checkpoint_activations ? 0 : l], s.first * T, C, NH, T);
+    return rows_from(blocks[cfg.checkpoint_activations ? 0 : l], s.first * T, C, NH, T, R);
   }
 
   // Block l (0-based) from x[l] into x[l + 1], for samples s.
-  void block_forward(std::size_t l, const float* params, const Samples& s, const GemmCompute& how) {
-    const BlockTensors<const float> w(params, units[l + 1]);
+  // weights: the block's base tensors; adapters: its LoRA tensors (unused without LoRA).
+  void block_forward(std::size_t l, const float* weights, const float* adapters, const Samples& s,
+                     const GemmCompute& how) {
+    const BlockTensors<const float> w(weights, base[l + 1]);
+    const LoraTensors<const float> lw(adapters, units[l + 1], lora() ? cfg.lora_targets : 0u);
     const BlockActs a = acts(l, s);
     const std::size_t BT = s.count * T, r0 = s.first * T;
     const float* in = x[l] + r0 * C;
+    float* out = x[l + 1] + r0 * C;
     layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, in, w[kLn1Weight], w[kLn1Bias], BT, C);
     matmul_forward(a.qkv, a.ln1, w[kAttnWeight], w[kAttnBias], BT, C, 3 * C, how);
+    lora_forward(0, a.qkv, a.lora_u[0], a.ln1, lw, BT, C, 3 * C, how);
     attention_forward(a.atty, a.att, a.qkv, s.count, T, C, NH, how);
     matmul_residual_forward(a.res2, in, a.atty, w[kAttnProjWeight], w[kAttnProjBias], BT, C, C,
                             how);
+    lora_forward(1, a.res2, a.lora_u[1], a.atty, lw, BT, C, C, how);
     layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w[kLn2Weight], w[kLn2Bias], BT, C);
     matmul_forward(a.fch, a.ln2, w[kFcWeight], w[kFcBias], BT, C, 4 * C, how);
+    lora_forward(2, a.fch, a.lora_u[2], a.ln2, lw, BT, C, 4 * C, how);
     gelu_forward_keep_slope(a.fch_gelu, a.fch, a.fch, BT * 4 * C);
-    matmul_residual_forward(x[l + 1] + r0 * C, a.res2, a.fch_gelu, w[kFcProjWeight], w[kFcProjBias],
-                            BT, 4 * C, C, how);
+    matmul_residual_forward(out, a.res2, a.fch_gelu, w[kFcProjWeight], w[kFcProjBias], BT, 4 * C, C,
+                            how);
+    lora_forward(3, out, a.lora_u[3], a.fch_gelu, lw, BT, 4 * C, C, how);
   }
 
   // On entry dres = d loss / d x[l + 1]; on exit dres = d loss / d x[l] (samples s).
-  void block_backward(std::size_t l, const float* params, float* grads, const Samples& s,
-                      float* att_scratch, const GemmCompute& how) {
-    const BlockTensors<const float> w(params, units[l + 1]);
-    const BlockTensors<float> g(grads, units[l + 1]);
+  // grads: the base's gradients (null under LoRA: the base is frozen); adapter_grads: the
+  // adapters' (unused without LoRA).
+  void block_backward(std::size_t l, const float* weights, const float* adapters, float* grads,
+                      float* adapter_grads, const Samples& s, float* att_scratch,
+                      const GemmCompute& how) {
+    const BlockTensors<const float> w(weights, base[l + 1]);
+    const LoraTensors<const float> lw(adapters, units[l + 1], lora() ? cfg.lora_targets : 0u);
+    const LoraTensors<float> lg(adapter_grads, units[l + 1], lora() ? cfg.lora_targets : 0u);
+    // Under LoRA every base tensor's gradient pointer is null: the layers then skip them.
+    const BlockTensors<float> g(grads, base[l + 1]);
     if (cfg.checkpoint_activations)
-      block_forward(l, params, s, how);  // refills acts(l); rewrites
-                                         // x[l + 1] with the same bits
+      block_forward(l, weights, adapters, s, how);  // refills acts(l); rewrites
+                                                    // x[l + 1] with the same bits
     const BlockActs a = acts(l, s);
     const std::size_t BT = s.count * T, r0 = s.first * T;
     float* dr = dres + r0 * C;
@@ -307,18 +393,23 @@ struct GptModel::Impl {
     float* dy = datty + r0 * C;
     float* dq = dqkv + r0 * 3 * C;
     float* df = dfch + r0 * 4 * C;  // d fch_gelu, then d fch in place
+    float* du = lora() ? dlora + r0 * R : nullptr;
     // MLP branch: x[l+1] = res2 + fcproj, so d fcproj = dres.
     matmul_backward(df, g[kFcProjWeight], g[kFcProjBias], dr, a.fch_gelu, w[kFcProjWeight], BT,
                     4 * C, C, how);
+    lora_backward(3, df, du, dr, a.fch_gelu, a.lora_u[3], lw, lg, BT, 4 * C, C, how);
     gelu_backward_from_slope(df, g[kFcBias], a.fch, df, BT, 4 * C);
     matmul_backward(dl, g[kFcWeight], nullptr, df, a.ln2, w[kFcWeight], BT, C, 4 * C, how);
+    lora_backward(2, dl, du, df, a.ln2, a.lora_u[2], lw, lg, BT, C, 4 * C, how);
     layernorm_backward(dr, g[kLn2Weight], g[kLn2Bias], dl, a.res2, w[kLn2Weight], a.ln2_mean,
                        a.ln2_rstd, BT, C);  // dres is now d res2
     // Attention branch: res2 = x + attproj, so d attproj = dres.
     matmul_backward(dy, g[kAttnProjWeight], g[kAttnProjBias], dr, a.atty, w[kAttnProjWeight], BT, C,
                     C, how);
+    lora_backward(1, dy, du, dr, a.atty, a.lora_u[1], lw, lg, BT, C, C, how);
     attention_backward(dq, att_scratch, dy, a.qkv, a.att, s.count, T, C, NH, how);
     matmul_backward(dl, g[kAttnWeight], g[kAttnBias], dq, a.ln1, w[kAttnWeight], BT, C, 3 * C, how);
+    lora_backward(0, dl, du, dq, a.ln1, a.lora_u[0], lw, lg, BT, C, 3 * C, how);
     layernorm_backward(dr, g[kLn1Weight], g[kLn1Bias], dl, x[l] + r0 * C, w[kLn1Weight], a.ln1_mean,
                        a.ln1_rstd, BT, C);  // dres is now d x[l]
   }
@@ -326,45 +417,47 @@ struct GptModel::Impl {
   void final_forward(const float* params, const float* embeddings, const Samples& s,
                      const GemmCompute& how) {
     const std::size_t BT = s.count * T, r0 = s.first * T;
-    const float* wte = embeddings + units[0].tensors[kWte].offset;
+    const float* wte = embeddings + base[0].tensors[kWte].offset;
     layernorm_forward(lnf + r0 * C, lnf_mean + r0, lnf_rstd + r0, x[L] + r0 * C,
-                      params + units[L + 1].tensors[kLnfWeight].offset,
-                      params + units[L + 1].tensors[kLnfBias].offset, BT, C);
+                      params + base[L + 1].tensors[kLnfWeight].offset,
+                      params + base[L + 1].tensors[kLnfBias].offset, BT, C);
     matmul_forward(logits + r0 * V, lnf + r0 * C, wte, nullptr, BT, C, V, how);  // tied to wte
     crossentropy_softmax_forward(probs + r0 * V, losses + r0, logits + r0 * V, targets.data() + r0,
                                  BT, V);
   }
 
+  // grads and embedding_grads null: a frozen final unit and embedding (LoRA).
   void final_backward(const float* params, const float* embeddings, float* grads,
                       float* embedding_grads, const Samples& s, const GemmCompute& how) {
     const std::size_t BT = s.count * T, r0 = s.first * T;
-    const auto& lnf_tensors = units[L + 1].tensors;
-    const std::size_t wte_offset = units[0].tensors[kWte].offset;
+    const auto& lnf_tensors = base[L + 1].tensors;
+    const std::size_t wte_offset = base[0].tensors[kWte].offset;
+    auto at = [](float* g, std::size_t offset) { return g == nullptr ? nullptr : g + offset; };
     // The objective is grad_scale * mean over the micro-batch's B*T positions of the losses.
     const float dloss = grad_scale / static_cast<float>(B * T);
     crossentropy_softmax_backward(dlogits + r0 * V, probs + r0 * V, targets.data() + r0, dloss, BT,
                                   V);
-    matmul_backward(dln + r0 * C, embedding_grads + wte_offset, nullptr, dlogits + r0 * V,
+    matmul_backward(dln + r0 * C, at(embedding_grads, wte_offset), nullptr, dlogits + r0 * V,
                     lnf + r0 * C, embeddings + wte_offset, BT, C, V, how);
     float* dr = dres + r0 * C;
     std::fill(dr, dr + BT * C, 0.0f);  // the residual stream's gradient starts here
-    layernorm_backward(dr, grads + lnf_tensors[kLnfWeight].offset,
-                       grads + lnf_tensors[kLnfBias].offset, dln + r0 * C, x[L] + r0 * C,
+    layernorm_backward(dr, at(grads, lnf_tensors[kLnfWeight].offset),
+                       at(grads, lnf_tensors[kLnfBias].offset), dln + r0 * C, x[L] + r0 * C,
                        params + lnf_tensors[kLnfWeight].offset, lnf_mean + r0, lnf_rstd + r0, BT,
                        C);
   }
 
   void forward(std::size_t u, const UnitViews& views) {
-    const float* p = views.params[0].data();
+    const float* p = weights(views, 0);
     for_lanes([&](Samples s, int lane) {
       if (u == 0) {
         encoder_forward(x[0] + s.first * T * C, tokens.data() + s.first * T,
-                        p + units[0].tensors[kWte].offset, p + units[0].tensors[kWpe].offset,
-                        s.count, T, C);
+                        p + base[0].tensors[kWte].offset, p + base[0].tensors[kWpe].offset, s.count,
+                        T, C);
       } else if (u <= L) {
-        block_forward(u - 1, p, s, how(lane));
+        block_forward(u - 1, p, views.params[0].data(), s, how(lane));
       } else {
-        final_forward(p, views.params[1].data(), s, how(lane));
+        final_forward(p, weights(views, 1), s, how(lane));
       }
     });
     if (u == L + 1) {
@@ -378,15 +471,22 @@ struct GptModel::Impl {
   // Unit u's backward for samples s, adding its gradients into grads (one pointer per view).
   void unit_backward(std::size_t u, const UnitViews& views, const std::vector<float*>& grads,
                      const Samples& s, float* att_scratch, const GemmCompute& how) {
-    const float* p = views.params[0].data();
+    const float* p = weights(views, 0);
     float* g = grads[0];
     if (u == 0) {
-      encoder_backward(g + units[0].tensors[kWte].offset, g + units[0].tensors[kWpe].offset,
+      if (lora()) return;  // a frozen embedding: nothing before it needs a gradient
+      encoder_backward(g + base[0].tensors[kWte].offset, g + base[0].tensors[kWpe].offset,
                        dres + s.first * T * C, tokens.data() + s.first * T, s.count, T, C);
     } else if (u <= L) {
-      block_backward(u - 1, p, g, s, att_scratch, how);
+      if (lora()) {
+        block_backward(u - 1, p, views.params[0].data(), nullptr, g, s, att_scratch, how);
+      } else {
+        block_backward(u - 1, p, nullptr, g, nullptr, s, att_scratch, how);
+      }
+    } else if (lora()) {
+      final_backward(p, weights(views, 1), nullptr, nullptr, s, how);
     } else {
-      final_backward(p, views.params[1].data(), g, grads[1], s, how);
+      final_backward(p, weights(views, 1), g, grads[1], s, how);
     }
   }
 

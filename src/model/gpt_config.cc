@@ -1,6 +1,7 @@
 // The GPT's configuration, its flat layout (units and tensors) and its initialisation.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "model/gpt_tensors.h"
@@ -42,6 +43,66 @@ void GptConfig::validate() const {
     throw InvalidArgument(
         "vocab", "vocab must be 256 (the model reads bytes), got " + std::to_string(vocab));
   }
+  if (lora_rank == 0) return;
+  // A rank above the narrowest side of a projection (C) adds nothing a full update lacks.
+  check_range("lora_rank", lora_rank, 0, hidden);
+  if (!(lora_alpha > 0.0f) || !std::isfinite(lora_alpha)) {
+    throw InvalidArgument("lora_alpha", field_ref("lora_alpha") +
+                                            " must be a finite number above 0, got " +
+                                            std::to_string(lora_alpha));
+  }
+  if (lora_targets == 0 || (lora_targets & ~unsigned{kLoraAllTargets}) != 0) {
+    throw InvalidArgument("lora_targets",
+                          field_ref("lora_targets") +
+                              " must name at least one of attn.c_attn, attn.c_proj, mlp.c_fc and "
+                              "mlp.c_proj");
+  }
+}
+
+const char* lora_target_name(int i) {
+  static constexpr const char* kNames[kLoraTargets] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc",
+                                                       "mlp.c_proj"};
+  ZERODP_CHECK(i >= 0 && i < kLoraTargets);
+  return kNames[i];
+}
+
+namespace {
+
+// Inputs and outputs of the projection LoRA target i adapts.
+struct LoraShape {
+  std::size_t in, out;
+};
+LoraShape lora_shape(int i, std::size_t C) {
+  switch (i) {
+    case 0:
+      return {C, 3 * C};
+    case 1:
+      return {C, C};
+    case 2:
+      return {C, 4 * C};
+    default:
+      return {4 * C, C};
+  }
+}
+
+std::size_t lora_target_count(unsigned targets) {
+  std::size_t n = 0;
+  for (int i = 0; i < kLoraTargets; ++i) n += (targets >> i) & 1u;
+  return n;
+}
+
+}  // namespace
+
+std::size_t GptConfig::lora_param_count() const {
+  if (lora_rank == 0) return 0;
+  std::size_t per_layer = 0;
+  for (int i = 0; i < kLoraTargets; ++i) {
+    if ((lora_targets >> i) & 1u) {
+      const LoraShape shape = lora_shape(i, std::size_t(hidden));
+      per_layer += std::size_t(lora_rank) * (shape.in + shape.out);
+    }
+  }
+  return std::size_t(layers) * per_layer;
 }
 
 std::size_t GptConfig::param_count() const {
@@ -58,7 +119,10 @@ std::size_t GptConfig::activation_bytes(std::size_t micro_batch) const {
                                    + (C + 2 * V + 3)               // ln_f, logits, probs, losses
                                    + (10 * C + V)) +               // backward scratch
                              T * T;                                // attention backward scratch
-  return 4 * floats + 2 * BT;                                      // + tokens and targets
+  const std::size_t lora =
+      lora_rank == 0 ? 0
+                     : BT * std::size_t(lora_rank) * (sets * lora_target_count(lora_targets) + 1);
+  return 4 * (floats + lora) + 2 * BT;  // + tokens and targets
 }
 
 std::size_t GptConfig::gemm_scratch_floats(std::size_t rows) const {
@@ -72,9 +136,22 @@ std::size_t GptConfig::gemm_scratch_floats(std::size_t rows) const {
 }
 
 std::string GptConfig::describe() const {
-  return "GPT-2 (byte-level): " + std::to_string(layers) + " layers, " + std::to_string(heads) +
-         " heads, hidden " + std::to_string(hidden) + ", context " + std::to_string(seq_len) +
-         ", vocab " + std::to_string(vocab);
+  std::string s = "GPT-2 (byte-level): " + std::to_string(layers) + " layers, " +
+                  std::to_string(heads) + " heads, hidden " + std::to_string(hidden) +
+                  ", context " + std::to_string(seq_len) + ", vocab " + std::to_string(vocab);
+  if (lora_rank == 0) return s;
+  char alpha[32];
+  std::snprintf(alpha, sizeof alpha, "%g", double(lora_alpha));
+  s += ", LoRA rank " + std::to_string(lora_rank) + " alpha " + alpha + " on";
+  const char* sep = " ";
+  for (int i = 0; i < kLoraTargets; ++i) {
+    if ((lora_targets >> i) & 1u) {
+      s += sep;
+      s += lora_target_name(i);
+      sep = ", ";
+    }
+  }
+  return s;
 }
 
 namespace {
@@ -96,6 +173,33 @@ void add_tensor(UnitInfo& unit, std::string name, std::vector<std::size_t> shape
 }  // namespace
 
 std::vector<UnitInfo> gpt_units(const GptConfig& config) {
+  std::vector<UnitInfo> units = gpt_base_units(config);
+  if (config.lora_rank == 0) return units;
+  const std::size_t R = std::size_t(config.lora_rank), C = std::size_t(config.hidden);
+  std::size_t offset = 0, frozen_offset = 0;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    UnitInfo& unit = units[u];
+    unit.frozen_tensors = std::move(unit.tensors);
+    unit.frozen_count = unit.param_count;
+    unit.frozen_offset = frozen_offset;
+    frozen_offset += unit.frozen_count;
+    unit.tensors.clear();
+    unit.param_count = 0;
+    const bool block = u >= 1 && u + 1 < units.size();
+    for (int i = 0; block && i < kLoraTargets; ++i) {
+      if (((config.lora_targets >> i) & 1u) == 0) continue;
+      const LoraShape shape = lora_shape(i, C);
+      const std::string name = unit.name + "." + lora_target_name(i);
+      add_tensor(unit, name + ".lora_A.weight", {R, shape.in});
+      add_tensor(unit, name + ".lora_B.weight", {shape.out, R});
+    }
+    unit.param_offset = offset;
+    offset += unit.param_count;
+  }
+  return units;
+}
+
+std::vector<UnitInfo> gpt_base_units(const GptConfig& config) {
   const std::size_t L = config.layers, C = config.hidden, T = config.seq_len, V = config.vocab;
   std::vector<UnitInfo> units;
 
@@ -139,13 +243,15 @@ std::vector<UnitInfo> gpt_units(const GptConfig& config) {
 // N(0, 0.02 / sqrt(2 L)), biases 0, LayerNorm weights 1. Element j of unit u is
 // counter_normal(seed, u, j) (common/rng.h) times its standard deviation: no element depends
 // on another's draw, on the rank or on the stage.
-void GptModel::init_unit(int unit, std::span<float> params, std::uint64_t seed) const {
-  const auto& info = units().at(static_cast<std::size_t>(unit));
+namespace {
+
+void init_base_unit(const GptConfig& config, const UnitInfo& info, int unit,
+                    std::span<float> params, std::uint64_t seed) {
   ZERODP_CHECK(params.size() == info.param_count);
   const auto stream = static_cast<std::uint64_t>(unit);
   const double std_weight = 0.02;
-  const double std_residual = 0.02 / std::sqrt(2.0 * config().layers);
-  const bool block = unit >= 1 && unit <= config().layers;
+  const double std_residual = 0.02 / std::sqrt(2.0 * config.layers);
+  const bool block = unit >= 1 && unit <= config.layers;
   for (std::size_t t = 0; t < info.tensors.size(); ++t) {
     const auto& tensor = info.tensors[t];
     const std::size_t end =
@@ -164,6 +270,47 @@ void GptModel::init_unit(int unit, std::span<float> params, std::uint64_t seed) 
           std_dev == 0.0 ? constant : static_cast<float>(std_dev * counter_normal(seed, stream, j));
     }
   }
+}
+
+// Streams of the adapters' draws, apart from the base's (a unit's number).
+constexpr std::uint64_t kLoraStreams = std::uint64_t{1} << 32;
+
+}  // namespace
+
+void GptModel::init_unit(int unit, std::span<float> params, std::uint64_t seed) const {
+  const auto& info = units().at(static_cast<std::size_t>(unit));
+  if (config().lora_rank == 0) {
+    init_base_unit(config(), info, unit, params, seed);
+    return;
+  }
+  // A: uniform in +-1/sqrt(in), in = its shape's columns; B: zero.
+  ZERODP_CHECK(params.size() == info.param_count);
+  const auto stream = kLoraStreams + static_cast<std::uint64_t>(unit);
+  for (std::size_t t = 0; t < info.tensors.size(); ++t) {
+    const auto& tensor = info.tensors[t];
+    const std::size_t n = tensor.shape[0] * tensor.shape[1];
+    float* at = params.data() + tensor.offset;
+    if (t % 2 == 1) {
+      std::fill_n(at, n, 0.0f);
+      continue;
+    }
+    const double bound = 1.0 / std::sqrt(double(tensor.shape[1]));
+    for (std::size_t j = 0; j < n; ++j) {
+      const double u = counter_uniform(seed, stream, tensor.offset + j);
+      at[j] = static_cast<float>(bound * (2.0 * u - 1.0));
+    }
+  }
+}
+
+void GptModel::init_frozen_unit(int unit, std::span<float> frozen, std::uint64_t seed) const {
+  const auto u = static_cast<std::size_t>(unit);
+  ZERODP_CHECK_MSG(config().lora_rank > 0, "a GPT without LoRA has no frozen parameters");
+  ZERODP_CHECK(u < units().size());
+  // The base as GptModel without LoRA would initialise it: the same unit numbers and draws.
+  UnitInfo base;
+  base.param_count = units()[u].frozen_count;
+  base.tensors = units()[u].frozen_tensors;
+  init_base_unit(config(), base, unit, frozen, seed);
 }
 
 }  // namespace zerodp::model

@@ -72,6 +72,14 @@ void layernorm_backward(float* __restrict dinp, float* __restrict dweight, float
     const float dnorm_norm_mean =
         lane_sum(C, [=](std::size_t c) { return weight[c] * dy[c] * ((x[c] - m) * s); }) /
         static_cast<float>(C);
+    if (dweight == nullptr) {  // a frozen norm: the input's gradient alone, the same bits
+      for (std::size_t c = 0; c < C; ++c) {
+        const float xhat = (x[c] - m) * s;
+        const float dnorm = weight[c] * dy[c];
+        dx[c] += ((dnorm - dnorm_mean) - xhat * dnorm_norm_mean) * s;
+      }
+      continue;
+    }
     for (std::size_t c = 0; c < C; ++c) {
       const float xhat = (x[c] - m) * s;
       const float dnorm = weight[c] * dy[c];
@@ -106,6 +114,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* weight, std::size_t BT, std::size_t C, std::size_t OC,
                      const GemmCompute& how) {
   gemm(how, Trans::no, Trans::no, BT, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);  // dout W
+  if (dweight == nullptr) return;  // a frozen weight (and its bias)
   // += dout^T inp: the same stored dout, whose rounding the product above left in the scratch.
   gemm(how, Trans::yes, Trans::no, OC, C, BT, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, Reuse::a);
   if (dbias != nullptr) {
@@ -185,6 +194,10 @@ void gelu_backward_from_slope(float* dinp, float* __restrict dbias, const float*
     float* dx = dinp + i * OC;
     const float* s = slope + i * OC;
     const float* dy = dout + i * OC;
+    if (dbias == nullptr) {  // a frozen bias
+      for (std::size_t o = 0; o < OC; ++o) dx[o] = s[o] * dy[o];
+      continue;
+    }
     for (std::size_t o = 0; o < OC; ++o) {
       dx[o] = s[o] * dy[o];
       dbias[o] += dx[o];

@@ -114,6 +114,26 @@ UnitLayout unit_layout(const EngineModel& model) {
     layout.tensor_cols.insert(layout.tensor_cols.end(), {0, 0});
     layout.reads.assign(layout.counts.size(), {});
     layout.reads.back() = {0};
+    if (g->lora_rank > 0) {
+      // The base is frozen; each block trains A [R, in] and B [out, R] of every adapted
+      // projection, in model/gpt.h's target order (c_attn, attn c_proj, c_fc, mlp c_proj).
+      const std::uint64_t R = g->lora_rank;
+      const std::uint64_t shapes[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+      layout.frozen = layout.counts;
+      layout.tensors.clear();
+      layout.tensor_cols.clear();
+      for (std::size_t u = 0; u < layout.counts.size(); ++u) {
+        layout.counts[u] = 0;
+        if (u == 0 || u + 1 == layout.counts.size()) continue;
+        for (int i = 0; i < 4; ++i) {
+          if (((g->lora_targets >> i) & 1u) == 0) continue;
+          const std::uint64_t in = shapes[i][0], out = shapes[i][1];
+          layout.tensors.insert(layout.tensors.end(), {R * in, out * R});
+          layout.tensor_cols.insert(layout.tensor_cols.end(), {in, R});
+          layout.counts[u] += R * (in + out);
+        }
+      }
+    }
   } else {
     const auto& m = std::get<MlpShape>(model);
     layout.counts.assign(m.depth, m.width * m.width + m.width);
@@ -123,6 +143,7 @@ UnitLayout unit_layout(const EngineModel& model) {
       layout.tensor_cols.insert(layout.tensor_cols.end(), {m.width, 0});
     }
   }
+  layout.frozen.resize(layout.counts.size(), 0);
   return layout;
 }
 
@@ -143,6 +164,12 @@ std::uint64_t gpt_activation_bytes(const GptShape& s, std::uint64_t micro_batch,
                             + (10 * C + V))                 // backward scratch
                       + T * T;                              // attention backward scratch
   u128 bytes = 4 * floats + 2 * BT;                         // + tokens and targets (bytes)
+  if (s.lora_rank > 0) {
+    // Each adapted input times A^T, per block set, and one [BT, R] for the backward.
+    u128 k = 0;
+    for (int i = 0; i < 4; ++i) k += (s.lora_targets >> i) & 1u;
+    bytes += 4 * BT * u128(s.lora_rank) * (sets * k + 1);
+  }
   if (model_threads > 1) {
     const UnitLayout layout = unit_layout(s);
     u128 max_view = 0;
@@ -192,16 +219,24 @@ FactoredLayout factored_layout_of(const EngineRun& run, const UnitLayout& layout
 struct Fixed {
   UnitLayout layout;
   u128 total = 0, max_unit = 0, max_view = 0, read_units = 0;
+  // The frozen layout's (a LoRA base): elements, largest unit, largest unit with its reads.
+  u128 frozen_total = 0, frozen_max_unit = 0, frozen_max_view = 0;
   Slots slots;
   Fixed(const EngineModel& model, bool prefetch)
       : layout(unit_layout(model)), slots(gather_slots(layout, prefetch)) {
     std::vector<bool> is_read(layout.counts.size(), false);
     for (std::size_t u = 0; u < layout.counts.size(); ++u) {
-      u128 view = layout.counts[u];
-      for (int r : layout.reads[u]) view += layout.counts[r], is_read[r] = true;
+      u128 view = layout.counts[u], frozen_view = layout.frozen[u];
+      for (int r : layout.reads[u]) {
+        view += layout.counts[r], is_read[r] = true;
+        frozen_view += layout.frozen[r];
+      }
       max_view = std::max(max_view, view);
       max_unit = std::max<u128>(max_unit, layout.counts[u]);
       total += layout.counts[u];
+      frozen_max_view = std::max(frozen_max_view, frozen_view);
+      frozen_max_unit = std::max<u128>(frozen_max_unit, layout.frozen[u]);
+      frozen_total += layout.frozen[u];
     }
     for (std::size_t u = 0; u < layout.counts.size(); ++u) {
       read_units += is_read[u] ? layout.counts[u] : 0;
@@ -223,10 +258,15 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   const u128 max_bucket = std::min<u128>(E, f.max_unit);
   const u128 max_chunk = shard_of(std::uint64_t(max_bucket), run.ranks, 0).capacity;
   const Sharding shards = sharding(run.stage);
+  u128 frozen_local = 0;  // this rank's chunks of the frozen base's buckets
+  for (std::uint64_t c : f.layout.frozen) {
+    frozen_local += u128(c / E) * full_chunk + shard_of(c % E, run.ranks, rank).size;
+  }
+  const u128 frozen_held = shards.parameters ? frozen_local : f.frozen_total;
 
   RankPeak p;
   auto set = [&p](Category c, u128 bytes) { p.bytes[static_cast<int>(c)] = saturated(bytes); };
-  set(Category::params16, 2 * (shards.parameters ? local : f.total));
+  set(Category::params16, 2 * ((shards.parameters ? local : f.total) + frozen_held));
   set(Category::grads16, 2 * (shards.gradients ? local : f.total));
   const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
   set(Category::master32, optimizer);
@@ -259,7 +299,8 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
 
   // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
   // grads of units that others read (kept across the backward pass).
-  u128 scratch = 4 * (f.max_view + f.max_unit + f.read_units) + optimizer_scratch;
+  u128 scratch =
+      4 * (f.max_view + f.max_unit + f.read_units + f.frozen_max_view) + optimizer_scratch;
   if (shards.gradients) {
     scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
     u128 buckets = 2 * (2 * max_bucket + 2 * max_chunk);
@@ -301,8 +342,10 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
                      shard_of(c % E, run.hpz_ranks(), host_rank).size;
       }
     }
+    // A frozen base has a gatherer of its own, with as many slots (the same order and reads).
+    const u128 frozen_slots = f.frozen_total > 0 ? u128(f.slots.count) * 2 * f.frozen_max_unit : 0;
     set(Category::gathered_params,
-        u128(f.slots.count) * (2 * f.max_unit + staging) + 2 * secondary);
+        u128(f.slots.count) * (2 * f.max_unit + staging) + 2 * secondary + frozen_slots);
     p.moment = std::max(p.moment, f.slots.grown_in);
   }
   for (std::uint64_t b : p.bytes) p.peak_bytes = add(p.peak_bytes, b);

@@ -101,6 +101,7 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
     max_view = std::max(max_view, view);
   }
   param32 = Buffer<float>(ledger, Category::scratch32, max_view);
+  allocate_frozen();
   grad32 = Buffer<float>(ledger, Category::scratch32, part.max_unit);
   read_grad32.resize(units.size());
   for (std::size_t u = 0; u < units.size(); ++u) {
@@ -113,6 +114,9 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
     gatherer.emplace(units, part, comm, ledger, opt.precision, opt.prefetch,
                      opt.zeropp.qwz ? opt.qwz_block : 0,
                      opt.zeropp.hpz ? hosts.host.get() : nullptr);
+    if (has_frozen()) {
+      frozen_gatherer.emplace(frozen_units, frozen_part, comm, ledger, opt.precision, opt.prefetch);
+    }
   }
   reducer.emplace(sharding(opt.stage), units, part, comm, ledger, opt.precision, opt.overlap,
                   grads16.data(), hosts.host.get(), hosts.peers.get(),
@@ -122,6 +126,7 @@ Engine::Impl::Impl(model::Model& m, comm::Communicator& c, const data::SampleSou
   comm.reserve(3, DType::f32);
   param_gathers.resize(units.size());
   init_weights();
+  init_frozen();
 }
 
 Engine::Impl::CountIn::CountIn(Ledger& ledger, const EngineOptions& o, model::Model& m,
@@ -211,6 +216,18 @@ model::UnitViews Engine::Impl::views(int unit, bool with_grads) {
       v.grads.emplace_back(g, n);
     }
   }
+  if (!has_frozen()) return v;
+  at = 0;
+  for (int u : list) {
+    const std::size_t n = units[u].frozen_count;
+    const std::uint16_t* from = frozen16_of(u);
+    float* to = frozen32.data() + at;
+    split(n, [&](std::size_t b, std::size_t e) {
+      half_to_float(opt.precision, from + b, to + b, e - b);
+    });
+    v.frozen.emplace_back(to, n);
+    at += n;
+  }
   return v;
 }
 
@@ -218,11 +235,16 @@ void Engine::Impl::forward_pass(std::vector<double>* unit_seconds) {
   std::vector<int> order(units.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   if (gatherer) gatherer->begin_pass(order, params16.data(), ParamGatherer::Pass::forward);
+  if (frozen_gatherer) {
+    frozen_gatherer->begin_pass(order, frozen16.data(), ParamGatherer::Pass::forward);
+  }
   ComputeClock clock([this] { return stats().wait_seconds(); });
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (gatherer) gatherer->acquire(i);
+    if (frozen_gatherer) frozen_gatherer->acquire(i);
     model.forward(order[i], views(order[i], false));
     if (gatherer) gatherer->release(i);
+    if (frozen_gatherer) frozen_gatherer->release(i);
     if (unit_seconds) (*unit_seconds)[order[i]] += clock.lap();
   }
 }
@@ -235,13 +257,18 @@ void Engine::Impl::backward_pass(bool first_micro, bool last_micro,
     if (is_read[u]) std::fill_n(read_grad32.data()[u].data(), units[u].param_count, 0.0f);
   }
   if (gatherer) gatherer->begin_pass(order, params16.data(), ParamGatherer::Pass::backward);
+  if (frozen_gatherer) {
+    frozen_gatherer->begin_pass(order, frozen16.data(), ParamGatherer::Pass::backward);
+  }
   ComputeClock clock([this] { return stats().wait_seconds(); });
   for (std::size_t i = 0; i < order.size(); ++i) {
     const int unit = order[i];
     if (gatherer) gatherer->acquire(i);
+    if (frozen_gatherer) frozen_gatherer->acquire(i);
     if (!is_read[unit]) std::fill_n(grad32.data(), units[unit].param_count, 0.0f);
     model.backward(unit, views(unit, true));
     if (gatherer) gatherer->release(i);
+    if (frozen_gatherer) frozen_gatherer->release(i);
     const float* g = is_read[unit] ? read_grad32[unit].data() : grad32.data();
     reducer->unit_done(unit, {g, units[unit].param_count}, first_micro, last_micro);
     if (unit_seconds) (*unit_seconds)[unit] += clock.lap();
@@ -377,6 +404,7 @@ Engine::~Engine() {
     for (comm::Handle& h : handles) h.settle();
   }
   if (impl_->gatherer) impl_->gatherer->drain();
+  if (impl_->frozen_gatherer) impl_->frozen_gatherer->drain();
   if (impl_->reducer) impl_->reducer->drain();
 }
 

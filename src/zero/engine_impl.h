@@ -58,8 +58,15 @@ struct Engine::Impl {
   // The 16-bit params of a unit, ready for compute (stage 3: gathered beforehand).
   const std::uint16_t* params16_of(int unit) const;
   // fp32 views of a unit's params (and of the units it reads), and in backward of the
-  // gradients they accumulate into.
+  // gradients they accumulate into; and of their frozen params, when the model has them.
   model::UnitViews views(int unit, bool with_grads);
+  // The frozen params: allocated (whole, or this rank's chunks at stage 3) and initialised from
+  // the model (engine_frozen.cc).
+  void allocate_frozen();
+  void init_frozen();
+  // The 16-bit frozen params of a unit, ready for compute (stage 3: gathered beforehand).
+  const std::uint16_t* frozen16_of(int unit) const;
+  bool has_frozen() const { return frozen_part.total > 0; }
   // With unit_seconds, adds each unit's compute seconds (ComputeClock) into it.
   void forward_pass(std::vector<double>* unit_seconds = nullptr);
   void backward_pass(bool first_micro, bool last_micro, std::vector<double>* unit_seconds);
@@ -141,10 +148,19 @@ struct Engine::Impl {
   Buffer<float> param32, grad32;
   std::vector<Buffer<float>> read_grad32;  // persistent grads of units that others read
   std::vector<bool> is_read;
+  // Frozen params (model.h): the units as their frozen layout sees them (param_offset and
+  // param_count are the frozen ones), cut into buckets as the trained layout is; held in 16
+  // bits like params16 (and counted as params16): whole at stages 0-2, this rank's chunk of
+  // every bucket at stage 3. frozen32: the fp32 views of the largest unit with those it reads.
+  std::vector<model::UnitInfo> frozen_units;
+  Partition frozen_part;
+  Buffer<std::uint16_t> frozen16;
+  Buffer<float> frozen32;
 
   // ZeRO++'s host and peers (declared before the gatherer and the reducer, which issue on them).
   HostGroups hosts;
-  std::optional<ParamGatherer> gatherer;  // stage 3
+  std::optional<ParamGatherer> gatherer;         // stage 3
+  std::optional<ParamGatherer> frozen_gatherer;  // stage 3 with frozen params
   comm::Stats stats() const { return hosts.stats_with(comm); }
   std::optional<GradReducer> reducer;
   std::vector<std::vector<comm::Handle>> param_gathers;  // stages 1, 2: per unit, in flight

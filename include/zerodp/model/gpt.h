@@ -48,6 +48,18 @@
 
 namespace zerodp::model {
 
+// The projections LoRA may adapt, by PEFT's names for GPT-2's modules.
+enum LoraTarget : unsigned {
+  kLoraAttn = 1,      // attn.c_attn: q, k, v [3C, C]
+  kLoraAttnProj = 2,  // attn.c_proj [C, C]
+  kLoraFc = 4,        // mlp.c_fc [4C, C]
+  kLoraFcProj = 8,    // mlp.c_proj [C, 4C]
+  kLoraAllTargets = 15,
+};
+inline constexpr int kLoraTargets = 4;
+// "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj" for target bit i (0..3).
+const char* lora_target_name(int i);
+
 struct GptConfig {
   int layers = 4;     // --layers: transformer blocks L, >= 1
   int heads = 4;      // --heads: attention heads NH; must divide hidden
@@ -62,18 +74,31 @@ struct GptConfig {
   // product to bf16 and sums in fp32; the weights, gradients and every other operation are the
   // same. fp32 gives the bits of a model without the field.
   Compute compute = Compute::fp32;
+  // --lora-rank: 0 trains every parameter. R > 0 freezes every parameter of the model above
+  // (the base, frozen parameters of model.h) and trains, beside each projection W [out, in]
+  // that lora_targets names, A [R, in] and B [out, R]: the projection's output gains
+  // (lora_alpha / R) (x A^T) B^T, as PEFT's LoRA Linear computes it with lora_dropout 0.
+  // A starts uniform in +-1/sqrt(in) (PEFT's kaiming_uniform with a = sqrt(5)), B at zero,
+  // so the first forward is the base's.
+  int lora_rank = 0;
+  float lora_alpha = 16.0f;                 // --lora-alpha
+  unsigned lora_targets = kLoraAllTargets;  // --lora-targets: LoraTarget bits
 
-  // Throws InvalidArgument naming the field (layers, heads, hidden, seq_len) and the accepted
-  // values.
+  // Throws InvalidArgument naming the field (layers, heads, hidden, seq_len, lora_rank,
+  // lora_alpha, lora_targets) and the accepted values.
   void validate() const;
 
-  // V C + T C + L (12 C^2 + 13 C) + 2 C.
+  // V C + T C + L (12 C^2 + 13 C) + 2 C: the base's (frozen under LoRA).
   std::size_t param_count() const;
+  // LoRA's trained parameters: L R (sum over the targets of in + out); 0 without LoRA.
+  std::size_t lora_param_count() const;
 
   // Bytes GptModel holds for a micro-batch of B samples (see docs/gpt.md), with BT = B T and
   // S = 1 with checkpointing, L without:
-  //   4 * ( BT [ (L+1) C  +  S (17 C + 4 + NH T)  +  (C + 2 V + 3)  +  (14 C + V) ]  +  T T )
+  //   4 * ( BT [ (L+1) C  +  S (15 C + 4 + NH T)  +  (C + 2 V + 3)  +  (10 C + V) ]  +  T T )
   //   + 2 BT
+  // and under LoRA, for each block's set the inputs' products with A (R a position and
+  // target, k targets) and in backward one more [BT, R]:  + 4 BT R (S k + 1).
   std::size_t activation_bytes(std::size_t micro_batch) const;
 
   // Floats of the scratch one thread's bf16 products round their operands into, for `rows`
@@ -87,8 +112,12 @@ struct GptConfig {
 };
 
 // The unit table of a config: names, offsets, tensors (as GptModel::units() returns it).
-// Requires a valid config.
+// Under LoRA the units' params are the adapters ("h.{i}.attn.c_attn.lora_A.weight", ...; none
+// in the embeddings and the final unit) and their frozen tensors are the base's, as
+// gpt_base_units() lays them out. Requires a valid config.
 std::vector<UnitInfo> gpt_units(const GptConfig& config);
+// The base's table: every parameter trained, the layout above without LoRA.
+std::vector<UnitInfo> gpt_base_units(const GptConfig& config);
 
 class GptModel final : public Model {
  public:
@@ -115,6 +144,7 @@ class GptModel final : public Model {
   // Model.
   const std::vector<UnitInfo>& units() const override;
   void init_unit(int unit, std::span<float> params, std::uint64_t seed) const override;
+  void init_frozen_unit(int unit, std::span<float> frozen, std::uint64_t seed) const override;
   void begin_micro_batch(const MicroBatch& batch) override;
   void forward(int unit, const UnitViews& views) override;
   float loss() const override;

@@ -45,7 +45,7 @@ void layernorm_forward(float* out, float* mean, float* rstd,    // [B*T, C], [B*
                        const float* inp,                        // [B*T, C]
                        const float* weight, const float* bias,  // [C], [C]
                        std::size_t BT, std::size_t C);
-// Adds into dinp (it joins the residual stream), dweight and dbias.
+// Adds into dinp (it joins the residual stream), dweight and dbias; both null for a frozen norm.
 void layernorm_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [C], [C]
                         const float* dout,                          // [B*T, C]
                         const float* inp, const float* weight,      // [B*T, C], [C]
@@ -65,7 +65,8 @@ void matmul_residual_forward(float* out,                              // [B*T, O
                              const float* weight, const float* bias,  // [OC, C], [OC]
                              std::size_t BT, std::size_t C, std::size_t OC,
                              const GemmCompute& how = {});
-// Writes dinp; adds into dweight and dbias (dbias may be null when bias was).
+// Writes dinp; adds into dweight and dbias (dbias may be null when bias was). A frozen weight
+// passes dweight and dbias null: dinp alone is computed.
 void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [OC, C], [OC]
                      const float* dout,                          // [B*T, OC]
                      const float* inp, const float* weight,      // [B*T, C], [OC, C]
@@ -98,7 +99,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
 void gelu_forward_keep_slope(float* out, float* slope, const float* inp, std::size_t N);
 // Writes dinp = slope * dout, the same bits as gelu_backward; dinp may be dout itself. Adds
 // dinp summed over its rows into dbias: the gradient of the bias of the matmul that fed the
-// GELU, which that matmul_backward then skips (null dbias), saving it a pass over dinp.
+// GELU, which that matmul_backward then skips (null dbias), saving it a pass over dinp. A
+// frozen bias passes dbias null.
 void gelu_backward_from_slope(float* dinp, float* dbias,              // [B*T, OC], [OC]
                               const float* slope, const float* dout,  // [B*T, OC] each
                               std::size_t BT, std::size_t OC);

@@ -22,6 +22,12 @@
 //  - Activations are the model's own memory, allocated through the ledger given to
 //    set_ledger() (the engine's) as Category::activations, so a rank's budget covers them;
 //    activation_bytes() reports what it holds.
+//  - Frozen parameters (a LoRA model's base): a unit may also have frozen_count elements in a
+//    second flat layout, the frozen one, which units tile in the same order. The engine holds
+//    them in 16 bits (sharded and gathered like the others at stage 3) and hands them as fp32
+//    views in UnitViews::frozen, laid out as `params` is (the unit, then the units it reads);
+//    they have no gradients and no optimizer state, and no step changes them. A model without
+//    them leaves frozen_count 0 and never reads UnitViews::frozen.
 //  - Thread-safety: one Model object per rank; methods are called from that rank's thread.
 #pragma once
 
@@ -47,6 +53,10 @@ struct UnitInfo {
   std::size_t param_count = 0;
   std::vector<TensorInfo> tensors;
   std::vector<int> reads;  // earlier units whose params this unit also reads
+  // Frozen parameters: [frozen_offset, frozen_offset + frozen_count) of the frozen layout.
+  std::size_t frozen_offset = 0;
+  std::size_t frozen_count = 0;
+  std::vector<TensorInfo> frozen_tensors;  // offsets relative to frozen_offset
 };
 
 // The elements of each unit, in layout order (what a Partition cuts).
@@ -56,10 +66,18 @@ inline std::vector<std::size_t> param_counts(const std::vector<UnitInfo>& units)
   return counts;
 }
 
+// The frozen elements of each unit, in layout order.
+inline std::vector<std::size_t> frozen_counts(const std::vector<UnitInfo>& units) {
+  std::vector<std::size_t> counts;
+  for (const UnitInfo& u : units) counts.push_back(u.frozen_count);
+  return counts;
+}
+
 // fp32 views handed to a unit: index 0 is the unit itself, index i is UnitInfo::reads[i-1].
 struct UnitViews {
   std::vector<std::span<const float>> params;
-  std::vector<std::span<float>> grads;  // only in backward; gradients are added into these
+  std::vector<std::span<float>> grads;         // only in backward; gradients are added into these
+  std::vector<std::span<const float>> frozen;  // as params; empty for a model without them
 };
 
 // One micro-batch of B samples, as views the model reads during begin_micro_batch() only.
@@ -81,9 +99,16 @@ class Model {
     const auto& u = units();
     return u.empty() ? 0 : u.back().param_offset + u.back().param_count;
   }
+  std::size_t frozen_count() const {
+    const auto& u = units();
+    return u.empty() ? 0 : u.back().frozen_offset + u.back().frozen_count;
+  }
 
   // Fills one unit's parameters deterministically from seed, independent of ranks and stage.
   virtual void init_unit(int unit, std::span<float> params, std::uint64_t seed) const = 0;
+  // The same for a unit's frozen parameters (a base as it would start training from scratch,
+  // until one is loaded); a model without them is never asked.
+  virtual void init_frozen_unit(int unit, std::span<float> frozen, std::uint64_t seed) const;
 
   virtual void begin_micro_batch(const MicroBatch& batch) = 0;
   virtual void forward(int unit, const UnitViews& views) = 0;
@@ -102,15 +127,19 @@ class Model {
 
 // Helpers that run a Model over one consolidated fp32 flat buffer of all its parameters, as a
 // one-rank engine would (eval, sampling, export checks, tests).
+// The frozen parameters, when the model has them, are a second consolidated buffer of
+// frozen_count() elements (empty otherwise).
 // flat_unit_views: the views unit u is handed over that buffer (grads empty in a forward).
 UnitViews flat_unit_views(const Model& model, std::size_t u, std::span<const float> params,
-                          std::span<float> grads);
-// init_all: every unit's init_unit into its slice of params.
-void init_all(const Model& model, std::span<float> params, std::uint64_t seed);
+                          std::span<float> grads, std::span<const float> frozen = {});
+// init_all: every unit's init_unit into its slice of params (and init_frozen_unit into frozen's).
+void init_all(const Model& model, std::span<float> params, std::uint64_t seed,
+              std::span<float> frozen = {});
 // forward_all: forward of every unit in order; returns loss(). The micro-batch must have begun.
-float forward_all(Model& model, std::span<const float> params);
+float forward_all(Model& model, std::span<const float> params, std::span<const float> frozen = {});
 // forward_all, then backward of every unit in reverse order, ADDING gradients into grads
 // (same layout as params).
-float forward_backward_all(Model& model, std::span<const float> params, std::span<float> grads);
+float forward_backward_all(Model& model, std::span<const float> params, std::span<float> grads,
+                           std::span<const float> frozen = {});
 
 }  // namespace zerodp::model

@@ -30,6 +30,9 @@
 //                            secondary copy, held from setup)
 //   comm_buffers             MPI: 2 (N-1) segments of the largest reduction (comm/communicator.h);
 //   threads: 0 activations              gpt_activation_bytes() or mlp_activation_bytes()
+// A frozen base (a LoRA GPT) adds, in its own layout cut into buckets alike: params16 2 bytes a
+// base element held (whole, or the shard at stage 3), scratch32 4 × its largest unit with the
+// units it reads, and at stage 3 gathered_params as many slots again of 2 × its largest unit.
 // Everything is allocated once and kept, so the peak is the sum, reached when the last buffer
 // is first allocated: in the first step's forward (activations, gathers) or backward (a
 // gather the forward did not need at once). Gradient accumulation and precision (bf16 or
@@ -59,6 +62,10 @@ struct GptShape {
   std::uint64_t layers = 4, heads = 4, hidden = 256, seq_len = 128, vocab = 256;
   bool checkpoint_activations = false;
   bool bf16_compute = false;  // --compute bf16: each model thread's product scratch
+  // LoRA (GptConfig::lora_rank, lora_targets): the adapters are the trained layout and the
+  // base is frozen; 0: every parameter trained.
+  std::uint64_t lora_rank = 0;
+  unsigned lora_targets = 15;  // model::LoraTarget bits
 };
 // The MLP (zerodp/model/mlp.h): depth layers of width × width + width.
 struct MlpShape {
@@ -120,6 +127,7 @@ struct UnitLayout {
   std::vector<std::vector<int>> reads;
   std::vector<std::uint64_t> tensors;      // every tensor's elements, in flat-layout order
   std::vector<std::uint64_t> tensor_cols;  // each one's columns, a matrix's; 0 for a vector
+  std::vector<std::uint64_t> frozen;       // each unit's frozen elements (a LoRA base); all 0
 };
 UnitLayout unit_layout(const EngineModel& model);
 std::uint64_t param_count(const EngineModel& model);
@@ -127,6 +135,7 @@ std::uint64_t param_count(const EngineModel& model);
 // What GptModel allocates for a micro-batch of B samples (its arena, tokens and targets) plus,
 // with P model threads, (P - 1) lanes of private gradients and attention scratch; B T = BT:
 //   4 (BT [(L+1) C + S (15 C + 4 + NH T) + (C + 2 V + 3) + (10 C + V)] + T²) + 2 BT
+//   + under LoRA 4 BT R (S k + 1), k the adapted projections,
 //   + 4 (P - 1) (largest unit view + T²),       S = 1 with checkpointing, L without,
 //   + in bf16 compute 4 P (max(R max(4C, V), T²) + max(4C², V C, 4 R C)), R = ceil(B / P) T.
 std::uint64_t gpt_activation_bytes(const GptShape& shape, std::uint64_t micro_batch,
