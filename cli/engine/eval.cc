@@ -27,8 +27,8 @@ constexpr std::uint64_t kMaxEvalBatch = 1 << 16;
 
 // The weights (fp32) and one pass's activations must fit in this machine's memory.
 void check_eval_memory(const run::ModelSpec& spec, std::size_t batch) {
-  run::check_fits_in_memory(4 * spec.param_count(), spec.activation_bytes(batch), 1, "--checkpoint",
-                            "--batch");
+  run::check_fits_in_memory(4 * (spec.param_count() + spec.frozen_param_count()),
+                            spec.activation_bytes(batch), 1, "--checkpoint", "--batch");
 }
 
 void run_eval(const EvalFlags& f) {
@@ -54,7 +54,7 @@ void run_eval(const EvalFlags& f) {
       data.window(data::Split::validation, 0, first + b, {bytes.data() + b * (T + 1), T + 1});
     }
     gpt.begin_micro_batch({.samples = n, .tokens = {bytes.data(), n * (T + 1)}});
-    model::forward_all(gpt, loaded.params);
+    model::forward_all(gpt, loaded.params, loaded.frozen);
     for (float l : gpt.losses()) sum += l;
     tokens += n * T;
   }

@@ -22,6 +22,19 @@ void add_model_flags(CLI::App* app, run::ModelChoice& f, const std::string& defa
   app->add_option("--data-seed", f.data_seed, "which windows the sample stream draws [1234]");
 }
 
+void add_lora_flags(CLI::App* app, run::ModelChoice& f) {
+  app->add_option("--lora-rank", f.lora_rank,
+                  "gpt: train LoRA adapters of this rank beside the frozen model of --base");
+  app->add_option("--lora-alpha", f.lora_alpha,
+                  "LoRA: the adapters' output is scaled by alpha / rank [8, PEFT's default]");
+  app->add_option("--lora-targets", f.lora_targets,
+                  "LoRA: the projections adapted: c_attn, c_proj, c_fc, attn.c_proj, mlp.c_proj "
+                  "or all-linear, comma-separated [c_attn, PEFT's default for GPT-2]");
+  app->add_option("--base", f.base,
+                  "LoRA: the trained GPT the adapters train beside, frozen: a checkpoint folder "
+                  "or a --save-dir of zerodp train (its newest); the run keeps its shape");
+}
+
 void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags) {
   app->add_option("--checkpoint", flags.checkpoint,
                   "a checkpoint folder, or a --save-dir (its newest checkpoint)");

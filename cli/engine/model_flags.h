@@ -13,6 +13,9 @@ namespace zerodp::cli {
 void add_model_flags(CLI::App* app, run::ModelChoice& choice,
                      const std::string& default_mlp_params = "1M");
 
+// train's LoRA flags: --lora-rank, --lora-alpha, --lora-targets and --base.
+void add_lora_flags(CLI::App* app, run::ModelChoice& choice);
+
 struct CheckpointFlags {
   std::string checkpoint;
   std::string data;  // eval's --data: overrides the corpus recorded in the checkpoint

@@ -60,7 +60,7 @@ void run_sample(const SampleFlags& f) {
     std::fill(window.begin(), window.end(), ' ');
     std::copy(text.end() - used, text.end(), window.begin());
     gpt.begin_micro_batch({.samples = 1, .tokens = window});
-    model::forward_all(gpt, loaded.params);
+    model::forward_all(gpt, loaded.params, loaded.frozen);
     const float* logits = gpt.logits().data() + (used == 0 ? 0 : used - 1) * 256;
     int next = 0;
     if (temperature == 0) {

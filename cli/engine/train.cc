@@ -185,6 +185,7 @@ void dry_run(const TrainFlags& f, const run::TrainSettings& settings) {
   if (f.json) {
     nlohmann::json j = {{"model", settings.spec.config_json()},
                         {"params", settings.spec.param_count()},
+                        {"frozen_params", settings.spec.frozen_param_count()},
                         {"stage", stage_number(run.stage)},
                         {"ranks", run.ranks},
                         {"backend", launch.backend},
@@ -220,7 +221,7 @@ void run_train(TrainFlags f, const CLI::App& app) {
   }
   run::check_memory(
       {settings.spec.param_count(), settings.spec.activation_bytes(settings.options.micro_batch),
-       settings.spec.size_field()},
+       settings.spec.size_field(), settings.spec.frozen_param_count()},
       settings.options, settings.launch);
   run::check_curve_folder(settings.out);
   run::stop_signal::install();  // from here on, SIGTERM and SIGINT stop at a step boundary
@@ -277,6 +278,7 @@ void add_train_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("train");
   describe_command(*app);
   add_model_flags(app, flags->run.model);
+  add_lora_flags(app, flags->run.model);
   app->add_option("--steps", flags->run.steps, "optimizer steps [200]");
   app->add_option("--lr", flags->run.lr,
                   "peak learning rate [adamw and adamw-8bit 2e-3, adafactor 1e-3, lion and "

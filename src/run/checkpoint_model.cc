@@ -68,12 +68,16 @@ LoadedModel load_gpt(const std::string& folder, CheckpointData use, const std::s
                 (model.contains("params") ? shown_json(model.at("params")) : "nothing") +
                 "), the shards hold " + std::to_string(ck.params()));
   }
-  std::vector<float> params;
+  std::vector<float> params, frozen;
   if (read_params) {
     params.resize(ck.params());
     ck.read({0, ck.params()}, params.data(), nullptr, nullptr);
+    if (const checkpoint::Checkpoint* base = spec.base()) {
+      frozen.resize(base->params());
+      base->read({0, base->params()}, frozen.data(), nullptr, nullptr);
+    }
   }
-  return {std::move(ck), std::move(spec), std::move(params)};
+  return {std::move(ck), std::move(spec), std::move(params), std::move(frozen)};
 }
 
 namespace {

@@ -28,7 +28,10 @@ plan::BytesPerParam engine_bytes_per_param(const zero::EngineOptions& options) {
 std::uint64_t engine_model_state_bytes(const predict::EngineRun& planned,
                                        const zero::EngineOptions& options, std::uint64_t params,
                                        int rank) {
-  if (options.rule().blockwise() || options.rule().factored())
+  // 8-bit and factored slots, and a LoRA run's frozen base, are laid out by the partition:
+  // the seed's formula has no term for them.
+  const auto* gpt = std::get_if<predict::GptShape>(&planned.model);
+  if (options.rule().blockwise() || options.rule().factored() || (gpt && gpt->lora_rank > 0))
     return predict::predict_rank_peak(planned, rank).model_state_bytes();
   return plan::model_state_bytes(params, planned.ranks, options.stage,
                                  engine_bytes_per_param(options));
@@ -58,7 +61,9 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
                                   .seq_len = std::uint64_t(g.seq_len),
                                   .vocab = std::uint64_t(g.vocab),
                                   .checkpoint_activations = g.checkpoint_activations,
-                                  .bf16_compute = g.compute == model::Compute::bf16};
+                                  .bf16_compute = g.compute == model::Compute::bf16,
+                                  .lora_rank = std::uint64_t(g.lora_rank),
+                                  .lora_targets = g.lora_targets};
   } else {
     run.model =
         predict::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};

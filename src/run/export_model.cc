@@ -221,6 +221,12 @@ Exported export_checkpoint(const std::string& checkpoint, const std::string& out
   // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
   // out of whichever shards hold it.
   const LoadedModel loaded = load_gpt(checkpoint, CheckpointData::none, "", /*read_params=*/false);
+  if (loaded.spec.lora()) {
+    throw InvalidArgument(field_ref("checkpoint") + ": " + printable(loaded.checkpoint.folder(), 160) +
+                          " holds LoRA adapters; exporting them (a PEFT folder, or merged into "
+                          "their base) is not available yet: export the base, " +
+                          printable(loaded.spec.base()->folder(), 160));
+  }
   const checkpoint::Checkpoint& ck = loaded.checkpoint;
   const hf::ParamReader read = [&ck](std::size_t offset, std::span<float> values) {
     ck.read({offset, values.size()}, values.data(), nullptr, nullptr);

@@ -10,8 +10,10 @@
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
 #include "zerodp/common/json_text.h"
+#include "zerodp/common/sha256.h"
 #include "zerodp/common/units.h"
 #include "zerodp/predict/peak.h"
+#include "zerodp/run/run_record.h"
 
 namespace zerodp::run {
 
@@ -27,6 +29,13 @@ void check_model_inputs(const ModelChoice& f, bool gpt) {
   if (gpt) {
     if (!f.params.empty()) refuse("params");
     return;
+  }
+  const std::pair<const char*, const std::string*> lora[] = {{"lora_rank", &f.lora_rank},
+                                                             {"lora_alpha", &f.lora_alpha},
+                                                             {"lora_targets", &f.lora_targets},
+                                                             {"base", &f.base}};
+  for (const auto& [field, value] : lora) {
+    if (!value->empty()) refuse(field);
   }
   const std::pair<const char*, const std::string*> gpt_only[] = {{"layers", &f.layers},
                                                                  {"heads", &f.heads},
@@ -52,7 +61,153 @@ int gpt_size(const std::string& text, const char* field, int fallback, std::uint
   return static_cast<int>(units::parse_whole_in(text, field_ref(field), 1, max));
 }
 
+// The SHA-256 of a checkpoint's manifest.json: its identity (the manifest holds every shard's
+// SHA-256), what a LoRA checkpoint records of its base.
+std::string manifest_sha256(const checkpoint::Checkpoint& ck) {
+  std::string why;
+  const std::string path = ck.folder() + "/manifest.json";
+  const std::optional<std::string> bytes = read_bounded(path, std::uint64_t{1} << 30, why);
+  if (!bytes) throw Error(printable(path, 200) + ": " + why);
+  return sha256_hex(bytes->data(), bytes->size());
+}
+
 }  // namespace
+
+unsigned parse_lora_targets(const std::string& text) {
+  const std::string accepted =
+      "module names such as c_attn,c_proj,c_fc (c_proj adapts both projections of that name), "
+      "attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj, or all-linear";
+  unsigned bits = 0;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string name = text.substr(at, comma - at);
+    unsigned bit = 0;
+    if (name == "all-linear") {
+      bit = model::kLoraAllTargets;
+    } else if (name == "c_proj") {
+      bit = model::kLoraAttnProj | model::kLoraFcProj;
+    } else if (name == "c_attn") {
+      bit = model::kLoraAttn;
+    } else if (name == "c_fc") {
+      bit = model::kLoraFc;
+    } else {
+      for (int i = 0; i < model::kLoraTargets; ++i) {
+        if (name == model::lora_target_name(i)) bit = 1u << i;
+      }
+    }
+    if (bit == 0) throw InvalidArgument::expected("lora_targets", accepted, text);
+    bits |= bit;
+    at = comma + 1;
+  }
+  return bits;
+}
+
+nlohmann::json lora_targets_json(unsigned targets) {
+  nlohmann::json names = nlohmann::json::array();
+  for (int i = 0; i < model::kLoraTargets; ++i) {
+    if ((targets >> i) & 1u) names.push_back(model::lora_target_name(i));
+  }
+  return names;
+}
+
+void ModelSpec::choose_lora(const ModelChoice& f) {
+  if (f.lora_rank.empty()) {
+    for (const auto& [field, value] :
+         {std::pair{"lora_alpha", &f.lora_alpha}, std::pair{"lora_targets", &f.lora_targets}}) {
+      if (!value->empty()) {
+        throw InvalidArgument(field, field_ref(field) + ": it sets LoRA's adapters; give " +
+                                         field_ref("lora_rank") + " R too");
+      }
+    }
+    if (!f.base.empty()) {
+      throw InvalidArgument("base", field_ref("base") +
+                                        ": it names the frozen base of a LoRA run; give " +
+                                        field_ref("lora_rank") + " R too");
+    }
+    return;
+  }
+  if (f.base.empty()) {
+    throw InvalidArgument("base", field_ref("lora_rank") +
+                                      ": LoRA trains adapters beside a trained model: give " +
+                                      field_ref("base") +
+                                      " CHECKPOINT, a checkpoint folder or --save-dir of zerodp "
+                                      "train");
+  }
+  std::shared_ptr<const checkpoint::Checkpoint> base;
+  try {
+    base = std::make_shared<const checkpoint::Checkpoint>(checkpoint::Checkpoint::open(f.base));
+  } catch (const Error& e) {  // a path given on the command line: the flag is at fault
+    throw InvalidArgument("base", field_ref("base") + ": " + e.text());
+  }
+  const RunRecord record = read_run_record(*base);  // every field in its type and range
+  const std::string where = field_ref("base") + " " + shown(base->folder(), 160);
+  if (!record.model.gpt) throw InvalidArgument("base", where + ": holds an MLP, not a GPT");
+  if (nlohmann::json::parse(base->manifest().model).contains("lora")) {
+    throw InvalidArgument("base", where +
+                                      ": holds a LoRA run's adapters; a base is a GPT trained "
+                                      "whole");
+  }
+  // The run keeps the base's shape: a shape flag must say the same or be left out.
+  const std::pair<const char*, int> shape[] = {{"layers", record.model.layers},
+                                               {"heads", record.model.heads},
+                                               {"hidden", record.model.hidden},
+                                               {"seq_len", record.model.seq_len}};
+  const int asked[] = {gpt_.layers, gpt_.heads, gpt_.hidden, gpt_.seq_len};
+  const std::string* typed[] = {&f.layers, &f.heads, &f.hidden, &f.seq_len};
+  for (int i = 0; i < 4; ++i) {
+    if (!typed[i]->empty() && asked[i] != shape[i].second) {
+      throw InvalidArgument(shape[i].first, field_ref(shape[i].first) + " " + *typed[i] + ": " +
+                                                where + " has " + std::to_string(shape[i].second) +
+                                                "; a LoRA run keeps its base's shape (leave " +
+                                                field_ref(shape[i].first) + " out)");
+    }
+  }
+  gpt_.layers = record.model.layers;
+  gpt_.heads = record.model.heads;
+  gpt_.hidden = record.model.hidden;
+  gpt_.seq_len = record.model.seq_len;
+  gpt_.lora_rank = static_cast<int>(units::parse_whole_in(f.lora_rank, field_ref("lora_rank"), 1,
+                                                          std::uint64_t(gpt_.hidden)));
+  if (!f.lora_alpha.empty()) {
+    gpt_.lora_alpha = static_cast<float>(units::parse_real(
+        f.lora_alpha, field_ref("lora_alpha"), "a positive number such as 16",
+        units::Zero::rejected));
+  }
+  if (!f.lora_targets.empty()) gpt_.lora_targets = parse_lora_targets(f.lora_targets);
+  if (base->params() != gpt_.param_count()) {
+    throw Error(base->folder() + "/manifest.json: its model config makes " +
+                std::to_string(gpt_.param_count()) + " parameters, its shards hold " +
+                std::to_string(base->params()));
+  }
+  base_ref_ = {{"checkpoint", utf8_text(std::filesystem::absolute(base->folder())
+                                            .lexically_normal()
+                                            .string())},
+               {"manifest_sha256", manifest_sha256(*base)}};
+  base_ = std::move(base);
+}
+
+void ModelSpec::read_lora(const nlohmann::json& lora) {
+  gpt_.lora_rank = lora.at("rank").get<int>();
+  gpt_.lora_alpha = lora.at("alpha").get<float>();
+  gpt_.lora_targets = 0;
+  for (const auto& name : lora.at("targets")) {
+    gpt_.lora_targets |= parse_lora_targets(name.get<std::string>());
+  }
+  base_ref_ = lora.at("base");
+  const std::string folder = base_ref_.at("checkpoint").get<std::string>();
+  auto base = std::make_shared<const checkpoint::Checkpoint>(checkpoint::Checkpoint::open(folder));
+  if (manifest_sha256(*base) != base_ref_.at("manifest_sha256").get<std::string>()) {
+    throw Error("the base checkpoint " + printable(folder, 160) +
+                " is no longer the one the adapters were trained beside: its manifest's SHA-256 "
+                "differs from the one recorded");
+  }
+  if (base->params() != gpt_.param_count()) {
+    throw Error(base->folder() + "/manifest.json: holds " + std::to_string(base->params()) +
+                " parameters, the adapters' base has " + std::to_string(gpt_.param_count()));
+  }
+  base_ = std::move(base);
+}
 
 ModelSpec::ModelSpec(const ModelChoice& f) {
   if (f.model != "gpt" && f.model != "mlp") {
@@ -92,6 +247,7 @@ ModelSpec::ModelSpec(const ModelChoice& f) {
   gpt_.checkpoint_activations = f.checkpoint_activations;
   compute_auto_ = f.compute == "auto";
   if (!compute_auto_) gpt_.compute = parse_compute(f.compute);
+  choose_lora(f);
   gpt_.validate();
   load_data(f.data);
 }
@@ -110,6 +266,7 @@ ModelSpec::ModelSpec(const nlohmann::json& c, ConfigOnly) {
   gpt_.hidden = c.at("n_embd").get<int>();
   gpt_.seq_len = c.at("n_positions").get<int>();
   gpt_.checkpoint_activations = c.value("checkpoint_activations", false);
+  if (c.contains("lora")) read_lora(c.at("lora"));
   // A checkpoint's model is evaluated, sampled and exported in fp32 compute, whatever its run
   // trained in (config "compute"): the most exact figure, and the one PyTorch computes from an
   // export. A resume takes the run's compute through its flags (zerodp train).
@@ -170,7 +327,9 @@ std::uint64_t ModelSpec::activation_bytes(std::uint64_t micro_batch) const {
                                         .seq_len = std::uint64_t(gpt_.seq_len),
                                         .vocab = std::uint64_t(gpt_.vocab),
                                         .checkpoint_activations = gpt_.checkpoint_activations,
-                                        .bf16_compute = gpt_.compute == model::Compute::bf16},
+                                        .bf16_compute = gpt_.compute == model::Compute::bf16,
+                                        .lora_rank = std::uint64_t(gpt_.lora_rank),
+                                        .lora_targets = gpt_.lora_targets},
                                        micro_batch);
 }
 
@@ -190,11 +349,17 @@ ModelSpec ModelSpec::shallower(int layers) const {
 }
 
 std::uint64_t ModelSpec::param_count() const {
+  if (lora()) return gpt_.lora_param_count();
   return is_gpt_ ? gpt_.param_count() : mlp_.param_count();
 }
 
 std::string ModelSpec::describe() const {
   if (!is_gpt_) return model::Mlp(mlp_).describe();
+  if (lora()) {
+    return gpt_.describe() + "; " + units::format_count(param_count()) +
+           " parameters trained beside a frozen base of " +
+           units::format_count(frozen_param_count());
+  }
   return gpt_.describe() + "; " + units::format_count(param_count()) + " parameters";
 }
 
@@ -238,7 +403,7 @@ nlohmann::json ModelSpec::config_json() const {
             {"data_seed", data_seed_},
             {"params", param_count()}};
   }
-  return {{"type", "gpt"},
+  nlohmann::json config = {{"type", "gpt"},
           {"n_layer", gpt_.layers},
           {"n_head", gpt_.heads},
           {"n_embd", gpt_.hidden},
@@ -249,6 +414,14 @@ nlohmann::json ModelSpec::config_json() const {
           {"data", utf8_text(data_path_)},  // a file name is bytes: JSON holds UTF-8
           {"data_seed", data_seed_},
           {"params", param_count()}};
+  if (lora()) {
+    config["lora"] = {{"rank", gpt_.lora_rank},
+                      {"alpha", gpt_.lora_alpha},
+                      {"targets", lora_targets_json(gpt_.lora_targets)},
+                      {"base", base_ref_}};
+    config["frozen_params"] = frozen_param_count();
+  }
+  return config;
 }
 
 }  // namespace zerodp::run

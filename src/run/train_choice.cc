@@ -200,6 +200,12 @@ void take_from_record(const RunRecord& record, const checkpoint::Checkpoint& ck,
     // A checkpoint from before the compute was recorded computed in fp32 (RecordedModel).
     if (!given("compute")) f.model.compute = m.compute;
     take_text("data", f.model.data, r.data);
+    if (m.lora_rank > 0) {
+      take("lora_rank", f.model.lora_rank, std::optional<int>(m.lora_rank));
+      take("lora_alpha", f.model.lora_alpha, std::optional<double>(m.lora_alpha));
+      take_text("lora_targets", f.model.lora_targets, std::optional<std::string>(m.lora_targets));
+      take_text("base", f.model.base, std::optional<std::string>(m.base));
+    }
   }
   take("data_seed", f.model.data_seed, std::optional<std::uint64_t>(m.data_seed));
   take("steps", f.steps, r.steps);

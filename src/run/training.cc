@@ -197,6 +197,8 @@ Training::Training(const TrainSettings& s, comm::Communicator& comm, TrainObserv
       tokens_per_step_(std::uint64_t(comm.size()) * s.options.micro_batch *
                        std::uint64_t(s.options.grad_accum) * s.spec.tokens_per_sample()) {
   engine_.set_threads(rank_cores(s.launch));
+  // LoRA: the base's weights, each rank what it holds of them (all, or its chunks at stage 3).
+  if (const checkpoint::Checkpoint* base = s.spec.base()) engine_.import_frozen(base->reader());
 }
 
 void Training::resume_from(const checkpoint::Checkpoint& ck) {
@@ -362,6 +364,7 @@ nlohmann::json Training::finish() {
   nlohmann::json j = {
       {"model", spec.config_json()},
       {"params", spec.param_count()},
+      {"frozen_params", spec.frozen_param_count()},
       {"stage", stage_number(s_.options.stage)},
       {"ranks", ranks},
       {"optimizer", optim::engine_word(*s_.options.rule().row)},

@@ -30,9 +30,9 @@ void Engine::Impl::allocate_frozen() {
       make_partition(model::frozen_counts(units), bucket_elements(opt.bucket_bytes), ranks, rank);
   if (!has_frozen()) return;
   if (opt.zeropp.qwz || opt.zeropp.hpz || opt.zeropp.qgz) {
-    throw InvalidArgument("zeropp",
-                          "ZeRO++ (--zeropp) is not available for a model with frozen "
-                          "parameters (a LoRA base): train without it");
+    throw InvalidArgument("zeropp", field_ref("zeropp") +
+                                        ": ZeRO++ is not available for a model with frozen "
+                                        "parameters (a LoRA base): train without it");
   }
   frozen16 = Buffer<std::uint16_t>(ledger, Category::params16,
                                    full_params() ? frozen_part.total : frozen_part.local_total);
@@ -62,6 +62,20 @@ void Engine::Impl::init_frozen() {
 const std::uint16_t* Engine::Impl::frozen16_of(int unit) const {
   if (frozen_gatherer) return frozen_gatherer->data(unit);
   return frozen16.data() + units[std::size_t(unit)].frozen_offset;
+}
+
+void Engine::import_frozen(const RangeReader& read) {
+  Impl& e = *impl_;
+  // Bucket by bucket through frozen32 (the largest unit with its reads: at least a bucket).
+  for (const Bucket& bucket : e.frozen_part.buckets) {
+    const bool whole = e.full_params();
+    const std::size_t count = whole ? bucket.count : bucket.shard.size;
+    if (count == 0) continue;
+    const std::uint64_t first = bucket.offset + (whole ? 0 : bucket.shard.offset);
+    read({first, count}, e.frozen32.data(), nullptr, nullptr);
+    std::uint16_t* to = e.frozen16.data() + (whole ? bucket.offset : bucket.local);
+    float_to_half(e.opt.precision, e.frozen32.data(), to, count);
+  }
 }
 
 }  // namespace zerodp::zero

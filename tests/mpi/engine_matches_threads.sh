@@ -56,6 +56,16 @@ mpi train $gpt --stage 3 --save-dir "$work/ck" --save-every 3 >/dev/null
 "$zerodp" train ${gpt/--steps 6/--steps 9} --ranks 2 --stage 1 --resume "$work/ck" >/dev/null
 echo "resume from an MPI checkpoint on threads: ok"
 
+# LoRA beside a frozen base (the base above, saved by MPI): each stage's adapters end with the
+# same bits on both backends, stage 3 gathering the base's chunks as it gathers the adapters'.
+lora="--lora-rank 4 --lora-targets all-linear --base $work/ck --micro-batch 2 --steps 4 --out $work/out --json"
+for stage in 0 3; do
+  threads=$("$zerodp" train $lora --ranks 3 --stage $stage | hash_of)
+  mpi_hash=$(mpi train $lora --stage $stage | hash_of)
+  echo "LoRA stage $stage: threads $threads, mpi $mpi_hash"
+  [ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: LoRA stage $stage differs"; exit 1; }
+done
+
 # measure under MPI: every rank's model state and bytes sent equal the prediction (N | Φ), and
 # with qwZ the bytes of its payloads (any N: the engine's own ring prediction).
 mpi measure --stage 2 --params 4224 --steps 1 --json > "$work/m.json"

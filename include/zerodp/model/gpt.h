@@ -81,8 +81,8 @@ struct GptConfig {
   // A starts uniform in +-1/sqrt(in) (PEFT's kaiming_uniform with a = sqrt(5)), B at zero,
   // so the first forward is the base's.
   int lora_rank = 0;
-  float lora_alpha = 16.0f;                 // --lora-alpha
-  unsigned lora_targets = kLoraAllTargets;  // --lora-targets: LoraTarget bits
+  float lora_alpha = 8.0f;            // --lora-alpha: PEFT's default
+  unsigned lora_targets = kLoraAttn;  // --lora-targets: LoraTarget bits; PEFT's default for GPT-2
 
   // Throws InvalidArgument naming the field (layers, heads, hidden, seq_len, lora_rank,
   // lora_alpha, lora_targets) and the accepted values.

@@ -65,7 +65,7 @@ struct GptShape {
   // LoRA (GptConfig::lora_rank, lora_targets): the adapters are the trained layout and the
   // base is frozen; 0: every parameter trained.
   std::uint64_t lora_rank = 0;
-  unsigned lora_targets = 15;  // model::LoraTarget bits
+  unsigned lora_targets = 1;  // model::LoraTarget bits: c_attn, PEFT's default
 };
 // The MLP (zerodp/model/mlp.h): depth layers of width × width + width.
 struct MlpShape {

@@ -15,6 +15,9 @@ struct LoadedModel {
   zerodp::checkpoint::Checkpoint checkpoint;  // qualified: the member is named like the namespace
   ModelSpec spec;
   std::vector<float> params;  // the whole fp32 master
+  // A LoRA checkpoint's base (its params are the adapters): the base checkpoint's whole fp32
+  // master, read when params are. Empty otherwise.
+  std::vector<float> frozen;
 };
 
 // What a command reads of a checkpoint besides its weights: eval reads a corpus (the one the

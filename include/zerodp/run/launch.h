@@ -65,6 +65,7 @@ struct MemoryNeed {
   std::uint64_t params = 0;
   std::uint64_t activation_bytes = 0;  // UINT64_MAX: beyond 64 bits
   std::string size_field;
+  std::uint64_t frozen_params = 0;  // a LoRA base: 2 bytes each, sharded at stage 3
 };
 // Refuses, before anything is allocated, a run whose ranks on this machine need more than its
 // physical memory: UsageError naming the micro-batch or size_field (whichever needs more) with

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "zerodp/checkpoint/checkpoint.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/common/error.h"
 #include "zerodp/data/samples.h"
@@ -32,7 +33,19 @@ struct ModelChoice {
   // mlp: the exact width and depth, in place of params (a resumed checkpoint's, which a
   // parameter count would not always give back).
   std::optional<model::MlpConfig> mlp_shape;
+  // gpt, LoRA: adapters of this rank trained beside a frozen base, the GPT of the checkpoint
+  // `base` (a folder or a save dir, as --resume takes), whose shape the run keeps.
+  std::string lora_rank, lora_alpha, lora_targets;  // [none, 8, c_attn: PEFT's]
+  std::string base;
 };
+
+// --lora-targets as written: PEFT's module names for GPT-2 (c_attn; c_proj, both projections
+// of that name; c_fc), the qualified attn.c_attn, attn.c_proj, mlp.c_fc and mlp.c_proj, or
+// all-linear, comma-separated. Returns model::LoraTarget bits; InvalidArgument naming
+// lora_targets otherwise.
+unsigned parse_lora_targets(const std::string& text);
+// The bits as the qualified names, in target order (what a checkpoint records).
+nlohmann::json lora_targets_json(unsigned targets);
 
 // The fields of config_json() and the input (a field of ModelChoice) that sets each, as
 // messages name them. `shape`: the field shapes the weights (a resume cannot change it).
@@ -50,6 +63,7 @@ inline constexpr ConfigField kConfigFields[] = {
     {"compute", "compute", false},    {"data_seed", "data_seed", false},
     {"width", "params", true},        {"depth", "params", true},
     {"vocab_size", nullptr, false},   {"params", "params", false},
+    {"lora", "lora_rank", true},
 };
 
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
@@ -76,6 +90,11 @@ class ModelSpec {
   const data::SampleSource& samples() const { return *samples_; }
   // The GPT's config and data (is_gpt() only).
   const model::GptConfig& gpt() const { return gpt_; }
+  // LoRA: the frozen base's checkpoint (null without LoRA), read in full when a run starts.
+  bool lora() const { return is_gpt_ && gpt_.lora_rank > 0; }
+  const checkpoint::Checkpoint* base() const { return base_.get(); }
+  // The base's parameters, frozen (0 without LoRA); param_count() is then the adapters'.
+  std::uint64_t frozen_param_count() const { return lora() ? gpt_.param_count() : 0; }
   const model::MlpConfig& mlp() const { return mlp_; }
   std::shared_ptr<const data::TextData> data() const { return data_; }
   std::uint64_t data_seed() const { return data_seed_; }
@@ -104,6 +123,13 @@ class ModelSpec {
   ModelSpec(const nlohmann::json& config, ConfigOnly);
   void load_data(const std::string& path, int validation_percent = 10,
                  const std::string& seq_len_name = "");
+  // --lora-rank and its flags, the base opened and its shape taken (the flags' shape checked
+  // against it); and a checkpoint's "lora" object, its base opened and held to its manifest's
+  // SHA-256.
+  void choose_lora(const ModelChoice& choice);
+  void read_lora(const nlohmann::json& lora);
+  std::shared_ptr<const checkpoint::Checkpoint> base_;
+  nlohmann::json base_ref_;  // {"checkpoint": its folder, "manifest_sha256": ...}
   bool is_gpt_ = true;
   model::GptConfig gpt_;
   model::MlpConfig mlp_;

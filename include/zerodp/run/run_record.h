@@ -43,6 +43,11 @@ struct RecordedModel {
   std::size_t width = 0;
   int depth = 0;
   std::uint64_t data_seed = 0;
+  // A LoRA run's "lora": its adapters and the base's checkpoint folder. lora_rank 0: none.
+  int lora_rank = 0;
+  double lora_alpha = 0;
+  std::string lora_targets;  // the recorded names, comma-separated (as --lora-targets takes)
+  std::string base;
 };
 
 struct RecordedRun {

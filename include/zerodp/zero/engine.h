@@ -11,7 +11,9 @@
 //   stage 2: + grads sharded                    2Φ + (6 + 4K)Φ/N
 //   stage 3: + 16-bit params sharded            (8 + 4K)Φ/N
 // as sharding(stage) says (zerodp/common/stage.h), measured by the Ledger, with gathered params,
-// buckets, scratch and activations apart.
+// buckets, scratch and activations apart. A model's frozen parameters (Ψ, a LoRA base) add 2Ψ
+// to params16, Ψ/N at stage 3 (gathered unit by unit as the others are), and nothing else:
+// Φ is then the trained parameters alone.
 //
 // Contract:
 //  - Every rank constructs an Engine with the same options and a Model of the same config,
@@ -238,6 +240,12 @@ class Engine {
   using RangeReader =
       std::function<void(FlatRange range, float* master, float* slot0, float* slot1)>;
   void import_state(const RangeReader& read, const EngineState& state);
+  // A model with frozen parameters (model.h; a LoRA model's base): loads them through
+  // read(range, values, nullptr, nullptr) over the frozen layout — every range at stages 0-2,
+  // this rank's chunks at stage 3 — rounded to the 16-bit precision, as a run computes with
+  // its master. Until then they are the model's init_frozen_unit(). Not collective; the
+  // frozen params are never written by a step or a checkpoint.
+  void import_frozen(const RangeReader& read);
   EngineState state() const;
 
   // Updates taken: the optimizer's t (EngineState::step), which a skipped step leaves as it was.
