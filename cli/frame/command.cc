@@ -132,6 +132,10 @@ void name_values(CLI::App& root) {
       {"--ranks-per-host", "COUNT"},
       {"--qwz-block", "COUNT"},
       {"--threads", "COUNT|auto"},
+      {"--lora-rank", "R"},
+      {"--lora-alpha", "A"},
+      {"--lora-targets", "LIST"},
+      {"--base", "PATH"},
   };
   for (CLI::App* command : root.get_subcommands({})) {
     for (CLI::Option* option : command->get_options()) {

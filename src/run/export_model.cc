@@ -222,7 +222,8 @@ Exported export_checkpoint(const std::string& checkpoint, const std::string& out
   // out of whichever shards hold it.
   const LoadedModel loaded = load_gpt(checkpoint, CheckpointData::none, "", /*read_params=*/false);
   if (loaded.spec.lora()) {
-    throw InvalidArgument(field_ref("checkpoint") + ": " + printable(loaded.checkpoint.folder(), 160) +
+    throw InvalidArgument(field_ref("checkpoint") + ": " +
+                          printable(loaded.checkpoint.folder(), 160) +
                           " holds LoRA adapters; exporting them (a PEFT folder, or merged into "
                           "their base) is not available yet: export the base, " +
                           printable(loaded.spec.base()->folder(), 160));

@@ -69,8 +69,8 @@ void check_fits_in_memory(std::uint64_t state_bytes, std::uint64_t activation_by
 void check_memory(const MemoryNeed& need, const zero::EngineOptions& options,
                   const Launch& launch) {
   const auto [here, total] = ranks_here_and_total(launch);
-  std::uint64_t state = model_state_per_rank(need.params, std::max<u128>(1, total),
-                                             options.stage, engine_bytes_per_param(options));
+  std::uint64_t state = model_state_per_rank(need.params, std::max<u128>(1, total), options.stage,
+                                             engine_bytes_per_param(options));
   const u128 frozen = 2 * u128(need.frozen_params) /
                       (sharding(options.stage).parameters ? std::max<u128>(1, total) : 1);
   state = clamp64(u128(state) + frozen);

@@ -167,12 +167,12 @@ void ModelSpec::choose_lora(const ModelChoice& f) {
   gpt_.heads = record.model.heads;
   gpt_.hidden = record.model.hidden;
   gpt_.seq_len = record.model.seq_len;
-  gpt_.lora_rank = static_cast<int>(units::parse_whole_in(f.lora_rank, field_ref("lora_rank"), 1,
-                                                          std::uint64_t(gpt_.hidden)));
+  gpt_.lora_rank = static_cast<int>(
+      units::parse_whole_in(f.lora_rank, field_ref("lora_rank"), 1, std::uint64_t(gpt_.hidden)));
   if (!f.lora_alpha.empty()) {
-    gpt_.lora_alpha = static_cast<float>(units::parse_real(
-        f.lora_alpha, field_ref("lora_alpha"), "a positive number such as 16",
-        units::Zero::rejected));
+    gpt_.lora_alpha = static_cast<float>(units::parse_real(f.lora_alpha, field_ref("lora_alpha"),
+                                                           "a positive number such as 16",
+                                                           units::Zero::rejected));
   }
   if (!f.lora_targets.empty()) gpt_.lora_targets = parse_lora_targets(f.lora_targets);
   if (base->params() != gpt_.param_count()) {
@@ -180,9 +180,8 @@ void ModelSpec::choose_lora(const ModelChoice& f) {
                 std::to_string(gpt_.param_count()) + " parameters, its shards hold " +
                 std::to_string(base->params()));
   }
-  base_ref_ = {{"checkpoint", utf8_text(std::filesystem::absolute(base->folder())
-                                            .lexically_normal()
-                                            .string())},
+  base_ref_ = {{"checkpoint",
+                utf8_text(std::filesystem::absolute(base->folder()).lexically_normal().string())},
                {"manifest_sha256", manifest_sha256(*base)}};
   base_ = std::move(base);
 }
@@ -403,17 +402,18 @@ nlohmann::json ModelSpec::config_json() const {
             {"data_seed", data_seed_},
             {"params", param_count()}};
   }
-  nlohmann::json config = {{"type", "gpt"},
-          {"n_layer", gpt_.layers},
-          {"n_head", gpt_.heads},
-          {"n_embd", gpt_.hidden},
-          {"n_positions", gpt_.seq_len},
-          {"vocab_size", gpt_.vocab},
-          {"checkpoint_activations", gpt_.checkpoint_activations},
-          {"compute", std::string(model::compute_name(gpt_.compute))},
-          {"data", utf8_text(data_path_)},  // a file name is bytes: JSON holds UTF-8
-          {"data_seed", data_seed_},
-          {"params", param_count()}};
+  nlohmann::json config = {
+      {"type", "gpt"},
+      {"n_layer", gpt_.layers},
+      {"n_head", gpt_.heads},
+      {"n_embd", gpt_.hidden},
+      {"n_positions", gpt_.seq_len},
+      {"vocab_size", gpt_.vocab},
+      {"checkpoint_activations", gpt_.checkpoint_activations},
+      {"compute", std::string(model::compute_name(gpt_.compute))},
+      {"data", utf8_text(data_path_)},  // a file name is bytes: JSON holds UTF-8
+      {"data_seed", data_seed_},
+      {"params", param_count()}};
   if (lora()) {
     config["lora"] = {{"rank", gpt_.lora_rank},
                       {"alpha", gpt_.lora_alpha},

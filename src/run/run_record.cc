@@ -115,7 +115,8 @@ void read_lora(const Fields& m, RecordedModel& r) {
   for (const json& t : targets) {
     bool known = false;
     for (int i = 0; i < model::kLoraTargets; ++i) {
-      known = known || (t.is_string() && t.get_ref<const std::string&>() == model::lora_target_name(i));
+      known =
+          known || (t.is_string() && t.get_ref<const std::string&>() == model::lora_target_name(i));
     }
     if (!known) {
       throw UsageError(l.name("targets") + " holds " + shown_json(t) +

@@ -56,9 +56,8 @@ TEST(TrainLoraCli, AdaptersTrainBesideTheBaseAndAResumeEndsWithTheSameBits) {
   EXPECT_EQ(s["model_state_bytes"], s["predicted_model_state_bytes"]);
   EXPECT_LT(s["final_loss"].get<double>(), s["first_loss"].get<double>() + 0.5);
 
-  const auto saved =
-      run_zerodp(lora_run("--ranks 2 --stage 3 --steps 6 --save-every 3 --save-dir '" + dir +
-                          "' --json"));
+  const auto saved = run_zerodp(
+      lora_run("--ranks 2 --stage 3 --steps 6 --save-every 3 --save-dir '" + dir + "' --json"));
   ASSERT_EQ(saved.status, 0) << saved.err;
   EXPECT_EQ(nlohmann::json::parse(saved.out)["weights_sha256"], s["weights_sha256"]);
   // A checkpoint holds what changed: the adapters, not the base.
@@ -70,8 +69,9 @@ TEST(TrainLoraCli, AdaptersTrainBesideTheBaseAndAResumeEndsWithTheSameBits) {
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["weights_sha256"], s["weights_sha256"]);
   // Another stage and N resume it too (the same adapters, sharded otherwise).
-  const auto resharded = run_zerodp("train --steps 6 --ranks 1 --stage 0 --micro-batch 4 --resume '" +
-                                    dir + "/step-00000003' --out '' --json");
+  const auto resharded =
+      run_zerodp("train --steps 6 --ranks 1 --stage 0 --micro-batch 4 --resume '" + dir +
+                 "/step-00000003' --out '' --json");
   EXPECT_EQ(resharded.status, 0) << resharded.err;
 
   // eval and sample read the adapters with their base.
@@ -102,8 +102,10 @@ TEST(TrainLoraCli, ABaseChangedSinceTheAdaptersTrainedIsRefused) {
                        base + "' --json")
                 .status,
             0);
-  ASSERT_EQ(run_zerodp("train --lora-rank 2 --base '" + base + "' --micro-batch 2 --ranks 1 "
-                       "--steps 2 --save-every 2 --save-dir '" + dir + "' --out '' --json")
+  ASSERT_EQ(run_zerodp("train --lora-rank 2 --base '" + base +
+                       "' --micro-batch 2 --ranks 1 "
+                       "--steps 2 --save-every 2 --save-dir '" +
+                       dir + "' --out '' --json")
                 .status,
             0);
   const std::string manifest = base + "/step-00000002/manifest.json";
@@ -125,8 +127,9 @@ TEST(TrainLoraCli, EveryFlagGivenWrongIsRefusedInOneLine) {
       {"--lora-rank 33 --base " + base, "--lora-rank: expected a whole number from 1 to 32"},
       {"--lora-rank 4 --base " + base + " --lora-alpha 0", "--lora-alpha: expected a positive"},
       {"--lora-rank 4 --base " + base + " --hidden 64",
-       "--hidden 64: --base '" + base_dir() + "/step-00000004' has 32; a LoRA run keeps its base's "
-       "shape"},
+       "--hidden 64: --base '" + base_dir() +
+           "/step-00000004' has 32; a LoRA run keeps its base's "
+           "shape"},
       {"--lora-rank 4 --base /nonexistent", "--base: no complete checkpoint in /nonexistent"},
       {"--model mlp --lora-rank 4", "--lora-rank applies to --model gpt"},
       {"--lora-rank 4 --base " + base + " --stage 3 --zeropp qwz",
