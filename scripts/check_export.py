@@ -11,6 +11,11 @@ Windows are those of zerodp's validation sweep over a whole file: window i is by
 
 config.json is read from the directory of the .safetensors file. With --loss (zerodp's mean
 loss on the same file), exits 1 when the two differ by more than --tolerance (relative).
+With --adapter DIR (a PEFT LoRA folder: adapter_config.json and adapter_model.safetensors), the
+adapters are applied as PEFT applies them to GPT-2's Conv1D modules (fan_in_fan_out): each
+targeted weight [in, out] gains (B @ A)^T * lora_alpha / r, found by PEFT's key names
+"base_model.model.transformer.<module>.lora_A.weight" and the module-suffix rule of
+target_modules.
 If the transformers package is importable, GPT2LMHeadModel.from_pretrained() is run too.
 """
 
@@ -75,6 +80,35 @@ def gpt2_logits(w, cfg, idx):
     return x @ w["wte.weight"].T  # the LM head, tied
 
 
+def apply_adapter(w, folder):
+    """Adds a PEFT LoRA folder's adapters into the GPT-2 weights w, as PEFT's merge does."""
+    with open(os.path.join(folder, "adapter_config.json")) as f:
+        cfg = json.load(f)
+    if cfg["peft_type"] != "LORA" or not cfg["fan_in_fan_out"] or cfg["bias"] != "none":
+        raise ValueError(f"{folder}: not a LoRA config for GPT-2's Conv1D: {cfg}")
+    _, adapters = load_safetensors(os.path.join(folder, "adapter_model.safetensors"))
+    scale = cfg["lora_alpha"] / cfg["r"]
+    prefix = "base_model.model.transformer."
+    merged = 0
+    for key in sorted(adapters):
+        if not key.endswith(".lora_A.weight"):
+            continue
+        if not key.startswith(prefix):
+            raise ValueError(f"{key}: not under {prefix}")
+        module = key[len(prefix):-len(".lora_A.weight")]
+        if not any(module == t or module.endswith("." + t) for t in cfg["target_modules"]):
+            raise ValueError(f"{module}: not among target_modules {cfg['target_modules']}")
+        a, b = adapters[key], adapters[prefix + module + ".lora_B.weight"]
+        if a.shape[0] != cfg["r"] or b.shape[1] != cfg["r"]:
+            raise ValueError(f"{module}: A {list(a.shape)}, B {list(b.shape)} for r {cfg['r']}")
+        w[module + ".weight"] = w[module + ".weight"] + (b @ a).T * scale
+        merged += 1
+    print(f"{folder}: {merged} adapters of rank {cfg['r']}, alpha {cfg['lora_alpha']}, "
+          f"on {cfg['target_modules']}")
+    if merged == 0:
+        raise ValueError(f"{folder}: no adapter")
+
+
 def windows(data, T, limit):
     count = (len(data) - 1) // T
     if limit:
@@ -106,12 +140,15 @@ def main():
     parser.add_argument("--loss", type=float, help="zerodp's mean loss on the same file")
     parser.add_argument("--tolerance", type=float, default=1e-4, help="relative, default 1e-4")
     parser.add_argument("--max-windows", type=int, default=0, help="0: all")
+    parser.add_argument("--adapter", help="a PEFT LoRA folder to apply to the weights")
     args = parser.parse_args()
 
     cfg_path = os.path.join(os.path.dirname(os.path.abspath(args.safetensors)), "config.json")
     with open(cfg_path) as f:
         cfg = json.load(f)
     metadata, w = load_safetensors(args.safetensors)
+    if args.adapter:
+        apply_adapter(w, args.adapter)
     print(f"{args.safetensors}: {len(w)} tensors, {sum(t.numel() for t in w.values()):,} "
           f"parameters, metadata {metadata}")
     print(f"config: n_layer {cfg['n_layer']}, n_head {cfg['n_head']}, n_embd {cfg['n_embd']}, "

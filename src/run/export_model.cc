@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
 #include "zerodp/hf/gpt_export.h"
+#include "zerodp/hf/peft_export.h"
 
 namespace zerodp::run {
 namespace {
@@ -68,9 +70,11 @@ bool require_parent_folder(const std::string& out) {
   return fs::is_directory(parent, ec);
 }
 
+// A file an export writes into a folder: a Hugging Face folder's or a PEFT adapter folder's.
 bool is_export_file(const std::string& name) {
-  return std::find_if(std::begin(hf::kFolderFiles), std::end(hf::kFolderFiles),
-                      [&](const char* f) { return name == f; }) != std::end(hf::kFolderFiles);
+  auto named = [&](const char* f) { return name == f; };
+  return std::any_of(std::begin(hf::kFolderFiles), std::end(hf::kFolderFiles), named) ||
+         std::any_of(std::begin(hf::kAdapterFiles), std::end(hf::kAdapterFiles), named);
 }
 
 // A folder out: a new one, or one that holds nothing but an earlier export's files (replaced
@@ -174,11 +178,13 @@ void remove_old_export(const fs::path& old) {
     return;
   }
   for (const char* file : hf::kFolderFiles) ::unlinkat(dir, file, 0);
+  for (const char* file : hf::kAdapterFiles) ::unlinkat(dir, file, 0);
   ::close(dir);
   ::rmdir(old.c_str());  // only when empty: nothing else put there is removed
 }
 
-void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const std::string& out) {
+// write(dir) writes the export's files into the new folder `dir`.
+void export_folder(const std::function<void(const std::string&)>& write, const std::string& out) {
   const fs::path target = folder_target(out);
   const fs::path parent = parent_of(target);
   const std::string name = target.filename().string();
@@ -191,7 +197,7 @@ void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const
                 ": " + errno_text());
   }
   try {
-    hf::export_gpt2_folder(loaded.spec.gpt(), read, staging.string());
+    write(staging.string());
     fsync_dir(staging.string());
     const bool replacing = fs::exists(fs::symlink_status(target, ec));
     // One rename puts the whole new folder in place: beside nothing (NOREPLACE: a folder made
@@ -211,7 +217,7 @@ void export_folder(const LoadedModel& loaded, const hf::ParamReader& read, const
 
 }  // namespace
 
-Exported export_checkpoint(const std::string& checkpoint, const std::string& out) {
+Exported export_checkpoint(const std::string& checkpoint, const std::string& out, bool merge) {
   const bool folder = !is_weights_file(out);
   if (folder) {
     check_out_folder(out);
@@ -221,30 +227,61 @@ Exported export_checkpoint(const std::string& checkpoint, const std::string& out
   // Only the manifest and one tensor at a time are held: the reader pulls each tensor's range
   // out of whichever shards hold it.
   const LoadedModel loaded = load_gpt(checkpoint, CheckpointData::none, "", /*read_params=*/false);
-  if (loaded.spec.lora()) {
-    throw InvalidArgument(field_ref("checkpoint") + ": " +
-                          printable(loaded.checkpoint.folder(), 160) +
-                          " holds LoRA adapters; exporting them (a PEFT folder, or merged into "
-                          "their base) is not available yet: export the base, " +
-                          printable(loaded.spec.base()->folder(), 160));
+  const bool lora = loaded.spec.lora();
+  if (merge && !lora) {
+    throw InvalidArgument(
+        "merge", field_ref("merge") + ": " + printable(loaded.checkpoint.folder(), 160) +
+                     " holds no LoRA adapters to merge; export it without " + field_ref("merge"));
+  }
+  if (lora && !merge && !folder) {
+    throw InvalidArgument("out", field_ref("out") + ": " +
+                                     printable(loaded.checkpoint.folder(), 160) +
+                                     " holds LoRA adapters, which export as a PEFT folder: give "
+                                     "a folder, or " +
+                                     field_ref("merge") + " for the merged weights");
   }
   const checkpoint::Checkpoint& ck = loaded.checkpoint;
-  const hf::ParamReader read = [&ck](std::size_t offset, std::span<float> values) {
+  hf::ParamReader read = [&ck](std::size_t offset, std::span<float> values) {
     ck.read({offset, values.size()}, values.data(), nullptr, nullptr);
   };
+  // What is written: the checkpoint's GPT; a LoRA checkpoint's adapters as PEFT's folder; or,
+  // merged, its base with the adapters added in, as a GPT without LoRA.
+  model::GptConfig config = loaded.spec.gpt();
+  if (merge) {
+    std::vector<float> adapters(ck.params());
+    read(0, adapters);
+    const checkpoint::Checkpoint* base = loaded.spec.base();
+    read = hf::merged_reader(
+        config,
+        [base](std::size_t offset, std::span<float> values) {
+          base->read({offset, values.size()}, values.data(), nullptr, nullptr);
+        },
+        std::move(adapters));
+    config.lora_rank = 0;
+  }
   Exported done{loaded.spec.describe(), ck.state().run_step, folder, {}};
+  done.adapter = lora && !merge;
+  done.merged = merge;
+  if (merge) done.described = "merged into its base: " + done.described;
   // The folders out needs, made only now that the checkpoint has been read, and removed again
   // (when still empty) if the export fails.
   const std::vector<std::string> made =
       make_folders(parent_of(folder ? folder_target(out) : fs::path(out)).string());
   try {
-    if (folder) {
-      export_folder(loaded, read, out);
+    if (done.adapter) {
+      const std::string base = loaded.spec.base()->folder();
+      export_folder(
+          [&](const std::string& dir) { hf::export_peft_adapter(config, read, base, dir); }, out);
       return done;
     }
-    hf::export_gpt2_safetensors(loaded.spec.gpt(), read, out);
+    if (folder) {
+      export_folder([&](const std::string& dir) { hf::export_gpt2_folder(config, read, dir); },
+                    out);
+      return done;
+    }
+    hf::export_gpt2_safetensors(config, read, out);
     done.config = hf::config_path_beside(out);
-    hf::write_gpt2_config(loaded.spec.gpt(), done.config);
+    hf::write_gpt2_config(config, done.config);
   } catch (...) {
     for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
     throw;

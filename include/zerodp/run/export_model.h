@@ -28,12 +28,19 @@ struct Exported {
   std::int64_t step = 0;  // the checkpoint's step
   bool folder = true;     // a folder, or a .safetensors file and its config.json
   std::string config;     // the config.json beside a .safetensors file
+  bool adapter = false;   // a LoRA checkpoint's adapters, as PEFT's folder
+  bool merged = false;    // a LoRA checkpoint's base with its adapters merged in
 };
 
 // Exports the GPT of `checkpoint` (a checkpoint folder or a save dir) to `out`: a name ending
 // in .safetensors writes that file and config.json beside it, anything else a folder.
-// Only the checkpoint is read, never its corpus. Throws UsageError for an `out` it will not
-// write, Error when the checkpoint cannot be read or a write fails.
-Exported export_checkpoint(const std::string& checkpoint, const std::string& out);
+// A LoRA checkpoint exports its adapters as PEFT's folder (adapter_model.safetensors and
+// adapter_config.json, hf/peft_export.h); with `merge`, its base with the adapters merged in,
+// as any GPT (the base read from its checkpoint one tensor at a time, the adapters whole).
+// Only the checkpoints are read, never a corpus. Throws UsageError for an `out` it will not
+// write, for `merge` without adapters and for adapters to a .safetensors name; Error when a
+// checkpoint cannot be read or a write fails.
+Exported export_checkpoint(const std::string& checkpoint, const std::string& out,
+                           bool merge = false);
 
 }  // namespace zerodp::run
