@@ -64,6 +64,7 @@ void add_measure_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("measure");
   describe_command(*app);
   add_model_flags(app, flags->run.model, "10M");
+  add_lora_flags(app, flags->run.model);
   app->add_option("--steps", flags->run.steps, "measured steps after one warm-up [3]");
   app->add_flag("--all-stages", flags->run.all_stages, "measure stages 0-3 side by side");
   app->add_flag("--per-rank", flags->per_rank, "print every rank, not only rank 0");

@@ -422,6 +422,19 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
       }
     }
   }
+  // A frozen base at stage 3: each bucket gathered in 16 bits for forward and for backward.
+  if (gathers == 2) {
+    const std::vector<std::size_t> frozen(layout.frozen.begin(), layout.frozen.end());
+    const Partition fpart = make_partition(frozen, bucket_elements(run.bucket_bytes), run.ranks, 0);
+    for (const Bucket& bucket : fpart.buckets) {
+      for (int r = 0; r < run.ranks; ++r) {
+        const std::uint64_t mine = shard_of(bucket.count, run.ranks, r).size;
+        for (int j = 0; j < run.ranks; ++j) {
+          if (j / ranks_per_host != r / ranks_per_host) sent[r / ranks_per_host] += 2 * 2 * mine;
+        }
+      }
+    }
+  }
   const std::uint64_t exchange = optimizer_exchange_bytes(run);
   for (int h = 0; h < hosts; ++h) {
     sent[h] += exchange * std::uint64_t(ranks_per_host) * std::uint64_t(run.ranks - ranks_per_host);
@@ -455,6 +468,13 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
       continue;
     }
     bytes += scatter + (params_sharded ? 2 : 1) * gather;
+  }
+  if (params_sharded) {  // a frozen base: each bucket gathered for forward and for backward
+    const std::vector<std::size_t> frozen(layout.frozen.begin(), layout.frozen.end());
+    for (const Bucket& bucket :
+         make_partition(frozen, bucket_elements(run.bucket_bytes), n, 0).buckets) {
+      bytes += 2 * 2 * (bucket.count - shard_of(bucket.count, n, (rank + 1) % n).size);
+    }
   }
   return bytes + std::uint64_t(n - 1) * optimizer_exchange_bytes(run);
 }

@@ -73,9 +73,9 @@ Measurement::Measurement(const MeasureChoice& f)
   stages_ = {base_.stage};
   if (f.all_stages) stages_.assign(kStages.begin(), kStages.end());
   for (Stage stage : stages_) {
-    check_memory(
-        {spec_.param_count(), spec_.activation_bytes(base_.micro_batch), spec_.size_field()},
-        at_stage(stage), launch_);
+    check_memory({spec_.param_count(), spec_.activation_bytes(base_.micro_batch),
+                  spec_.size_field(), spec_.frozen_param_count()},
+                 at_stage(stage), launch_);
   }
   setup_.params = spec_.param_count();
   setup_.model = spec_.describe();

@@ -70,6 +70,7 @@ Timing run_steps(comm::Communicator& comm, const ModelSpec& spec, const Launch& 
       spec.make(model_threads(launch, spec.is_gpt(), options.micro_batch));
   zero::Engine engine(*model, comm, spec.samples(), options);
   engine.set_threads(rank_cores(launch));
+  if (const checkpoint::Checkpoint* base = spec.base()) engine.import_frozen(base->reader());
   engine.step(1e-4f);
   engine.flush();  // the warm-up's gathers must not land in the measured window
   comm.barrier();  // every rank of a host inside the window before its interface is read
@@ -383,9 +384,9 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   // ZeRO++'s gathers (qwZ's int8 payloads, hpZ's host rings) are not in the planner's ring
   // column: the engine's own bucket-by-bucket ring then predicts them.
   // 8-bit slots add the exchange of their blocks' edge maxima, and Adafactor that of its split
-  // tensors' sums, which no formula has.
+  // tensors' sums, which no formula has; nor has it a LoRA base's gathers at stage 3.
   m.predicted_comm =
-      options.zeropp.any()
+      options.zeropp.any() || spec.lora()
           ? predict::predict_rank_ring_bytes(planned, comm.rank())
           : plan::ring_step_bytes(options.stage, params, bpp, comm.size(), comm.rank()) +
                 std::uint64_t(comm.size() - 1) * predict::optimizer_exchange_bytes(planned);

@@ -342,6 +342,8 @@ std::unique_ptr<model::Model> ModelSpec::make(int threads) const {
 ModelSpec ModelSpec::shallower(int layers) const {
   ZERODP_CHECK(layers >= 1);
   ModelSpec s = *this;
+  // A LoRA base has the deeper layout: the shallower model keeps its own initial base.
+  if (s.gpt_.layers > layers) s.base_ = nullptr;
   s.gpt_.layers = std::min(s.gpt_.layers, layers);
   s.mlp_.depth = std::min(s.mlp_.depth, layers);
   return s;

@@ -96,6 +96,23 @@ TEST(TrainLoraCli, AdaptersTrainBesideTheBaseAndAResumeEndsWithTheSameBits) {
   EXPECT_TRUE(std::filesystem::is_regular_file(exported_dir + "/adapter_config.json"));
 }
 
+// measure with LoRA at stage 3: the base's gathers are in the bytes each rank sends, and
+// predicted; so is every byte of the peak.
+TEST(TrainLoraCli, MeasureCountsTheBasesGathersAndPredictsThem) {
+  const auto r = run_zerodp("measure --model gpt --lora-rank 4 --lora-targets all-linear --base '" +
+                            base_dir() + "' --stage 3 --ranks 2 --steps 1 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const std::uint64_t base = 256 * 32 + 16 * 32 + 12 * 32 * 32 + 13 * 32 + 2 * 32;
+  for (const nlohmann::json& rank : j["per_rank"]) {
+    EXPECT_EQ(rank["comm_ring_bytes"], rank["predicted_comm_bytes"]);
+    EXPECT_EQ(rank["peak_bytes"], rank["predicted_peak_bytes"]);
+    // The base, gathered in 16 bits twice a step, is most of what moves: at least its two
+    // gathers' ring bytes, 2 x 2 x (N - 1) / N of it.
+    EXPECT_GE(rank["comm_ring_bytes"].get<std::uint64_t>(), 2 * base);
+  }
+}
+
 TEST(TrainLoraCli, ABaseChangedSinceTheAdaptersTrainedIsRefused) {
   // A base of its own, saved, adapters trained on it, then the base's manifest rewritten.
   const std::string base = fresh_path("lora_base_changed"), dir = fresh_path("lora_changed");

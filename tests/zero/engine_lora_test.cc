@@ -15,6 +15,7 @@
 #include "zerodp/data/samples.h"
 #include "zerodp/data/text_data.h"
 #include "zerodp/model/gpt.h"
+#include "zerodp/predict/peak.h"
 #include "zerodp/zero/engine.h"
 
 namespace zerodp {
@@ -161,6 +162,60 @@ TEST(EngineLora, AnImportedBaseGivesTheBasesLossUntilTheAdaptersMove) {
           << "stage " << stage << " rank " << r << ": " << before[std::size_t(r)] << " vs "
           << base_loss;
       EXPECT_NE(after[std::size_t(r)], base_loss) << "stage " << stage;
+    }
+  }
+}
+
+// The bytes each rank moves, against the predictions `measure` prints: at stage 3 the base's
+// buckets are gathered twice a step beside the adapters'; below it the base never moves.
+TEST(EngineLora, EachRankSendsWhatThePredictionCounts) {
+  const model::GptConfig c = small_lora_gpt();
+  const auto text =
+      std::make_shared<const data::TextData>(data::TextData::default_corpus(c.seq_len));
+  const data::TextWindows samples(text, 1234);
+  const int steps = 2;
+  for (int stage = 0; stage <= 3; ++stage) {
+    for (int ranks : {2, 3}) {
+      zero::EngineOptions o;
+      o.stage = stage_from_number(stage);
+      o.micro_batch = 1;
+      o.bucket_bytes = 600;
+      const auto n = static_cast<std::size_t>(ranks);
+      std::vector<std::uint64_t> ring(n), sent(n);
+      std::mutex mu;
+      comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
+        model::GptModel model(c);
+        zero::Engine engine(model, comm, samples, o);
+        const comm::Stats before = comm.stats();
+        std::uint64_t scalar_ring = 0, scalar_sent = 0;
+        for (int s = 0; s < steps; ++s) {
+          const zero::StepResult r = engine.step(1e-2f);
+          scalar_ring += r.scalar_bytes;
+          scalar_sent += r.scalar_sent_bytes;
+        }
+        engine.flush();
+        const comm::Stats after = comm.stats();
+        std::lock_guard lock(mu);
+        ring[std::size_t(comm.rank())] = after.ring_bytes() - before.ring_bytes() - scalar_ring;
+        sent[std::size_t(comm.rank())] = after.sent_bytes() - before.sent_bytes() - scalar_sent;
+      });
+      predict::EngineRun run;
+      run.model = predict::GptShape{.layers = 2,
+                                    .heads = 2,
+                                    .hidden = 16,
+                                    .seq_len = 8,
+                                    .lora_rank = 4,
+                                    .lora_targets = model::kLoraAllTargets};
+      run.stage = o.stage;
+      run.ranks = ranks;
+      run.bucket_bytes = o.bucket_bytes;
+      const std::vector<std::uint64_t> hosts = predict::predict_host_send_bytes(run, 1);
+      for (int r = 0; r < ranks; ++r) {
+        SCOPED_TRACE("stage " + std::to_string(stage) + ", rank " + std::to_string(r) + " of " +
+                     std::to_string(ranks));
+        EXPECT_EQ(ring[std::size_t(r)], steps * predict::predict_rank_ring_bytes(run, r));
+        EXPECT_EQ(sent[std::size_t(r)], steps * hosts[std::size_t(r)]);
+      }
     }
   }
 }

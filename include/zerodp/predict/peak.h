@@ -157,7 +157,8 @@ std::vector<RankPeak> predict_peak(const EngineRun& run);
 // gather sends every peer the rank's quantized payload (common/quantize.h) instead of its
 // 16-bit chunk; with hpZ the backward's gather runs inside each hpZ host (run.hpz_ranks
 // consecutive ranks), each rank sending its host chunk to the host's other ranks, counted when
-// they sit on another host here. The scalars' all-reduce (12 bytes) is left out. With one rank per
+// they sit on another host here; a frozen base's buckets are gathered twice at stage 3 too. The
+// scalars' all-reduce (12 bytes) is left out. With one rank per
 // host this is the ring column whenever N divides every bucket.
 std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ranks_per_host);
 
@@ -174,9 +175,10 @@ std::uint64_t optimizer_exchange_bytes(const EngineRun& run);
 // `rank` sends in one step's ZeRO collectives, bucket by bucket as the engine issues them:
 // stage 0 all-reduces each bucket; stages 1 and 2 reduce-scatter it and all-gather it; stage 3
 // reduce-scatters it and all-gathers it twice, with qwZ as N payloads of bytes, with hpZ the
-// backward's gather over the rank's hpZ host (its host chunks, 16-bit). The scalars'
-// all-reduce is left out. Exact for every N, where the planner's flat-buffer ring column
-// (plan/comm.h) is within N elements per bucket.
+// backward's gather over the rank's hpZ host (its host chunks, 16-bit); a frozen base (LoRA)
+// adds, at stage 3, two all-gathers of each of its buckets. The scalars' all-reduce is left
+// out. Exact for every N, where the planner's flat-buffer ring column (plan/comm.h) is within
+// N elements per bucket.
 std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank);
 
 // The least N in [1, max_ranks] at which the run's peak (rank 0's) fits in budget bytes, or

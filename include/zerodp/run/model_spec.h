@@ -83,6 +83,8 @@ class ModelSpec {
   // The same model with at most `layers` transformer blocks (GPT) or layers (MLP), on the same
   // samples: every kind of unit it has keeps its shape, so what a unit's kernels reach on it
   // they reach on this one, in a fraction of the memory (measure's kernel rates). layers >= 1.
+  // A LoRA model made shallower drops its base (base() null): its frozen params are the
+  // model's initial ones, of the same shapes.
   ModelSpec shallower(int layers) const;
   // threads: the GPT's (GptModel::set_threads); the MLP computes on one.
   std::unique_ptr<model::Model> make(int threads = 1) const;
