@@ -143,7 +143,7 @@ void ModelSpec::choose_lora(const ModelChoice& f) {
   const RunRecord record = read_run_record(*base);  // every field in its type and range
   const std::string where = field_ref("base") + " " + shown(base->folder(), 160);
   if (!record.model.gpt) throw InvalidArgument("base", where + ": holds an MLP, not a GPT");
-  if (nlohmann::json::parse(base->manifest().model).contains("lora")) {
+  if (nlohmann::json::parse(base->manifest().model).contains("lora_rank")) {
     throw InvalidArgument("base", where +
                                       ": holds a LoRA run's adapters; a base is a GPT trained "
                                       "whole");
@@ -180,23 +180,23 @@ void ModelSpec::choose_lora(const ModelChoice& f) {
                 std::to_string(gpt_.param_count()) + " parameters, its shards hold " +
                 std::to_string(base->params()));
   }
-  base_ref_ = {{"checkpoint",
-                utf8_text(std::filesystem::absolute(base->folder()).lexically_normal().string())},
-               {"manifest_sha256", manifest_sha256(*base)}};
+  base_folder_ = std::filesystem::absolute(base->folder()).lexically_normal().string();
+  base_manifest_sha256_ = manifest_sha256(*base);
   base_ = std::move(base);
 }
 
-void ModelSpec::read_lora(const nlohmann::json& lora) {
-  gpt_.lora_rank = lora.at("rank").get<int>();
-  gpt_.lora_alpha = lora.at("alpha").get<float>();
+void ModelSpec::read_lora(const nlohmann::json& c) {
+  gpt_.lora_rank = c.at("lora_rank").get<int>();
+  gpt_.lora_alpha = c.at("lora_alpha").get<float>();
   gpt_.lora_targets = 0;
-  for (const auto& name : lora.at("targets")) {
+  for (const auto& name : c.at("lora_targets")) {
     gpt_.lora_targets |= parse_lora_targets(name.get<std::string>());
   }
-  base_ref_ = lora.at("base");
-  const std::string folder = base_ref_.at("checkpoint").get<std::string>();
+  base_folder_ = c.at("lora_base").get<std::string>();
+  base_manifest_sha256_ = c.at("lora_base_manifest_sha256").get<std::string>();
+  const std::string& folder = base_folder_;
   auto base = std::make_shared<const checkpoint::Checkpoint>(checkpoint::Checkpoint::open(folder));
-  if (manifest_sha256(*base) != base_ref_.at("manifest_sha256").get<std::string>()) {
+  if (manifest_sha256(*base) != base_manifest_sha256_) {
     throw Error("the base checkpoint " + printable(folder, 160) +
                 " is no longer the one the adapters were trained beside: its manifest's SHA-256 "
                 "differs from the one recorded");
@@ -265,7 +265,7 @@ ModelSpec::ModelSpec(const nlohmann::json& c, ConfigOnly) {
   gpt_.hidden = c.at("n_embd").get<int>();
   gpt_.seq_len = c.at("n_positions").get<int>();
   gpt_.checkpoint_activations = c.value("checkpoint_activations", false);
-  if (c.contains("lora")) read_lora(c.at("lora"));
+  if (c.contains("lora_rank")) read_lora(c);
   // A checkpoint's model is evaluated, sampled and exported in fp32 compute, whatever its run
   // trained in (config "compute"): the most exact figure, and the one PyTorch computes from an
   // export. A resume takes the run's compute through its flags (zerodp train).
@@ -417,10 +417,11 @@ nlohmann::json ModelSpec::config_json() const {
       {"data_seed", data_seed_},
       {"params", param_count()}};
   if (lora()) {
-    config["lora"] = {{"rank", gpt_.lora_rank},
-                      {"alpha", gpt_.lora_alpha},
-                      {"targets", lora_targets_json(gpt_.lora_targets)},
-                      {"base", base_ref_}};
+    config["lora_rank"] = gpt_.lora_rank;
+    config["lora_alpha"] = gpt_.lora_alpha;
+    config["lora_targets"] = lora_targets_json(gpt_.lora_targets);
+    config["lora_base"] = utf8_text(base_folder_);  // a file name is bytes: JSON holds UTF-8
+    config["lora_base_manifest_sha256"] = base_manifest_sha256_;
     config["frozen_params"] = frozen_param_count();
   }
   return config;

@@ -97,19 +97,14 @@ class Fields {
   std::string prefix_;
 };
 
-// A LoRA run's adapters and base: {"rank", "alpha", "targets": [...], "base": {"checkpoint",
-// "manifest_sha256"}}, every field in its type and range.
-void read_lora(const Fields& m, RecordedModel& r) {
-  const json& lora = m.at("lora");
-  if (!lora.is_object()) {
-    throw UsageError(m.name("lora") + " is " + shown_json(lora) + ", expected an object");
-  }
-  const Fields l(lora, m.name("lora") + ".");
-  r.lora_rank = static_cast<int>(l.whole("rank", 1, std::uint64_t(r.hidden)));
-  r.lora_alpha = *l.real_if("alpha", false);
-  const json& targets = l.at("targets");
+// A LoRA run's adapters and base: lora_rank, lora_alpha, lora_targets [...], lora_base (the
+// base checkpoint's folder) and lora_base_manifest_sha256, every field in its type and range.
+void read_lora(const Fields& l, RecordedModel& r) {
+  r.lora_rank = static_cast<int>(l.whole("lora_rank", 1, std::uint64_t(r.hidden)));
+  r.lora_alpha = *l.real_if("lora_alpha", false);
+  const json& targets = l.at("lora_targets");
   if (!targets.is_array() || targets.empty() || targets.size() > model::kLoraTargets) {
-    throw UsageError(l.name("targets") + " is " + shown_json(targets) +
+    throw UsageError(l.name("lora_targets") + " is " + shown_json(targets) +
                      ", expected a list of the adapted projections");
   }
   for (const json& t : targets) {
@@ -119,20 +114,15 @@ void read_lora(const Fields& m, RecordedModel& r) {
           known || (t.is_string() && t.get_ref<const std::string&>() == model::lora_target_name(i));
     }
     if (!known) {
-      throw UsageError(l.name("targets") + " holds " + shown_json(t) +
+      throw UsageError(l.name("lora_targets") + " holds " + shown_json(t) +
                        ", expected attn.c_attn, attn.c_proj, mlp.c_fc or mlp.c_proj");
     }
     r.lora_targets += (r.lora_targets.empty() ? "" : ",") + t.get<std::string>();
   }
-  const json& base = l.at("base");
-  if (!base.is_object()) {
-    throw UsageError(l.name("base") + " is " + shown_json(base) + ", expected an object");
-  }
-  const Fields b(base, l.name("base") + ".");
-  r.base = b.text("checkpoint", kMaxRecordedPath, "a checkpoint folder");
-  const std::string sha = b.text("manifest_sha256", 64, "64 hexadecimal digits");
+  r.base = l.text("lora_base", kMaxRecordedPath, "a checkpoint folder");
+  const std::string sha = l.text("lora_base_manifest_sha256", 64, "64 hexadecimal digits");
   if (sha.size() != 64 || sha.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw UsageError(b.name("manifest_sha256") + " is " + zerodp::shown(sha) +
+    throw UsageError(l.name("lora_base_manifest_sha256") + " is " + zerodp::shown(sha) +
                      ", expected 64 hexadecimal digits");
   }
 }
@@ -161,7 +151,7 @@ RecordedModel read_model(const Fields& m) {
   r.checkpoint_activations = m.boolean("checkpoint_activations", false);
   if (m.has("compute")) r.compute = m.word("compute", {"fp32", "bf16"}, "fp32 or bf16");
   if (m.has("data")) r.data = m.text("data", kMaxRecordedPath, "a file name");
-  if (m.has("lora")) read_lora(m, r);
+  if (m.has("lora_rank")) read_lora(m, r);
   return r;
 }
 

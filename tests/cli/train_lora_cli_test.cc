@@ -48,9 +48,9 @@ TEST(TrainLoraCli, AdaptersTrainBesideTheBaseAndAResumeEndsWithTheSameBits) {
   EXPECT_EQ(s["params"], 4 * 32 + 96 * 4);
   // The base: 256 C + T C + 12 C^2 + 13 C + 2 C with C = 32, T = 16.
   EXPECT_EQ(s["frozen_params"], 256 * 32 + 16 * 32 + 12 * 32 * 32 + 13 * 32 + 2 * 32);
-  EXPECT_EQ(s["model"]["lora"]["rank"], 4);
-  EXPECT_EQ(s["model"]["lora"]["targets"], nlohmann::json::array({"attn.c_attn"}));
-  EXPECT_EQ(s["model"]["lora"]["base"]["manifest_sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(s["model"]["lora_rank"], 4);
+  EXPECT_EQ(s["model"]["lora_targets"], nlohmann::json::array({"attn.c_attn"}));
+  EXPECT_EQ(s["model"]["lora_base_manifest_sha256"].get<std::string>().size(), 64u);
   // The frozen base in the ledger, as predicted, to the byte.
   EXPECT_EQ(s["peak_bytes"], s["predicted_peak_bytes"]);
   EXPECT_EQ(s["model_state_bytes"], s["predicted_model_state_bytes"]);
@@ -68,6 +68,13 @@ TEST(TrainLoraCli, AdaptersTrainBesideTheBaseAndAResumeEndsWithTheSameBits) {
       run_zerodp("train --steps 6 --resume '" + dir + "/step-00000003' --out '' --json");
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["weights_sha256"], s["weights_sha256"]);
+  // Adapters of another rank, or beside another base, are not the checkpoint's.
+  const auto other_rank = run_zerodp("train --steps 6 --lora-rank 8 --resume '" + dir +
+                                     "/step-00000003' --out '' --json");
+  EXPECT_EQ(other_rank.status, 2);
+  EXPECT_NE(other_rank.err.find("holds a model with lora_rank 4, this run asks 8"),
+            std::string::npos)
+      << other_rank.err;
   // Another stage and N resume it too (the same adapters, sharded otherwise).
   const auto resharded =
       run_zerodp("train --steps 6 --ranks 1 --stage 0 --micro-batch 4 --resume '" + dir +

@@ -57,13 +57,23 @@ struct ConfigField {
   std::string name() const { return input ? field_ref(input) : std::string("vocabulary"); }
 };
 inline constexpr ConfigField kConfigFields[] = {
-    {"type", "model", true},          {"n_layer", "layers", true},
-    {"n_head", "heads", true},        {"n_embd", "hidden", true},
-    {"n_positions", "seq_len", true}, {"checkpoint_activations", "checkpoint_activations", false},
-    {"compute", "compute", false},    {"data_seed", "data_seed", false},
-    {"width", "params", true},        {"depth", "params", true},
-    {"vocab_size", nullptr, false},   {"params", "params", false},
-    {"lora", "lora_rank", true},
+    {"type", "model", true},
+    {"n_layer", "layers", true},
+    {"n_head", "heads", true},
+    {"n_embd", "hidden", true},
+    {"n_positions", "seq_len", true},
+    {"checkpoint_activations", "checkpoint_activations", false},
+    {"compute", "compute", false},
+    {"data_seed", "data_seed", false},
+    {"width", "params", true},
+    {"depth", "params", true},
+    {"vocab_size", nullptr, false},
+    {"params", "params", false},
+    {"lora_rank", "lora_rank", true},
+    {"lora_alpha", "lora_alpha", true},
+    {"lora_targets", "lora_targets", true},
+    {"lora_base", "base", true},
+    {"lora_base_manifest_sha256", "base", true},
 };
 
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
@@ -126,12 +136,12 @@ class ModelSpec {
   void load_data(const std::string& path, int validation_percent = 10,
                  const std::string& seq_len_name = "");
   // --lora-rank and its flags, the base opened and its shape taken (the flags' shape checked
-  // against it); and a checkpoint's "lora" object, its base opened and held to its manifest's
+  // against it); and a checkpoint's lora_* fields, its base opened and held to its manifest's
   // SHA-256.
   void choose_lora(const ModelChoice& choice);
-  void read_lora(const nlohmann::json& lora);
+  void read_lora(const nlohmann::json& config);
   std::shared_ptr<const checkpoint::Checkpoint> base_;
-  nlohmann::json base_ref_;  // {"checkpoint": its folder, "manifest_sha256": ...}
+  std::string base_folder_, base_manifest_sha256_;  // as a checkpoint records them
   bool is_gpt_ = true;
   model::GptConfig gpt_;
   model::MlpConfig mlp_;
