@@ -195,7 +195,13 @@ void ModelSpec::read_lora(const nlohmann::json& c) {
   base_folder_ = c.at("lora_base").get<std::string>();
   base_manifest_sha256_ = c.at("lora_base_manifest_sha256").get<std::string>();
   const std::string& folder = base_folder_;
-  auto base = std::make_shared<const checkpoint::Checkpoint>(checkpoint::Checkpoint::open(folder));
+  std::shared_ptr<const checkpoint::Checkpoint> base;
+  try {
+    base = std::make_shared<const checkpoint::Checkpoint>(checkpoint::Checkpoint::open(folder));
+  } catch (const Failure& e) {
+    throw Error("the base checkpoint of these adapters, " + printable(folder, 160) + ": " +
+                e.text());
+  }
   if (manifest_sha256(*base) != base_manifest_sha256_) {
     throw Error("the base checkpoint " + printable(folder, 160) +
                 " is no longer the one the adapters were trained beside: its manifest's SHA-256 "

@@ -141,6 +141,38 @@ TEST(TrainLoraCli, ABaseChangedSinceTheAdaptersTrainedIsRefused) {
       << r.err;
 }
 
+// A LoRA manifest edited by hand, and a base moved away: one line each, naming the file.
+TEST(TrainLoraCli, AnEditedRecordOrAMissingBaseIsRefusedInOneLine) {
+  const std::string base = fresh_path("lora_base_moved"), dir = fresh_path("lora_edited");
+  ASSERT_EQ(run_zerodp("train " + kBaseModel + "--ranks 1 --steps 2 --save-every 2 --save-dir '" +
+                       base + "' --json")
+                .status,
+            0);
+  ASSERT_EQ(run_zerodp("train --lora-rank 2 --base '" + base + "' --micro-batch 2 --ranks 1 "
+                       "--steps 2 --save-every 2 --save-dir '" + dir + "' --out '' --json")
+                .status,
+            0);
+  const std::string manifest = dir + "/step-00000002/manifest.json";
+  const std::string good = testing::slurp(manifest);
+  for (const auto& [key, value] :
+       {std::pair<std::string, nlohmann::json>{"lora_rank", "2"}, {"lora_targets", "c_attn"},
+        {"lora_base_manifest_sha256", "00"}}) {
+    nlohmann::json m = nlohmann::json::parse(good);
+    m["model"][key] = value;
+    std::ofstream(manifest) << m.dump(1);
+    const auto r = run_zerodp("eval --checkpoint '" + dir + "' --json");
+    EXPECT_EQ(r.status, 2) << key << ": " << r.err;
+    EXPECT_NE(r.err.find(manifest), std::string::npos) << key << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << key << ": " << r.err;
+  }
+  std::ofstream(manifest) << good;
+  std::filesystem::rename(base, base + ".moved");
+  const auto r = run_zerodp("eval --checkpoint '" + dir + "' --json");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("the base checkpoint of these adapters"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
 TEST(TrainLoraCli, EveryFlagGivenWrongIsRefusedInOneLine) {
   const std::string base = "'" + base_dir() + "'";
   const std::pair<std::string, std::string> cases[] = {
