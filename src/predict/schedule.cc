@@ -155,8 +155,15 @@ class EngineSchedule {
       gather_back_.push_back(backward_gather_seconds(run, ranks_per_host, link, b.count));
       gather_.push_back(gather_seconds(run, ranks_per_host, link, b.count));
     }
+    // A frozen base (LoRA) has a gatherer of its own at stage 3, over its own buckets.
+    const std::vector<std::size_t> frozen(layout_.frozen.begin(), layout_.frozen.end());
+    frozen_part_ = make_partition(frozen, bucket_elements(run.bucket_bytes), run.ranks, 0);
+    for (const Bucket& b : frozen_part_.buckets) {
+      frozen_gather_.push_back(gather_seconds(run, ranks_per_host, link, b.count));
+    }
     scalars_ = collective_seconds(run, ranks_per_host, link, LinkCollective::all_reduce, 3, 4);
     gathered_.assign(layout_.counts.size(), {});
+    frozen_gathered_.assign(layout_.counts.size(), {});
     carried_.assign(layout_.counts.size(), {});
   }
 
@@ -198,8 +205,15 @@ class EngineSchedule {
       gathered_[unit].push_back(replay_.issue(backward ? gather_back_[b] : gather_[b]));
     }
   }
+  void gather_frozen(int unit) {
+    if (!frozen_gathered_[unit].empty()) return;
+    for (int b : frozen_part_.unit_buckets[unit]) {
+      frozen_gathered_[unit].push_back(replay_.issue(frozen_gather_[b]));
+    }
+  }
   void pass(const std::vector<int>& order, bool backward, bool last_micro) {
     for (auto& ids : gathered_) ids.clear();
+    for (auto& ids : frozen_gathered_) ids.clear();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int unit = order[i];
       if (params_sharded_) {
@@ -209,6 +223,14 @@ class EngineSchedule {
         }
         for (int u : needs(unit)) {
           for (int id : gathered_[u]) replay_.wait(id);
+        }
+        // Then the frozen gatherer's turn, as the engine acquires it after the other.
+        for (int u : needs(unit)) gather_frozen(u);
+        if (run_.prefetch && i + 1 < order.size()) {
+          for (int u : needs(order[i + 1])) gather_frozen(u);
+        }
+        for (int u : needs(unit)) {
+          for (int id : frozen_gathered_[u]) replay_.wait(id);
         }
       }
       for (int u : needs(unit)) {
@@ -265,10 +287,13 @@ class EngineSchedule {
   std::vector<double> reduce_, gather_;  // per bucket
   std::vector<double> reduce_second_;    // per bucket: qgZ's hosts' all-to-all; -1 without
   std::vector<double> gather_back_;      // per bucket: stage 3's backward gather (hpZ: the host's)
+  Partition frozen_part_;                // a frozen base's buckets (none without)
+  std::vector<double> frozen_gather_;    // per frozen bucket: stage 3's gather, either pass
   double scalars_ = 0;
   Replay replay_;
-  std::vector<std::vector<int>> gathered_;  // stage 3: per unit, this pass's gathers
-  std::vector<std::vector<int>> carried_;   // stages 1, 2: per unit, gathers from the update
+  std::vector<std::vector<int>> gathered_;         // stage 3: per unit, this pass's gathers
+  std::vector<std::vector<int>> frozen_gathered_;  // and of its frozen params
+  std::vector<std::vector<int>> carried_;          // stages 1, 2: per unit, gathers from the update
   std::vector<int> reductions_;
   int in_slot_[2] = {-1, -1};
   int slot_bucket_[2] = {-1, -1};
@@ -305,14 +330,26 @@ std::vector<UnitFlops> unit_flops(const EngineModel& model, std::uint64_t micro_
     // Per head 2 HS a product's (query, key) pairs; the heads' HS add up to C.
     const double attention_forward = B * 4.0 * C * a.seen;
     const double attention_backward = B * 4.0 * C * (a.seen + a.seeing);
-    const UnitFlops block{24.0 * BT * C * C + attention_forward,
-                          48.0 * BT * C * C + attention_backward};
+    UnitFlops block{24.0 * BT * C * C + attention_forward, 48.0 * BT * C * C + attention_backward};
+    // LoRA: the frozen weights take no gradient (the inputs' alone, half the products), and
+    // each adapter adds 2 B T R (in + out) forward and twice that backward (dB, du, dA, dx).
+    const bool lora = g->lora_rank > 0;
+    if (lora) {
+      block.backward -= 24.0 * BT * C * C;
+      const double R = static_cast<double>(g->lora_rank);
+      const double sides[4] = {4 * C, 2 * C, 5 * C, 5 * C};  // in + out of each target
+      for (int i = 0; i < 4; ++i) {
+        if (((g->lora_targets >> i) & 1u) == 0) continue;
+        block.forward += 2.0 * BT * R * sides[i];
+        block.backward += 4.0 * BT * R * sides[i];
+      }
+    }
     out.push_back({0, 0});  // embeddings: looked up and scattered, no product
     for (std::uint64_t l = 0; l < g->layers; ++l) {
       out.push_back(
           {block.forward, block.backward + (g->checkpoint_activations ? block.forward : 0.0)});
     }
-    out.push_back({2.0 * BT * C * V, 4.0 * BT * C * V});  // the LM head
+    out.push_back({2.0 * BT * C * V, (lora ? 2.0 : 4.0) * BT * C * V});  // the LM head
   } else {
     const auto& m = std::get<MlpShape>(model);
     const double W = static_cast<double>(m.width);

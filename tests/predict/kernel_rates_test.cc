@@ -20,18 +20,19 @@ namespace {
 // The FLOPs gemm() counted in each unit's forward and backward of one micro-batch.
 std::vector<UnitFlops> counted_flops(model::Model& m, const model::MicroBatch& batch) {
   std::vector<float> params(m.param_count()), grads(m.param_count(), 0.0f);
-  model::init_all(m, params, 7);
+  std::vector<float> frozen(m.frozen_count());  // a LoRA model's base
+  model::init_all(m, params, 7, frozen);
   model::set_gemm_clock(model::GemmClock::wall);
   m.begin_micro_batch(batch);
   std::vector<UnitFlops> out(m.units().size());
   for (std::size_t u = 0; u < out.size(); ++u) {
     const double before = model::gemm_stats().flops;
-    m.forward(static_cast<int>(u), model::flat_unit_views(m, u, params, {}));
+    m.forward(static_cast<int>(u), model::flat_unit_views(m, u, params, {}, frozen));
     out[u].forward = model::gemm_stats().flops - before;
   }
   for (std::size_t u = out.size(); u-- > 0;) {
     const double before = model::gemm_stats().flops;
-    m.backward(static_cast<int>(u), model::flat_unit_views(m, u, params, grads));
+    m.backward(static_cast<int>(u), model::flat_unit_views(m, u, params, grads, frozen));
     out[u].backward = model::gemm_stats().flops - before;
   }
   model::set_gemm_clock(model::GemmClock::off);
@@ -79,6 +80,34 @@ TEST(UnitFlops, AreTheGptsProductsAsGemmCountsThem) {
     SCOPED_TRACE(checkpointing ? "checkpointing" : "no checkpointing");
     expect_same_flops(unit_flops(shape, B), counted);
     EXPECT_EQ(counted.front().forward, 0.0);  // the embeddings are looked up
+  }
+}
+
+TEST(UnitFlops, AreALoraGptsProductsAsGemmCountsThem) {
+  // The frozen base's products without their weight gradients, and the adapters' four.
+  for (const unsigned targets : {1u, 15u, 10u}) {
+    for (bool checkpointing : {false, true}) {
+      model::GptConfig c;
+      c.layers = 2, c.heads = 2, c.hidden = 16, c.seq_len = 80;
+      c.checkpoint_activations = checkpointing;
+      c.lora_rank = 3;
+      c.lora_targets = targets;
+      model::GptModel gpt(c);
+      const std::size_t B = 2;
+      std::vector<std::uint8_t> tokens(B * (c.seq_len + 1));
+      for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::uint8_t>(i * 7);
+      const std::vector<UnitFlops> counted = counted_flops(gpt, {.samples = B, .tokens = tokens});
+      const GptShape shape{.layers = 2,
+                           .heads = 2,
+                           .hidden = 16,
+                           .seq_len = 80,
+                           .checkpoint_activations = checkpointing,
+                           .lora_rank = 3,
+                           .lora_targets = targets};
+      SCOPED_TRACE("targets " + std::to_string(targets) + (checkpointing ? ", checkpointing" : ""));
+      expect_same_flops(unit_flops(shape, B), counted);
+      EXPECT_EQ(counted.front().backward, 0.0);  // a frozen embedding takes no gradient
+    }
   }
 }
 

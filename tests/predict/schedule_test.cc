@@ -3,6 +3,8 @@
 // a link so fast it only costs the last reduction, a link so slow the step is the link's.
 #include <gtest/gtest.h>
 
+#include "zerodp/common/partition.h"
+#include "zerodp/predict/peak.h"
 #include "zerodp/predict/schedule.h"
 
 namespace zerodp::predict {
@@ -60,6 +62,34 @@ TEST(PredictStep, WithoutOverlapTheStepIsComputePlusEveryCollective) {
     EXPECT_DOUBLE_EQ(s.compute_seconds, compute);
     EXPECT_DOUBLE_EQ(s.efficiency, compute / (compute + link));
   }
+}
+
+TEST(PredictStep, AFrozenBaseIsGatheredTwiceAStepAtStageThreeOnly) {
+  // LoRA beside a frozen base, every collective waited at once: stage 3 adds to stage 2 the
+  // adapters' second gather and two gathers of each of the base's buckets.
+  EngineRun run;
+  run.model = GptShape{.layers = 2, .heads = 2, .hidden = 16, .seq_len = 8, .lora_rank = 4};
+  run.ranks = 2;
+  run.bucket_bytes = 2000;
+  run.mpi = true;
+  run.prefetch = false;
+  const std::size_t units = unit_layout(run.model).counts.size();
+  const StepCompute c{std::vector<double>(units, 10.0), std::vector<double>(units, 20.0), 5.0, 0.0};
+  run.stage = Stage::zero2;
+  const ScheduledStep two = predict_step(run, 1, kByteLink, c, false);
+  run.stage = Stage::zero3;
+  const ScheduledStep three = predict_step(run, 1, kByteLink, c, false);
+  const UnitLayout layout = unit_layout(run.model);
+  auto gathers = [&](const std::vector<std::uint64_t>& counts) {
+    double seconds = 0;
+    const std::vector<std::size_t> c(counts.begin(), counts.end());
+    for (const Bucket& b : make_partition(c, bucket_elements(run.bucket_bytes), 2, 0).buckets)
+      seconds += collective_seconds(run, 1, kByteLink, LinkCollective::all_gather, b.count, 2);
+    return seconds;
+  };
+  const double base = gathers(layout.frozen);
+  EXPECT_GT(base, 0.0);
+  EXPECT_DOUBLE_EQ(three.comm_seconds - two.comm_seconds, gathers(layout.counts) + 2 * base);
 }
 
 TEST(PredictStep, AFastLinkCostsStageZeroOnlyItsLastReduction) {

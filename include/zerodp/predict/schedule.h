@@ -69,7 +69,10 @@ struct StepCompute {
 // input needs no gradient); a GPT block 24 B T C² forward and 48 B T C² backward plus causal
 // attention's scores and values, computed in blocks of 64 queries over the keys they see;
 // the final unit's LM head 2 B T C V and 4 B T C V; the embeddings none. With activation
-// checkpointing a block's backward adds its forward again.
+// checkpointing a block's backward adds its forward again. Under LoRA (a frozen base) the
+// block's backward computes the inputs' gradients alone (24 B T C² less) and the LM head's
+// 2 B T C V; each adapter of rank R on a projection adds 2 B T R (in + out) forward and
+// 4 B T R (in + out) backward.
 struct UnitFlops {
   double forward = 0, backward = 0;
 };
