@@ -325,20 +325,17 @@ struct GptModel::Impl {
   void lora_forward(int i, float* out, float* u, const float* inp,
                     const LoraTensors<const float>& w, std::size_t BT, std::size_t in,
                     std::size_t out_dim, const GemmCompute& how) {
-    if (!adapted(i)) return;
-    gemm(how, Trans::no, Trans::yes, BT, R, in, 1.0f, inp, w.a[i], 0.0f, u);
-    gemm(how, Trans::no, Trans::yes, BT, out_dim, R, lora_scale, u, w.b[i], 1.0f, out);
+    if (adapted(i))
+      model::lora_forward(out, u, inp, w.a[i], w.b[i], lora_scale, BT, in, out_dim, R, how);
   }
-  // Its backward, given dout: dB += scale dout^T u; du = scale dout B; dA += du^T inp;
-  // dinp += du A (dinp already holds the base's dout W).
+  // Its backward (layers.h), dinp already holding the base's dout W.
   void lora_backward(int i, float* dinp, float* du, const float* dout, const float* inp,
                      const float* u, const LoraTensors<const float>& w, const LoraTensors<float>& g,
                      std::size_t BT, std::size_t in, std::size_t out_dim, const GemmCompute& how) {
-    if (!adapted(i)) return;
-    gemm(how, Trans::yes, Trans::no, out_dim, R, BT, lora_scale, dout, u, 1.0f, g.b[i]);
-    gemm(how, Trans::no, Trans::no, BT, R, out_dim, lora_scale, dout, w.b[i], 0.0f, du);
-    gemm(how, Trans::yes, Trans::no, R, in, BT, 1.0f, du, inp, 1.0f, g.a[i]);
-    gemm(how, Trans::no, Trans::no, BT, in, R, 1.0f, du, w.a[i], 1.0f, dinp);
+    if (adapted(i)) {
+      model::lora_backward(dinp, g.a[i], g.b[i], du, dout, inp, u, w.a[i], w.b[i], lora_scale, BT,
+                           in, out_dim, R, how);
+    }
   }
 
   // Block l's internals from sample s.first on.

@@ -125,6 +125,23 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   }
 }
 
+void lora_forward(float* out, float* u, const float* inp, const float* A, const float* B,
+                  float scale, std::size_t BT, std::size_t IN, std::size_t OUT, std::size_t R,
+                  const GemmCompute& how) {
+  gemm(how, Trans::no, Trans::yes, BT, R, IN, 1.0f, inp, A, 0.0f, u);
+  gemm(how, Trans::no, Trans::yes, BT, OUT, R, scale, u, B, 1.0f, out);
+}
+
+void lora_backward(float* dinp, float* dA, float* dB, float* du, const float* dout,
+                   const float* inp, const float* u, const float* A, const float* B, float scale,
+                   std::size_t BT, std::size_t IN, std::size_t OUT, std::size_t R,
+                   const GemmCompute& how) {
+  gemm(how, Trans::yes, Trans::no, OUT, R, BT, scale, dout, u, 1.0f, dB);
+  gemm(how, Trans::no, Trans::no, BT, R, OUT, scale, dout, B, 0.0f, du);
+  gemm(how, Trans::yes, Trans::no, R, IN, BT, 1.0f, du, inp, 1.0f, dA);
+  gemm(how, Trans::no, Trans::no, BT, IN, R, 1.0f, du, A, 1.0f, dinp);
+}
+
 namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCube = 0.044715f;

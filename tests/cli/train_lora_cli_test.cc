@@ -120,19 +120,23 @@ TEST(TrainLoraCli, MeasureCountsTheBasesGathersAndPredictsThem) {
   }
 }
 
-TEST(TrainLoraCli, ABaseChangedSinceTheAdaptersTrainedIsRefused) {
-  // A base of its own, saved, adapters trained on it, then the base's manifest rewritten.
-  const std::string base = fresh_path("lora_base_changed"), dir = fresh_path("lora_changed");
+// A base of its own saved at step 2 in `base`, and adapters trained on it saved in `dir`.
+void save_base_and_adapters(const std::string& base, const std::string& dir) {
   ASSERT_EQ(run_zerodp("train " + kBaseModel + "--ranks 1 --steps 2 --save-every 2 --save-dir '" +
                        base + "' --json")
                 .status,
             0);
   ASSERT_EQ(run_zerodp("train --lora-rank 2 --base '" + base +
-                       "' --micro-batch 2 --ranks 1 "
-                       "--steps 2 --save-every 2 --save-dir '" +
-                       dir + "' --out '' --json")
+                       "' --micro-batch 2 --ranks 1 --steps 2 --save-every 2 --save-dir '" + dir +
+                       "' --out '' --json")
                 .status,
             0);
+}
+
+TEST(TrainLoraCli, ABaseChangedSinceTheAdaptersTrainedIsRefused) {
+  // Then the base's manifest rewritten.
+  const std::string base = fresh_path("lora_base_changed"), dir = fresh_path("lora_changed");
+  save_base_and_adapters(base, dir);
   const std::string manifest = base + "/step-00000002/manifest.json";
   std::ofstream(manifest, std::ios::app) << "\n";  // the same JSON, other bytes
   const auto r = run_zerodp("eval --checkpoint '" + dir + "' --json");
@@ -144,19 +148,12 @@ TEST(TrainLoraCli, ABaseChangedSinceTheAdaptersTrainedIsRefused) {
 // A LoRA manifest edited by hand, and a base moved away: one line each, naming the file.
 TEST(TrainLoraCli, AnEditedRecordOrAMissingBaseIsRefusedInOneLine) {
   const std::string base = fresh_path("lora_base_moved"), dir = fresh_path("lora_edited");
-  ASSERT_EQ(run_zerodp("train " + kBaseModel + "--ranks 1 --steps 2 --save-every 2 --save-dir '" +
-                       base + "' --json")
-                .status,
-            0);
-  ASSERT_EQ(run_zerodp("train --lora-rank 2 --base '" + base + "' --micro-batch 2 --ranks 1 "
-                       "--steps 2 --save-every 2 --save-dir '" + dir + "' --out '' --json")
-                .status,
-            0);
+  save_base_and_adapters(base, dir);
   const std::string manifest = dir + "/step-00000002/manifest.json";
   const std::string good = testing::slurp(manifest);
-  for (const auto& [key, value] :
-       {std::pair<std::string, nlohmann::json>{"lora_rank", "2"}, {"lora_targets", "c_attn"},
-        {"lora_base_manifest_sha256", "00"}}) {
+  for (const auto& [key, value] : {std::pair<std::string, nlohmann::json>{"lora_rank", "2"},
+                                   {"lora_targets", "c_attn"},
+                                   {"lora_base_manifest_sha256", "00"}}) {
     nlohmann::json m = nlohmann::json::parse(good);
     m["model"][key] = value;
     std::ofstream(manifest) << m.dump(1);

@@ -22,6 +22,7 @@ namespace {
 using gpt_testing::begin_windows;
 using gpt_testing::config;
 using gpt_testing::random_windows;
+using gpt_testing::usage_error_of;
 using testing::fd_check;
 using testing::random_vector;
 
@@ -33,26 +34,17 @@ GptConfig lora_config(int rank, unsigned targets = kLoraAllTargets) {
   return c;
 }
 
-std::string lora_usage_error_of(const GptConfig& c) {
-  try {
-    c.validate();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(GptLora, ValidateNamesTheField) {
   GptConfig c = lora_config(9);  // above hidden 8
-  EXPECT_NE(lora_usage_error_of(c).find("lora_rank"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("lora_rank"), std::string::npos);
   c = lora_config(2);
   c.lora_alpha = 0.0f;
-  EXPECT_NE(lora_usage_error_of(c).find("lora_alpha"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("lora_alpha"), std::string::npos);
   c = lora_config(2, 0u);
-  EXPECT_NE(lora_usage_error_of(c).find("lora_targets"), std::string::npos);
+  EXPECT_NE(usage_error_of(c).find("lora_targets"), std::string::npos);
   c = lora_config(2, 16u);
-  EXPECT_NE(lora_usage_error_of(c).find("lora_targets"), std::string::npos);
-  EXPECT_EQ(lora_usage_error_of(lora_config(8)), "");
+  EXPECT_NE(usage_error_of(c).find("lora_targets"), std::string::npos);
+  EXPECT_EQ(usage_error_of(lora_config(8)), "");
 }
 
 TEST(GptLora, AdaptersAreTheTrainedLayoutAndTheBaseIsFrozenInItsOwn) {

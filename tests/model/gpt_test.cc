@@ -27,6 +27,7 @@ using testing::random_vector;
 using gpt_testing::begin_windows;
 using gpt_testing::config;
 using gpt_testing::random_windows;
+using gpt_testing::usage_error_of;
 
 GptConfig tiny_config() {
   return config(2, 2, 8, 4);
@@ -36,15 +37,6 @@ std::vector<std::uint8_t> text_bytes(const std::string& s, int repeat) {
   std::vector<std::uint8_t> out;
   for (int r = 0; r < repeat; ++r) out.insert(out.end(), s.begin(), s.end());
   return out;
-}
-
-std::string usage_error_of(const GptConfig& c) {
-  try {
-    c.validate();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(GptConfig, ValidateNamesTheFlag) {

@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "zerodp/common/error.h"
 #include "zerodp/common/rng.h"
 #include "zerodp/model/gpt.h"
 
@@ -25,6 +27,16 @@ inline GptConfig config(int layers, int heads, int hidden, int seq_len) {
 inline void begin_windows(GptModel& model, std::span<const std::uint8_t> windows, std::size_t B,
                           float grad_scale = 1.0f) {
   model.begin_micro_batch({.samples = B, .tokens = windows, .grad_scale = grad_scale});
+}
+
+// The UsageError a config's validate() throws, or "" when it is valid.
+inline std::string usage_error_of(const GptConfig& c) {
+  try {
+    c.validate();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // B windows of T + 1 pseudo-random bytes.

@@ -72,6 +72,21 @@ void matmul_backward(float* dinp, float* dweight, float* dbias,  // [B*T, C], [O
                      const float* inp, const float* weight,      // [B*T, C], [OC, C]
                      std::size_t BT, std::size_t C, std::size_t OC, const GemmCompute& how = {});
 
+// LoRA's adapter beside a projection of IN inputs and OUT outputs (PEFT's LoRA Linear, dropout
+// 0): u = inp A^T is kept for the backward, then out += scale u B^T.
+void lora_forward(float* out, float* u,            // [B*T, OUT], [B*T, R]
+                  const float* inp,                // [B*T, IN]
+                  const float* A, const float* B,  // [R, IN], [OUT, R]
+                  float scale, std::size_t BT, std::size_t IN, std::size_t OUT, std::size_t R,
+                  const GemmCompute& how = {});
+// Adds dB += scale dout^T u, dA += du^T inp and dinp += du A (dinp holds the projection's own
+// input gradient already); writes du = scale dout B, its scratch [B*T, R].
+void lora_backward(float* dinp, float* dA, float* dB, float* du,  // [B*T, IN], [R, IN], [OUT, R]
+                   const float* dout,                             // [B*T, OUT]
+                   const float* inp, const float* u,              // [B*T, IN], [B*T, R]
+                   const float* A, const float* B, float scale, std::size_t BT, std::size_t IN,
+                   std::size_t OUT, std::size_t R, const GemmCompute& how = {});
+
 // Causal multi-head self-attention. inp holds q, k, v side by side on each row; head h owns
 // columns [h*HS, (h+1)*HS) of each, HS = C / NH. att keeps the softmax probabilities, with
 // the future (t2 > t) set to zero, for the backward. Scores are scaled by 1/sqrt(HS); the
