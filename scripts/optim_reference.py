@@ -148,14 +148,14 @@ NF4 = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.3949174880981
 NF4_BLOCK = 64
 
 
-def nf4(folder):
+def nf4_weight(x):
     """quantize_4bit(nf4, blocksize 64) as bitsandbytes' CUDA kernel computes it: each value
     times fl(1 / absmax), coded by how many of the table's midpoints lie strictly below it (the
     kernel's decision tree: a value on a midpoint takes the lower code, NaN code 0), two codes a
     byte with the even element high; then double quantization of the absmax: minus their fp32
-    mean (summed in order), quantized with the signed dynamic map in blocks of 256."""
+    mean (summed in order), quantized with the signed dynamic map in blocks of 256. Returns the
+    codes (one a value, unpacked), the absmax, their codes, the nested absmax and the offset."""
     f32 = np.float32
-    x = np.fromfile(os.path.join(folder, "x.f32"), dtype="<f4")
     n = x.size
     blocks = (n + NF4_BLOCK - 1) // NF4_BLOCK
     absmax = np.array([np.abs(x[b * NF4_BLOCK:(b + 1) * NF4_BLOCK]).max() for b in range(blocks)],
@@ -164,22 +164,40 @@ def nf4(folder):
     with np.errstate(divide="ignore", invalid="ignore"):
         scaled = x * (f32(1) / absmax)[np.arange(n) // NF4_BLOCK]
         codes = (midpoints[None, :] < scaled[:, None]).sum(axis=1).astype(np.uint8)
-    if n % 2:
+    offset = np.cumsum(absmax, dtype=f32)[-1] / f32(blocks)
+    centered = (absmax - offset).astype(f32)
+    absmax_codes, nested = quantize(centered, create_dynamic_map(True))
+    return codes, absmax, absmax_codes, nested, offset
+
+
+def nf4_dequantized(x, double_quant=True):
+    """The values of x's NF4 weight: each block's absmax (double quantization undone:
+    map[code] * nested + offset), then t[code] * it, each in fp32."""
+    f32 = np.float32
+    x = np.ascontiguousarray(x, dtype=f32).reshape(-1)
+    codes, absmax, absmax_codes, nested, offset = nf4_weight(x)
+    blocks = absmax.size
+    if double_quant:
+        absmax = (create_dynamic_map(True)[absmax_codes.astype(np.int64)] *
+                  nested[np.arange(blocks) // BLOCK]).astype(f32) + offset
+    return NF4[codes.astype(np.int64)] * absmax.astype(f32)[np.arange(x.size) // NF4_BLOCK]
+
+
+def nf4(folder):
+    """Writes nf4_weight() of FOLDER/x.f32 and its values (nf4_dequantized())."""
+    x = np.fromfile(os.path.join(folder, "x.f32"), dtype="<f4")
+    codes, absmax, absmax_codes, nested, offset = nf4_weight(x)
+    f32 = np.float32
+    midpoints = ((NF4[:-1] + NF4[1:]) / f32(2)).astype(f32)
+    if x.size % 2:
         codes = np.append(codes, np.uint8((midpoints < f32(0)).sum()))
     packed = ((codes[0::2] << 4) | codes[1::2]).astype(np.uint8)
     packed.tofile(os.path.join(folder, "codes.u8"))
     absmax.astype("<f4").tofile(os.path.join(folder, "absmax.f32"))
-    offset = np.cumsum(absmax, dtype=f32)[-1] / f32(blocks)
-    centered = (absmax - offset).astype(f32)
-    absmax_codes, nested = quantize(centered, create_dynamic_map(True))
     absmax_codes.tofile(os.path.join(folder, "absmax_codes.u8"))
     nested.astype("<f4").tofile(os.path.join(folder, "nested_absmax.f32"))
     np.array([offset], dtype="<f4").tofile(os.path.join(folder, "offset.f32"))
-    # Dequantized, double quantization undone: map[code] * nested + offset, then t[code] * it.
-    back = (create_dynamic_map(True)[absmax_codes.astype(np.int64)] *
-            nested[np.arange(blocks) // BLOCK]).astype(f32) + offset
-    values = (NF4[codes[:n].astype(np.int64)] * back.astype(f32)[np.arange(n) // NF4_BLOCK])
-    values.astype("<f4").tofile(os.path.join(folder, "dequantized.f32"))
+    nf4_dequantized(x).astype("<f4").tofile(os.path.join(folder, "dequantized.f32"))
 
 
 def adamw_8bit(case, folder, name, p, g):

@@ -24,6 +24,7 @@
 // propagates into its block's absmax, as torch's max does).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -65,10 +66,54 @@ struct Nf4Weight {
 // The NF4 code of a value already scaled by its block's reciprocal absmax.
 std::uint8_t nf4_code(float scaled);
 
+// The same steps over storage the caller holds (the engine keeps a frozen base's codes and
+// quantization state in its ledger's buffers). For a weight of n elements:
+inline std::size_t nf4_blocks(std::size_t n) {
+  return (n + kNf4Block - 1) / kNf4Block;
+}
+inline std::size_t nf4_nested_blocks(std::size_t n) {
+  return (nf4_blocks(n) + kNf4NestedBlock - 1) / kNf4NestedBlock;
+}
+inline std::size_t nf4_code_bytes(std::size_t n) {
+  return (n + 1) / 2;
+}
+// Codes (nf4_code_bytes(n)) and each block's absmax (nf4_blocks(n)) of x.
+void nf4_quantize_blocks(std::span<const float> x, std::span<std::uint8_t> codes,
+                         std::span<float> absmax);
+// Double quantization of the absmax: centres them in place on their mean, which it returns
+// (the offset), and writes their codes (one a block) and each 256 blocks' nested absmax.
+float nf4_double_quantize(std::span<float> absmax, std::span<std::uint8_t> absmax_codes,
+                          std::span<float> nested_absmax);
+// A block's absmax as dequantization uses it, with double quantization undone.
+inline float nf4_double_quantized_absmax(std::span<const std::uint8_t> absmax_codes,
+                                         std::span<const float> nested_absmax, float offset,
+                                         std::size_t block);
+// The values of codes[elements] given each block's absmax (a function of the block).
+template <typename AbsmaxOf>
+void nf4_dequantize_codes(std::span<const std::uint8_t> codes, std::size_t elements,
+                          const AbsmaxOf& absmax_of, float* out) {
+  for (std::size_t b = 0; b * kNf4Block < elements; ++b) {
+    const float absmax = absmax_of(b);
+    const std::size_t end = std::min(elements, (b + 1) * kNf4Block);
+    for (std::size_t i = b * kNf4Block; i < end; ++i) {
+      const std::uint8_t code = i % 2 == 0 ? codes[i / 2] >> 4 : codes[i / 2] & 0x0f;
+      out[i] = kNf4Table[code] * absmax;
+    }
+  }
+}
+
 Nf4Weight quantize_nf4(std::span<const float> x, bool double_quant);
 // Each block's absmax as dequantization uses it (double quantization undone).
 std::vector<float> nf4_block_absmax(const Nf4Weight& w);
 // The weight's values; out.size() must be w.elements.
 void dequantize_nf4(const Nf4Weight& w, std::span<float> out);
+
+const std::array<float, 256>& nf4_absmax_map();  // the signed dynamic map of the absmax codes
+
+inline float nf4_double_quantized_absmax(std::span<const std::uint8_t> absmax_codes,
+                                         std::span<const float> nested_absmax, float offset,
+                                         std::size_t block) {
+  return nf4_absmax_map()[absmax_codes[block]] * nested_absmax[block / kNf4NestedBlock] + offset;
+}
 
 }  // namespace zerodp::optim
