@@ -163,10 +163,11 @@ UnitInfo make_unit(std::string name, std::vector<int> reads = {}) {
   return unit;
 }
 
-void add_tensor(UnitInfo& unit, std::string name, std::vector<std::size_t> shape) {
+void add_tensor(UnitInfo& unit, std::string name, std::vector<std::size_t> shape,
+                bool linear = false) {
   std::size_t n = 1;
   for (std::size_t d : shape) n *= d;
-  unit.tensors.push_back({std::move(name), std::move(shape), unit.param_count});
+  unit.tensors.push_back({std::move(name), std::move(shape), unit.param_count, linear});
   unit.param_count += n;
 }
 
@@ -213,15 +214,15 @@ std::vector<UnitInfo> gpt_base_units(const GptConfig& config) {
     UnitInfo block = make_unit("h." + std::to_string(l));
     add_tensor(block, h + "ln_1.weight", {C});
     add_tensor(block, h + "ln_1.bias", {C});
-    add_tensor(block, h + "attn.c_attn.weight", {3 * C, C});
+    add_tensor(block, h + "attn.c_attn.weight", {3 * C, C}, true);
     add_tensor(block, h + "attn.c_attn.bias", {3 * C});
-    add_tensor(block, h + "attn.c_proj.weight", {C, C});
+    add_tensor(block, h + "attn.c_proj.weight", {C, C}, true);
     add_tensor(block, h + "attn.c_proj.bias", {C});
     add_tensor(block, h + "ln_2.weight", {C});
     add_tensor(block, h + "ln_2.bias", {C});
-    add_tensor(block, h + "mlp.c_fc.weight", {4 * C, C});
+    add_tensor(block, h + "mlp.c_fc.weight", {4 * C, C}, true);
     add_tensor(block, h + "mlp.c_fc.bias", {4 * C});
-    add_tensor(block, h + "mlp.c_proj.weight", {C, 4 * C});
+    add_tensor(block, h + "mlp.c_proj.weight", {C, 4 * C}, true);
     add_tensor(block, h + "mlp.c_proj.bias", {C});
     units.push_back(std::move(block));
   }

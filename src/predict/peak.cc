@@ -144,6 +144,23 @@ UnitLayout unit_layout(const EngineModel& model) {
     }
   }
   layout.frozen.resize(layout.counts.size(), 0);
+  layout.frozen_words = layout.frozen;
+  const auto* g = std::get_if<GptShape>(&model);
+  if (g && g->lora_rank > 0 && g->nf4) {
+    // Each block's four weights (3C², C², 4C², 4C²) are NF4: 4 codes a word.
+    const std::uint64_t C = g->hidden;
+    auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); };
+    std::uint64_t state = 0, spare = 0, words = 13 * C;  // the norms and biases stay 16-bit
+    for (std::uint64_t n : {3 * C * C, C * C, 4 * C * C, 4 * C * C}) {
+      const std::uint64_t blocks = ceil_div(n, 64);
+      words += ceil_div(n, 4);
+      state += g->double_quant ? blocks + 4 * (ceil_div(blocks, 256) + 1) : 4 * blocks;
+      spare = std::max(spare, ceil_div(n, 8) + blocks);
+    }
+    for (std::size_t u = 1; u + 1 < layout.frozen_words.size(); ++u) layout.frozen_words[u] = words;
+    layout.nf4_state_bytes = saturated(u128(state) * g->layers);
+    layout.nf4_spare = spare;
+  }
   return layout;
 }
 
@@ -220,7 +237,8 @@ struct Fixed {
   UnitLayout layout;
   u128 total = 0, max_unit = 0, max_view = 0, read_units = 0;
   // The frozen layout's (a LoRA base): elements, largest unit, largest unit with its reads.
-  u128 frozen_total = 0, frozen_max_unit = 0, frozen_max_view = 0;
+  // Its stored words: in all, and the largest unit's (NF4 packs four codes a word).
+  u128 frozen_total = 0, frozen_max_unit = 0, frozen_max_view = 0, frozen_max_elements = 0;
   Slots slots;
   Fixed(const EngineModel& model, bool prefetch)
       : layout(unit_layout(model)), slots(gather_slots(layout, prefetch)) {
@@ -235,8 +253,9 @@ struct Fixed {
       max_unit = std::max<u128>(max_unit, layout.counts[u]);
       total += layout.counts[u];
       frozen_max_view = std::max(frozen_max_view, frozen_view);
-      frozen_max_unit = std::max<u128>(frozen_max_unit, layout.frozen[u]);
-      frozen_total += layout.frozen[u];
+      frozen_max_unit = std::max<u128>(frozen_max_unit, layout.frozen_words[u]);
+      frozen_max_elements = std::max<u128>(frozen_max_elements, layout.frozen[u]);
+      frozen_total += layout.frozen_words[u];
     }
     for (std::size_t u = 0; u < layout.counts.size(); ++u) {
       read_units += is_read[u] ? layout.counts[u] : 0;
@@ -259,14 +278,15 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   const u128 max_chunk = shard_of(std::uint64_t(max_bucket), run.ranks, 0).capacity;
   const Sharding shards = sharding(run.stage);
   u128 frozen_local = 0;  // this rank's chunks of the frozen base's buckets
-  for (std::uint64_t c : f.layout.frozen) {
+  for (std::uint64_t c : f.layout.frozen_words) {
     frozen_local += u128(c / E) * full_chunk + shard_of(c % E, run.ranks, rank).size;
   }
   const u128 frozen_held = shards.parameters ? frozen_local : f.frozen_total;
 
   RankPeak p;
   auto set = [&p](Category c, u128 bytes) { p.bytes[static_cast<int>(c)] = saturated(bytes); };
-  set(Category::params16, 2 * ((shards.parameters ? local : f.total) + frozen_held));
+  set(Category::params16,
+      2 * ((shards.parameters ? local : f.total) + frozen_held) + f.layout.nf4_state_bytes);
   set(Category::grads16, 2 * (shards.gradients ? local : f.total));
   const u128 optimizer = 4 * (shards.optimizer_states ? local : f.total);
   set(Category::master32, optimizer);
@@ -300,7 +320,10 @@ RankPeak peak_of(const EngineRun& run, const Fixed& f, int rank) {
   // The engine's fp32 views: the largest unit with what it reads, one unit's grads, and the
   // grads of units that others read (kept across the backward pass).
   u128 scratch =
-      4 * (f.max_view + f.max_unit + f.read_units + f.frozen_max_view) + optimizer_scratch;
+      4 * (f.max_view + f.max_unit + f.read_units +
+           std::max(f.frozen_max_view,
+                    f.layout.nf4_spare > 0 ? f.frozen_max_elements + f.layout.nf4_spare : 0)) +
+      optimizer_scratch;
   if (shards.gradients) {
     scratch += 4 * max_chunk;  // the reducer's fp32 of a landed chunk
     u128 buckets = 2 * (2 * max_bucket + 2 * max_chunk);
@@ -424,7 +447,7 @@ std::vector<std::uint64_t> predict_host_send_bytes(const EngineRun& run, int ran
   }
   // A frozen base at stage 3: each bucket gathered in 16 bits for forward and for backward.
   if (gathers == 2) {
-    const std::vector<std::size_t> frozen(layout.frozen.begin(), layout.frozen.end());
+    const std::vector<std::size_t> frozen(layout.frozen_words.begin(), layout.frozen_words.end());
     const Partition fpart = make_partition(frozen, bucket_elements(run.bucket_bytes), run.ranks, 0);
     for (const Bucket& bucket : fpart.buckets) {
       for (int r = 0; r < run.ranks; ++r) {
@@ -470,7 +493,7 @@ std::uint64_t predict_rank_ring_bytes(const EngineRun& run, int rank) {
     bytes += scatter + (params_sharded ? 2 : 1) * gather;
   }
   if (params_sharded) {  // a frozen base: each bucket gathered for forward and for backward
-    const std::vector<std::size_t> frozen(layout.frozen.begin(), layout.frozen.end());
+    const std::vector<std::size_t> frozen(layout.frozen_words.begin(), layout.frozen_words.end());
     for (const Bucket& bucket :
          make_partition(frozen, bucket_elements(run.bucket_bytes), n, 0).buckets) {
       bytes += 2 * 2 * (bucket.count - shard_of(bucket.count, n, (rank + 1) % n).size);

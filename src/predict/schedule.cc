@@ -156,7 +156,7 @@ class EngineSchedule {
       gather_.push_back(gather_seconds(run, ranks_per_host, link, b.count));
     }
     // A frozen base (LoRA) has a gatherer of its own at stage 3, over its own buckets.
-    const std::vector<std::size_t> frozen(layout_.frozen.begin(), layout_.frozen.end());
+    const std::vector<std::size_t> frozen(layout_.frozen_words.begin(), layout_.frozen_words.end());
     frozen_part_ = make_partition(frozen, bucket_elements(run.bucket_bytes), run.ranks, 0);
     for (const Bucket& b : frozen_part_.buckets) {
       frozen_gather_.push_back(gather_seconds(run, ranks_per_host, link, b.count));

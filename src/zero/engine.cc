@@ -220,11 +220,8 @@ model::UnitViews Engine::Impl::views(int unit, bool with_grads) {
   at = 0;
   for (int u : list) {
     const std::size_t n = units[u].frozen_count;
-    const std::uint16_t* from = frozen16_of(u);
     float* to = frozen32.data() + at;
-    split(n, [&](std::size_t b, std::size_t e) {
-      half_to_float(opt.precision, from + b, to + b, e - b);
-    });
+    frozen_view(u, frozen16_of(u), to);
     v.frozen.emplace_back(to, n);
     at += n;
   }

@@ -156,6 +156,30 @@ struct Engine::Impl {
   Partition frozen_part;
   Buffer<std::uint16_t> frozen16;
   Buffer<float> frozen32;
+  // How a unit's frozen tensors lie in its fp32 view and in its stored 16-bit words. With
+  // EngineOptions::frozen_nf4 a linear weight is stored as its NF4 codes, four to a word (two
+  // to a byte, as bitsandbytes packs them), and its quantization state is held whole on every
+  // rank (counted as params16): with double quantization one absmax code a block in nf4_codes8
+  // and, in nf4_scales, each 256 blocks' nested absmax then the offset; without, each block's
+  // fp32 absmax. Otherwise a tensor is stored as its 16-bit words, as many as its elements.
+  struct FrozenTensor {
+    std::size_t view_offset = 0, count = 0;  // in the unit's fp32 view
+    std::size_t stored_offset = 0;           // in the unit's stored words
+    bool nf4 = false;
+    std::size_t codes8_at = 0, scales_at = 0;  // its quantization state's first entries
+  };
+  std::vector<std::vector<FrozenTensor>> frozen_tensors;  // per unit
+  Buffer<std::uint8_t> nf4_codes8;
+  Buffer<float> nf4_scales;
+  // Quantizes (or rounds to 16 bits) the unit's frozen values in frozen32's first
+  // frozen_count elements, and keeps what this rank holds of them (engine_frozen.cc).
+  void store_frozen_unit(std::size_t unit);
+  // Calls fn(first, to, count) for each run of the unit's stored words [begin, end) this rank
+  // holds: `first` unit-relative, `to` where in frozen16 it lies.
+  void for_held_frozen(std::size_t unit, std::size_t begin, std::size_t end,
+                       const std::function<void(std::size_t, std::uint16_t*, std::size_t)>& fn);
+  // The unit's frozen fp32 values (dequantized, as they compute) from its stored words.
+  void frozen_view(int unit, const std::uint16_t* from, float* to);
 
   // ZeRO++'s host and peers (declared before the gatherer and the reducer, which issue on them).
   HostGroups hosts;

@@ -46,6 +46,10 @@ Measured train(const predict::EngineRun& run, std::size_t budget, int steps = 2,
   o.qwz_block = run.qwz_block;
   o.ranks_per_host = run.zeropp.uses_hosts() ? run.ranks_per_host : 0;
   o.rank_memory = budget;
+  if (const auto* g = std::get_if<predict::GptShape>(&run.model)) {
+    o.frozen_nf4 = g->nf4;
+    o.frozen_double_quant = g->double_quant;
+  }
   Measured m;
   m.ledgers.resize(run.ranks);
   std::mutex mu;
@@ -291,6 +295,50 @@ TEST(PeakLora, PredictionEqualsTheLedgerOnEveryRank) {
           EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
           EXPECT_EQ(phase_name(predicted[r].moment), phase_name(measured.ledgers[r].peak_phase()));
         }
+      }
+    }
+  }
+}
+
+// QLoRA: the block weights of the base held as NF4 codes (sharded and gathered at stage 3 as
+// words) with their quantization state whole on every rank. Hidden 72 gives a weight of 324
+// blocks (two groups of 256 for double quantization); hidden 37 (one head) weights of an odd
+// number of elements, the last block short and the last word half padding.
+TEST(PeakQlora, PredictionEqualsTheLedgerOnEveryRank) {
+  struct Shape {
+    std::uint64_t heads, hidden;
+    bool double_quant;
+  };
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int ranks : {1, 3}) {
+      for (const Shape shape : {Shape{2, 72, true}, Shape{1, 37, true}, Shape{1, 37, false}}) {
+        const bool double_quant = shape.double_quant;
+        SCOPED_TRACE("stage " + std::to_string(stage) + ", " + std::to_string(ranks) +
+                     " ranks, hidden " + std::to_string(shape.hidden) + ", double quantization " +
+                     std::to_string(double_quant));
+        predict::EngineRun run = run_of({true, stage, ranks, true, false, 1});
+        auto& g = std::get<predict::GptShape>(run.model);
+        g.heads = shape.heads;
+        g.hidden = shape.hidden;
+        g.lora_rank = 2;
+        g.lora_targets = 15;
+        g.nf4 = true;
+        g.double_quant = double_quant;
+        run.bucket_bytes = 2000;  // buckets that cut a unit's words mid-weight
+        const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
+        const Measured measured = train(run, 0);
+        for (int r = 0; r < run.ranks; ++r) {
+          SCOPED_TRACE("rank " + std::to_string(r));
+          for (int c = 0; c < kCategoryCount; ++c) {
+            const auto cat = static_cast<Category>(c);
+            EXPECT_EQ(predicted[r][cat], measured.ledgers[r].at_peak(cat)) << category_name(cat);
+          }
+          EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
+        }
+        // The codes take a quarter of the 16-bit base's words.
+        g.nf4 = false;
+        EXPECT_LT(predicted[0][Category::params16],
+                  predict::predict_rank_peak(run, 0)[Category::params16]);
       }
     }
   }

@@ -45,6 +45,9 @@ struct TensorInfo {
   std::string name;                // e.g. "h.0.attn.c_attn.weight"
   std::vector<std::size_t> shape;  // row-major
   std::size_t offset = 0;          // first element, relative to the unit's param_offset
+  // A linear layer's weight inside the network (not an embedding, a norm, a bias or the
+  // output layer): what QLoRA holds in NF4 when it is frozen (EngineOptions::frozen_nf4).
+  bool linear = false;
 };
 
 struct UnitInfo {

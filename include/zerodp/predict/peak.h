@@ -33,6 +33,11 @@
 // A frozen base (a LoRA GPT) adds, in its own layout cut into buckets alike: params16 2 bytes a
 // base element held (whole, or the shard at stage 3), scratch32 4 × its largest unit with the
 // units it reads, and at stage 3 gathered_params as many slots again of 2 × its largest unit.
+// Under NF4 its layout is of stored words (a quarter of a block weight's elements, rounded up),
+// params16 adds every weight's quantization state on every rank (double quantization: a byte
+// a block of 64, 4 bytes a block of 256 blocks and a 4-byte offset; without, 4 bytes a block),
+// and scratch32 holds at least the largest frozen unit and, beside it, the largest weight's
+// codes and fp32 absmax (setup quantizes there).
 // Everything is allocated once and kept, so the peak is the sum, reached when the last buffer
 // is first allocated: in the first step's forward (activations, gathers) or backward (a
 // gather the forward did not need at once). Gradient accumulation and precision (bf16 or
@@ -66,6 +71,10 @@ struct GptShape {
   // base is frozen; 0: every parameter trained.
   std::uint64_t lora_rank = 0;
   unsigned lora_targets = 1;  // model::LoraTarget bits: c_attn, PEFT's default
+  // QLoRA (EngineOptions::frozen_nf4): the base's block weights held as NF4 codes, their
+  // absmax double-quantized or not.
+  bool nf4 = false;
+  bool double_quant = true;
 };
 // The MLP (zerodp/model/mlp.h): depth layers of width × width + width.
 struct MlpShape {
@@ -128,6 +137,12 @@ struct UnitLayout {
   std::vector<std::uint64_t> tensors;      // every tensor's elements, in flat-layout order
   std::vector<std::uint64_t> tensor_cols;  // each one's columns, a matrix's; 0 for a vector
   std::vector<std::uint64_t> frozen;       // each unit's frozen elements (a LoRA base); all 0
+  // The 16-bit words each unit's frozen elements are stored in: as many, or under NF4 a
+  // quarter of each linear weight's, rounded up (what the partition cuts and stage 3 gathers).
+  std::vector<std::uint64_t> frozen_words;
+  // Under NF4: the quantization state's bytes, whole on every rank, and the fp32 elements beyond
+  // the largest frozen unit the engine's setup quantizes a weight in (0 without).
+  std::uint64_t nf4_state_bytes = 0, nf4_spare = 0;
 };
 UnitLayout unit_layout(const EngineModel& model);
 std::uint64_t param_count(const EngineModel& model);

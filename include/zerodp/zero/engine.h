@@ -105,6 +105,15 @@ struct EngineOptions {
   // where a test needs them (several in a row, the last one before a checkpoint), which a loss
   // scale the gradients overflow places only where their values fall.
   std::vector<std::int64_t> overflow_at_for_tests;
+  // QLoRA (--quantize nf4): a model's frozen linear weights (model.h's TensorInfo::linear) are
+  // held as bitsandbytes' NF4 codes (optim/nf4.h), packed four to a 16-bit word, so that
+  // stage 3 shards and gathers them as 16-bit params, what FSDP does with
+  // bnb_4bit_quant_storage=bfloat16; their quantization state (with frozen_double_quant,
+  // double-quantized absmax) stays whole on every rank. A layer computes with its weight
+  // dequantized and rounded to `precision`, as bitsandbytes' dequantize_4bit hands it to the
+  // compute dtype. No effect on a model without frozen parameters.
+  bool frozen_nf4 = false;
+  bool frozen_double_quant = true;
 
   // Throws InvalidArgument naming the field (micro_batch, grad_accum, bucket_bytes, clip_norm,
   // precision, zeropp, qwz_block, ranks_per_host, optimizer) when a value is out of range.
