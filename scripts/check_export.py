@@ -16,6 +16,10 @@ adapters are applied as PEFT applies them to GPT-2's Conv1D modules (fan_in_fan_
 targeted weight [in, out] gains (B @ A)^T * lora_alpha / r, found by PEFT's key names
 "base_model.model.transformer.<module>.lora_A.weight" and the module-suffix rule of
 target_modules.
+With --nf4 on|off, the base's block weights (every linear but the head) are first replaced by
+their NF4 values, as bitsandbytes' Linear4bit holds a QLoRA base (with double quantization on
+or off): quantized as nn.Linear's [out, in], i.e. Conv1D's weight transposed, by
+scripts/optim_reference.py's NumPy code of the QLoRA paper's table.
 If the transformers package is importable, GPT2LMHeadModel.from_pretrained() is run too.
 """
 
@@ -109,6 +113,25 @@ def apply_adapter(w, folder):
         raise ValueError(f"{folder}: no adapter")
 
 
+def quantize_base_nf4(w, double_quant):
+    """Each block weight of the GPT-2 weights w replaced by its NF4 values (bitsandbytes'
+    quantize_4bit then dequantize_4bit, in fp32)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from optim_reference import nf4_dequantized
+    modules = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
+    quantized = 0
+    for key in sorted(w):
+        if not (key.startswith("h.") and key.endswith(".weight") and
+                any(key.endswith("." + m + ".weight") for m in modules)):
+            continue
+        linear = w[key].t().contiguous()  # Conv1D [in, out] as nn.Linear's [out, in]
+        values = nf4_dequantized(linear.numpy(), double_quant).reshape(linear.shape)
+        w[key] = torch.from_numpy(values).t().contiguous()
+        quantized += 1
+    print(f"NF4 base: {quantized} weights quantized, double quantization "
+          f"{'on' if double_quant else 'off'}")
+
+
 def windows(data, T, limit):
     count = (len(data) - 1) // T
     if limit:
@@ -141,12 +164,16 @@ def main():
     parser.add_argument("--tolerance", type=float, default=1e-4, help="relative, default 1e-4")
     parser.add_argument("--max-windows", type=int, default=0, help="0: all")
     parser.add_argument("--adapter", help="a PEFT LoRA folder to apply to the weights")
+    parser.add_argument("--nf4", choices=["on", "off"],
+                        help="the base in NF4 (QLoRA), with double quantization on or off")
     args = parser.parse_args()
 
     cfg_path = os.path.join(os.path.dirname(os.path.abspath(args.safetensors)), "config.json")
     with open(cfg_path) as f:
         cfg = json.load(f)
     metadata, w = load_safetensors(args.safetensors)
+    if args.nf4:
+        quantize_base_nf4(w, args.nf4 == "on")
     if args.adapter:
         apply_adapter(w, args.adapter)
     print(f"{args.safetensors}: {len(w)} tensors, {sum(t.numel() for t in w.values()):,} "

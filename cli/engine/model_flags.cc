@@ -33,6 +33,12 @@ void add_lora_flags(CLI::App* app, run::ModelChoice& f) {
   app->add_option("--base", f.base,
                   "LoRA: the trained GPT the adapters train beside, frozen: a checkpoint folder "
                   "or a --save-dir of zerodp train (its newest); the run keeps its shape");
+  app->add_option("--quantize", f.quantize,
+                  "LoRA: nf4 holds the base's block weights in 4-bit NormalFloat (QLoRA), "
+                  "dequantized as each layer computes [16 bits]");
+  app->add_option("--double-quant", f.double_quant,
+                  "with --quantize nf4: on (the QLoRA paper's) or off: each block's absmax in 8 "
+                  "bits or in fp32 [on]");
 }
 
 void add_checkpoint_flag(CLI::App* app, CheckpointFlags& flags) {

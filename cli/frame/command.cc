@@ -136,6 +136,8 @@ void name_values(CLI::App& root) {
       {"--lora-alpha", "A"},
       {"--lora-targets", "LIST"},
       {"--base", "PATH"},
+      {"--quantize", "KIND"},
+      {"--double-quant", "on|off"},
   };
   for (CLI::App* command : root.get_subcommands({})) {
     for (CLI::Option* option : command->get_options()) {

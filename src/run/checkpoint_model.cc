@@ -8,6 +8,8 @@
 
 #include "run/shown_json.h"
 #include "zerodp/common/error.h"
+#include "zerodp/model/gpt.h"
+#include "zerodp/optim/nf4.h"
 #include "zerodp/run/run_record.h"
 
 namespace zerodp::run {
@@ -75,9 +77,23 @@ LoadedModel load_gpt(const std::string& folder, CheckpointData use, const std::s
     if (const checkpoint::Checkpoint* base = spec.base()) {
       frozen.resize(base->params());
       base->read({0, base->params()}, frozen.data(), nullptr, nullptr);
+      if (spec.nf4()) dequantize_nf4_base(spec.gpt(), spec.double_quant(), frozen);
     }
   }
   return {std::move(ck), std::move(spec), std::move(params), std::move(frozen)};
+}
+
+void dequantize_nf4_base(const model::GptConfig& config, bool double_quant,
+                         std::span<float> frozen) {
+  for (const model::UnitInfo& unit : model::gpt_units(config)) {
+    for (const model::TensorInfo& t : unit.frozen_tensors) {
+      if (!t.linear) continue;
+      std::size_t n = 1;
+      for (std::size_t d : t.shape) n *= d;
+      const std::span<float> w = frozen.subspan(unit.frozen_offset + t.offset, n);
+      optim::dequantize_nf4(optim::quantize_nf4(w, double_quant), w);
+    }
+  }
 }
 
 namespace {

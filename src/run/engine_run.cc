@@ -63,7 +63,9 @@ predict::EngineRun engine_run(const ModelSpec& spec, const zero::EngineOptions& 
                                   .checkpoint_activations = g.checkpoint_activations,
                                   .bf16_compute = g.compute == model::Compute::bf16,
                                   .lora_rank = std::uint64_t(g.lora_rank),
-                                  .lora_targets = g.lora_targets};
+                                  .lora_targets = g.lora_targets,
+                                  .nf4 = o.frozen_nf4,
+                                  .double_quant = o.frozen_double_quant};
   } else {
     run.model =
         predict::MlpShape{.width = spec.mlp().width, .depth = std::uint64_t(spec.mlp().depth)};

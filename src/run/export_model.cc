@@ -10,12 +10,15 @@
 #include <cerrno>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <system_error>
+#include <vector>
 
 #include "zerodp/common/error.h"
 #include "zerodp/common/file.h"
 #include "zerodp/hf/gpt_export.h"
 #include "zerodp/hf/peft_export.h"
+#include "zerodp/run/checkpoint_model.h"
 
 namespace zerodp::run {
 namespace {
@@ -251,12 +254,20 @@ Exported export_checkpoint(const std::string& checkpoint, const std::string& out
     std::vector<float> adapters(ck.params());
     read(0, adapters);
     const checkpoint::Checkpoint* base = loaded.spec.base();
-    read = hf::merged_reader(
-        config,
-        [base](std::size_t offset, std::span<float> values) {
-          base->read({offset, values.size()}, values.data(), nullptr, nullptr);
-        },
-        std::move(adapters));
+    hf::ParamReader read_base = [base](std::size_t offset, std::span<float> values) {
+      base->read({offset, values.size()}, values.data(), nullptr, nullptr);
+    };
+    if (loaded.spec.nf4()) {
+      // QLoRA's adapters were trained beside the dequantized base: merged into it, as PEFT's
+      // merge_and_unload does on a 4-bit base (each weight dequantized, then added to).
+      auto dequantized = std::make_shared<std::vector<float>>(base->params());
+      read_base(0, *dequantized);
+      dequantize_nf4_base(config, loaded.spec.double_quant(), *dequantized);
+      read_base = [dequantized](std::size_t offset, std::span<float> values) {
+        std::copy_n(dequantized->begin() + std::ptrdiff_t(offset), values.size(), values.begin());
+      };
+    }
+    read = hf::merged_reader(config, std::move(read_base), std::move(adapters));
     config.lora_rank = 0;
   }
   Exported done{loaded.spec.describe(), ck.state().run_step, folder, {}};

@@ -52,6 +52,8 @@ Measurement::Measurement(const MeasureChoice& f)
     : spec_(spec_of(f.model)),
       launch_(launch_options(f.engine)),
       base_(engine_options(f.engine, 8)) {
+  base_.frozen_nf4 = spec_.nf4();
+  base_.frozen_double_quant = spec_.double_quant();
   if (f.all_stages && f.stage_given) {
     throw InvalidArgument("all_stages", field_ref("stage") + " and " + field_ref("all_stages") +
                                             " exclude each other: give one");

@@ -30,10 +30,10 @@ void check_model_inputs(const ModelChoice& f, bool gpt) {
     if (!f.params.empty()) refuse("params");
     return;
   }
-  const std::pair<const char*, const std::string*> lora[] = {{"lora_rank", &f.lora_rank},
-                                                             {"lora_alpha", &f.lora_alpha},
-                                                             {"lora_targets", &f.lora_targets},
-                                                             {"base", &f.base}};
+  const std::pair<const char*, const std::string*> lora[] = {
+      {"lora_rank", &f.lora_rank},       {"lora_alpha", &f.lora_alpha},
+      {"lora_targets", &f.lora_targets}, {"base", &f.base},
+      {"quantize", &f.quantize},         {"double_quant", &f.double_quant}};
   for (const auto& [field, value] : lora) {
     if (!value->empty()) refuse(field);
   }
@@ -125,8 +125,28 @@ void ModelSpec::choose_lora(const ModelChoice& f) {
                                         ": it names the frozen base of a LoRA run; give " +
                                         field_ref("lora_rank") + " R too");
     }
-    return;
+    if (!f.quantize.empty()) {
+      throw InvalidArgument("quantize", field_ref("quantize") +
+                                            ": it quantizes the frozen base of a LoRA run "
+                                            "(QLoRA); give " +
+                                            field_ref("lora_rank") + " R and " + field_ref("base") +
+                                            " too");
+    }
   }
+  if (!f.double_quant.empty() && f.quantize.empty()) {
+    throw InvalidArgument("double_quant", field_ref("double_quant") + ": needs " +
+                                              field_ref("quantize") +
+                                              " nf4 (it is how NF4 keeps its absmax)");
+  }
+  if (!f.double_quant.empty() && f.double_quant != "on" && f.double_quant != "off") {
+    throw InvalidArgument::expected("double_quant", "on or off", f.double_quant);
+  }
+  if (!f.quantize.empty() && f.quantize != "nf4") {
+    throw InvalidArgument::expected("quantize", "nf4", f.quantize);
+  }
+  if (f.lora_rank.empty()) return;
+  nf4_ = f.quantize == "nf4";
+  double_quant_ = f.double_quant != "off";
   if (f.base.empty()) {
     throw InvalidArgument("base", field_ref("lora_rank") +
                                       ": LoRA trains adapters beside a trained model: give " +
@@ -192,6 +212,8 @@ void ModelSpec::read_lora(const nlohmann::json& c) {
   for (const auto& name : c.at("lora_targets")) {
     gpt_.lora_targets |= parse_lora_targets(name.get<std::string>());
   }
+  nf4_ = c.contains("quantize");
+  double_quant_ = c.value("double_quant", true);
   base_folder_ = c.at("lora_base").get<std::string>();
   base_manifest_sha256_ = c.at("lora_base_manifest_sha256").get<std::string>();
   const std::string& folder = base_folder_;
@@ -365,7 +387,9 @@ std::string ModelSpec::describe() const {
   if (lora()) {
     return gpt_.describe() + "; " + units::format_count(param_count()) +
            " parameters trained beside a frozen base of " +
-           units::format_count(frozen_param_count());
+           units::format_count(frozen_param_count()) +
+           (nf4() ? std::string(" in NF4") + (double_quant_ ? " with double quantization" : "")
+                  : std::string());
   }
   return gpt_.describe() + "; " + units::format_count(param_count()) + " parameters";
 }
@@ -429,6 +453,10 @@ nlohmann::json ModelSpec::config_json() const {
     config["lora_base"] = utf8_text(base_folder_);  // a file name is bytes: JSON holds UTF-8
     config["lora_base_manifest_sha256"] = base_manifest_sha256_;
     config["frozen_params"] = frozen_param_count();
+    if (nf4_) {
+      config["quantize"] = "nf4";
+      config["double_quant"] = double_quant_;
+    }
   }
   return config;
 }

@@ -125,6 +125,12 @@ void read_lora(const Fields& l, RecordedModel& r) {
     throw UsageError(l.name("lora_base_manifest_sha256") + " is " + zerodp::shown(sha) +
                      ", expected 64 hexadecimal digits");
   }
+  if (l.has("quantize")) {
+    r.quantize = l.word("quantize", {"nf4"}, "\"nf4\"");
+    r.double_quant = l.boolean("double_quant", true) ? "on" : "off";
+  } else if (l.has("double_quant")) {
+    throw UsageError(l.name("double_quant") + " is set without " + l.name("quantize"));
+  }
 }
 
 RecordedModel read_model(const Fields& m) {

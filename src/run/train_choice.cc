@@ -122,6 +122,8 @@ Launch launch_options(const EngineChoice& f) {
 
 TrainSettings train_settings(const TrainChoice& f) {
   TrainSettings s(ModelSpec(f.model), engine_options(f.engine, 8), launch_options(f.engine));
+  s.options.frozen_nf4 = s.spec.nf4();
+  s.options.frozen_double_quant = s.spec.double_quant();
   s.compute_line = s.spec.resolve_compute(s.options.precision);
   s.threads_source = f.threads_from_checkpoint ? "the checkpoint's"
                      : s.launch.threads > 0
@@ -205,6 +207,10 @@ void take_from_record(const RunRecord& record, const checkpoint::Checkpoint& ck,
       take("lora_alpha", f.model.lora_alpha, std::optional<double>(m.lora_alpha));
       take_text("lora_targets", f.model.lora_targets, std::optional<std::string>(m.lora_targets));
       take_text("base", f.model.base, std::optional<std::string>(m.base));
+      if (!m.quantize.empty()) {
+        take_text("quantize", f.model.quantize, std::optional<std::string>(m.quantize));
+        take_text("double_quant", f.model.double_quant, std::optional<std::string>(m.double_quant));
+      }
     }
   }
   take("data_seed", f.model.data_seed, std::optional<std::uint64_t>(m.data_seed));

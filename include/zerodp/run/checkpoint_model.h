@@ -3,10 +3,12 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "zerodp/checkpoint/checkpoint.h"
+#include "zerodp/model/gpt.h"
 #include "zerodp/run/model_spec.h"
 
 namespace zerodp::run {
@@ -34,6 +36,12 @@ enum class CheckpointData { none, corpus };
 // parameter count than its shards hold.
 LoadedModel load_gpt(const std::string& folder, CheckpointData use, const std::string& data = "",
                      bool read_params = true);
+
+// A QLoRA run's base as its layers compute with it: each linear weight of `frozen` (the
+// frozen layout's fp32 values, whole) quantized to NF4 and dequantized (optim/nf4.h), in fp32.
+// load_gpt() applies it to LoadedModel::frozen for a spec.nf4() checkpoint.
+void dequantize_nf4_base(const model::GptConfig& config, bool double_quant,
+                         std::span<float> frozen);
 
 // Claims the save folder of a run of train (checkpoint::SaveDir::claim), before any rank
 // starts: nullopt for an empty `save_dir`, and in the MPI processes other than world rank 0,

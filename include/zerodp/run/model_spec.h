@@ -37,6 +37,9 @@ struct ModelChoice {
   // `base` (a folder or a save dir, as --resume takes), whose shape the run keeps.
   std::string lora_rank, lora_alpha, lora_targets;  // [none, 8, c_attn: PEFT's]
   std::string base;
+  // QLoRA: nf4, the base's block weights held in NF4 (EngineOptions::frozen_nf4) [16 bits];
+  // double_quant on or off, its absmax double-quantized [on].
+  std::string quantize, double_quant;
 };
 
 // --lora-targets as written: PEFT's module names for GPT-2 (c_attn; c_proj, both projections
@@ -74,6 +77,8 @@ inline constexpr ConfigField kConfigFields[] = {
     {"lora_targets", "lora_targets", true},
     {"lora_base", "base", true},
     {"lora_base_manifest_sha256", "base", true},
+    {"quantize", "quantize", true},
+    {"double_quant", "double_quant", true},
 };
 
 // A parsed model choice: builds one model per rank; all ranks share one sample source.
@@ -107,6 +112,9 @@ class ModelSpec {
   const checkpoint::Checkpoint* base() const { return base_.get(); }
   // The base's parameters, frozen (0 without LoRA); param_count() is then the adapters'.
   std::uint64_t frozen_param_count() const { return lora() ? gpt_.param_count() : 0; }
+  // QLoRA: the base's block weights in NF4, with double quantization or not (lora() only).
+  bool nf4() const { return lora() && nf4_; }
+  bool double_quant() const { return double_quant_; }
   const model::MlpConfig& mlp() const { return mlp_; }
   std::shared_ptr<const data::TextData> data() const { return data_; }
   std::uint64_t data_seed() const { return data_seed_; }
@@ -142,6 +150,7 @@ class ModelSpec {
   void read_lora(const nlohmann::json& config);
   std::shared_ptr<const checkpoint::Checkpoint> base_;
   std::string base_folder_, base_manifest_sha256_;  // as a checkpoint records them
+  bool nf4_ = false, double_quant_ = true;
   bool is_gpt_ = true;
   model::GptConfig gpt_;
   model::MlpConfig mlp_;

@@ -48,6 +48,8 @@ struct RecordedModel {
   double lora_alpha = 0;
   std::string lora_targets;  // the recorded names, comma-separated (as --lora-targets takes)
   std::string base;
+  // A QLoRA run's base: "nf4" (empty: 16 bits), and "on" or "off" (empty without nf4).
+  std::string quantize, double_quant;
 };
 
 struct RecordedRun {
