@@ -65,6 +65,11 @@ for stage in 0 3; do
   echo "LoRA stage $stage: threads $threads, mpi $mpi_hash"
   [ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: LoRA stage $stage differs"; exit 1; }
 done
+# QLoRA: the base's NF4 codes sharded and gathered as words at stage 3.
+threads=$("$zerodp" train $lora --quantize nf4 --ranks 3 --stage 3 | hash_of)
+mpi_hash=$(mpi train $lora --quantize nf4 --stage 3 | hash_of)
+echo "QLoRA stage 3: threads $threads, mpi $mpi_hash"
+[ -n "$threads" ] && [ "$threads" = "$mpi_hash" ] || { echo "FAIL: QLoRA differs"; exit 1; }
 
 # measure under MPI: every rank's model state and bytes sent equal the prediction (N | Φ), and
 # with qwZ the bytes of its payloads (any N: the engine's own ring prediction).

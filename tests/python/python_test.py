@@ -319,6 +319,24 @@ check(raises(ValueError, zerodp.predict_peak, stage=7) ==
                   "predict_peak"),
       "predict_peak's refusal is not the CLI's line in keywords")
 
+# A QLoRA run's prediction: train's LoRA keywords, the base a checkpoint trained here.
+base = os.path.join(scratch, "qlora-base")
+trained = cli("train", "--layers", "1", "--heads", "2", "--hidden", "64", "--seq-len", "16",
+              "--steps", "1", "--save-dir", base, "--out", "")
+check(trained.returncode == 0, f"a base for predict_peak: {trained.stderr}")
+qlora = dict(lora_rank=8, lora_targets="all-linear", base=base, stage=3, ranks=2)
+nf4_peak = zerodp.predict_peak(quantize="nf4", **qlora)
+check(nf4_peak == cli_json("train", "--dry-run", "--lora-rank", "8", "--lora-targets",
+                           "all-linear", "--base", base, "--stage", "3", "--ranks", "2",
+                           "--quantize", "nf4"),
+      "predict_peak(quantize='nf4', ...) != CLI")
+plain_peak = zerodp.predict_peak(**qlora)
+check(nf4_peak["model"]["quantize"] == "nf4" and nf4_peak["model"]["double_quant"] is True and
+      nf4_peak["breakdown"]["params16"] < plain_peak["breakdown"]["params16"],
+      f"the NF4 base's params16 {nf4_peak['breakdown']['params16']} against 16 bits' "
+      f"{plain_peak['breakdown']['params16']}")
+shutil.rmtree(base)
+
 # Python's own output is untouched: what it printed before and after a call is where it was.
 buffer = io.StringIO()
 with redirect_stdout(buffer):
