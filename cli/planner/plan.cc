@@ -195,10 +195,10 @@ report::PlanInputs read_inputs(const PlanFlags& f) {
   if (!f.comm_bytes.empty()) in.comm_bytes = units::parse_bytes(f.comm_bytes, "--comm-bytes");
   read_topology(f, {settings.zeropp.value_or(ZeroPlusPlus{}), zeropp_source}, in);
   read_runtime(f, config, in);
-  if (!f.grad_accum.empty() && lora) {
+  if (!f.grad_accum.empty() && lora && !in.step_compute) {
     throw UsageError(
-        "--grad-accum: the step of a LoRA or QLoRA run is not predicted yet, and its micro-steps "
-        "change no memory counted: leave --grad-accum out");
+        "--grad-accum: the step of a QLoRA run, or of LoRA with modules_to_save, is not "
+        "predicted yet, and its micro-steps change no memory counted: leave --grad-accum out");
   }
   if (!f.grad_accum.empty() && !in.step_compute) {
     throw UsageError(

@@ -176,14 +176,19 @@ std::optional<ActivationShape> read_model_activations(const PlanFlags& f,
                           units::format_bytes(bytes->layers) + ", logits and loss " +
                           units::format_bytes(bytes->logits_and_loss);
   const ActivationShape shape{s, b, checkpointing, attention};
-  // A LoRA run's backward computes no weight gradient of the frozen base: its FLOPs are not
-  // the full fine-tune's, and are not counted yet.
-  if (lora) return shape;
+  // QLoRA's step spends time in bitsandbytes' dequantization of each weight, each pass, and
+  // modules_to_save train whole modules beside the adapters: neither is counted yet
+  // (plan_step.cc says so where a step is asked for).
+  if (lora && (lora->quantized_base || (in.lora && !in.lora->modules_to_save.empty()))) {
+    return shape;
+  }
   // The step's FLOPs a GPU: its b·s tokens' (a 64-bit count: the activations' bytes, which
-  // hold b·s·h, fit in 64 bits).
-  const catalog::TrainingFlops flops = catalog::training_flops(config, s, checkpointing);
+  // hold b·s·h, fit in 64 bits). A LoRA run's backward computes no weight gradient of the base.
+  const catalog::TrainingFlops flops =
+      lora ? catalog::lora_training_flops(config, s, checkpointing, *lora)
+           : catalog::training_flops(config, s, checkpointing);
   const double tokens = double(s) * double(b);
-  const double forward = 2 * flops.params + double(config.layers) * flops.attention;
+  const double forward = flops.forward;
   in.step_compute = report::PlanInputs::StepCompute{forward * tokens,
                                                     (flops.hardware - forward) * tokens,
                                                     flops.model * tokens,

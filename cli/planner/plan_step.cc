@@ -206,9 +206,14 @@ void read_step(const PlanFlags& f, report::PlanInputs& in) {
   if (in.step_compute && in.gpus && !in.bandwidth && !in.comm_bytes) {
     in.step_not_predicted = why_no_step(in);
   }
-  if (in.lora && in.gpus) {
+  if (in.lora && in.gpus && in.lora->nf4) {
     in.step_not_predicted =
-        "a LoRA run's step (no weight gradients for the frozen base) is not predicted yet";
+        "a QLoRA run's step (bitsandbytes dequantizes each weight for each pass) is not "
+        "predicted yet";
+  } else if (in.lora && in.gpus && !in.lora->modules_to_save.empty()) {
+    in.step_not_predicted =
+        "the step of a LoRA run with modules_to_save (whole modules trained beside the "
+        "adapters) is not predicted yet";
   }
   if (!f.tokens.empty()) in.tokens = double(units::parse_count(f.tokens, "--tokens"));
   if (!f.price_per_gpu_hour.empty()) in.price_per_gpu_hour = read_price(f.price_per_gpu_hour);

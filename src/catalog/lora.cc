@@ -211,6 +211,40 @@ LoraSettings parse_adapter_config(std::string_view json_text, const std::string&
   return lora;
 }
 
+TrainingFlops lora_training_flops(const ModelConfig& config, std::uint64_t seq_len,
+                                  plan::Checkpointing checkpointing, const LoraShape& lora) {
+  const TrainingFlops full = training_flops(config, seq_len, checkpointing);
+  // The adapter parameters a token passes through: every layer's of a dense linear, the share
+  // of a mixture's experts it is routed to.
+  double adapters = 0;
+  for (const LinearLayer& l : linear_layers(config)) {
+    if (std::find(lora.adapted.begin(), lora.adapted.end(), l.name) == lora.adapted.end()) continue;
+    double copies = double(l.count);
+    if (l.name.find("experts.*") != std::string_view::npos && config.experts > 0) {
+      copies *= double(config.experts_per_token) / double(config.experts);
+    }
+    adapters += double(lora.rank) * (double(l.in) + double(l.out)) * copies;
+  }
+  const double n = full.params, layers = double(config.layers), a = full.attention;
+  TrainingFlops f;
+  f.params = n;
+  f.attention = a;
+  f.forward = 2 * n + layers * a + 2 * adapters;
+  f.model = f.forward + 2 * n + 2 * layers * a + 4 * adapters;
+  switch (checkpointing) {
+    case plan::Checkpointing::none:
+      f.hardware = f.model;
+      break;
+    case plan::Checkpointing::selective:
+      f.hardware = f.model + layers * a;
+      break;
+    case plan::Checkpointing::full:
+      f.hardware = f.model + f.forward;
+      break;
+  }
+  return f;
+}
+
 std::uint64_t nf4_code_bytes(std::uint64_t n, const Nf4Options& o) {
   ZERODP_CHECK(o.storage_bytes == 1 || o.storage_bytes == 2 || o.storage_bytes == 4);
   const std::uint64_t s = o.storage_bytes;

@@ -226,6 +226,7 @@ TrainingFlops training_flops(const ModelConfig& c, std::uint64_t seq_len,
   }
   const double s = double(seq_len), layers = double(c.layers);
   f.attention = 2 * s * qk + 2 * s * v;
+  f.forward = 2 * f.params + layers * f.attention;
   f.model = 6 * f.params + 3 * layers * f.attention;
   switch (checkpointing) {
     case plan::Checkpointing::none:

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "zerodp/common/error.h"
+#include "zerodp/common/saturating.h"
 
 namespace zerodp::deepspeed {
 
@@ -79,6 +80,38 @@ std::vector<plan::StepCollective> step_collectives(Stage stage, std::uint64_t pa
         break;
     }
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<plan::StepCollective> frozen_step_collectives(Stage stage,
+                                                          std::span<const plan::FrozenPart> frozen,
+                                                          const Topology& topology,
+                                                          const ScheduleSettings& settings) {
+  if (stage != Stage::zero3) return {};
+  std::vector<plan::StepCollective> out;
+  for (const plan::FrozenPart& part : frozen) {
+    if (!part.shardable) continue;
+    plan::BytesPerParam bpp;
+    bpp.params = part.bytes;
+    // The part's gathers as ZeRO-3 schedules the params' (the gradients' reduction apart).
+    for (plan::StepCollective& c :
+         step_collectives(Stage::zero3, part.elements, bpp, topology, {}, settings)) {
+      if (c.phase == plan::StepPhase::backward &&
+          c.name == role_name(CollectiveRole::gradient_reduce_scatter)) {
+        continue;
+      }
+      const std::string name = "base " + c.name;
+      auto same = std::find_if(out.begin(), out.end(),
+                               [&](const plan::StepCollective& o) { return o.name == name; });
+      if (same == out.end()) {
+        c.name = name;
+        out.push_back(std::move(c));
+        continue;
+      }
+      same->intra_bytes = saturating_add(same->intra_bytes, c.intra_bytes);
+      same->inter_bytes = saturating_add(same->inter_bytes, c.inter_bytes);
+    }
   }
   return out;
 }

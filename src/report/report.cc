@@ -407,6 +407,11 @@ bool plan_step(const PlanInputs& in, StageReport& s) {
                                              c ? c->layers : 1, c ? c->grad_accum : 1};
   std::vector<plan::StepCollective> collectives = deepspeed::step_collectives(
       s.stage, *in.params, in.bpp, *in.step_topology, in.zeropp, schedule);
+  // A LoRA run's frozen base: gathered beside the adapters at stage 3.
+  for (plan::StepCollective& c :
+       deepspeed::frozen_step_collectives(s.stage, in.frozen, *in.step_topology, schedule)) {
+    collectives.push_back(std::move(c));
+  }
   check_finite_collectives(in, collectives);
   s.step = plan::model_step(forward, backward, std::move(collectives), *in.step_links);
   plan::StepModel& m = *s.step;

@@ -271,6 +271,45 @@ TEST(LoraActivations, CheckpointingMakesTheFirstLayerLikeTheOthers) {
   EXPECT_EQ(full_ft->dense_layer - saved->dense_layer, 2 * 2 * T * 4096 - 7 * (2 * T * 16 + 8));
 }
 
+// A LoRA step's FLOPs against the full fine-tune's of the same model: the base's backward
+// loses its weight gradients (2 N of the 6 N), the adapters add 6 P for the P a token passes
+// through, and full checkpointing computes the forward again, the adapters' included.
+TEST(LoraFlops, AreTheFullFineTunesLessTheBasesWeightGradientsPlusTheAdapters) {
+  const ModelConfig llama = catalogued("meta-llama/Llama-2-7b-hf");
+  const LoraCount count = lora_count(llama, 16, std::vector<std::string>{"all-linear"}, "t");
+  LoraShape lora{16, 0.0, {}, false};
+  for (const LoraTarget& t : count.targets) lora.adapted.push_back(t.name);
+  const double p = double(count.adapter_params);  // every layer's: a token passes them all
+  for (const plan::Checkpointing c :
+       {plan::Checkpointing::none, plan::Checkpointing::selective, plan::Checkpointing::full}) {
+    const TrainingFlops full = training_flops(llama, 4096, c);
+    const TrainingFlops f = lora_training_flops(llama, 4096, c, lora);
+    EXPECT_EQ(f.params, full.params);
+    EXPECT_EQ(f.attention, full.attention);
+    EXPECT_EQ(f.forward, full.forward + 2 * p);
+    EXPECT_EQ(f.model, full.model - 2 * full.params + 6 * p);
+    const double recomputed = c == plan::Checkpointing::full        ? f.forward
+                              : c == plan::Checkpointing::selective ? 32 * f.attention
+                                                                    : 0;
+    EXPECT_EQ(f.hardware, f.model + recomputed);
+  }
+  // Mixtral routes a token to 2 of its 8 experts: their adapters count a quarter.
+  const ModelConfig mixtral = catalogued("mistralai/Mixtral-8x7B-v0.1");
+  const std::vector<std::string> w1{"w1"}, q{"q_proj"};
+  LoraShape experts{8, 0.0, {}, false}, attention{8, 0.0, {}, false};
+  for (const LoraTarget& t : lora_count(mixtral, 8, w1, "t").targets)
+    experts.adapted.push_back(t.name);
+  for (const LoraTarget& t : lora_count(mixtral, 8, q, "t").targets)
+    attention.adapted.push_back(t.name);
+  const double full_model = training_flops(mixtral, 1024, plan::Checkpointing::none).model;
+  const double n = training_flops(mixtral, 1024, plan::Checkpointing::none).params;
+  // w1: 4096 -> 14336 in each of 8 experts of 32 layers; q_proj: 4096 -> 4096 in 32 layers.
+  EXPECT_EQ(lora_training_flops(mixtral, 1024, plan::Checkpointing::none, experts).model,
+            full_model - 2 * n + 6 * (8.0 * (4096 + 14336) * 32 * 8 * 2 / 8));
+  EXPECT_EQ(lora_training_flops(mixtral, 1024, plan::Checkpointing::none, attention).model,
+            full_model - 2 * n + 6 * (8.0 * (4096 + 4096) * 32));
+}
+
 TEST(LoraActivations, OtherFamiliesAreRefusedByName) {
   const ModelConfig deepseek = catalogued("deepseek-ai/DeepSeek-V2-Lite");
   try {

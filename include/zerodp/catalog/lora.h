@@ -112,6 +112,18 @@ std::optional<ModelActivations> lora_activation_bytes(
     plan::Checkpointing checkpointing, Attention attention, const LoraShape& lora,
     std::string_view flag, const plan::TorchRuntime& runtime = plan::kCudaTorch2);
 
+// The FLOPs of one token of a LoRA run, in training_flops()'s terms (N the base's product
+// parameters, A one layer's attention products): the forward is the base's, 2 N + L A, plus the
+// adapters', 2 R (in + out) for each adapted linear a token passes through (a mixture's experts:
+// experts_per_token of each layer's); the backward computes the frozen weights' input gradients
+// alone, 2 N + 2 L A (no weight gradient: half a full fine-tune's 4 N), and the adapters' input
+// and weight gradients, twice their forward. model = forward + backward, 4 N + 3 L A + 6 P a
+// token for the P adapter parameters it passes through; hardware adds what checkpointing
+// computes again: the forward with full (2 N + L A + 2 P), the attention with selective (L A).
+// params and attention are N and A.
+TrainingFlops lora_training_flops(const ModelConfig& config, std::uint64_t seq_len,
+                                  plan::Checkpointing checkpointing, const LoraShape& lora);
+
 // QLoRA's base: bitsandbytes' NF4 weights (Linear4bit), as transformers loads a model with
 // BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4"): every linear but the
 // output layer (transformers' get_keys_to_not_convert) is quantized, one tensor a weight (a

@@ -159,6 +159,7 @@ struct TrainingFlops {
   double attention = 0;  // A
   double model = 0;
   double hardware = 0;
+  double forward = 0;  // of model: the forward's, 2 N + L A
 };
 TrainingFlops training_flops(const ModelConfig& config, std::uint64_t seq_len,
                              plan::Checkpointing checkpointing);

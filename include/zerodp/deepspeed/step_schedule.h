@@ -30,12 +30,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "zerodp/common/zeropp.h"
 #include "zerodp/deepspeed/runtime.h"
 #include "zerodp/deepspeed/topology.h"
+#include "zerodp/plan/frozen.h"
 #include "zerodp/plan/memory.h"
 #include "zerodp/plan/step_model.h"
 
@@ -59,5 +61,14 @@ std::vector<plan::StepCollective> step_collectives(Stage stage, std::uint64_t pa
                                                    const Topology& topology,
                                                    const ZeroPlusPlus& zeropp,
                                                    const ScheduleSettings& settings);
+
+// A frozen base's (LoRA's, plan/frozen.h) collectives: at stage 3 its shardable parts are
+// gathered as the trained params are, beside the forward and again beside the backward, layer
+// by layer and K times a step ("base forward gather", "base backward gather"); below stage 3
+// it never moves. Every part's bytes as level_collectives() counts a gather of them.
+std::vector<plan::StepCollective> frozen_step_collectives(Stage stage,
+                                                          std::span<const plan::FrozenPart> frozen,
+                                                          const Topology& topology,
+                                                          const ScheduleSettings& settings);
 
 }  // namespace zerodp::deepspeed
