@@ -77,8 +77,8 @@ import json, statistics, sys
 cpu, runs = sys.argv[1], sys.argv[2]
 print(f"CPU: {cpu}; one run each; error = predicted / measured - 1")
 print("| hosts | link | stage | step, measured | predicted | error | no overlap, measured "
-      "| predicted | error | pace beside the link |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+      "| predicted | error | pace beside the link | link's pace beside compute |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 errors, errors_sync = [], []
 for line in open(runs):
     h, rate, stage, path = line.split()
@@ -94,10 +94,13 @@ for line in open(runs):
           f"| {p['step_seconds'] * 1e3:.0f} ms | {e:+.1%} "
           f"| {t['step_seconds_no_overlap'] * 1e3:.0f} ms "
           f"| {p['step_seconds_no_overlap'] * 1e3:.0f} ms | {es:+.1%} "
-          f"| {t['kernel_rates']['beside_link']:.2f} |")
+          f"| {t['kernel_rates']['beside_link']:.2f} "
+          f"| {t['kernel_rates']['link_beside_compute']:.2f} |")
 print()
 print(f"overlap + prefetch: median |error| {statistics.median(errors):.1%}, "
       f"largest {max(errors):.1%} over {len(errors)} runs")
 print(f"no overlap:         median |error| {statistics.median(errors_sync):.1%}, "
       f"largest {max(errors_sync):.1%} over {len(errors_sync)} runs")
+print(f"within 10 %: {sum(e <= 0.1 for e in errors)} of {len(errors)} with overlap, "
+      f"{sum(e <= 0.1 for e in errors_sync)} without")
 PY

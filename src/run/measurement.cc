@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -193,13 +194,15 @@ std::vector<predict::StepCompute> compute_alone(const ModelSpec& run_spec, const
 }
 
 // compute_alone() beside a stream of collectives on the link: a thread of this rank all-gathers
-// 1 MiB from every rank again and again, each rank's first byte saying whether it still
-// computes, until no rank does. An all-gather, as no reduction's staging grows by it.
+// kLinkProbeBytes from every rank again and again, each rank's first byte saying whether it
+// still computes, until no rank does. An all-gather, as no reduction's staging grows by it.
+// Adds to `gathers` the seconds of each all-gather every rank issued while computing.
+constexpr std::size_t kLinkProbeBytes = std::size_t{1} << 20;
 std::vector<predict::StepCompute> compute_beside_link(comm::Communicator& comm,
                                                       const ModelSpec& spec, const Launch& launch,
-                                                      const zero::EngineOptions& options,
-                                                      int steps) {
-  constexpr std::size_t kBytes = std::size_t{1} << 20;
+                                                      const zero::EngineOptions& options, int steps,
+                                                      std::vector<double>& gathers) {
+  constexpr std::size_t kBytes = kLinkProbeBytes;
   std::atomic<bool> computing{true};
   std::exception_ptr failed;
   std::thread traffic([&] {
@@ -207,9 +210,16 @@ std::vector<predict::StepCompute> compute_beside_link(comm::Communicator& comm,
       std::vector<std::uint8_t> mine(kBytes, 0), all(kBytes * std::size_t(comm.size()));
       for (bool any = true; any;) {
         mine[0] = computing.load() ? 1 : 0;
-        comm.all_gather_async(mine.data(), all.data(), kBytes, DType::u8).wait();
+        const auto start = std::chrono::steady_clock::now();
+        comm.all_gather_async(mine.data(), all.data(), all.size(), DType::u8).wait();
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
         any = false;
-        for (int r = 0; r < comm.size(); ++r) any = any || all[std::size_t(r) * kBytes] != 0;
+        bool every = true;
+        for (int r = 0; r < comm.size(); ++r) {
+          any = any || all[std::size_t(r) * kBytes] != 0;
+          every = every && all[std::size_t(r) * kBytes] != 0;
+        }
+        if (every) gathers.push_back(took.count());
       }
     } catch (...) {
       failed = std::current_exception();
@@ -313,13 +323,14 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   // up or slowing down over the measurement moves both alike.
   const bool beside = per_host < comm.size() && link.bits_per_second > 0;
   std::vector<predict::StepCompute> alone, busy;
+  std::vector<double> probe_gathers;
   auto calibrate = [&](int n, bool alone_first) {
     for (int pass = 0; pass < 2; ++pass) {
       comm.barrier();
       if ((pass == 0) == alone_first) {
         for (auto& c : compute_alone(spec, launch, options, n)) alone.push_back(std::move(c));
       } else if (beside) {
-        for (auto& c : compute_beside_link(comm, spec, launch, options, n))
+        for (auto& c : compute_beside_link(comm, spec, launch, options, n, probe_gathers))
           busy.push_back(std::move(c));
       }
     }
@@ -365,18 +376,33 @@ RankMeasure measure_rank(comm::Communicator& comm, const ModelSpec& spec, const 
   m.rate_optimizer = rates.optimizer_params_per_second;
   m.rate_other = rates.other_seconds;
   m.rate_beside_link = rates.beside_link;
+  // The link's pace beside compute, from the slowest rank's median probe (every rank calls
+  // gather_words, probes or not).
+  const double probe = probe_gathers.empty() ? 0.0 : median(probe_gathers);
+  double slowest = 0;
+  for (std::uint64_t w : gather_words(comm, {std::bit_cast<std::uint64_t>(probe)})) {
+    slowest = std::max(slowest, std::bit_cast<double>(w));
+  }
+  predict::Link paced = link;
+  if (beside && slowest > 0) {
+    const double at_rate =
+        predict::collective_seconds(planned, per_host, link, predict::LinkCollective::all_gather,
+                                    std::uint64_t(comm.size()) * kLinkProbeBytes, 1);
+    m.link_beside_compute = at_rate / slowest;
+    paced.bits_per_second = link.bits_per_second * m.link_beside_compute;
+  }
   if (per_host == comm.size() || link.bits_per_second > 0) {
     const std::vector<predict::StepCompute> at_rates =
         every_rank(comm, {predict::compute_at_rates(planned, comm.rank(), rates)}).front();
     predict::EngineRun sync_run = planned;
     sync_run.prefetch = false;
     const predict::ScheduledStep with =
-        predict::predict_step(planned, per_host, link, at_rates, overlap);
+        predict::predict_step(planned, per_host, paced, at_rates, overlap);
     m.rated_step_seconds = with.step_seconds;
     m.rated_compute_seconds = with.compute_seconds;
     m.rated_link_seconds = with.comm_seconds;
     m.rated_step_seconds_sync =
-        predict::predict_step(sync_run, per_host, link, at_rates, false).step_seconds;
+        predict::predict_step(sync_run, per_host, paced, at_rates, false).step_seconds;
   }
   const plan::BytesPerParam bpp = engine_bytes_per_param(options);
   const std::uint64_t params = spec.param_count();
@@ -399,7 +425,7 @@ void reset_process_peak() {
 }
 
 std::size_t RankMeasure::word_count() {
-  return 4 * kCategoryCount + 32;
+  return 4 * kCategoryCount + 33;
 }
 
 std::vector<std::uint64_t> RankMeasure::to_words() const {
@@ -413,11 +439,12 @@ std::vector<std::uint64_t> RankMeasure::to_words() const {
         wire_tx_per_step, wire_first_on_host, wire_predicted_per_step}) {
     w.push_back(v);
   }
-  for (double d : {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync,
-                   link_bits_per_second, link_delay_seconds, predicted_step_seconds,
-                   predicted_link_seconds, predicted_step_seconds_sync, rate_forward, rate_backward,
-                   rate_optimizer, rate_other, rated_step_seconds, rated_step_seconds_sync,
-                   rated_compute_seconds, rated_link_seconds, rate_beside_link}) {
+  for (double d :
+       {step_seconds, exposed_seconds, step_seconds_sync, exposed_seconds_sync,
+        link_bits_per_second, link_delay_seconds, predicted_step_seconds, predicted_link_seconds,
+        predicted_step_seconds_sync, rate_forward, rate_backward, rate_optimizer, rate_other,
+        rated_step_seconds, rated_step_seconds_sync, rated_compute_seconds, rated_link_seconds,
+        rate_beside_link, link_beside_compute}) {
     w.push_back(std::bit_cast<std::uint64_t>(d));
   }
   ZERODP_CHECK(w.size() == word_count());
@@ -453,6 +480,7 @@ RankMeasure RankMeasure::from_words(const std::uint64_t* w) {
   m.rated_compute_seconds = std::bit_cast<double>(p[29]);
   m.rated_link_seconds = std::bit_cast<double>(p[30]);
   m.rate_beside_link = std::bit_cast<double>(p[31]);
+  m.link_beside_compute = std::bit_cast<double>(p[32]);
   return m;
 }
 
@@ -503,7 +531,8 @@ nlohmann::json timing_json(const RankMeasure& m) {
                        {"backward_flops_per_second", m.rate_backward},
                        {"optimizer_params_per_second", m.rate_optimizer},
                        {"other_seconds", m.rate_other},
-                       {"beside_link", m.rate_beside_link}};
+                       {"beside_link", m.rate_beside_link},
+                       {"link_beside_compute", m.link_beside_compute}};
   if (m.rated_step_seconds > 0) {
     t["predicted_from_rates"] = {
         {"step_seconds", m.rated_step_seconds},

@@ -24,7 +24,9 @@
 // for the handshake, and per data phase (an all-reduce has two) one round trip for the rendezvous
 // of each segment. Ranks fill hosts in order; ranks on one host exchange through shared memory,
 // taken as free. Left out: the software cost of a collective and the compute the progress
-// thread takes from the ranks; the compute it is given is measured with that thread running.
+// thread takes from the ranks; the compute it is given is measured with that thread running,
+// and `measure` gives it a link whose rate is the shaper's times the pace its collectives kept
+// beside compute (run/measurement.h's link_beside_compute).
 //
 // The compute it replays is either what a run measured, step by step and rank by rank, or a
 // prediction made before any rank runs, the planner's way (plan/step_model.h): each unit's

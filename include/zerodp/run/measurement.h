@@ -60,6 +60,11 @@ struct RankMeasure {
   // known. On one host collectives through shared memory are taken as free.
   double rate_forward = 0, rate_backward = 0, rate_optimizer = 0, rate_other = 0;
   double rate_beside_link = 1;
+  // The link's pace beside compute: the seconds the calibration's all-gathers of 1 MiB a rank
+  // would take at the link's rate (predict::collective_seconds), over the seconds they took
+  // while every rank computed (the slowest rank's median). 1 on one host. The step predicted
+  // from the rates moves its collectives' bytes at the link's rate times this pace.
+  double link_beside_compute = 1;
   double rated_step_seconds = 0, rated_step_seconds_sync = 0;
   double rated_compute_seconds = 0, rated_link_seconds = 0;
   // Predictions for this rank.

@@ -13,7 +13,8 @@
 // as sharding(stage) says (zerodp/common/stage.h), measured by the Ledger, with gathered params,
 // buckets, scratch and activations apart. A model's frozen parameters (Ψ, a LoRA base) add 2Ψ
 // to params16, Ψ/N at stage 3 (gathered unit by unit as the others are), and nothing else:
-// Φ is then the trained parameters alone.
+// Φ is then the trained parameters alone. With frozen_nf4 (QLoRA) the linear weights among
+// them take a quarter of that (their NF4 codes) and each rank adds their quantization state.
 //
 // Contract:
 //  - Every rank constructs an Engine with the same options and a Model of the same config,
