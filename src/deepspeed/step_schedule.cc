@@ -97,8 +97,7 @@ std::vector<plan::StepCollective> frozen_step_collectives(Stage stage,
     // The part's gathers as ZeRO-3 schedules the params' (the gradients' reduction apart).
     for (plan::StepCollective& c :
          step_collectives(Stage::zero3, part.elements, bpp, topology, {}, settings)) {
-      if (c.phase == plan::StepPhase::backward &&
-          c.name == role_name(CollectiveRole::gradient_reduce_scatter)) {
+      if (c.name == role_name(CollectiveRole::gradient_reduce_scatter)) {
         continue;
       }
       const std::string name = "base " + c.name;

@@ -268,6 +268,20 @@ TEST(PeakBf16, PredictionEqualsTheLedgerOnEveryRank) {
   }
 }
 
+// Every rank's ledger: each category at the peak, the peak and the moment it was reached.
+void expect_every_rank_predicted(const std::vector<predict::RankPeak>& predicted,
+                                 const Measured& measured) {
+  for (std::size_t r = 0; r < predicted.size(); ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const auto cat = static_cast<Category>(c);
+      EXPECT_EQ(predicted[r][cat], measured.ledgers[r].at_peak(cat)) << category_name(cat);
+    }
+    EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
+    EXPECT_EQ(phase_name(predicted[r].moment), phase_name(measured.ledgers[r].peak_phase()));
+  }
+}
+
 // A LoRA GPT: the adapters are the trained layout, the base a frozen one held in 16 bits
 // beside it (sharded and gathered at stage 3). Exact at every stage and N, for all four
 // projections and for two, with checkpointing, bf16 compute and model threads.
@@ -286,15 +300,7 @@ TEST(PeakLora, PredictionEqualsTheLedgerOnEveryRank) {
         run.model_threads = variant ? 2 : 1;
         const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
         const Measured measured = train(run, 0);
-        for (int r = 0; r < run.ranks; ++r) {
-          SCOPED_TRACE("rank " + std::to_string(r));
-          for (int c = 0; c < kCategoryCount; ++c) {
-            const auto cat = static_cast<Category>(c);
-            EXPECT_EQ(predicted[r][cat], measured.ledgers[r].at_peak(cat)) << category_name(cat);
-          }
-          EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
-          EXPECT_EQ(phase_name(predicted[r].moment), phase_name(measured.ledgers[r].peak_phase()));
-        }
+        expect_every_rank_predicted(predicted, measured);
       }
     }
   }
@@ -327,14 +333,7 @@ TEST(PeakQlora, PredictionEqualsTheLedgerOnEveryRank) {
         run.bucket_bytes = 2000;  // buckets that cut a unit's words mid-weight
         const std::vector<predict::RankPeak> predicted = predict::predict_peak(run);
         const Measured measured = train(run, 0);
-        for (int r = 0; r < run.ranks; ++r) {
-          SCOPED_TRACE("rank " + std::to_string(r));
-          for (int c = 0; c < kCategoryCount; ++c) {
-            const auto cat = static_cast<Category>(c);
-            EXPECT_EQ(predicted[r][cat], measured.ledgers[r].at_peak(cat)) << category_name(cat);
-          }
-          EXPECT_EQ(predicted[r].peak_bytes, measured.ledgers[r].peak_total());
-        }
+        expect_every_rank_predicted(predicted, measured);
         // The codes take a quarter of the 16-bit base's words.
         g.nf4 = false;
         EXPECT_LT(predicted[0][Category::params16],

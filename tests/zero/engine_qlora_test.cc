@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "zero/step_bytes_testing.h"
 #include "zerodp/comm/communicator.h"
 #include "zerodp/common/dtype.h"
 #include "zerodp/data/samples.h"
@@ -158,25 +159,7 @@ TEST(EngineQlora, EachRankSendsWhatThePredictionCounts) {
       o.micro_batch = 1;
       o.bucket_bytes = 600;
       o.frozen_nf4 = true;
-      const auto n = static_cast<std::size_t>(ranks);
-      std::vector<std::uint64_t> ring(n), sent(n);
-      std::mutex mu;
-      comm::run_thread_ranks(ranks, {}, [&](comm::Communicator& comm) {
-        model::GptModel model(c);
-        zero::Engine engine(model, comm, samples, o);
-        const comm::Stats before = comm.stats();
-        std::uint64_t scalar_ring = 0, scalar_sent = 0;
-        for (int s = 0; s < steps; ++s) {
-          const zero::StepResult r = engine.step(1e-2f);
-          scalar_ring += r.scalar_bytes;
-          scalar_sent += r.scalar_sent_bytes;
-        }
-        engine.flush();
-        const comm::Stats after = comm.stats();
-        std::lock_guard lock(mu);
-        ring[std::size_t(comm.rank())] = after.ring_bytes() - before.ring_bytes() - scalar_ring;
-        sent[std::size_t(comm.rank())] = after.sent_bytes() - before.sent_bytes() - scalar_sent;
-      });
+      const testing::RankBytes bytes = testing::gpt_step_bytes(c, o, samples, ranks, steps);
       predict::EngineRun run;
       run.model = predict::GptShape{.layers = 2,
                                     .heads = 2,
@@ -188,17 +171,11 @@ TEST(EngineQlora, EachRankSendsWhatThePredictionCounts) {
       run.stage = o.stage;
       run.ranks = ranks;
       run.bucket_bytes = o.bucket_bytes;
-      const std::vector<std::uint64_t> hosts = predict::predict_host_send_bytes(run, 1);
-      for (int r = 0; r < ranks; ++r) {
-        SCOPED_TRACE("stage " + std::to_string(stage) + ", rank " + std::to_string(r) + " of " +
-                     std::to_string(ranks));
-        EXPECT_EQ(ring[std::size_t(r)], steps * predict::predict_rank_ring_bytes(run, r));
-        EXPECT_EQ(sent[std::size_t(r)], steps * hosts[std::size_t(r)]);
-      }
+      testing::expect_bytes_predicted(bytes, run, steps);
       // Against the 16-bit base: at stage 3 the base's gathers shrink about fourfold.
       auto& g = std::get<predict::GptShape>(run.model);
       g.nf4 = false;
-      if (stage == 3) EXPECT_LT(ring[0], steps * predict::predict_rank_ring_bytes(run, 0));
+      if (stage == 3) EXPECT_LT(bytes.ring[0], steps * predict::predict_rank_ring_bytes(run, 0));
     }
   }
 }
